@@ -1,0 +1,65 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Source is what the runtime needs from a source task. binlog.Source
+// satisfies it by shape; connectors never import runtime.
+type Source interface {
+	// Open starts reading just after position; nil means "from the
+	// configured start" (for the binlog: the server's current position).
+	Open(ctx context.Context, position []byte) error
+	// Read blocks until at least one record is ready or ctx is done. Records
+	// come in source order; Record.Position is set at resumable points only.
+	Read(ctx context.Context) ([]schema.Record, error)
+	// Close releases the connection. It is safe to call more than once.
+	Close() error
+}
+
+// Sink is what the runtime needs from a sink task.
+type Sink interface {
+	// Write applies recs, which come from one queue in order, and returns
+	// nil only once they are durably committed. Redelivered records (at or
+	// before what the sink already committed for their queue) must be
+	// harmless.
+	Write(ctx context.Context, recs []schema.Record) error
+	Close() error
+}
+
+// AckFunc is called exactly once per published batch: nil when every record
+// of the batch is durably accepted by the transport (for the embedded
+// transport: applied by the sink), or the error that stopped it.
+type AckFunc func(err error)
+
+// Publisher is the source side of a transport.
+type Publisher interface {
+	// Publish hands recs (data records only, in source order) to the
+	// transport, keeping order per key. It may block for backpressure and
+	// returns an error only when the batch cannot be taken; delivery is
+	// reported through ack, possibly from another goroutine.
+	Publish(ctx context.Context, recs []schema.Record, ack AckFunc) error
+	// Close waits for outstanding acks (bounded by ctx) and releases resources.
+	Close(ctx context.Context) error
+}
+
+// Handler applies one batch of records from one queue. Returning nil
+// acknowledges them; an error makes the transport redeliver the same batch
+// (in order) after a backoff.
+type Handler func(ctx context.Context, recs []schema.Record) error
+
+// Subscriber is the sink side of a transport.
+type Subscriber interface {
+	// Consume delivers batches to h, in order per queue, until ctx is done
+	// or a fatal error; it returns after in-flight handlers have finished.
+	Consume(ctx context.Context, h Handler) error
+	Close(ctx context.Context) error
+}
+
+// PositionStore keeps the source position of each pipeline.
+type PositionStore interface {
+	Load(ctx context.Context, pipeline string) ([]byte, error) // nil, nil when none
+	Save(ctx context.Context, pipeline string, pos []byte) error
+}

@@ -1,0 +1,93 @@
+package schema
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+)
+
+// Dec is an exact decimal number: Unscaled × 10^-Scale. It keeps every digit
+// of DECIMAL(65,30). The zero value is 0 with scale 0.
+type Dec struct {
+	Unscaled *big.Int
+	Scale    int32
+}
+
+// ParseDec parses a decimal literal such as "-123.4500" keeping its scale.
+func ParseDec(s string) (Dec, error) {
+	orig := s
+	neg := false
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	} else if strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	digits := intPart + frac
+	if digits == "" || len(digits) > 200 {
+		return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
+		}
+	}
+	u, ok := new(big.Int).SetString(digits, 10)
+	if !ok {
+		return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
+	}
+	if neg {
+		u.Neg(u)
+	}
+	return Dec{Unscaled: u, Scale: int32(len(frac))}, nil
+}
+
+// MustDec is ParseDec for literals in code and tests; it panics on bad input.
+func MustDec(s string) Dec {
+	d, err := ParseDec(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// Rescale returns d with the given scale, padding or cutting fraction digits
+// (cutting truncates toward zero; callers use it only to pad to a declared scale).
+func (d Dec) Rescale(scale int32) Dec {
+	u := d.unscaled()
+	switch {
+	case scale > d.Scale:
+		m := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale-d.Scale)), nil)
+		return Dec{Unscaled: new(big.Int).Mul(u, m), Scale: scale}
+	case scale < d.Scale:
+		m := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(d.Scale-scale)), nil)
+		return Dec{Unscaled: new(big.Int).Quo(u, m), Scale: scale}
+	}
+	return d
+}
+
+func (d Dec) unscaled() *big.Int {
+	if d.Unscaled == nil {
+		return new(big.Int)
+	}
+	return d.Unscaled
+}
+
+// String renders the number with exactly Scale fraction digits.
+func (d Dec) String() string {
+	u := d.unscaled()
+	s := new(big.Int).Abs(u).String()
+	if d.Scale > 0 {
+		if len(s) <= int(d.Scale) {
+			s = strings.Repeat("0", int(d.Scale)-len(s)+1) + s
+		}
+		s = s[:len(s)-int(d.Scale)] + "." + s[len(s)-int(d.Scale):]
+	}
+	if u.Sign() < 0 {
+		s = "-" + s
+	}
+	return s
+}
+
+// Equal reports numeric and scale equality.
+func (d Dec) Equal(o Dec) bool { return d.Scale == o.Scale && d.unscaled().Cmp(o.unscaled()) == 0 }

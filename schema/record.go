@@ -1,0 +1,158 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Op is what a record does. Its text form follows Debezium's "op" field.
+type Op uint8
+
+// Operations. Begin, Commit and Heartbeat are markers: they carry a position
+// and metadata but no row, and are not applied by sinks.
+const (
+	OpUnknown Op = iota
+	OpCreate
+	OpUpdate
+	OpDelete
+	OpRead // a row read by a snapshot
+	OpTruncate
+	OpSchemaChange
+	OpBegin
+	OpCommit
+	OpHeartbeat
+)
+
+var opText = [...]string{"?", "c", "u", "d", "r", "t", "ddl", "BEGIN", "END", "heartbeat"}
+
+func (o Op) String() string {
+	if int(o) < len(opText) {
+		return opText[o]
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
+}
+
+// ParseOp is the inverse of Op.String.
+func ParseOp(s string) (Op, error) {
+	for i, t := range opText {
+		if i > 0 && t == s {
+			return Op(i), nil
+		}
+	}
+	return OpUnknown, fmt.Errorf("schema: unknown op %q", s)
+}
+
+// IsData reports whether the op changes rows of a table (c, u, d, r, t).
+func (o Op) IsData() bool { return o >= OpCreate && o <= OpTruncate }
+
+// IsMarker reports whether the op is a marker that carries no change.
+func (o Op) IsMarker() bool { return o >= OpBegin }
+
+// TableID names a source table.
+type TableID struct {
+	Database string
+	Table    string
+}
+
+func (t TableID) String() string { return t.Database + "." + t.Table }
+
+// Row is one row image, aligned with the fields of its struct schema.
+type Row []any
+
+// Source describes where a record came from (Debezium's "source" block).
+type Source struct {
+	Version   string
+	Connector string // "mysql" or "mariadb"
+	Name      string // logical server name, the topic prefix
+	TsMs      int64  // when the change was made on the server
+	Snapshot  string // "", "true", "first", "last", "false"
+	ServerID  uint32
+	GTID      string
+	File      string
+	Pos       uint64
+	Row       int
+	Thread    uint64
+	Query     string
+}
+
+// Transaction places a record inside its source transaction.
+type Transaction struct {
+	ID                  string // GTID, or file:pos of the BEGIN
+	TotalOrder          int64  // 1-based order of the event in the transaction
+	DataCollectionOrder int64  // 1-based order among events of the same table
+}
+
+// SchemaChange is the payload of an OpSchemaChange record.
+type SchemaChange struct {
+	DDL  string
+	Kind string // e.g. "CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"
+}
+
+// Record is one change event. It is a value: copy it freely; do not mutate
+// Rows or Schemas that another component may hold.
+type Record struct {
+	Op          Op
+	Table       TableID
+	KeySchema   *Schema // struct of the primary-key columns; nil when the table has none
+	Key         Row     // aligned with KeySchema.Fields
+	ValueSchema *Schema // struct of the table's columns
+	Before      Row     // nil when absent (inserts, snapshot reads)
+	After       Row     // nil when absent (deletes)
+	Source      Source
+	Transaction *Transaction
+	TsMs        int64 // when sluice processed the change
+	// Position is the opaque source position at which reading may resume
+	// once this record and all before it are delivered. Nil inside a
+	// transaction: positions are only given at transaction boundaries.
+	Position []byte
+	Change   *SchemaChange
+	Headers  map[string]string
+	// Delivery is set by a transport on records it hands to a sink: where the
+	// record was read from, so a sink can store per-queue progress.
+	Delivery *Delivery
+}
+
+// Delivery locates a record on a transport (Kafka Connect's topic, partition
+// and offset).
+type Delivery struct {
+	Topic  string
+	Queue  int
+	Offset int64
+}
+
+// KeyString renders the key as text, stable for equal keys: it is used as the
+// message key, for partitioning and in error messages.
+func (r *Record) KeyString() string {
+	if len(r.Key) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, v := range r.Key {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		writeKeyValue(&b, v)
+	}
+	return b.String()
+}
+
+func writeKeyValue(b *strings.Builder, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("\\N")
+	case []byte:
+		fmt.Fprintf(b, "%x", x)
+	case string:
+		b.WriteString(strings.NewReplacer("\\", "\\\\", "|", "\\|").Replace(x))
+	default:
+		fmt.Fprint(b, x)
+	}
+}
+
+// Image returns the row image a sink should write: After, or Before for deletes.
+func (r *Record) Image() Row {
+	if r.After != nil {
+		return r.After
+	}
+	return r.Before
+}
