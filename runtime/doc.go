@@ -1,0 +1,18 @@
+// Package runtime runs connectors as tasks: it defines what it needs from a
+// source, a sink and a transport (contracts.go), moves records between them
+// with acknowledgements, and keeps source positions.
+//
+// Duties of the pieces, in order:
+//
+//  1. A Source gives records in source order; only records at transaction
+//     boundaries carry a Position.
+//  2. The runtime hands each batch to a Publisher with an AckFunc and tracks
+//     it in a bounded window; Publish blocks when the window is full, so a
+//     slow transport or sink slows the source instead of growing memory.
+//  3. When acks arrive, possibly out of order, only the contiguous acked
+//     prefix counts: its newest Position is saved in the PositionStore.
+//  4. A Subscriber hands batches of one queue, in order, to the Sink; a
+//     batch is acknowledged only after Sink.Write returned nil.
+//  5. On shutdown the source stops first, outstanding batches are awaited,
+//     the position is saved, then the sink side stops.
+package runtime

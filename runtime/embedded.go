@@ -1,0 +1,207 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// QueueFor picks the queue of a record: a hash of table and key, so that all
+// changes to one row go to one queue and stay in order.
+func QueueFor(r *schema.Record, queues int) int {
+	if queues <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(r.Table.Database))
+	h.Write([]byte{0})
+	h.Write([]byte(r.Table.Table))
+	h.Write([]byte{0})
+	h.Write([]byte(r.KeyString()))
+	return int(h.Sum32() % uint32(queues))
+}
+
+// Embedded is the in-process transport: bounded queues between a source and a
+// sink in one process. A batch is acknowledged to the source only after the
+// sink applied every record of it, so the source position never runs ahead
+// of the target.
+type Embedded struct {
+	queues []chan part
+	closed atomic.Bool
+}
+
+type part struct {
+	recs []schema.Record
+	done func(error)
+}
+
+// NewEmbedded makes n queues, each holding at most depth batches.
+func NewEmbedded(n, depth int) *Embedded {
+	if n <= 0 {
+		n = 4
+	}
+	if depth <= 0 {
+		depth = 16
+	}
+	e := &Embedded{queues: make([]chan part, n)}
+	for i := range e.queues {
+		e.queues[i] = make(chan part, depth)
+	}
+	return e
+}
+
+// Publisher returns the source side.
+func (e *Embedded) Publisher() Publisher { return embeddedPub{e} }
+
+// Subscriber returns the sink side.
+func (e *Embedded) Subscriber(maxBatch int) Subscriber {
+	if maxBatch <= 0 {
+		maxBatch = 2048
+	}
+	return &embeddedSub{e: e, maxBatch: maxBatch}
+}
+
+type embeddedPub struct{ e *Embedded }
+
+func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckFunc) error {
+	if p.e.closed.Load() {
+		return ErrClosed
+	}
+	n := len(p.e.queues)
+	split := make([][]schema.Record, n)
+	for i := range recs {
+		if recs[i].Op.IsMarker() {
+			continue
+		}
+		q := QueueFor(&recs[i], n)
+		split[q] = append(split[q], recs[i])
+	}
+	var parts int32
+	for _, s := range split {
+		if len(s) > 0 {
+			parts++
+		}
+	}
+	if parts == 0 {
+		ack(nil)
+		return nil
+	}
+	var once sync.Once
+	remaining := parts
+	done := func(err error) {
+		if err != nil {
+			once.Do(func() { ack(err) })
+			return
+		}
+		if atomic.AddInt32(&remaining, -1) == 0 {
+			once.Do(func() { ack(nil) })
+		}
+	}
+	for q, s := range split {
+		if len(s) == 0 {
+			continue
+		}
+		select {
+		case p.e.queues[q] <- part{recs: s, done: done}:
+		case <-ctx.Done():
+			done(ctx.Err())
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (p embeddedPub) Close(context.Context) error { return nil }
+
+type embeddedSub struct {
+	e        *Embedded
+	maxBatch int
+}
+
+// Consume runs one goroutine per queue; each applies batches in order and
+// retries a failing batch with exponential backoff until ctx is done.
+func (s *embeddedSub) Consume(ctx context.Context, h Handler) error {
+	var wg sync.WaitGroup
+	for q := range s.e.queues {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.consumeQueue(ctx, q, h)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h Handler) {
+	ch := s.e.queues[q]
+	for {
+		var batch []part
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-ch:
+			batch = append(batch, p)
+		}
+		n := len(batch[0].recs)
+	more:
+		for n < s.maxBatch {
+			select {
+			case p := <-ch:
+				batch = append(batch, p)
+				n += len(p.recs)
+			default:
+				break more
+			}
+		}
+		recs := batch[0].recs
+		if len(batch) > 1 {
+			recs = make([]schema.Record, 0, n)
+			for _, p := range batch {
+				recs = append(recs, p.recs...)
+			}
+		}
+		err := applyWithRetry(ctx, recs, h)
+		for _, p := range batch {
+			p.done(err)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// applyWithRetry calls h until it succeeds or ctx ends, backing off
+// exponentially from 100ms to 10s between attempts.
+func applyWithRetry(ctx context.Context, recs []schema.Record, h Handler) error {
+	backoff := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := h(ctx, recs)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("apply stopped after %d attempts: %w", attempt, err)
+		}
+		if IsFatal(err) {
+			return err
+		}
+		logger(ctx).Warn("apply failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("apply stopped after %d attempts: %w", attempt, err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (s *embeddedSub) Close(context.Context) error {
+	s.e.closed.Store(true)
+	return nil
+}

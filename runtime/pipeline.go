@@ -1,0 +1,291 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// State is a task's lifecycle state, as Kafka Connect names them.
+type State string
+
+// Task states.
+const (
+	StateUnassigned State = "UNASSIGNED"
+	StateRunning    State = "RUNNING"
+	StatePaused     State = "PAUSED"
+	StateFailed     State = "FAILED"
+	StateStopped    State = "STOPPED"
+)
+
+// Pipeline runs one source task, one sink task, or both, joined by a
+// transport. Fields are set before Run and not changed after.
+type Pipeline struct {
+	Name       string
+	Source     Source     // nil: no source side in this process
+	Publisher  Publisher  // required with Source
+	Subscriber Subscriber // nil: no sink side in this process
+	Sink       Sink       // required with Subscriber
+	Positions  PositionStore
+	Log        *slog.Logger
+
+	MaxInFlight  int           // records published but not acknowledged; default 8192
+	SaveInterval time.Duration // how often a committed position is saved; default 200ms
+	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
+
+	stats Stats
+}
+
+// Stats are the pipeline's counters; read them with Snapshot.
+type Stats struct {
+	RecordsRead    atomic.Int64
+	RecordsApplied atomic.Int64
+	BatchesFailed  atomic.Int64
+	mu             sync.Mutex
+	state          State
+	lastErr        string
+	position       []byte
+}
+
+// Status is a point-in-time view of a pipeline.
+type Status struct {
+	Name           string `json:"name"`
+	State          State  `json:"state"`
+	RecordsRead    int64  `json:"records_read"`
+	RecordsApplied int64  `json:"records_applied"`
+	Position       string `json:"position,omitempty"`
+	LastError      string `json:"last_error,omitempty"`
+}
+
+// Status returns the current state and counters.
+func (p *Pipeline) Status() Status {
+	p.stats.mu.Lock()
+	defer p.stats.mu.Unlock()
+	st := p.stats.state
+	if st == "" {
+		st = StateUnassigned
+	}
+	return Status{Name: p.Name, State: st, RecordsRead: p.stats.RecordsRead.Load(),
+		RecordsApplied: p.stats.RecordsApplied.Load(), Position: string(p.stats.position), LastError: p.stats.lastErr}
+}
+
+func (p *Pipeline) setState(s State, err error) {
+	p.stats.mu.Lock()
+	defer p.stats.mu.Unlock()
+	p.stats.state = s
+	if err != nil {
+		p.stats.lastErr = err.Error()
+	}
+}
+
+func (p *Pipeline) log() *slog.Logger {
+	if p.Log != nil {
+		return p.Log
+	}
+	return slog.Default()
+}
+
+// Run runs until ctx is done (a graceful stop: returns nil after draining)
+// or a task fails (returns its error).
+func (p *Pipeline) Run(ctx context.Context) error {
+	if p.Source == nil && p.Subscriber == nil {
+		return fmt.Errorf("pipeline %s: nothing to run (no source and no sink): %w", p.Name, ErrConfig)
+	}
+	if p.Source != nil && (p.Publisher == nil || p.Positions == nil) {
+		return fmt.Errorf("pipeline %s: a source needs a transport and a position store: %w", p.Name, ErrConfig)
+	}
+	if p.Subscriber != nil && p.Sink == nil {
+		return fmt.Errorf("pipeline %s: a subscriber needs a sink: %w", p.Name, ErrConfig)
+	}
+	ctx = WithLogger(ctx, p.log())
+	p.setState(StateRunning, nil)
+
+	// The sink side outlives the source side on shutdown, so that batches
+	// already published can still be applied and acknowledged.
+	sinkCtx, stopSink := context.WithCancel(WithLogger(context.WithoutCancel(ctx), p.log()))
+	defer stopSink()
+	failed := make(chan error, 2)
+	var sinkDone chan struct{}
+	if p.Subscriber != nil {
+		sinkDone = make(chan struct{})
+		go func() {
+			defer close(sinkDone)
+			err := p.Subscriber.Consume(sinkCtx, p.apply)
+			if err != nil && sinkCtx.Err() == nil {
+				failed <- fmt.Errorf("sink: %w", err)
+			}
+		}()
+	}
+
+	srcCtx, stopSrc := context.WithCancel(ctx)
+	defer stopSrc()
+	var runErr error
+	if p.Source != nil {
+		go func() {
+			select {
+			case err := <-failed:
+				failed <- err // keep it for the report below
+				stopSrc()
+			case <-srcCtx.Done():
+			}
+		}()
+		runErr = p.runSource(srcCtx)
+		if runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil {
+			runErr = nil
+		}
+	} else {
+		select {
+		case <-ctx.Done():
+		case runErr = <-failed:
+		}
+	}
+	select {
+	case err := <-failed:
+		if runErr == nil {
+			runErr = err
+		}
+	default:
+	}
+
+	stopSink()
+	if sinkDone != nil {
+		<-sinkDone
+	}
+	if p.Subscriber != nil {
+		runErr = errors.Join(runErr, p.Subscriber.Close(context.Background()), p.Sink.Close())
+	}
+	if runErr != nil {
+		p.setState(StateFailed, runErr)
+		return runErr
+	}
+	p.setState(StateStopped, nil)
+	return nil
+}
+
+func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
+	if err := p.Sink.Write(ctx, recs); err != nil {
+		p.stats.BatchesFailed.Add(1)
+		return err
+	}
+	p.stats.RecordsApplied.Add(int64(len(recs)))
+	return nil
+}
+
+func (p *Pipeline) runSource(ctx context.Context) (err error) {
+	log := p.log()
+	pos, err := p.Positions.Load(ctx, p.Name)
+	if err != nil {
+		return err
+	}
+	if pos != nil {
+		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos))
+	} else {
+		log.Info("no saved position; starting from the source's configured start", "pipeline", p.Name)
+	}
+	if err := p.Source.Open(ctx, pos); err != nil {
+		return fmt.Errorf("open source: %w", err)
+	}
+	defer func() { err = errors.Join(err, p.Source.Close()) }()
+
+	w := newWindow(p.MaxInFlight)
+	saveEvery := p.SaveInterval
+	if saveEvery <= 0 {
+		saveEvery = 200 * time.Millisecond
+	}
+	saverDone := make(chan error, 1)
+	saverCtx, stopSaver := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		t := time.NewTicker(saveEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-saverCtx.Done():
+				saverDone <- nil
+				return
+			case <-t.C:
+				if err := p.save(saverCtx, w); err != nil {
+					saverDone <- err
+					return
+				}
+			}
+		}
+	}()
+
+	readErr := p.readLoop(ctx, w)
+
+	// Graceful stop: wait for what is in flight, then save the final position.
+	drain := p.DrainTimeout
+	if drain <= 0 {
+		drain = 30 * time.Second
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	waitErr := w.wait(dctx)
+	closeErr := p.Publisher.Close(dctx)
+	stopSaver()
+	saveErr := <-saverDone
+	if err := p.save(context.WithoutCancel(ctx), w); err != nil {
+		saveErr = errors.Join(saveErr, err)
+	}
+	if waitErr != nil && readErr == nil && ctx.Err() != nil {
+		log.Warn("shutdown did not see every batch acknowledged; they will be read again at the next start", "err", waitErr)
+		waitErr = nil
+	}
+	return errors.Join(readErr, waitErr, closeErr, saveErr)
+}
+
+func (p *Pipeline) save(ctx context.Context, w *window) error {
+	pos, ok := w.take()
+	if !ok {
+		return nil
+	}
+	if err := p.Positions.Save(ctx, p.Name, pos); err != nil {
+		return fmt.Errorf("save position: %w", err)
+	}
+	p.stats.mu.Lock()
+	p.stats.position = pos
+	p.stats.mu.Unlock()
+	return nil
+}
+
+func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
+	for {
+		recs, err := p.Source.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read source: %w", err)
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		var pos []byte
+		for i := len(recs) - 1; i >= 0; i-- {
+			if recs[i].Position != nil {
+				pos = recs[i].Position
+				break
+			}
+		}
+		seq, err := w.add(ctx, len(recs), pos)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("transport failed: %w", err)
+		}
+		p.stats.RecordsRead.Add(int64(len(recs)))
+		if err := p.Publisher.Publish(ctx, recs, func(err error) { w.ack(seq, err) }); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("publish: %w", err)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// fakeSource emits n updates over k keys in transactions of 3 rows, each
+// followed by a commit marker carrying the position "tx-<i>". A fake is fine
+// here: these tests are about the runtime's logic, not a server.
+type fakeSource struct {
+	n, k    int
+	next    int
+	tx      int
+	opened  []byte
+	blocked chan struct{}
+}
+
+func (s *fakeSource) Open(_ context.Context, pos []byte) error { s.opened = pos; return nil }
+func (s *fakeSource) Close() error                             { return nil }
+func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
+	if s.next >= s.n {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	var out []schema.Record
+	for i := 0; i < 3 && s.next < s.n; i++ {
+		out = append(out, schema.Record{Op: schema.OpUpdate, Table: schema.TableID{Database: "d", Table: "t"},
+			Key: schema.Row{int64(s.next % s.k)}, After: schema.Row{int64(s.next % s.k), int64(s.next)}})
+		s.next++
+	}
+	s.tx++
+	out = append(out, schema.Record{Op: schema.OpCommit, Position: []byte("tx-" + strconv.Itoa(s.tx))})
+	return out, nil
+}
+
+type fakeSink struct {
+	mu      sync.Mutex
+	seen    map[int64][]int64
+	applied int
+	delay   time.Duration
+	failN   int // fail the first failN writes
+}
+
+func (s *fakeSink) Write(ctx context.Context, recs []schema.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failN > 0 {
+		s.failN--
+		return errors.New("transient")
+	}
+	time.Sleep(s.delay)
+	for _, r := range recs {
+		if r.Op.IsMarker() {
+			return fmt.Errorf("marker %v reached the sink", r.Op)
+		}
+		k := r.Key[0].(int64)
+		s.seen[k] = append(s.seen[k], r.After[1].(int64))
+		s.applied++
+	}
+	return nil
+}
+func (s *fakeSink) Close() error { return nil }
+func (s *fakeSink) count() int   { s.mu.Lock(); defer s.mu.Unlock(); return s.applied }
+
+type memStore struct {
+	mu  sync.Mutex
+	pos map[string][]byte
+}
+
+func (m *memStore) Load(_ context.Context, p string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pos[p], nil
+}
+func (m *memStore) Save(_ context.Context, p string, b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pos[p] = b
+	return nil
+}
+
+func runUntil(t *testing.T, p *Pipeline, done func() bool) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx) }()
+	deadline := time.After(20 * time.Second)
+	for !done() {
+		select {
+		case err := <-errc:
+			cancel()
+			return err
+		case <-deadline:
+			cancel()
+			t.Fatal("pipeline did not finish the workload in 20s")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	return <-errc
+}
+
+func TestEmbeddedPipelineKeepsKeyOrderAndSavesLastPosition(t *testing.T) {
+	src := &fakeSource{n: 3000, k: 17}
+	snk := &fakeSink{seen: map[int64][]int64{}, failN: 2}
+	e := NewEmbedded(4, 4)
+	store := &memStore{pos: map[string][]byte{"p": []byte("tx-0")}}
+	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(64), Sink: snk, Positions: store, MaxInFlight: 100}
+	if err := runUntil(t, p, func() bool { return snk.count() == 3000 }); err != nil {
+		t.Fatal(err)
+	}
+	if string(src.opened) != "tx-0" {
+		t.Fatalf("source opened at %q, want the saved tx-0", src.opened)
+	}
+	for k, vs := range snk.seen {
+		for i := 1; i < len(vs); i++ {
+			if vs[i] <= vs[i-1] {
+				t.Fatalf("key %d applied out of order: %v", k, vs)
+			}
+		}
+	}
+	if got := string(store.pos["p"]); got != "tx-1000" {
+		t.Fatalf("saved position %q, want tx-1000", got)
+	}
+	if st := p.Status(); st.State != StateStopped || st.RecordsApplied != 3000 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// A slow sink must hold the source back: records read but not applied never
+// exceed the in-flight cap plus one batch.
+func TestEmbeddedBackpressureBoundsInFlight(t *testing.T) {
+	src := &fakeSource{n: 600, k: 5}
+	snk := &fakeSink{seen: map[int64][]int64{}, delay: time.Millisecond}
+	e := NewEmbedded(2, 1000)
+	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(8), Sink: snk, Positions: &memStore{pos: map[string][]byte{}}, MaxInFlight: 40}
+	maxGap := int64(0)
+	err := runUntil(t, p, func() bool {
+		st := p.Status()
+		// RecordsRead counts markers too: 4 records per transaction of 3 rows.
+		if gap := st.RecordsRead*3/4 - st.RecordsApplied; gap > maxGap {
+			maxGap = gap
+		}
+		return snk.count() == 600
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if maxGap > 40+4 {
+		t.Fatalf("%d records were in flight, cap is 40", maxGap)
+	}
+}
+
+type fatalSink struct{ fakeSink }
+
+func (s *fatalSink) Write(context.Context, []schema.Record) error {
+	return Fatal(errors.New("column does not exist"))
+}
+
+func TestFatalSinkErrorFailsPipelineWithoutSavingPastIt(t *testing.T) {
+	src := &fakeSource{n: 30, k: 3}
+	store := &memStore{pos: map[string][]byte{}}
+	e := NewEmbedded(2, 4)
+	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(8), Sink: &fatalSink{}, Positions: store}
+	err := p.Run(context.Background())
+	if err == nil || !IsFatal(err) {
+		t.Fatalf("Run returned %v, want the fatal sink error", err)
+	}
+	if st := p.Status(); st.State != StateFailed || st.LastError == "" {
+		t.Fatalf("status %+v", st)
+	}
+	if pos := store.pos["p"]; pos != nil {
+		t.Fatalf("position %q saved although nothing was applied", pos)
+	}
+}

@@ -1,0 +1,26 @@
+// Package rocketmq is sluice's Apache RocketMQ transport: a Publisher that
+// sends records to one topic per table (or per database) and a Subscriber
+// that hands them, in order per queue, to a sink.
+//
+// Layout on the broker:
+//   - topic: TopicName(prefix, database, table, mode); topics are created with
+//     Config.Queues queues when first used (or at start for Config.Tables);
+//   - queue: fnv32a(database.table NUL key) modulo the topic's queue count, so
+//     every change of one row lands on one queue, in source order;
+//   - message: key = Record.KeyString(), tag = table name, body = the
+//     converter's value, property "sluice_key" = the converter's key.
+//
+// Duties of the caller:
+//  1. Publish records in source order; every data record is sent, markers
+//     (BEGIN/END/heartbeat) are not, they are acked with their batch.
+//  2. Advance the source position only from ack(nil). Acks come in Publish
+//     order; after one batch fails every later batch is acked with an error
+//     too (the publisher stops sending), so restart from the last acked
+//     position. When Publish itself returns an error, ack is never called.
+//  3. Make the sink idempotent: delivery is at least once. A crash redelivers
+//     what the consumer had not yet committed (offsets reach the broker every
+//     ~5 s and at shutdown).
+//  4. Call Close on both sides: Publisher.Close waits for outstanding acks;
+//     Subscriber.Close (or cancelling Consume's context) stops pulling and
+//     waits for the handlers in flight.
+package rocketmq

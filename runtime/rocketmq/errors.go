@@ -1,0 +1,19 @@
+package rocketmq
+
+import "errors"
+
+// Errors callers may test with errors.Is.
+var (
+	// ErrClosed is returned by Publish after Close.
+	ErrClosed = errors.New("rocketmq: publisher closed")
+	// ErrTopicCollision means two source tables (or databases) map to the same
+	// topic name; rename one or choose another TopicMode/TopicPrefix.
+	ErrTopicCollision = errors.New("rocketmq: topic name collision")
+	// ErrConfig is wrapped by every configuration error.
+	ErrConfig = errors.New("rocketmq: invalid config")
+	// ErrDecode means a consumed message could not be decoded; the subscriber
+	// stops instead of skipping it.
+	ErrDecode = errors.New("rocketmq: cannot decode message")
+	// ErrSend means the broker did not confirm a send after all retries.
+	ErrSend = errors.New("rocketmq: send failed")
+)

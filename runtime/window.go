@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+)
+
+// window tracks published batches until they are acknowledged. It commits
+// only the contiguous acked prefix and caps the records in flight, which
+// gives both correct checkpoints and backpressure.
+type window struct {
+	mu       sync.Mutex
+	cond     chan struct{} // closed and replaced whenever space frees up
+	next     uint64        // sequence of the next batch
+	head     uint64        // sequence of the oldest batch not yet committed
+	pending  map[uint64]*slot
+	inFlight int
+	max      int
+	err      error  // first ack error
+	position []byte // newest position of the committed prefix
+	dirty    bool   // position changed since the last take
+}
+
+type slot struct {
+	records  int
+	position []byte
+	done     bool
+	failed   bool
+}
+
+func newWindow(maxRecords int) *window {
+	if maxRecords <= 0 {
+		maxRecords = 8192
+	}
+	return &window{cond: make(chan struct{}), pending: map[uint64]*slot{}, max: maxRecords}
+}
+
+// add reserves room for a batch of n records that makes position resumable
+// (nil: no resumable point inside). It blocks while the window is full.
+// A batch larger than the window is admitted alone.
+func (w *window) add(ctx context.Context, n int, position []byte) (uint64, error) {
+	for {
+		w.mu.Lock()
+		if w.err != nil {
+			err := w.err
+			w.mu.Unlock()
+			return 0, err
+		}
+		if w.inFlight == 0 || w.inFlight+n <= w.max {
+			seq := w.next
+			w.next++
+			w.pending[seq] = &slot{records: n, position: position}
+			w.inFlight += n
+			w.mu.Unlock()
+			return seq, nil
+		}
+		wait := w.cond
+		w.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-wait:
+		}
+	}
+}
+
+// ack marks a batch done (or failed) and advances the committed prefix.
+func (w *window) ack(seq uint64, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	s, ok := w.pending[seq]
+	if !ok || s.done {
+		return
+	}
+	s.done, s.failed = true, err != nil
+	for {
+		// A failed batch is never committed: the prefix stops before it.
+		h, ok := w.pending[w.head]
+		if !ok || !h.done || h.failed {
+			break
+		}
+		delete(w.pending, w.head)
+		w.head++
+		w.inFlight -= h.records
+		if h.position != nil {
+			w.position, w.dirty = h.position, true
+		}
+	}
+	w.broadcast()
+}
+
+func (w *window) broadcast() {
+	close(w.cond)
+	w.cond = make(chan struct{})
+}
+
+// take returns the committed position if it changed since the last take.
+func (w *window) take() ([]byte, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.dirty {
+		return nil, false
+	}
+	w.dirty = false
+	return w.position, true
+}
+
+// failure returns the first ack error, if any.
+func (w *window) failure() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// drained reports whether nothing is in flight (or a batch failed, so nothing
+// more can be committed), and a channel that changes when that may change.
+func (w *window) drained() (bool, error, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending) == 0, w.err, w.cond
+}
+
+// wait blocks until every added batch was acked, one failed, or ctx is done.
+func (w *window) wait(ctx context.Context) error {
+	for {
+		ok, err, ch := w.drained()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
