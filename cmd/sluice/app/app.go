@@ -1,0 +1,151 @@
+// Package app is the sluice command: it registers the connectors and
+// transports and starts the runtime. It is a package (not just main) so the
+// integration tests can build pipelines exactly as the binary does.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and PostgreSQL/MySQL
+
+Usage:
+  sluice run --config FILE [--only source|sink]   run a pipeline until SIGTERM/SIGINT
+  sluice validate --config FILE                   check the config file and exit
+  sluice positions show|reset --config FILE       read or reset the saved source position
+`
+
+// Main runs the command line and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], log)
+	case "validate":
+		err = cmdValidate(args[1:], stdout, log)
+	case "positions":
+		err = cmdPositions(args[1:], stdout)
+	default:
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		if errors.Is(err, runtime.ErrConfig) || errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("SLUICE_LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+func configFlag(name string, args []string) (*flag.FlagSet, *string, *string) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	cfg := fs.String("config", "", "pipeline config file (YAML)")
+	only := fs.String("only", "", "run only the source side or the sink side: source|sink")
+	return fs, cfg, only
+}
+
+func loadConfig(fs *flag.FlagSet, path *string, args []string) (*runtime.Config, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if *path == "" {
+		return nil, fmt.Errorf("--config FILE is required: %w", runtime.ErrConfig)
+	}
+	return runtime.LoadConfig(*path)
+}
+
+func cmdRun(args []string, log *slog.Logger) error {
+	fs, path, only := configFlag("run", args)
+	cfg, err := loadConfig(fs, path, args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	p, err := Build(ctx, cfg, *only, log)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal now ends the process at once
+		log.Info("stopping: draining in-flight records and saving the position (signal again to exit now)")
+	}()
+	log.Info("pipeline starting", "pipeline", cfg.Name, "only", *only)
+	return p.Run(ctx)
+}
+
+func cmdValidate(args []string, stdout io.Writer, log *slog.Logger) error {
+	fs, path, only := configFlag("validate", args)
+	cfg, err := loadConfig(fs, path, args)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeAll(cfg, *only); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", cfg.File)
+	return nil
+}
+
+func cmdPositions(args []string, stdout io.Writer) error {
+	if len(args) == 0 || (args[0] != "show" && args[0] != "reset") {
+		return fmt.Errorf("positions: say show or reset: %w", runtime.ErrConfig)
+	}
+	fs, path, _ := configFlag("positions", args[1:])
+	cfg, err := loadConfig(fs, path, args[1:])
+	if err != nil {
+		return err
+	}
+	d, err := decodeAll(cfg, "source")
+	if err != nil {
+		return err
+	}
+	store, err := runtime.NewFileStore(d.positions.Dir)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if args[0] == "reset" {
+		if err := store.Reset(ctx, cfg.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "position of %s reset: the next start begins at the source's configured start\n", cfg.Name)
+		return nil
+	}
+	pos, err := store.Load(ctx, cfg.Name)
+	if err != nil {
+		return err
+	}
+	if pos == nil {
+		fmt.Fprintf(stdout, "%s: no saved position\n", cfg.Name)
+		return nil
+	}
+	fmt.Fprintf(stdout, "%s\n", pos)
+	return nil
+}

@@ -1,0 +1,51 @@
+package app
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+// The commented examples are part of the contract: they must stay valid.
+func TestExamplesDecode(t *testing.T) {
+	files, err := filepath.Glob("../../../examples/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		cfg, err := runtime.LoadConfig(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		d, err := decodeAll(cfg, "")
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if d.source == nil || d.sink == nil || d.source.Host != "127.0.0.1" || d.sink.Dialect != "postgres" {
+			t.Fatalf("%s decoded to %+v", f, d)
+		}
+	}
+}
+
+func TestValidateReportsKeyAndLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.yaml")
+	writeFile(t, path, "name: x\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: many\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: d\n")
+	var out, errOut bytes.Buffer
+	code := Main([]string{"validate", "--config", path}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "bad.yaml:6: source.server_id: expected an integer") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+	writeFile(t, path, "name: x\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: 7\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: d\n")
+	out.Reset()
+	errOut.Reset()
+	if code := Main([]string{"validate", "--config", path}, &out, &errOut); code != 0 {
+		t.Fatalf("valid config: exit %d, %s", code, errOut.String())
+	}
+	if code := Main([]string{"run", "--config", path, "--only", "sink"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--only needs the rocketmq transport") {
+		t.Fatalf("--only with embedded: exit %d, %s", code, errOut.String())
+	}
+}

@@ -1,0 +1,230 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/sluicecdc/sluice/binlog"
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/sink"
+)
+
+// mysqlSource is the config of the MySQL/MariaDB binlog source.
+type mysqlSource struct {
+	Host       string   `yaml:"host" sluice:"required"`
+	Port       int      `yaml:"port"`
+	User       string   `yaml:"user" sluice:"required"`
+	Password   string   `yaml:"password"`
+	ServerID   uint32   `yaml:"server_id" sluice:"required"`
+	Flavor     string   `yaml:"flavor"`
+	ServerName string   `yaml:"server_name"`
+	Include    []string `yaml:"include"`
+	Exclude    []string `yaml:"exclude"`
+	ZeroDates  string   `yaml:"zero_dates"` // "null" (default) or "keep"
+}
+
+// jdbcSink is the config of the PostgreSQL and MySQL sinks.
+type jdbcSink struct {
+	DSN        string `yaml:"dsn" sluice:"required"`
+	Schema     string `yaml:"schema"`
+	Table      string `yaml:"table"`
+	AutoCreate *bool  `yaml:"auto_create"`
+	AutoEvolve *bool  `yaml:"auto_evolve"`
+	BatchSize  int    `yaml:"batch_size"`
+}
+
+type embeddedTransport struct {
+	Queues   int `yaml:"queues"`
+	Depth    int `yaml:"depth"`
+	MaxBatch int `yaml:"max_batch"`
+}
+
+type rocketmqTransport struct {
+	NameServers []string `yaml:"name_servers" sluice:"required"`
+	Queues      int      `yaml:"queues"`
+	TopicMode   string   `yaml:"topic_mode"`
+	TopicPrefix string   `yaml:"topic_prefix"`
+	Group       string   `yaml:"group"`
+	Cluster     string   `yaml:"cluster"`
+	Topics      []string `yaml:"topics"`
+}
+
+type filePositions struct {
+	Dir string `yaml:"dir"`
+}
+
+type decoded struct {
+	source    *binlog.Config
+	sink      *sink.Config
+	embedded  *embeddedTransport
+	rocketmq  *rocketmq.Config
+	positions filePositions
+	maxFlight int
+}
+
+func truthy(b *bool, def bool) bool {
+	if b == nil {
+		return def
+	}
+	return *b
+}
+
+func sectionErr(s *runtime.Section, msg string) error {
+	return fmt.Errorf("%s (line %d): %s: %w", s.Path(), s.Line(), msg, runtime.ErrConfig)
+}
+
+// decodeAll decodes every section the process shape needs.
+func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
+	d := &decoded{positions: filePositions{Dir: "positions"}}
+	switch only {
+	case "", "source", "sink":
+	default:
+		return nil, fmt.Errorf("--only must be source or sink, not %q: %w", only, runtime.ErrConfig)
+	}
+	wantSource := only != "sink" && cfg.Source != nil
+	wantSink := only != "source" && cfg.Sink != nil
+	if only == "source" && cfg.Source == nil || only == "sink" && cfg.Sink == nil {
+		return nil, fmt.Errorf("--only %s: the config has no %s section: %w", only, only, runtime.ErrConfig)
+	}
+	if wantSource {
+		switch cfg.Source.Type {
+		case "mysql", "mariadb":
+			var c mysqlSource
+			if err := cfg.Source.Decode(&c); err != nil {
+				return nil, err
+			}
+			flavor := c.Flavor
+			if flavor == "" {
+				flavor = cfg.Source.Type
+			}
+			if c.Port == 0 {
+				c.Port = 3306
+			}
+			if c.ServerName == "" {
+				c.ServerName = cfg.Name
+			}
+			bc := &binlog.Config{Host: c.Host, Port: c.Port, User: c.User, Password: c.Password, ServerID: c.ServerID,
+				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude}
+			switch c.ZeroDates {
+			case "", "null":
+			case "keep":
+				f := false
+				bc.ZeroDateAsNull = &f
+			default:
+				return nil, sectionErr(cfg.Source, "zero_dates must be null or keep")
+			}
+			d.source = bc
+		default:
+			return nil, sectionErr(cfg.Source, fmt.Sprintf("unknown source type %q (known: mysql, mariadb)", cfg.Source.Type))
+		}
+	}
+	if wantSink {
+		switch cfg.Sink.Type {
+		case "postgres", "postgresql", "mysql", "mariadb":
+			var c jdbcSink
+			if err := cfg.Sink.Decode(&c); err != nil {
+				return nil, err
+			}
+			dialect := "postgres"
+			if cfg.Sink.Type == "mysql" || cfg.Sink.Type == "mariadb" {
+				dialect = "mysql"
+			}
+			d.sink = &sink.Config{Dialect: dialect, DSN: c.DSN, Pipeline: cfg.Name, SchemaTemplate: c.Schema, TableTemplate: c.Table,
+				AutoCreate: truthy(c.AutoCreate, true), AutoEvolve: truthy(c.AutoEvolve, true), BatchSize: c.BatchSize}
+		default:
+			return nil, sectionErr(cfg.Sink, fmt.Sprintf("unknown sink type %q (known: postgres, mysql)", cfg.Sink.Type))
+		}
+	}
+	switch cfg.Transport.Type {
+	case "embedded":
+		if only != "" {
+			return nil, sectionErr(cfg.Transport, "the embedded transport runs source and sink in one process: --only needs the rocketmq transport")
+		}
+		if cfg.Source == nil || cfg.Sink == nil {
+			return nil, sectionErr(cfg.Transport, "the embedded transport needs both a source and a sink section")
+		}
+		var c embeddedTransport
+		if err := cfg.Transport.Decode(&c); err != nil {
+			return nil, err
+		}
+		d.embedded = &c
+	case "rocketmq":
+		var c rocketmqTransport
+		if err := cfg.Transport.Decode(&c); err != nil {
+			return nil, err
+		}
+		for _, a := range c.NameServers {
+			if host, _, _ := strings.Cut(a, ":"); host != "127.0.0.1" && host != "localhost" {
+				slog.Warn("name server is not on loopback", "address", a)
+			}
+		}
+		d.rocketmq = &rocketmq.Config{NameServers: c.NameServers, Pipeline: cfg.Name, Queues: c.Queues, TopicMode: c.TopicMode,
+			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics}
+		if wantSink && len(c.Topics) == 0 {
+			return nil, sectionErr(cfg.Transport, "a sink on rocketmq needs transport.topics: the topics to consume")
+		}
+	default:
+		return nil, sectionErr(cfg.Transport, fmt.Sprintf("unknown transport type %q (known: embedded, rocketmq)", cfg.Transport.Type))
+	}
+	if cfg.Positions != nil {
+		if cfg.Positions.Type != "file" {
+			return nil, sectionErr(cfg.Positions, fmt.Sprintf("unknown positions type %q (known: file)", cfg.Positions.Type))
+		}
+		if err := cfg.Positions.Decode(&d.positions); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// Build makes the pipeline the config describes, connecting to the servers.
+func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logger) (*runtime.Pipeline, error) {
+	d, err := decodeAll(cfg, only)
+	if err != nil {
+		return nil, err
+	}
+	p := &runtime.Pipeline{Name: cfg.Name, Log: log}
+	if d.source != nil {
+		src, err := binlog.NewSource(*d.source, log.With("component", "source"))
+		if err != nil {
+			return nil, err
+		}
+		p.Source = src
+		store, err := runtime.NewFileStore(d.positions.Dir)
+		if err != nil {
+			return nil, err
+		}
+		p.Positions = store
+	}
+	if d.sink != nil {
+		s, err := sink.New(ctx, *d.sink, log.With("component", "sink"))
+		if err != nil {
+			return nil, err
+		}
+		p.Sink = s
+	}
+	switch {
+	case d.embedded != nil:
+		e := runtime.NewEmbedded(d.embedded.Queues, d.embedded.Depth)
+		p.Publisher, p.Subscriber = e.Publisher(), e.Subscriber(d.embedded.MaxBatch)
+	case d.rocketmq != nil:
+		if p.Source != nil {
+			pub, err := rocketmq.NewPublisher(ctx, *d.rocketmq, log.With("component", "publisher"))
+			if err != nil {
+				return nil, err
+			}
+			p.Publisher = pub
+		}
+		if p.Sink != nil {
+			sub, err := rocketmq.NewSubscriber(ctx, *d.rocketmq, log.With("component", "subscriber"))
+			if err != nil {
+				return nil, err
+			}
+			p.Subscriber = sub
+		}
+	}
+	return p, nil
+}
