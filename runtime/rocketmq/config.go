@@ -1,0 +1,254 @@
+package rocketmq
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Topic modes.
+const (
+	TopicPerTable    = "table"
+	TopicPerDatabase = "database"
+)
+
+// Defaults applied by Config.withDefaults.
+const (
+	DefaultQueues      = 4
+	DefaultCluster     = "DefaultCluster"
+	DefaultSendRetries = 3
+	DefaultMaxInFlight = 4096
+	DefaultBatchSize   = 256
+	// KeyProperty is the message property holding the converter's key bytes.
+	KeyProperty = "sluice_key"
+	// maxNameLen is RocketMQ's limit on topic and group names.
+	maxNameLen = 127
+)
+
+// Codec turns records into message key/value bytes and back.
+// converter.JSON satisfies it.
+type Codec interface {
+	Encode(r *schema.Record) (key, value []byte, err error)
+	Decode(key, value []byte) (schema.Record, error)
+}
+
+// Config configures both sides of the transport.
+type Config struct {
+	NameServers []string // "127.0.0.1:19876"
+	Pipeline    string   // used in group and instance names
+	TopicMode   string   // "table" (default: one topic per table) or "database"
+	TopicPrefix string   // default: the pipeline name
+	Queues      int      // queues per topic, default 4
+	Cluster     string   // broker cluster for topic creation, default "DefaultCluster"
+	Group       string   // consumer group, default "<pipeline>-sink"
+	// Topics are what the subscriber consumes; if empty, derived from Tables.
+	Topics []string
+	// Tables known at start: the publisher creates their topics in
+	// NewPublisher, the subscriber derives Topics from them.
+	Tables      []schema.TableID
+	SendRetries int // default 3
+	MaxInFlight int // records in flight on the publisher, default 4096
+	// BatchSize is the most records handed to one Handler call, default 256
+	// (the client's limit is 1024).
+	BatchSize int
+	// Codec encodes and decodes records; default the JSON converter with
+	// schemas.
+	Codec Codec
+}
+
+func (c Config) withDefaults() (Config, error) {
+	c, err := c.baseDefaults()
+	if err != nil {
+		return c, err
+	}
+	if c.Codec == nil {
+		c.Codec = defaultCodec()
+		if c.Codec == nil {
+			return c, fmt.Errorf("%w: no Codec set", ErrConfig)
+		}
+	}
+	return c, nil
+}
+
+// baseDefaults checks and completes everything but the codec.
+func (c Config) baseDefaults() (Config, error) {
+	if len(c.NameServers) == 0 {
+		return c, fmt.Errorf("%w: no name server given: set NameServers (e.g. 127.0.0.1:9876)", ErrConfig)
+	}
+	for _, a := range c.NameServers {
+		if !strings.Contains(a, ":") {
+			return c, fmt.Errorf("%w: name server %q is not host:port", ErrConfig, a)
+		}
+	}
+	if c.Pipeline == "" {
+		return c, fmt.Errorf("%w: Pipeline is empty: it names the consumer group and client instances", ErrConfig)
+	}
+	switch c.TopicMode {
+	case "":
+		c.TopicMode = TopicPerTable
+	case TopicPerTable, TopicPerDatabase:
+	default:
+		return c, fmt.Errorf("%w: TopicMode %q: use %q or %q", ErrConfig, c.TopicMode, TopicPerTable, TopicPerDatabase)
+	}
+	if c.TopicPrefix == "" {
+		c.TopicPrefix = c.Pipeline
+	}
+	if c.Queues == 0 {
+		c.Queues = DefaultQueues
+	}
+	if c.Queues < 1 || c.Queues > 1024 {
+		return c, fmt.Errorf("%w: Queues %d out of range [1, 1024]", ErrConfig, c.Queues)
+	}
+	if c.Cluster == "" {
+		c.Cluster = DefaultCluster
+	}
+	if c.Group == "" {
+		c.Group = c.Pipeline + "-sink"
+	}
+	c.Group = sanitizeName(c.Group)
+	if c.SendRetries == 0 {
+		c.SendRetries = DefaultSendRetries
+	}
+	if c.SendRetries < 0 {
+		c.SendRetries = 0
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchSize > 1024 {
+		c.BatchSize = 1024
+	}
+	return c, nil
+}
+
+// topics returns the subscriber's topics: Topics, or those of Tables.
+func (c Config) topics() ([]string, error) {
+	if len(c.Topics) > 0 {
+		return c.Topics, nil
+	}
+	reg := NewRegistry(c.TopicPrefix, c.TopicMode)
+	seen := map[string]bool{}
+	var out []string
+	for _, id := range c.Tables {
+		t, err := reg.Topic(id)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: the subscriber has nothing to consume: set Topics or Tables", ErrConfig)
+	}
+	return out, nil
+}
+
+// TopicName maps a source table to its topic. In "table" mode (the default)
+// it is prefix.db.table, in "database" mode prefix.db, where an empty prefix
+// is left out. Every character outside [%|a-zA-Z0-9_-] (dots included)
+// becomes '_'. A name longer than 127 characters is cut to 118 and suffixed
+// with '-' and the 8 hex digits of the fnv32a hash of the full name. Distinct
+// tables can map to the same name ("a.b"+"c" and "a"+"b.c"): a Registry
+// detects that.
+func TopicName(prefix, db, table, mode string) string {
+	parts := make([]string, 0, 3)
+	if prefix != "" {
+		parts = append(parts, prefix)
+	}
+	parts = append(parts, db)
+	if mode != TopicPerDatabase {
+		parts = append(parts, table)
+	}
+	return sanitizeName(strings.Join(parts, "."))
+}
+
+// sanitizeName makes s a valid RocketMQ topic or group name.
+func sanitizeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !validNameByte(c) {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 {
+		return "_"
+	}
+	if len(b) > maxNameLen {
+		h := fnv.New32a()
+		h.Write([]byte(s))
+		return fmt.Sprintf("%s-%08x", b[:maxNameLen-9], h.Sum32())
+	}
+	return string(b)
+}
+
+func validNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '%' || c == '|'
+}
+
+// Registry maps tables to topics and refuses two sources sharing a topic.
+// It is safe for concurrent use.
+type Registry struct {
+	prefix, mode string
+	mu           sync.Mutex
+	owner        map[string]string // topic -> the table (or database) that owns it
+	byTable      map[schema.TableID]string
+}
+
+// NewRegistry returns a Registry for one prefix and mode.
+func NewRegistry(prefix, mode string) *Registry {
+	return &Registry{prefix: prefix, mode: mode, owner: map[string]string{}, byTable: map[schema.TableID]string{}}
+}
+
+// Topic returns the topic of id, or an error wrapping ErrTopicCollision when
+// another table (in "database" mode: another database) already maps to it.
+func (r *Registry) Topic(id schema.TableID) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.byTable[id]; ok {
+		return t, nil
+	}
+	t := TopicName(r.prefix, id.Database, id.Table, r.mode)
+	src := fmt.Sprintf("table %q.%q", id.Database, id.Table)
+	if r.mode == TopicPerDatabase {
+		src = fmt.Sprintf("database %q", id.Database)
+	}
+	if prev, ok := r.owner[t]; ok && prev != src {
+		return "", fmt.Errorf("%w: %s and %s both map to topic %q: rename one, or change TopicMode or TopicPrefix", ErrTopicCollision, prev, src, t)
+	}
+	r.owner[t] = src
+	r.byTable[id] = t
+	return t, nil
+}
+
+// queueIndex picks the queue of a record: fnv32a of database.table, a NUL
+// byte and the key, modulo n. Records of one row always share a queue.
+func queueIndex(id schema.TableID, key string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id.Database))
+	h.Write([]byte{'.'})
+	h.Write([]byte(id.Table))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// instanceName returns a unique client instance name for the pipeline.
+func instanceName(pipeline, role string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := sanitizeName(pipeline + "-" + role + "-" + hex.EncodeToString(b[:]))
+	return name
+}

@@ -1,0 +1,456 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+var _ runtime.Publisher = (*Publisher)(nil)
+
+const (
+	sendWorkers     = 8
+	maxBatchMsgs    = 256
+	maxBatchBytes   = 1 << 20 // well under the broker's 4 MiB message limit
+	sendTimeout     = 5 * time.Second
+	firstRetryDelay = 100 * time.Millisecond
+	maxRetryDelay   = 5 * time.Second
+)
+
+// sender is the part of the client's producer the publisher uses.
+type sender interface {
+	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
+}
+
+// Publisher sends records to RocketMQ. See the package documentation for
+// its guarantees. It is safe for concurrent use, but order between
+// concurrent Publish calls is undefined.
+type Publisher struct {
+	cfg    Config
+	log    *slog.Logger
+	reg    *Registry
+	topics interface {
+		queues(ctx context.Context, topic string) ([]queue, error)
+	}
+	send    sender
+	cleanup func() // shuts the clients down
+
+	win     *window
+	enqMu   sync.Mutex // orders enqueueing so that queues see Publish order
+	closed  bool       // under enqMu
+	workers []*worker
+	acks    *fifo[*batch]
+
+	outstanding sync.WaitGroup // batches not yet acked
+	goroutines  sync.WaitGroup
+	stop        chan struct{}
+	sendCtx     context.Context
+	sendCancel  context.CancelFunc
+
+	failed    atomic.Pointer[error] // first send failure: later sends are refused
+	ackErr    error                 // dispatcher only: first error acked
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewPublisher starts a producer and creates the topics of cfg.Tables.
+func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	setClientLogger(log)
+	adm, err := newAdmin(cfg.NameServers)
+	if err != nil {
+		return nil, err
+	}
+	prod, err := rmq.NewProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+		producer.WithGroupName(sanitizeName(cfg.Pipeline+"-source")),
+		producer.WithInstanceName(instanceName(cfg.Pipeline, "pub")),
+		producer.WithRetry(0), // retried here, with a backoff, to the same queue
+		producer.WithQueueSelector(pinnedSelector{}),
+		producer.WithSendMsgTimeout(sendTimeout),
+	)
+	if err != nil {
+		_ = adm.Close()
+		return nil, fmt.Errorf("rocketmq: cannot create producer: %w", err)
+	}
+	if err := prod.Start(); err != nil {
+		_ = adm.Close()
+		return nil, fmt.Errorf("rocketmq: cannot start producer for name servers %v: %w", cfg.NameServers, err)
+	}
+	cleanup := func() {
+		_ = prod.Shutdown()
+		_ = adm.Close()
+	}
+	p := newPublisher(cfg, log, prod, newTopicCache(cfg, adm), cleanup)
+	for _, id := range cfg.Tables {
+		topic, err := p.reg.Topic(id)
+		if err == nil {
+			_, err = p.topics.queues(ctx, topic)
+		}
+		if err != nil {
+			_ = p.Close(ctx)
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
+	queues(ctx context.Context, topic string) ([]queue, error)
+}, cleanup func()) *Publisher {
+	p := &Publisher{
+		cfg:     cfg,
+		log:     log,
+		reg:     NewRegistry(cfg.TopicPrefix, cfg.TopicMode),
+		topics:  topics,
+		send:    s,
+		cleanup: cleanup,
+		win:     newWindow(cfg.MaxInFlight),
+		acks:    newFifo[*batch](),
+		stop:    make(chan struct{}),
+	}
+	p.sendCtx, p.sendCancel = context.WithCancel(context.Background())
+	for range sendWorkers {
+		w := &worker{p: p, q: newFifo[*part]()}
+		p.workers = append(p.workers, w)
+		p.goroutines.Go(w.run)
+	}
+	p.goroutines.Go(p.dispatchAcks)
+	return p
+}
+
+// batch is one Publish call.
+type batch struct {
+	ack     runtime.AckFunc
+	tokens  int
+	pending atomic.Int32
+	mu      sync.Mutex
+	err     error
+	done    chan struct{}
+}
+
+func (b *batch) finish(err error) {
+	if err != nil {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	if b.pending.Add(-1) == 0 {
+		close(b.done)
+	}
+}
+
+// part is the messages of one batch for one queue, in Publish order.
+type part struct {
+	b     *batch
+	topic string
+	q     queue
+	msgs  []*primitive.Message
+}
+
+// Publish encodes recs and hands them to the send workers; see
+// runtime.Publisher. It blocks while MaxInFlight records are unacked. When
+// it returns an error, ack is not called.
+func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runtime.AckFunc) error {
+	if ack == nil {
+		return errors.New("rocketmq: Publish needs an ack function")
+	}
+	if errp := p.failed.Load(); errp != nil {
+		return fmt.Errorf("rocketmq: publisher stopped after a failed send, restart from the last acked position: %w", *errp)
+	}
+	type pk struct {
+		topic string
+		q     queue
+	}
+	var parts []*part
+	index := map[pk]*part{}
+	data := 0
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Op.IsMarker() {
+			continue
+		}
+		data++
+		topic, err := p.reg.Topic(rec.Table)
+		if err != nil {
+			return err
+		}
+		qs, err := p.topics.queues(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if len(qs) == 0 {
+			return fmt.Errorf("rocketmq: topic %q has no writable queue", topic)
+		}
+		msg, err := p.message(rec, topic)
+		if err != nil {
+			return err
+		}
+		ks := rec.KeyString()
+		q := qs[queueIndex(rec.Table, ks, len(qs))]
+		msg.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: q.Broker, QueueId: q.ID}
+		k := pk{topic, q}
+		pt := index[k]
+		if pt == nil {
+			pt = &part{topic: topic, q: q}
+			index[k] = pt
+			parts = append(parts, pt)
+		}
+		pt.msgs = append(pt.msgs, msg)
+	}
+	tokens := max(1, data)
+	if err := p.win.acquire(ctx, tokens); err != nil {
+		return err
+	}
+	b := &batch{ack: ack, tokens: tokens, done: make(chan struct{})}
+	b.pending.Store(int32(len(parts)))
+	if len(parts) == 0 {
+		close(b.done)
+	}
+	p.enqMu.Lock()
+	if p.closed {
+		p.enqMu.Unlock()
+		p.win.release(tokens)
+		return ErrClosed
+	}
+	p.outstanding.Add(1)
+	p.acks.push(b)
+	for _, pt := range parts {
+		pt.b = b
+		p.workerFor(pt.topic, pt.q).q.push(pt)
+	}
+	p.enqMu.Unlock()
+	return nil
+}
+
+func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Message, error) {
+	key, val, err := p.cfg.Codec.Encode(rec)
+	if err != nil {
+		return nil, fmt.Errorf("rocketmq: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
+	}
+	if len(val) == 0 {
+		return nil, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
+	}
+	msg := primitive.NewMessage(topic, val)
+	if ks := rec.KeyString(); ks != "" {
+		msg.WithKeys([]string{ks})
+	}
+	if rec.Table.Table != "" {
+		msg.WithTag(rec.Table.Table)
+	}
+	if key != nil {
+		msg.WithProperty(KeyProperty, string(key))
+	}
+	return msg, nil
+}
+
+func (p *Publisher) workerFor(topic string, q queue) *worker {
+	h := fnv.New32a()
+	h.Write([]byte(topic))
+	h.Write([]byte{0})
+	h.Write([]byte(q.Broker))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(q.ID)))
+	return p.workers[h.Sum32()%uint32(len(p.workers))]
+}
+
+// dispatchAcks calls acks in Publish order, each once its batch is done.
+func (p *Publisher) dispatchAcks() {
+	for {
+		b, ok := p.acks.pop(p.stop)
+		if !ok {
+			return
+		}
+		<-b.done
+		err := b.err
+		if p.ackErr != nil {
+			err = fmt.Errorf("rocketmq: batch not acknowledged because an earlier batch failed: %w", p.ackErr)
+		} else if err != nil {
+			p.ackErr = err
+		}
+		b.ack(err)
+		p.win.release(b.tokens)
+		p.outstanding.Done()
+	}
+}
+
+// Close waits for every outstanding ack (bounded by ctx; past it the sends
+// in progress are cancelled and their batches acked with an error), then
+// shuts the producer down. Later calls return the first call's result.
+func (p *Publisher) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		p.enqMu.Lock()
+		p.closed = true
+		p.enqMu.Unlock()
+		drained := make(chan struct{})
+		go func() { p.outstanding.Wait(); close(drained) }()
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			p.closeErr = fmt.Errorf("rocketmq: publisher closed before every batch was confirmed: %w", ctx.Err())
+			p.sendCancel()
+			<-drained
+		}
+		p.sendCancel()
+		close(p.stop)
+		p.goroutines.Wait()
+		if p.cleanup != nil {
+			p.cleanup()
+		}
+	})
+	return p.closeErr
+}
+
+// worker sends the parts of the queues hashed to it, in order.
+type worker struct {
+	p *Publisher
+	q *fifo[*part]
+}
+
+func (w *worker) run() {
+	for {
+		items, ok := w.q.popAll(w.p.stop)
+		if !ok {
+			return
+		}
+		w.process(items)
+	}
+}
+
+// process sends items, grouped per queue; parts of one queue keep their order.
+func (w *worker) process(items []*part) {
+	type gk struct {
+		topic string
+		q     queue
+	}
+	var order []gk
+	groups := map[gk][]*part{}
+	for _, it := range items {
+		k := gk{it.topic, it.q}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], it)
+	}
+	for _, k := range order {
+		w.sendGroup(k.topic, k.q, groups[k])
+	}
+}
+
+func (w *worker) sendGroup(topic string, q queue, parts []*part) {
+	p := w.p
+	var msgs []*primitive.Message
+	ends := make([]int, len(parts)) // ends[i]: index after the last message of parts[i]
+	for i, pt := range parts {
+		msgs = append(msgs, pt.msgs...)
+		ends[i] = len(msgs)
+	}
+	sent, next := 0, 0 // messages confirmed; next part to finish
+	for sent < len(msgs) {
+		if errp := p.failed.Load(); errp != nil {
+			break
+		}
+		n, size := 0, 0
+		for sent+n < len(msgs) && n < maxBatchMsgs {
+			m := msgs[sent+n]
+			sz := len(m.Body) + len(m.MarshallProperties()) + 64
+			if n > 0 && size+sz > maxBatchBytes {
+				break
+			}
+			size += sz
+			n++
+		}
+		if err := w.sendRetry(topic, q, msgs[sent:sent+n]); err != nil {
+			p.failed.CompareAndSwap(nil, &err)
+			break
+		}
+		sent += n
+		for next < len(parts) && ends[next] <= sent {
+			parts[next].b.finish(nil)
+			next++
+		}
+	}
+	if next < len(parts) {
+		err := *p.failed.Load()
+		for ; next < len(parts); next++ {
+			parts[next].b.finish(err)
+		}
+	}
+}
+
+func (w *worker) sendRetry(topic string, q queue, msgs []*primitive.Message) error {
+	p := w.p
+	ctx := p.sendCtx
+	delay := firstRetryDelay
+	var last error
+	attempts := 0
+	for attempt := 0; attempt <= p.cfg.SendRetries; attempt++ {
+		attempts++
+		res, err := p.send.SendSync(ctx, msgs...)
+		if err == nil && res != nil && res.Status == primitive.SendOK {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("broker answered status %d", sendStatus(res))
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+		if attempt < p.cfg.SendRetries {
+			p.log.Warn("rocketmq send failed, retrying", "topic", topic, "broker", q.Broker, "queue", q.ID, "messages", len(msgs), "attempt", attempt+1, "err", err)
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+			}
+			delay = min(2*delay, maxRetryDelay)
+		}
+	}
+	return fmt.Errorf("%w: topic %q broker %q queue %d, %d messages, %d attempts: %w", ErrSend, topic, q.Broker, q.ID, len(msgs), attempts, last)
+}
+
+func sendStatus(r *primitive.SendResult) int {
+	if r == nil {
+		return -1
+	}
+	return int(r.Status)
+}
+
+// pinnedSelector sends a message to the queue the publisher chose and put in
+// Message.Queue (a batch carries its first message's queue).
+type pinnedSelector struct{}
+
+func (pinnedSelector) Select(msg *primitive.Message, mqs []*primitive.MessageQueue, _ string) *primitive.MessageQueue {
+	if msg.Queue == nil {
+		return nil
+	}
+	for _, mq := range mqs {
+		if mq.QueueId == msg.Queue.QueueId && (msg.Queue.BrokerName == "" || mq.BrokerName == msg.Queue.BrokerName) {
+			return mq
+		}
+	}
+	return nil
+}
+
+var _ producer.QueueSelector = pinnedSelector{}

@@ -1,0 +1,250 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+var _ runtime.Subscriber = (*Subscriber)(nil)
+
+const (
+	firstSuspend = 200 * time.Millisecond
+	maxSuspend   = 10 * time.Second
+	stopSuspend  = time.Second
+)
+
+// Subscriber consumes the pipeline's topics with an orderly push consumer:
+// one queue's messages reach the handler in order, one batch at a time.
+type Subscriber struct {
+	cfg    Config
+	log    *slog.Logger
+	topics []string
+
+	mu       sync.Mutex
+	started  bool
+	stopping bool           // no new handler starts
+	inflight sync.WaitGroup // handlers running
+	hcancel  context.CancelFunc
+	fatal    error
+
+	closing   chan struct{} // closed by Close or a fatal error
+	closeOnce sync.Once
+	stopped   chan struct{} // closed when Consume has shut the consumer down
+}
+
+// NewSubscriber prepares an orderly consumer of cfg.Topics (or the topics of
+// cfg.Tables), creating missing topics; Consume starts it.
+func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscriber, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	topics, err := cfg.topics()
+	if err != nil {
+		return nil, err
+	}
+	setClientLogger(log)
+	adm, err := newAdmin(cfg.NameServers)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range topics {
+		if _, err := ensureTopic(ctx, adm, cfg, t); err != nil {
+			_ = adm.Close()
+			return nil, err
+		}
+	}
+	_ = adm.Close()
+	return &Subscriber{
+		cfg: cfg, log: log, topics: topics,
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}, nil
+}
+
+// Consume delivers batches to h until ctx is done, Close is called or a
+// message cannot be decoded (then it returns an error wrapping ErrDecode).
+// It stops pulling, waits for the handlers in flight, shuts the consumer
+// down (committing the offsets of handled batches) and returns; nil after a
+// clean stop. A handler error redelivers the same messages, in order, after
+// a backoff. Handlers get a context that ctx's cancellation cancels; Close
+// lets them finish. Consume runs once.
+func (s *Subscriber) Consume(ctx context.Context, h runtime.Handler) error {
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return errors.New("rocketmq: Consume called twice, or after Close")
+	}
+	s.started = true
+	s.hcancel = hcancel
+	s.mu.Unlock()
+	defer close(s.stopped)
+
+	pc, err := rmq.NewPushConsumer(
+		consumer.WithNsResolver(primitive.NewPassthroughResolver(s.cfg.NameServers)),
+		consumer.WithGroupName(s.cfg.Group),
+		consumer.WithInstance(instanceName(s.cfg.Pipeline, "sub")),
+		consumer.WithConsumerModel(consumer.Clustering),
+		consumer.WithConsumerOrder(true),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumeMessageBatchMaxSize(s.cfg.BatchSize),
+		consumer.WithPullBatchSize(int32(s.cfg.BatchSize)),
+		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
+		consumer.WithAutoCommit(true), // false is broken in the client: see the notes
+	)
+	if err != nil {
+		return fmt.Errorf("rocketmq: cannot create consumer for group %q: %w", s.cfg.Group, err)
+	}
+	// The client panics when a consumer that never started is shut down:
+	// Shutdown is called only after a successful Start.
+	for _, t := range s.topics {
+		if err := pc.Subscribe(t, consumer.MessageSelector{}, func(cctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			return s.consume(hctx, cctx, h, msgs)
+		}); err != nil {
+			return fmt.Errorf("rocketmq: cannot subscribe to topic %q: %w", t, err)
+		}
+	}
+	if err := pc.Start(); err != nil {
+		return fmt.Errorf("rocketmq: cannot start consumer group %q on name servers %v: %w", s.cfg.Group, s.cfg.NameServers, err)
+	}
+	s.log.Info("rocketmq consumer started", "group", s.cfg.Group, "topics", s.topics)
+
+	select {
+	case <-ctx.Done():
+	case <-s.closing:
+	}
+	s.mu.Lock()
+	s.stopping = true
+	fatal := s.fatal
+	s.mu.Unlock()
+	pc.Suspend()
+	s.inflight.Wait()
+	err = pc.Shutdown()
+	s.log.Info("rocketmq consumer stopped", "group", s.cfg.Group)
+	if fatal != nil {
+		return fatal
+	}
+	if err != nil {
+		return fmt.Errorf("rocketmq: consumer shutdown: %w", err)
+	}
+	return nil
+}
+
+// consume is the client's callback for one batch of one queue.
+func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs []*primitive.MessageExt) (consumer.ConsumeResult, error) {
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		setSuspend(cctx, stopSuspend)
+		return consumer.SuspendCurrentQueueAMoment, nil
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+
+	recs := make([]schema.Record, 0, len(msgs))
+	for _, m := range msgs {
+		rec, err := s.decode(m)
+		if err != nil {
+			s.fail(err)
+			setSuspend(cctx, stopSuspend)
+			return consumer.SuspendCurrentQueueAMoment, nil
+		}
+		recs = append(recs, rec)
+	}
+	if err := h(hctx, recs); err != nil {
+		var reconsumed int32
+		if len(msgs) > 0 {
+			reconsumed = msgs[0].ReconsumeTimes
+		}
+		backoff := min(firstSuspend<<min(reconsumed, 10), maxSuspend)
+		first := recs[0].Delivery
+		s.log.Warn("rocketmq handler failed; redelivering the batch after a backoff",
+			"topic", first.Topic, "queue", first.Queue, "offset", first.Offset, "records", len(recs),
+			"attempt", reconsumed+1, "backoff", backoff, "err", err)
+		setSuspend(cctx, backoff)
+		return consumer.SuspendCurrentQueueAMoment, nil
+	}
+	return consumer.ConsumeSuccess, nil
+}
+
+func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
+	var key []byte
+	if k, ok := m.GetProperties()[KeyProperty]; ok {
+		key = []byte(k)
+	}
+	queueID := -1
+	broker := ""
+	if m.Queue != nil {
+		queueID = m.Queue.QueueId
+		broker = m.Queue.BrokerName
+	}
+	rec, err := s.cfg.Codec.Decode(key, m.Body)
+	if err != nil {
+		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
+	}
+	rec.Delivery = &schema.Delivery{Topic: m.Topic, Queue: queueID, Offset: m.QueueOffset}
+	return rec, nil
+}
+
+// fail records a fatal error and makes Consume stop.
+func (s *Subscriber) fail(err error) {
+	s.mu.Lock()
+	if s.fatal == nil {
+		s.fatal = err
+		s.log.Error("rocketmq consumer stopping", "err", err)
+	}
+	s.mu.Unlock()
+	s.closeOnce.Do(func() { close(s.closing) })
+}
+
+func setSuspend(ctx context.Context, d time.Duration) {
+	if oc, ok := primitive.GetOrderlyCtx(ctx); ok {
+		oc.SuspendCurrentQueueTimeMillis = int(d / time.Millisecond)
+	}
+}
+
+// Close stops Consume gracefully: no new batch starts, the handlers in flight
+// finish (their context stays alive until ctx is done, then it is
+// cancelled) and the consumer shuts down. Close returns once Consume has
+// returned (or at once if Consume never ran). Safe to call more than once.
+func (s *Subscriber) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.mu.Lock()
+	started := s.started
+	if !started {
+		s.started = true // Consume after Close does nothing
+	}
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	select {
+	case <-s.stopped:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		if s.hcancel != nil {
+			s.hcancel()
+		}
+		s.mu.Unlock()
+		<-s.stopped
+		return fmt.Errorf("rocketmq: handlers did not finish before the close deadline and were cancelled: %w", ctx.Err())
+	}
+}

@@ -1,0 +1,127 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// topicCreator is what ensureTopic needs from the admin client.
+type topicCreator interface {
+	CreateTopic(ctx context.Context, opts ...admin.OptionCreate) error
+}
+
+// EnsureTopic creates topic with cfg.Queues read and write queues on every
+// master broker of cfg.Cluster, unless the name servers already route it (an
+// existing topic keeps its queue count). It returns once the name servers
+// route the topic.
+func EnsureTopic(ctx context.Context, cfg Config, topic string) error {
+	cfg, err := cfg.baseDefaults()
+	if err != nil {
+		return err
+	}
+	setClientLogger(nil)
+	adm, err := newAdmin(cfg.NameServers)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	_, err = ensureTopic(ctx, adm, cfg, topic)
+	return err
+}
+
+func newAdmin(nameServers []string) (admin.Admin, error) {
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(nameServers)))
+	if err != nil {
+		return nil, fmt.Errorf("rocketmq: cannot create admin client for %v: %w", nameServers, err)
+	}
+	return adm, nil
+}
+
+const topicVisibleTimeout = 20 * time.Second
+
+func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string) ([]queue, error) {
+	if topic != sanitizeName(topic) {
+		return nil, fmt.Errorf("%w: topic %q: names match ^[%%|a-zA-Z0-9_-]+$ and have at most %d characters", ErrConfig, topic, maxNameLen)
+	}
+	route, err := fetchRoute(ctx, cfg.NameServers, topic)
+	if err == nil {
+		if qs := route.writeQueues(); len(qs) > 0 {
+			return qs, nil
+		}
+	} else if !errors.Is(err, errTopicNotExist) {
+		return nil, err
+	}
+	ci, err := fetchClusterInfo(ctx, cfg.NameServers)
+	if err != nil {
+		return nil, err
+	}
+	masters := ci.masters(cfg.Cluster)
+	if len(masters) == 0 {
+		return nil, fmt.Errorf("rocketmq: cluster %q has no master broker registered with name servers %v: check Cluster (the broker's brokerClusterName) and that the broker is up", cfg.Cluster, cfg.NameServers)
+	}
+	for _, addr := range masters {
+		err := adm.CreateTopic(ctx,
+			admin.WithTopicCreate(topic),
+			admin.WithBrokerAddrCreate(addr),
+			admin.WithReadQueueNums(cfg.Queues),
+			admin.WithWriteQueueNums(cfg.Queues))
+		if err != nil {
+			return nil, fmt.Errorf("rocketmq: cannot create topic %q on broker %s: %w", topic, addr, err)
+		}
+	}
+	// The admin client does not check the broker's answer: wait until the
+	// name servers route the topic with every queue.
+	want := cfg.Queues * len(masters)
+	deadline := time.Now().Add(topicVisibleTimeout)
+	for {
+		route, err := fetchRoute(ctx, cfg.NameServers, topic)
+		if err != nil && !errors.Is(err, errTopicNotExist) {
+			return nil, err
+		}
+		qs := route.writeQueues()
+		if len(qs) >= want {
+			return qs, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("rocketmq: topic %q created on %v but the name servers route %d of %d queues after %s: check the broker log (disk full? topic name refused?)", topic, masters, len(qs), want, topicVisibleTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// topicCache creates each topic once and remembers its queues.
+type topicCache struct {
+	cfg Config
+	adm topicCreator
+	mu  sync.Mutex
+	qs  map[string][]queue
+}
+
+func newTopicCache(cfg Config, adm topicCreator) *topicCache {
+	return &topicCache{cfg: cfg, adm: adm, qs: map[string][]queue{}}
+}
+
+// queues returns the writable queues of topic, creating it on first use.
+func (c *topicCache) queues(ctx context.Context, topic string) ([]queue, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if qs, ok := c.qs[topic]; ok {
+		return qs, nil
+	}
+	qs, err := ensureTopic(ctx, c.adm, c.cfg, topic)
+	if err != nil {
+		return nil, err
+	}
+	c.qs[topic] = qs
+	return qs, nil
+}
