@@ -39,7 +39,53 @@ type Pipeline struct {
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
 	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
 
-	stats Stats
+	stats   Stats
+	mOnce   sync.Once
+	m       *Metrics
+	win     atomic.Pointer[window]
+	pauseMu sync.Mutex
+	resumed chan struct{} // nil while running; closed on resume
+}
+
+func (p *Pipeline) metrics() *Metrics {
+	p.mOnce.Do(func() { p.m = newMetrics() })
+	return p.m
+}
+
+// Pause stops reading the source; records in flight are still delivered.
+func (p *Pipeline) Pause() {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	if p.resumed == nil {
+		p.resumed = make(chan struct{})
+		p.setState(StatePaused, nil)
+	}
+}
+
+// Resume undoes Pause.
+func (p *Pipeline) Resume() {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	if p.resumed != nil {
+		close(p.resumed)
+		p.resumed = nil
+		p.setState(StateRunning, nil)
+	}
+}
+
+func (p *Pipeline) waitResumed(ctx context.Context) error {
+	p.pauseMu.Lock()
+	ch := p.resumed
+	p.pauseMu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Stats are the pipeline's counters; read them with Snapshot.
@@ -169,12 +215,57 @@ func (p *Pipeline) Run(ctx context.Context) error {
 }
 
 func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
+	m := p.metrics()
+	start := time.Now()
 	if err := p.Sink.Write(ctx, recs); err != nil {
 		p.stats.BatchesFailed.Add(1)
+		m.errors.Add(1)
 		return err
 	}
+	m.observeApply(time.Since(start))
 	p.stats.RecordsApplied.Add(int64(len(recs)))
+	countByTable(m, m.recordsOut, recs)
+	var newest int64
+	for i := range recs {
+		newest = max(newest, recs[i].Source.TsMs)
+	}
+	if newest > 0 {
+		m.lagMs.Store(max(0, time.Now().UnixMilli()-newest))
+	}
 	return nil
+}
+
+// countByTable adds the data records of a batch to per-table counters,
+// taking the counter map's lock once per run of one table.
+func countByTable(m *Metrics, by map[string]*atomic.Int64, recs []schema.Record) {
+	var cur string
+	var n int64
+	for i := range recs {
+		if !recs[i].Op.IsData() {
+			continue
+		}
+		t := recs[i].Table.String()
+		if t != cur && n > 0 {
+			m.counter(by, cur).Add(n)
+			n = 0
+		}
+		cur = t
+		n++
+	}
+	if n > 0 {
+		m.counter(by, cur).Add(n)
+	}
+}
+
+// InFlight is the number of records published but not yet acknowledged.
+func (p *Pipeline) InFlight() int {
+	w := p.win.Load()
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inFlight
 }
 
 func (p *Pipeline) runSource(ctx context.Context) (err error) {
@@ -194,6 +285,7 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, p.Source.Close()) }()
 
 	w := newWindow(p.MaxInFlight)
+	p.win.Store(w)
 	saveEvery := p.SaveInterval
 	if saveEvery <= 0 {
 		saveEvery = 200 * time.Millisecond
@@ -256,6 +348,9 @@ func (p *Pipeline) save(ctx context.Context, w *window) error {
 
 func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 	for {
+		if err := p.waitResumed(ctx); err != nil {
+			return nil
+		}
 		recs, err := p.Source.Read(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -281,6 +376,7 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 			return fmt.Errorf("transport failed: %w", err)
 		}
 		p.stats.RecordsRead.Add(int64(len(recs)))
+		countByTable(p.metrics(), p.metrics().recordsIn, recs)
 		if err := p.Publisher.Publish(ctx, recs, func(err error) { w.ack(seq, err) }); err != nil {
 			if ctx.Err() != nil {
 				return nil

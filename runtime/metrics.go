@@ -1,0 +1,124 @@
+package runtime
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Metrics holds a pipeline's Prometheus metrics. It is written by hand (a
+// few counters and one histogram) rather than pulling in a client library.
+type Metrics struct {
+	mu          sync.Mutex
+	recordsIn   map[string]*atomic.Int64 // by table
+	recordsOut  map[string]*atomic.Int64 // by table
+	errors      atomic.Int64
+	lagMs       atomic.Int64 // now - source timestamp of the newest applied change
+	applyBucket [len(applyBounds) + 1]atomic.Int64
+	applySumUs  atomic.Int64
+	applyCount  atomic.Int64
+}
+
+// applyBounds are the apply-latency histogram's upper bounds in seconds.
+var applyBounds = [...]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+func newMetrics() *Metrics {
+	return &Metrics{recordsIn: map[string]*atomic.Int64{}, recordsOut: map[string]*atomic.Int64{}}
+}
+
+func (m *Metrics) counter(by map[string]*atomic.Int64, table string) *atomic.Int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := by[table]
+	if !ok {
+		c = new(atomic.Int64)
+		by[table] = c
+	}
+	return c
+}
+
+func (m *Metrics) observeApply(d time.Duration) {
+	s := d.Seconds()
+	i := sort.SearchFloat64s(applyBounds[:], s)
+	m.applyBucket[i].Add(1)
+	m.applySumUs.Add(d.Microseconds())
+	m.applyCount.Add(1)
+}
+
+// LagSeconds is the time between a change on the source and its application.
+func (m *Metrics) LagSeconds() float64 { return float64(m.lagMs.Load()) / 1000 }
+
+func writeCounters(w io.Writer, m *Metrics, name, help, pipeline string, by map[string]*atomic.Int64) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+	m.mu.Lock()
+	tables := make([]string, 0, len(by))
+	for t := range by {
+		tables = append(tables, t)
+	}
+	m.mu.Unlock()
+	sort.Strings(tables)
+	for _, t := range tables {
+		fmt.Fprintf(w, "%s{pipeline=%q,table=%q} %d\n", name, pipeline, t, m.counter(by, t).Load())
+	}
+}
+
+// WritePrometheus writes the metrics of pipelines in the text exposition format.
+func WritePrometheus(w io.Writer, ps []*Pipeline) {
+	for i, name := range []string{"sluice_records_in_total", "sluice_records_out_total"} {
+		help := []string{"Records read from the source, by table.", "Records applied by the sink, by table."}[i]
+		for _, p := range ps {
+			by := p.metrics().recordsIn
+			if i == 1 {
+				by = p.metrics().recordsOut
+			}
+			writeCounters(w, p.metrics(), name, help, p.Name, by)
+		}
+	}
+	gauge := func(name, help string, val func(p *Pipeline) string) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+		for _, p := range ps {
+			fmt.Fprintf(w, "%s{pipeline=%q} %s\n", name, p.Name, val(p))
+		}
+	}
+	gauge("sluice_lag_seconds", "Seconds between a change on the source and its application by the sink.", func(p *Pipeline) string {
+		return fmt.Sprint(p.metrics().LagSeconds())
+	})
+	gauge("sluice_in_flight_records", "Records published but not yet acknowledged.", func(p *Pipeline) string {
+		return fmt.Sprint(p.InFlight())
+	})
+	gauge("sluice_up", "1 while the pipeline runs, 0 otherwise.", func(p *Pipeline) string {
+		if p.Status().State == StateRunning {
+			return "1"
+		}
+		return "0"
+	})
+	fmt.Fprintf(w, "# HELP sluice_errors_total Failed batches and task errors.\n# TYPE sluice_errors_total counter\n")
+	for _, p := range ps {
+		fmt.Fprintf(w, "sluice_errors_total{pipeline=%q} %d\n", p.Name, p.metrics().errors.Load())
+	}
+	fmt.Fprintf(w, "# HELP sluice_apply_seconds Time the sink took to apply one batch.\n# TYPE sluice_apply_seconds histogram\n")
+	for _, p := range ps {
+		m := p.metrics()
+		var cum int64
+		for i, b := range applyBounds {
+			cum += m.applyBucket[i].Load()
+			fmt.Fprintf(w, "sluice_apply_seconds_bucket{pipeline=%q,le=%q} %d\n", p.Name, trimFloat(b), cum)
+		}
+		cum += m.applyBucket[len(applyBounds)].Load()
+		fmt.Fprintf(w, "sluice_apply_seconds_bucket{pipeline=%q,le=\"+Inf\"} %d\n", p.Name, cum)
+		fmt.Fprintf(w, "sluice_apply_seconds_sum{pipeline=%q} %g\n", p.Name, float64(m.applySumUs.Load())/1e6)
+		fmt.Fprintf(w, "sluice_apply_seconds_count{pipeline=%q} %d\n", p.Name, m.applyCount.Load())
+	}
+}
+
+func trimFloat(f float64) string {
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%.0f", f)
+	}
+	return strings.TrimRight(fmt.Sprintf("%f", f), "0")
+}

@@ -1,0 +1,290 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+)
+
+// Factory builds a fresh pipeline, connecting to its servers. A worker calls
+// it at every start and restart.
+type Factory func(ctx context.Context) (*Pipeline, error)
+
+// ErrUnknownPipeline is returned for a name the worker does not host.
+var ErrUnknownPipeline = errors.New("runtime: unknown pipeline")
+
+// Worker hosts pipelines and manages their lifecycle: start, stop, pause,
+// resume, restart, status and positions. It is what the REST API drives.
+type Worker struct {
+	mu    sync.Mutex
+	tasks map[string]*task
+	log   *slog.Logger
+	ended chan string // names of pipelines whose Run returned
+}
+
+type task struct {
+	factory Factory
+	store   PositionStore
+	p       *Pipeline
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error
+	state   State // when no pipeline runs
+}
+
+// NewWorker returns an empty worker.
+func NewWorker(log *slog.Logger) *Worker {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Worker{tasks: map[string]*task{}, log: log, ended: make(chan string, 16)}
+}
+
+// Add registers a pipeline; store is where its positions live (for the
+// offsets API while it is stopped).
+func (w *Worker) Add(name string, store PositionStore, f Factory) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tasks[name] = &task{factory: f, store: store, state: StateStopped}
+}
+
+// Names lists the hosted pipelines.
+func (w *Worker) Names() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := make([]string, 0, len(w.tasks))
+	for n := range w.tasks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (w *Worker) get(name string) (*task, error) {
+	t, ok := w.tasks[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownPipeline, name)
+	}
+	return t, nil
+}
+
+// Ended delivers the name of each pipeline whose run ended (stopped or failed).
+func (w *Worker) Ended() <-chan string { return w.ended }
+
+// Start builds and runs a pipeline in the background; a running one is left alone.
+func (w *Worker) Start(ctx context.Context, name string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, err := w.get(name)
+	if err != nil {
+		return err
+	}
+	if t.done != nil {
+		select {
+		case <-t.done:
+		default:
+			return nil
+		}
+	}
+	p, err := t.factory(ctx)
+	if err != nil {
+		t.err, t.state = err, StateFailed
+		return err
+	}
+	if p.Positions != nil {
+		t.store = p.Positions
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	t.p, t.cancel, t.done, t.err = p, cancel, make(chan struct{}), nil
+	go func(t *task, done chan struct{}) {
+		err := p.Run(rctx)
+		w.mu.Lock()
+		t.err = err
+		w.mu.Unlock()
+		if err != nil {
+			w.log.Error("pipeline failed", "pipeline", name, "err", err)
+		}
+		close(done)
+		select {
+		case w.ended <- name:
+		default:
+		}
+	}(t, t.done)
+	return nil
+}
+
+// Stop stops a pipeline gracefully and waits for it (bounded by ctx).
+func (w *Worker) Stop(ctx context.Context, name string) error {
+	w.mu.Lock()
+	t, err := w.get(name)
+	if err != nil {
+		w.mu.Unlock()
+		return err
+	}
+	cancel, done := t.cancel, t.done
+	w.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pipeline %s did not stop in time: %w", name, ctx.Err())
+	}
+}
+
+// StopAll stops every pipeline.
+func (w *Worker) StopAll(ctx context.Context) error {
+	var errs []error
+	for _, n := range w.Names() {
+		errs = append(errs, w.Stop(ctx, n))
+	}
+	return errors.Join(errs...)
+}
+
+// Restart stops and starts a pipeline with a freshly built task.
+func (w *Worker) Restart(ctx context.Context, name string) error {
+	if err := w.Stop(ctx, name); err != nil {
+		return err
+	}
+	return w.Start(ctx, name)
+}
+
+func (w *Worker) running(name string) (*Pipeline, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, err := w.get(name)
+	if err != nil {
+		return nil, err
+	}
+	if t.done == nil {
+		return nil, nil
+	}
+	select {
+	case <-t.done:
+		return nil, nil
+	default:
+		return t.p, nil
+	}
+}
+
+// Pause stops a running pipeline from reading its source.
+func (w *Worker) Pause(name string) error {
+	p, err := w.running(name)
+	if err != nil || p == nil {
+		return errors.Join(err, notRunning(name, p))
+	}
+	p.Pause()
+	return nil
+}
+
+// Resume undoes Pause.
+func (w *Worker) Resume(name string) error {
+	p, err := w.running(name)
+	if err != nil || p == nil {
+		return errors.Join(err, notRunning(name, p))
+	}
+	p.Resume()
+	return nil
+}
+
+func notRunning(name string, p *Pipeline) error {
+	if p != nil {
+		return nil
+	}
+	return fmt.Errorf("pipeline %s is not running: start or restart it first", name)
+}
+
+// TaskStatus is a pipeline's status as the REST API reports it.
+type TaskStatus struct {
+	Status
+	LagSeconds float64 `json:"lag_seconds"`
+	InFlight   int     `json:"in_flight"`
+}
+
+// Status reports a pipeline's state, counters, position and last error.
+func (w *Worker) Status(name string) (TaskStatus, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, err := w.get(name)
+	if err != nil {
+		return TaskStatus{}, err
+	}
+	if t.p == nil {
+		st := TaskStatus{Status: Status{Name: name, State: t.state}}
+		if t.err != nil {
+			st.LastError = t.err.Error()
+		}
+		return st, nil
+	}
+	st := TaskStatus{Status: t.p.Status(), LagSeconds: t.p.metrics().LagSeconds(), InFlight: t.p.InFlight()}
+	if t.err != nil && st.LastError == "" {
+		st.LastError = t.err.Error()
+	}
+	return st, nil
+}
+
+// Pipelines returns the pipelines that have been started, for metrics.
+func (w *Worker) Pipelines() []*Pipeline {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ps []*Pipeline
+	for _, n := range w.namesLocked() {
+		if p := w.tasks[n].p; p != nil {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+func (w *Worker) namesLocked() []string {
+	names := make([]string, 0, len(w.tasks))
+	for n := range w.tasks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Position reads a pipeline's saved source position.
+func (w *Worker) Position(ctx context.Context, name string) ([]byte, error) {
+	w.mu.Lock()
+	t, err := w.get(name)
+	w.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if t.store == nil {
+		return nil, fmt.Errorf("pipeline %s has no source position (sink-only)", name)
+	}
+	return t.store.Load(ctx, name)
+}
+
+// ResetPosition removes (pos nil) or replaces a stopped pipeline's saved position.
+func (w *Worker) ResetPosition(ctx context.Context, name string, pos []byte) error {
+	if p, err := w.running(name); err != nil {
+		return err
+	} else if p != nil {
+		return fmt.Errorf("pipeline %s is running: stop it before changing its position", name)
+	}
+	w.mu.Lock()
+	t := w.tasks[name]
+	w.mu.Unlock()
+	if t.store == nil {
+		return fmt.Errorf("pipeline %s has no source position (sink-only)", name)
+	}
+	if pos == nil {
+		if r, ok := t.store.(interface {
+			Reset(context.Context, string) error
+		}); ok {
+			return r.Reset(ctx, name)
+		}
+		return fmt.Errorf("the position store of %s cannot reset", name)
+	}
+	return t.store.Save(ctx, name, pos)
+}
