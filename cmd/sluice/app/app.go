@@ -69,6 +69,12 @@ func configFlag(name string, args []string) (*flag.FlagSet, *string, *string) {
 	return fs, cfg, only
 }
 
+var restAddr string
+
+func init() {
+	restAddr = os.Getenv("SLUICE_REST")
+}
+
 func loadConfig(fs *flag.FlagSet, path *string, args []string) (*runtime.Config, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -81,23 +87,54 @@ func loadConfig(fs *flag.FlagSet, path *string, args []string) (*runtime.Config,
 
 func cmdRun(args []string, log *slog.Logger) error {
 	fs, path, only := configFlag("run", args)
+	rest := fs.String("rest", restAddr, "serve the REST API and /metrics on this address, e.g. 127.0.0.1:8083 (non-loopback needs SLUICE_REST_TOKEN); empty: no API")
 	cfg, err := loadConfig(fs, path, args)
 	if err != nil {
 		return err
 	}
+	if _, err := decodeAll(cfg, *only); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	p, err := Build(ctx, cfg, *only, log)
+	w := runtime.NewWorker(log)
+	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
+	if *rest != "" {
+		addr, _, err := runtime.ServeREST(ctx, runtime.RESTConfig{Addr: *rest, Token: os.Getenv("SLUICE_REST_TOKEN")}, w)
+		if err != nil {
+			return err
+		}
+		log.Info("REST API listening", "addr", addr.String())
+	}
+	log.Info("pipeline starting", "pipeline", cfg.Name, "only", *only)
+	if err := w.Start(ctx, cfg.Name); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		stop() // a second signal now ends the process at once
+		log.Info("stopping: draining in-flight records and saving the position (signal again to exit now)")
+		if err := w.StopAll(context.Background()); err != nil {
+			return err
+		}
+	case <-w.Ended():
+		if *rest != "" {
+			// Keep serving, so the failure can be read and the task restarted.
+			if st, _ := w.Status(cfg.Name); st.State == runtime.StateFailed {
+				<-ctx.Done()
+				_ = w.StopAll(context.Background())
+			}
+		}
+	}
+	st, err := w.Status(cfg.Name)
 	if err != nil {
 		return err
 	}
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal now ends the process at once
-		log.Info("stopping: draining in-flight records and saving the position (signal again to exit now)")
-	}()
-	log.Info("pipeline starting", "pipeline", cfg.Name, "only", *only)
-	return p.Run(ctx)
+	if st.State == runtime.StateFailed {
+		return fmt.Errorf("pipeline %s failed: %s", cfg.Name, st.LastError)
+	}
+	log.Info("pipeline stopped", "pipeline", cfg.Name, "position", st.Position)
+	return nil
 }
 
 func cmdValidate(args []string, stdout io.Writer, log *slog.Logger) error {
