@@ -1,0 +1,483 @@
+package sink
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// dialect builds the SQL of one target kind. Every identifier goes through
+// quote; every value travels as a bound parameter.
+type dialect interface {
+	quote(id string) string
+	placeholder(n int) string // n is 1-based
+	maxParams() int
+	columnType(col string, s *schema.Schema, key bool) (string, error)
+	convert(col string, s *schema.Schema, v any) (any, error)
+	upsert(t target, cols, keyCols []string, rows int) string
+	createSchema(name string) string
+	createTable(t target, cols []colDef, keyCols []string) string
+	addColumn(t target, c colDef) string
+	truncate(t target) string
+	progressDDL(table string) string
+	progressSelect(table string) string
+	progressUpsert(table string) string
+	columnsQuery() string // args: schema ("" = default), table; rows: column name, data type
+	foldCase() bool       // column names compare case-insensitively
+}
+
+type colDef struct {
+	Name    string
+	Type    string
+	NotNull bool
+}
+
+func qualified(d dialect, t target) string {
+	if t.Schema == "" {
+		return d.quote(t.Table)
+	}
+	return d.quote(t.Schema) + "." + d.quote(t.Table)
+}
+
+func columnList(d dialect, cols []string) string {
+	var b strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(d.quote(c))
+	}
+	return b.String()
+}
+
+// valuesList renders rows groups of n placeholders: (…),(…).
+func valuesList(d dialect, rows, n int) string {
+	var b strings.Builder
+	p := 1
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for c := 0; c < n; c++ {
+			if c > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(d.placeholder(p))
+			p++
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+func insertSQL(d dialect, t target, cols []string, rows int) string {
+	return "INSERT INTO " + qualified(d, t) + " (" + columnList(d, cols) + ") VALUES " + valuesList(d, rows, len(cols))
+}
+
+// deleteSQL deletes rows by key with a row-value IN list (or a plain IN list
+// for one key column): rows × len(keyCols) parameters.
+func deleteSQL(d dialect, t target, keyCols []string, rows int) string {
+	var b strings.Builder
+	b.WriteString("DELETE FROM " + qualified(d, t) + " WHERE ")
+	if len(keyCols) == 1 {
+		b.WriteString(d.quote(keyCols[0]) + " IN (")
+		for r := 0; r < rows; r++ {
+			if r > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(d.placeholder(r + 1))
+		}
+		b.WriteByte(')')
+		return b.String()
+	}
+	b.WriteString("(" + columnList(d, keyCols) + ") IN (" + valuesList(d, rows, len(keyCols)) + ")")
+	return b.String()
+}
+
+func isKey(keyCols []string, c string) bool {
+	for _, k := range keyCols {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- PostgreSQL ----
+
+type postgres struct{}
+
+func (postgres) quote(id string) string   { return `"` + strings.ReplaceAll(id, `"`, `""`) + `"` }
+func (postgres) placeholder(n int) string { return "$" + strconv.Itoa(n) }
+func (postgres) maxParams() int           { return 65535 }
+func (postgres) foldCase() bool           { return false }
+
+func (d postgres) upsert(t target, cols, keyCols []string, rows int) string {
+	var b strings.Builder
+	b.WriteString(insertSQL(d, t, cols, rows))
+	b.WriteString(" ON CONFLICT (" + columnList(d, keyCols) + ") DO ")
+	n := 0
+	for _, c := range cols {
+		if isKey(keyCols, c) {
+			continue
+		}
+		if n == 0 {
+			b.WriteString("UPDATE SET ")
+		} else {
+			b.WriteByte(',')
+		}
+		q := d.quote(c)
+		b.WriteString(q + "=EXCLUDED." + q)
+		n++
+	}
+	if n == 0 {
+		b.WriteString("NOTHING")
+	}
+	return b.String()
+}
+
+func (d postgres) createSchema(name string) string {
+	return "CREATE SCHEMA IF NOT EXISTS " + d.quote(name)
+}
+
+func (d postgres) createTable(t target, cols []colDef, keyCols []string) string {
+	return createTableSQL(d, t, cols, keyCols, "")
+}
+
+func (d postgres) addColumn(t target, c colDef) string {
+	return "ALTER TABLE " + qualified(d, t) + " ADD COLUMN IF NOT EXISTS " + d.quote(c.Name) + " " + c.Type
+}
+
+func (d postgres) truncate(t target) string { return "TRUNCATE TABLE " + qualified(d, t) }
+
+func (d postgres) progressDDL(table string) string {
+	return "CREATE TABLE IF NOT EXISTS " + d.quote(table) + ` (pipeline TEXT NOT NULL, topic TEXT NOT NULL, queue INTEGER NOT NULL, last_offset BIGINT NOT NULL, updated_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, topic, queue))`
+}
+
+func (d postgres) progressSelect(table string) string {
+	return "SELECT last_offset FROM " + d.quote(table) + " WHERE pipeline = $1 AND topic = $2 AND queue = $3"
+}
+
+func (d postgres) progressUpsert(table string) string {
+	q := d.quote(table)
+	return "INSERT INTO " + q + " (pipeline, topic, queue, last_offset, updated_at) VALUES ($1, $2, $3, $4, now()) ON CONFLICT (pipeline, topic, queue) DO UPDATE SET last_offset = GREATEST(" + q + ".last_offset, EXCLUDED.last_offset), updated_at = now()"
+}
+
+func (postgres) columnsQuery() string {
+	return "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = COALESCE(NULLIF($1, ''), current_schema()) AND table_name = $2"
+}
+
+func createTableSQL(d dialect, t target, cols []colDef, keyCols []string, suffix string) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS " + qualified(d, t) + " (")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.quote(c.Name) + " " + c.Type)
+		if c.NotNull {
+			b.WriteString(" NOT NULL")
+		}
+	}
+	if len(keyCols) > 0 {
+		b.WriteString(", PRIMARY KEY (" + columnList(d, keyCols) + ")")
+	}
+	b.WriteString(")" + suffix)
+	return b.String()
+}
+
+// columnType maps a schema to a PostgreSQL column type. Bits become
+// BIT VARYING(n): the value is written as a bit string of exactly n digits,
+// so it reads back with its width (BIGINT would lose it).
+func (postgres) columnType(col string, s *schema.Schema, key bool) (string, error) {
+	switch s.Logical {
+	case schema.Decimal:
+		p, sc, err := precisionScale(s)
+		if err != nil {
+			return "", fmt.Errorf("column %q: %w", col, err)
+		}
+		if p <= 0 {
+			return "NUMERIC", nil
+		}
+		return fmt.Sprintf("NUMERIC(%d,%d)", p, sc), nil
+	case schema.Date:
+		return "DATE", nil
+	case schema.Time:
+		return "TIME(6)", nil
+	case schema.Timestamp:
+		return "TIMESTAMP(6)", nil
+	case schema.ZonedTimestamp:
+		return "TIMESTAMPTZ(6)", nil
+	case schema.Json:
+		return "JSONB", nil
+	case schema.Enum, schema.Set:
+		return "TEXT", nil
+	case schema.Bits:
+		return fmt.Sprintf("BIT VARYING(%d)", bitLength(s)), nil
+	case schema.Year:
+		return "SMALLINT", nil
+	case schema.Geometry:
+		return "BYTEA", nil
+	}
+	switch s.Type {
+	case schema.Int8, schema.Int16:
+		return "SMALLINT", nil
+	case schema.Int32:
+		return "INTEGER", nil
+	case schema.Int64:
+		return "BIGINT", nil
+	case schema.Uint64:
+		return "NUMERIC(20)", nil
+	case schema.Float32:
+		return "REAL", nil
+	case schema.Float64:
+		return "DOUBLE PRECISION", nil
+	case schema.Bool:
+		return "BOOLEAN", nil
+	case schema.String:
+		return "TEXT", nil
+	case schema.Bytes:
+		return "BYTEA", nil
+	}
+	return "", fmt.Errorf("%w: column %q: no PostgreSQL type for %s", ErrSchema, col, s)
+}
+
+func precisionScale(s *schema.Schema) (int, int, error) {
+	p, sc := 0, 0
+	var err error
+	if v := s.Param(schema.ParamPrecision); v != "" {
+		if p, err = strconv.Atoi(v); err != nil || p < 0 || p > 1000 {
+			return 0, 0, fmt.Errorf("%w: decimal precision %q", ErrSchema, v)
+		}
+	}
+	if v := s.Param(schema.ParamScale); v != "" {
+		if sc, err = strconv.Atoi(v); err != nil || sc < 0 || sc > 1000 || (p > 0 && sc > p) {
+			return 0, 0, fmt.Errorf("%w: decimal scale %q", ErrSchema, v)
+		}
+	}
+	return p, sc, nil
+}
+
+func bitLength(s *schema.Schema) int {
+	n, err := strconv.Atoi(s.Param(schema.ParamLength))
+	if err != nil || n <= 0 || n > 64 {
+		return 64
+	}
+	return n
+}
+
+// ---- MySQL / MariaDB ----
+
+type mysql struct{ mariadb bool }
+
+func (mysql) quote(id string) string     { return "`" + strings.ReplaceAll(id, "`", "``") + "`" }
+func (mysql) placeholder(int) string     { return "?" }
+func (mysql) maxParams() int             { return 65535 }
+func (mysql) foldCase() bool             { return true }
+func (d mysql) truncate(t target) string { return "DELETE FROM " + qualified(d, t) } // TRUNCATE would commit the transaction
+
+func (d mysql) upsert(t target, cols, keyCols []string, rows int) string {
+	var b strings.Builder
+	b.WriteString(insertSQL(d, t, cols, rows))
+	b.WriteString(" ON DUPLICATE KEY UPDATE ")
+	n := 0
+	for _, c := range cols {
+		if isKey(keyCols, c) {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		q := d.quote(c)
+		b.WriteString(q + "=VALUES(" + q + ")")
+		n++
+	}
+	if n == 0 {
+		q := d.quote(keyCols[0])
+		b.WriteString(q + "=" + q)
+	}
+	return b.String()
+}
+
+func (d mysql) createSchema(name string) string {
+	return "CREATE DATABASE IF NOT EXISTS " + d.quote(name) + " DEFAULT CHARACTER SET utf8mb4"
+}
+
+func (d mysql) createTable(t target, cols []colDef, keyCols []string) string {
+	return createTableSQL(d, t, cols, keyCols, " DEFAULT CHARSET=utf8mb4")
+}
+
+// addColumn has no IF NOT EXISTS (MySQL 8 lacks it): a duplicate column
+// error (1060) is taken as success by the caller.
+func (d mysql) addColumn(t target, c colDef) string {
+	return "ALTER TABLE " + qualified(d, t) + " ADD COLUMN " + d.quote(c.Name) + " " + c.Type
+}
+
+func (d mysql) progressDDL(table string) string {
+	return "CREATE TABLE IF NOT EXISTS " + d.quote(table) + " (pipeline VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL, queue INT NOT NULL, last_offset BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, topic, queue)) DEFAULT CHARSET=utf8mb4"
+}
+
+func (d mysql) progressSelect(table string) string {
+	return "SELECT last_offset FROM " + d.quote(table) + " WHERE pipeline = ? AND topic = ? AND queue = ?"
+}
+
+func (d mysql) progressUpsert(table string) string {
+	return "INSERT INTO " + d.quote(table) + " (pipeline, topic, queue, last_offset, updated_at) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE last_offset = GREATEST(last_offset, VALUES(last_offset)), updated_at = CURRENT_TIMESTAMP(6)"
+}
+
+func (mysql) columnsQuery() string {
+	return "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?"
+}
+
+// columnType keeps the source column type when the schema carries one that
+// is safe to paste into DDL, else maps the schema. Key columns get bounded
+// types (VARCHAR/VARBINARY) since MySQL cannot index TEXT/BLOB without a
+// prefix length.
+func (d mysql) columnType(col string, s *schema.Schema, key bool) (string, error) {
+	if st := s.Param(schema.ParamSourceType); st != "" && s.Logical != schema.Geometry && safeSourceType(st) {
+		return st, nil
+	}
+	switch s.Logical {
+	case schema.Decimal:
+		p, sc, err := precisionScale(s)
+		if err != nil {
+			return "", fmt.Errorf("column %q: %w", col, err)
+		}
+		if p <= 0 || p > 65 || sc > 30 {
+			return "", fmt.Errorf("%w: column %q: DECIMAL(%d,%d) does not fit MySQL's DECIMAL(65,30)", ErrSchema, col, p, sc)
+		}
+		return fmt.Sprintf("DECIMAL(%d,%d)", p, sc), nil
+	case schema.Date:
+		return "DATE", nil
+	case schema.Time:
+		return "TIME(6)", nil
+	case schema.Timestamp:
+		return "DATETIME(6)", nil
+	case schema.ZonedTimestamp:
+		return "TIMESTAMP(6) NULL", nil
+	case schema.Json:
+		if key {
+			return "VARCHAR(255)", nil
+		}
+		return "JSON", nil
+	case schema.Enum, schema.Set:
+		if key {
+			return "VARCHAR(255)", nil
+		}
+		return "TEXT", nil
+	case schema.Bits:
+		return fmt.Sprintf("BIT(%d)", bitLength(s)), nil
+	case schema.Year:
+		return "SMALLINT", nil
+	case schema.Geometry:
+		if key {
+			return "VARBINARY(255)", nil
+		}
+		return "LONGBLOB", nil
+	}
+	switch s.Type {
+	case schema.Int8:
+		return "TINYINT", nil
+	case schema.Int16:
+		return "SMALLINT", nil
+	case schema.Int32:
+		return "INT", nil
+	case schema.Int64:
+		return "BIGINT", nil
+	case schema.Uint64:
+		return "BIGINT UNSIGNED", nil
+	case schema.Float32:
+		return "FLOAT", nil
+	case schema.Float64:
+		return "DOUBLE", nil
+	case schema.Bool:
+		return "BOOLEAN", nil
+	case schema.String:
+		if key {
+			return fmt.Sprintf("VARCHAR(%d)", keyLength(s)), nil
+		}
+		return "LONGTEXT", nil
+	case schema.Bytes:
+		if key {
+			return fmt.Sprintf("VARBINARY(%d)", keyLength(s)), nil
+		}
+		return "LONGBLOB", nil
+	}
+	return "", fmt.Errorf("%w: column %q: no MySQL type for %s", ErrSchema, col, s)
+}
+
+func keyLength(s *schema.Schema) int {
+	n, err := strconv.Atoi(s.Param(schema.ParamLength))
+	if err != nil || n <= 0 || n > 768 {
+		return 255
+	}
+	return n
+}
+
+// safeSourceType reports whether a source column type can be pasted into
+// DDL: a word sequence with an optional parenthesised list of numbers or
+// single-quoted strings (quotes doubled, no backslashes), then only words.
+// Anything else (a semicolon, a comment, an unbalanced quote) is refused and
+// the type is mapped from the schema instead.
+func safeSourceType(t string) bool {
+	if len(t) == 0 || len(t) > 4096 {
+		return false
+	}
+	i, parens := 0, 0
+	for i < len(t) {
+		c := t[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == ' ', c == '_':
+			i++
+		case c == '(':
+			if parens > 0 {
+				return false
+			}
+			parens++
+			i++
+			// inside: numbers, commas, spaces, quoted strings
+			for {
+				if i >= len(t) {
+					return false
+				}
+				c = t[i]
+				if c == ')' {
+					parens = 0
+					i++
+					break
+				}
+				switch {
+				case c >= '0' && c <= '9', c == ',', c == ' ':
+					i++
+				case c == '\'':
+					i++
+					for {
+						if i >= len(t) {
+							return false
+						}
+						if t[i] == '\\' || t[i] == 0 {
+							return false
+						}
+						if t[i] == '\'' {
+							if i+1 < len(t) && t[i+1] == '\'' {
+								i += 2
+								continue
+							}
+							i++
+							break
+						}
+						i++
+					}
+				default:
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return parens == 0
+}

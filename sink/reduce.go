@@ -1,0 +1,240 @@
+package sink
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// change is the final state of one key of one table within a batch.
+type change struct {
+	del     bool
+	keyCols []string // names of the key columns, in key order
+	key     []any    // key values (schema representation), aligned with keyCols
+	rec     *schema.Record
+}
+
+// tablePlan is what one Write does to one target table: an optional
+// TRUNCATE first, then deletes and upserts of the final state of each key
+// (independent of each other, so their relative order does not matter), then
+// plain inserts into a table without key.
+type tablePlan struct {
+	target   target
+	truncate *schema.Record // the truncate record, when the table is truncated first
+	changes  []*change      // per-key final states in order of first appearance
+	index    map[string]int // key string -> position in changes
+	inserts  []*schema.Record
+	// schemas seen in this batch, for table creation and evolution: the
+	// value schema of every record that writes a row.
+	lastSchema *schema.Record
+}
+
+// plan is the reduced form of a batch: applying it gives the same table
+// contents as applying the records one by one in order.
+type plan struct {
+	tables []*tablePlan
+	by     map[target]*tablePlan
+}
+
+func (p *plan) table(t target) *tablePlan {
+	if tp, ok := p.by[t]; ok {
+		return tp
+	}
+	tp := &tablePlan{target: t, index: map[string]int{}}
+	p.by[t] = tp
+	p.tables = append(p.tables, tp)
+	return tp
+}
+
+func (tp *tablePlan) set(c *change) {
+	k := keyString(c.keyCols, c.key)
+	if i, ok := tp.index[k]; ok {
+		tp.changes[i] = c // last write wins, keeping the key's first position
+		return
+	}
+	tp.index[k] = len(tp.changes)
+	tp.changes = append(tp.changes, c)
+}
+
+// reduce folds recs (in order) into a plan. Markers and schema changes are
+// skipped; targetOf maps a source table to its target.
+func reduce(recs []schema.Record, targetOf func(schema.TableID) target) (*plan, error) {
+	p := &plan{by: map[target]*tablePlan{}}
+	for i := range recs {
+		r := &recs[i]
+		if r.Op.IsMarker() || r.Op == schema.OpSchemaChange {
+			continue
+		}
+		tp := p.table(targetOf(r.Table))
+		switch r.Op {
+		case schema.OpTruncate:
+			tp.truncate = r
+			tp.changes, tp.index, tp.inserts = nil, map[string]int{}, nil
+		case schema.OpCreate, schema.OpRead, schema.OpUpdate:
+			if r.After == nil || r.ValueSchema == nil {
+				return nil, fatal(fmt.Errorf("%w: table %s: %s record without after image or value schema", ErrSchema, tp.target, r.Op))
+			}
+			if len(r.After) != len(r.ValueSchema.Fields) {
+				return nil, fatal(fmt.Errorf("%w: table %s: after image has %d values for %d columns", ErrSchema, tp.target, len(r.After), len(r.ValueSchema.Fields)))
+			}
+			tp.lastSchema = r
+			if r.KeySchema == nil || len(r.KeySchema.Fields) == 0 {
+				if r.Op == schema.OpUpdate {
+					return nil, fatal(fmt.Errorf("%w: table %s has no primary key: updates cannot be applied (add a primary key to the source table)", ErrSchema, tp.target))
+				}
+				tp.inserts = append(tp.inserts, r)
+				continue
+			}
+			cols, newKey, err := keyFromRow(r, r.After)
+			if err != nil {
+				return nil, fmt.Errorf("table %s: %w", tp.target, err)
+			}
+			if r.Op == schema.OpUpdate && r.Before != nil && len(r.Before) == len(r.ValueSchema.Fields) {
+				_, oldKey, err := keyFromRow(r, r.Before)
+				if err != nil {
+					return nil, fmt.Errorf("table %s: %w", tp.target, err)
+				}
+				if keyString(cols, oldKey) != keyString(cols, newKey) {
+					tp.set(&change{del: true, keyCols: cols, key: oldKey, rec: r})
+				}
+			}
+			tp.set(&change{keyCols: cols, key: newKey, rec: r})
+		case schema.OpDelete:
+			if r.KeySchema == nil || len(r.KeySchema.Fields) == 0 {
+				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: deletes cannot be applied (add a primary key to the source table)", ErrSchema, tp.target))
+			}
+			cols, key, err := deleteKey(r)
+			if err != nil {
+				return nil, fmt.Errorf("table %s: %w", tp.target, err)
+			}
+			tp.set(&change{del: true, keyCols: cols, key: key, rec: r})
+		default:
+			return nil, fatal(fmt.Errorf("%w: table %s: cannot apply operation %s", ErrSchema, tp.target, r.Op))
+		}
+	}
+	return p, nil
+}
+
+func keyColumns(r *schema.Record) []string {
+	cols := make([]string, len(r.KeySchema.Fields))
+	for i, f := range r.KeySchema.Fields {
+		cols[i] = f.Name
+	}
+	return cols
+}
+
+// keyFromRow takes the key columns' values out of a full row image.
+func keyFromRow(r *schema.Record, row schema.Row) ([]string, []any, error) {
+	cols := keyColumns(r)
+	key := make([]any, len(cols))
+	for i, c := range cols {
+		j := r.ValueSchema.FieldIndex(c)
+		if j < 0 || j >= len(row) {
+			return nil, nil, fatal(fmt.Errorf("%w: key column %q is not in the row", ErrSchema, c))
+		}
+		if row[j] == nil {
+			return nil, nil, fatal(fmt.Errorf("%w: key column %q is NULL", ErrValue, c))
+		}
+		key[i] = row[j]
+	}
+	return cols, key, nil
+}
+
+// deleteKey finds the key of a delete: Key when complete, else Before.
+func deleteKey(r *schema.Record) ([]string, []any, error) {
+	cols := keyColumns(r)
+	if len(r.Key) == len(cols) {
+		for i, v := range r.Key {
+			if v == nil {
+				return nil, nil, fatal(fmt.Errorf("%w: key column %q is NULL", ErrValue, cols[i]))
+			}
+		}
+		return cols, r.Key, nil
+	}
+	if r.Before == nil || r.ValueSchema == nil {
+		return nil, nil, fatal(fmt.Errorf("%w: delete without key and without before image", ErrSchema))
+	}
+	return keyFromRow(r, r.Before)
+}
+
+// keyString renders key columns and values unambiguously, for reduction.
+func keyString(cols []string, key []any) string {
+	var b strings.Builder
+	for i, v := range key {
+		b.WriteString(strconv.Quote(cols[i]))
+		b.WriteByte('=')
+		switch x := v.(type) {
+		case nil:
+			b.WriteString("null")
+		case []byte:
+			b.WriteString("x")
+			b.WriteString(hex.EncodeToString(x))
+		case string:
+			b.WriteString(strconv.Quote(x))
+		case schema.Dec:
+			b.WriteString("d" + x.String())
+		default:
+			fmt.Fprintf(&b, "%T:%v", v, v)
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// describeKey renders a key for error messages.
+func describeKey(cols []string, key []any) string {
+	var b strings.Builder
+	for i, v := range key {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(cols[i] + "=")
+		switch x := v.(type) {
+		case []byte:
+			b.WriteString("0x" + hex.EncodeToString(x))
+		case string:
+			b.WriteString(strconv.Quote(x))
+		default:
+			fmt.Fprint(&b, v)
+		}
+	}
+	return b.String()
+}
+
+// progressKey identifies a transport queue.
+type progressKey struct {
+	Topic string
+	Queue int
+}
+
+// filterDelivered drops records already applied according to last (the
+// stored last offset per queue; a missing entry means nothing applied) and
+// returns the rest with the highest offset seen per queue.
+func filterDelivered(recs []schema.Record, last map[progressKey]int64) ([]schema.Record, map[progressKey]int64) {
+	maxOff := map[progressKey]int64{}
+	out := recs[:0:0]
+	skipped := false
+	for i := range recs {
+		d := recs[i].Delivery
+		if d == nil {
+			out = append(out, recs[i])
+			continue
+		}
+		k := progressKey{d.Topic, d.Queue}
+		if l, ok := last[k]; ok && d.Offset <= l {
+			skipped = true
+			continue
+		}
+		if m, ok := maxOff[k]; !ok || d.Offset > m {
+			maxOff[k] = d.Offset
+		}
+		out = append(out, recs[i])
+	}
+	if !skipped {
+		return recs, maxOff
+	}
+	return out, maxOff
+}

@@ -1,0 +1,231 @@
+package sink
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+var (
+	tValue = &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
+		{Name: "id", Schema: schema.Primitive(schema.Int64, false)},
+		{Name: "v", Schema: schema.Primitive(schema.String, true)},
+	}}
+	tKey = &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
+		{Name: "id", Schema: schema.Primitive(schema.Int64, false)},
+	}}
+	tID = schema.TableID{Database: "db", Table: "t"}
+)
+
+func ins(id int64, v string) schema.Record {
+	return schema.Record{Op: schema.OpCreate, Table: tID, KeySchema: tKey, Key: schema.Row{id}, ValueSchema: tValue, After: schema.Row{id, v}}
+}
+
+func upd(oldID, id int64, v string) schema.Record {
+	return schema.Record{Op: schema.OpUpdate, Table: tID, KeySchema: tKey, Key: schema.Row{id}, ValueSchema: tValue,
+		Before: schema.Row{oldID, "old"}, After: schema.Row{id, v}}
+}
+
+func del(id int64) schema.Record {
+	return schema.Record{Op: schema.OpDelete, Table: tID, KeySchema: tKey, Key: schema.Row{id}, ValueSchema: tValue, Before: schema.Row{id, "old"}}
+}
+
+func trunc() schema.Record { return schema.Record{Op: schema.OpTruncate, Table: tID} }
+
+func defaultTarget(id schema.TableID) target { return target{Schema: id.Database, Table: id.Table} }
+
+// render shows a plan as text: "T" for truncate, "-id" for deletes,
+// "+id=v" for upserts, "i:v" for keyless inserts.
+func render(p *plan) string {
+	var parts []string
+	for _, tp := range p.tables {
+		var b []string
+		if tp.truncate != nil {
+			b = append(b, "T")
+		}
+		for _, c := range tp.changes {
+			if c.del {
+				b = append(b, fmt.Sprintf("-%v", c.key[0]))
+			} else {
+				b = append(b, fmt.Sprintf("+%v=%v", c.key[0], c.rec.After[1]))
+			}
+		}
+		for _, r := range tp.inserts {
+			b = append(b, fmt.Sprintf("i:%v", r.After[1]))
+		}
+		parts = append(parts, tp.target.String()+"["+strings.Join(b, " ")+"]")
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestReduce(t *testing.T) {
+	other := ins(7, "o")
+	other.Table = schema.TableID{Database: "db", Table: "u"}
+	keyless := schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "db", Table: "k"}, ValueSchema: tValue, After: schema.Row{int64(1), "a"}}
+	deleteByBefore := del(4)
+	deleteByBefore.Key = nil
+	cases := []struct {
+		name string
+		recs []schema.Record
+		want string
+	}{
+		{"insert then update: last wins", []schema.Record{ins(1, "a"), upd(1, 1, "b")}, "db.t[+1=b]"},
+		{"insert then delete", []schema.Record{ins(1, "a"), del(1)}, "db.t[-1]"},
+		{"insert delete insert", []schema.Record{ins(1, "a"), del(1), ins(1, "c")}, "db.t[+1=c]"},
+		{"key change", []schema.Record{upd(1, 2, "b")}, "db.t[-1 +2=b]"},
+		{"key change then old key back", []schema.Record{upd(1, 2, "b"), ins(1, "x")}, "db.t[+1=x +2=b]"},
+		{"key change and back", []schema.Record{upd(1, 2, "b"), upd(2, 1, "c")}, "db.t[+1=c -2]"},
+		{"truncate drops earlier changes", []schema.Record{ins(1, "a"), trunc(), ins(2, "b")}, "db.t[T +2=b]"},
+		{"markers ignored", []schema.Record{{Op: schema.OpBegin}, ins(1, "a"), {Op: schema.OpCommit}, {Op: schema.OpHeartbeat}}, "db.t[+1=a]"},
+		{"delete from before image", []schema.Record{deleteByBefore}, "db.t[-4]"},
+		{"keys keep first position", []schema.Record{ins(3, "a"), ins(1, "b"), upd(3, 3, "c")}, "db.t[+3=c +1=b]"},
+		{"two tables", []schema.Record{ins(1, "a"), other, del(1)}, "db.t[-1] db.u[+7=o]"},
+		{"keyless insert appends", []schema.Record{keyless, keyless}, "db.k[i:a i:a]"},
+		{"snapshot read is an upsert", []schema.Record{{Op: schema.OpRead, Table: tID, KeySchema: tKey, ValueSchema: tValue, After: schema.Row{int64(5), "r"}}}, "db.t[+5=r]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := reduce(c.recs, defaultTarget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := render(p); got != c.want {
+				t.Fatalf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestReduceErrors(t *testing.T) {
+	keylessUpdate := upd(1, 1, "a")
+	keylessUpdate.KeySchema = nil
+	keylessDelete := del(1)
+	keylessDelete.KeySchema = nil
+	nullKey := ins(1, "a")
+	nullKey.After = schema.Row{nil, "a"}
+	short := ins(1, "a")
+	short.After = schema.Row{int64(1)}
+	for name, r := range map[string]schema.Record{
+		"keyless update": keylessUpdate, "keyless delete": keylessDelete, "null key": nullKey, "short row": short,
+		"unknown op": {Op: schema.OpUnknown, Table: tID},
+	} {
+		_, err := reduce([]schema.Record{r}, defaultTarget)
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		var f interface{ Fatal() bool }
+		if !asFatal(err, &f) || !f.Fatal() {
+			t.Errorf("%s: error %v is not marked fatal", name, err)
+		}
+	}
+}
+
+// TestReduceEqualsSequential applies random batches both ways to a model
+// table and compares.
+func TestReduceEqualsSequential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := 0; iter < 2000; iter++ {
+		start := map[int64]string{}
+		for k := int64(0); k < 5; k++ {
+			if rng.IntN(2) == 0 {
+				start[k] = "s"
+			}
+		}
+		seq := copyMap(start)
+		var recs []schema.Record
+		for i := 0; i < 1+rng.IntN(12); i++ {
+			k := int64(rng.IntN(5))
+			v := fmt.Sprintf("v%d", i)
+			switch rng.IntN(10) {
+			case 0, 1, 2:
+				recs = append(recs, ins(k, v))
+				seq[k] = v
+			case 3, 4, 5:
+				recs = append(recs, upd(k, k, v))
+				seq[k] = v
+			case 6:
+				k2 := int64(rng.IntN(5))
+				recs = append(recs, upd(k, k2, v))
+				delete(seq, k)
+				seq[k2] = v
+			case 7, 8:
+				recs = append(recs, del(k))
+				delete(seq, k)
+			case 9:
+				recs = append(recs, trunc())
+				seq = map[int64]string{}
+			}
+		}
+		p, err := reduce(recs, defaultTarget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := copyMap(start)
+		for _, tp := range p.tables {
+			if tp.truncate != nil {
+				got = map[int64]string{}
+			}
+			for _, c := range tp.changes {
+				if c.del {
+					delete(got, c.key[0].(int64))
+				}
+			}
+			for _, c := range tp.changes {
+				if !c.del {
+					got[c.key[0].(int64)] = c.rec.After[1].(string)
+				}
+			}
+		}
+		if !reflect.DeepEqual(got, seq) {
+			t.Fatalf("batch %s: plan %s gives %v, sequential gives %v", describe(recs), render(p), got, seq)
+		}
+	}
+}
+
+func describe(recs []schema.Record) string {
+	var b []string
+	for _, r := range recs {
+		switch r.Op {
+		case schema.OpTruncate:
+			b = append(b, "t")
+		case schema.OpDelete:
+			b = append(b, fmt.Sprintf("d%v", r.Key[0]))
+		default:
+			b = append(b, fmt.Sprintf("%s%v>%v=%v", r.Op, r.Before, r.After[0], r.After[1]))
+		}
+	}
+	return strings.Join(b, " ")
+}
+
+func copyMap(m map[int64]string) map[int64]string {
+	out := make(map[int64]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func TestFilterDelivered(t *testing.T) {
+	at := func(r schema.Record, q int, off int64) schema.Record {
+		r.Delivery = &schema.Delivery{Topic: "top", Queue: q, Offset: off}
+		return r
+	}
+	recs := []schema.Record{at(ins(1, "a"), 0, 5), at(ins(2, "b"), 0, 6), at(ins(3, "c"), 1, 2), ins(4, "no delivery"), at(ins(5, "e"), 2, 9)}
+	kept, maxOff := filterDelivered(recs, map[progressKey]int64{{"top", 0}: 5, {"top", 1}: 3})
+	var ids []int64
+	for _, r := range kept {
+		ids = append(ids, r.After[0].(int64))
+	}
+	if !reflect.DeepEqual(ids, []int64{2, 4, 5}) {
+		t.Fatalf("kept %v, want [2 4 5]", ids)
+	}
+	want := map[progressKey]int64{{"top", 0}: 6, {"top", 2}: 9}
+	if !reflect.DeepEqual(maxOff, want) {
+		t.Fatalf("max offsets %v, want %v", maxOff, want)
+	}
+}

@@ -1,0 +1,565 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Sink applies change records to PostgreSQL or MySQL/MariaDB. It is safe for
+// concurrent use: the runtime may call Write for several queues at once.
+type Sink struct {
+	cfg Config
+	db  *sqlx.DB
+	d   dialect
+	log *slog.Logger
+
+	ddlMu sync.Mutex // serialises table creation and evolution
+
+	mu       sync.Mutex
+	tables   map[target]*tableMeta
+	progress map[progressKey]int64 // committed last offsets, as read or written by this Sink
+	closed   bool
+
+	// testHook, when set by tests, runs at named stages inside Write's
+	// transaction ("applied": after the data statements, before progress).
+	testHook func(ctx context.Context, stage string, tx *sqlx.Tx) error
+}
+
+type tableMeta struct {
+	cols    map[string]string // column name (lower-cased where the dialect folds case) -> data type
+	checked map[*schema.Schema]bool
+}
+
+// New connects to the target, verifies it and creates the progress table.
+// For MySQL the DSN is adjusted so the session time zone is UTC: zoned
+// timestamps are written as UTC wall clock.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, fatal(err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Sink{cfg: cfg, log: log.With("component", "sink", "dialect", cfg.Dialect),
+		tables: map[target]*tableMeta{}, progress: map[progressKey]int64{}}
+	driver, dsn := "postgres", cfg.DSN
+	if cfg.Dialect == DialectMySQL {
+		mc, err := mysqldrv.ParseDSN(cfg.DSN)
+		if err != nil {
+			return nil, fatal(fmt.Errorf("%w: MySQL DSN: %v", ErrConfig, err))
+		}
+		if mc.Params == nil {
+			mc.Params = map[string]string{}
+		}
+		mc.Params["time_zone"] = "'+00:00'"
+		mc.Loc = time.UTC
+		driver, dsn = "mysql", mc.FormatDSN()
+		s.d = mysql{}
+	} else {
+		s.d = postgres{}
+	}
+	db, err := sqlx.ConnectContext(ctx, driver, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", cfg.Dialect, wrapDB(err))
+	}
+	s.db = db
+	if cfg.Dialect == DialectMySQL {
+		var name sql.NullString
+		if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&name); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sink: query default database: %w", wrapDB(err))
+		}
+		if !name.Valid || name.String == "" {
+			db.Close()
+			return nil, fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", ErrConfig, cfg.ProgressTable))
+		}
+	}
+	if _, err := db.ExecContext(ctx, s.d.progressDDL(cfg.ProgressTable)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink: create progress table %s: %w", cfg.ProgressTable, wrapDB(err))
+	}
+	return s, nil
+}
+
+// Close releases the connection pool. It is safe to call more than once.
+func (s *Sink) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	return s.db.Close()
+}
+
+// Write applies recs in one database transaction and returns nil once it is
+// committed. Records whose Delivery offset is at or below the committed
+// offset of their queue are skipped; the progress table advances in the same
+// transaction. On error nothing of recs is applied; errors that retrying
+// cannot fix expose Fatal() bool returning true.
+func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
+	if !hasData(recs) {
+		return nil
+	}
+	last, err := s.lastOffsets(ctx, recs)
+	if err != nil {
+		return err
+	}
+	recs, maxOff := filterDelivered(recs, last)
+	p, err := reduce(recs, s.cfg.target)
+	if err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	if len(p.tables) == 0 && len(maxOff) == 0 {
+		return nil
+	}
+	metas, err := s.prepareTables(ctx, p)
+	if err != nil {
+		s.forgetTables(p)
+		return err
+	}
+	committing := false
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		for i, tp := range p.tables {
+			if metas[i] == nil {
+				continue // table absent and nothing to write into it
+			}
+			if err := s.applyTable(ctx, tx, tp); err != nil {
+				return err
+			}
+		}
+		if s.testHook != nil {
+			if err := s.testHook(ctx, "applied", tx); err != nil {
+				return err
+			}
+		}
+		for k, off := range maxOff {
+			if _, err := tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue, off); err != nil {
+				return fmt.Errorf("sink: save progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+			}
+		}
+		committing = true
+		return nil
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if committing {
+			// The commit may have happened: read the progress again next time.
+			for k := range maxOff {
+				delete(s.progress, k)
+			}
+		}
+		for _, tp := range p.tables {
+			delete(s.tables, tp.target)
+		}
+		return err
+	}
+	for k, off := range maxOff {
+		if off > s.progress[k] {
+			s.progress[k] = off
+		}
+	}
+	return nil
+}
+
+func hasData(recs []schema.Record) bool {
+	for i := range recs {
+		if recs[i].Op.IsData() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sink) inTx(ctx context.Context, f func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sink: begin transaction: %w", wrapDB(err))
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback() // the error that matters is err; a dead connection fails both
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sink: commit: %w", wrapDB(err))
+	}
+	return nil
+}
+
+// lastOffsets returns the committed offsets of the queues recs come from,
+// reading those not yet cached.
+func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progressKey]int64, error) {
+	out := map[progressKey]int64{}
+	var missing []progressKey
+	s.mu.Lock()
+	for i := range recs {
+		d := recs[i].Delivery
+		if d == nil {
+			continue
+		}
+		k := progressKey{d.Topic, d.Queue}
+		if _, seen := out[k]; seen {
+			continue
+		}
+		if off, ok := s.progress[k]; ok {
+			out[k] = off
+		} else if !containsKey(missing, k) {
+			missing = append(missing, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, k := range missing {
+		var off int64
+		err := s.db.QueryRowContext(ctx, s.d.progressSelect(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue).Scan(&off)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue // nothing applied yet from this queue
+		case err != nil:
+			return nil, fmt.Errorf("sink: read progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+		}
+		out[k] = off
+		s.mu.Lock()
+		if off > s.progress[k] {
+			s.progress[k] = off
+		} else if _, ok := s.progress[k]; !ok {
+			s.progress[k] = off
+		}
+		s.mu.Unlock()
+	}
+	return out, nil
+}
+
+func containsKey(ks []progressKey, k progressKey) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Sink) forgetTables(p *plan) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tp := range p.tables {
+		delete(s.tables, tp.target)
+	}
+}
+
+// ---- applying ----
+
+// rowGroup is a set of rows with the same columns, written by one statement
+// shape.
+type rowGroup struct {
+	cols    []string
+	keyCols []string
+	recs    []*schema.Record
+}
+
+func groupRows(recs []*schema.Record, keyed bool) []*rowGroup {
+	var groups []*rowGroup
+	by := map[string]*rowGroup{}
+	for _, r := range recs {
+		var sig strings.Builder
+		for _, f := range r.ValueSchema.Fields {
+			sig.WriteString(strconv.Quote(f.Name))
+		}
+		if keyed {
+			sig.WriteByte('|')
+			for _, f := range r.KeySchema.Fields {
+				sig.WriteString(strconv.Quote(f.Name))
+			}
+		}
+		g, ok := by[sig.String()]
+		if !ok {
+			g = &rowGroup{cols: make([]string, len(r.ValueSchema.Fields))}
+			for i, f := range r.ValueSchema.Fields {
+				g.cols[i] = f.Name
+			}
+			if keyed {
+				g.keyCols = keyColumns(r)
+			}
+			by[sig.String()] = g
+			groups = append(groups, g)
+		}
+		g.recs = append(g.recs, r)
+	}
+	return groups
+}
+
+const maxStatementBytes = 8 << 20 // cut statements well below max_allowed_packet
+
+func (s *Sink) applyTable(ctx context.Context, tx *sqlx.Tx, tp *tablePlan) error {
+	if tp.truncate != nil {
+		if _, err := tx.ExecContext(ctx, s.d.truncate(tp.target)); err != nil {
+			return fmt.Errorf("sink: truncate %s: %w", tp.target, wrapDB(err))
+		}
+	}
+	// Deletes, grouped by key columns.
+	var dels []*change
+	var ups []*schema.Record
+	for _, c := range tp.changes {
+		if c.del {
+			dels = append(dels, c)
+		} else {
+			ups = append(ups, c.rec)
+		}
+	}
+	if err := s.applyDeletes(ctx, tx, tp.target, dels); err != nil {
+		return err
+	}
+	for _, g := range groupRows(ups, true) {
+		if err := s.writeRows(ctx, tx, tp.target, g, true); err != nil {
+			return err
+		}
+	}
+	for _, g := range groupRows(tp.inserts, false) {
+		if err := s.writeRows(ctx, tx, tp.target, g, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Sink) writeRows(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup, upsert bool) error {
+	if upsert && s.cfg.CopyThreshold > 0 && len(g.recs) >= s.cfg.CopyThreshold {
+		if _, ok := s.d.(postgres); ok {
+			return s.copyUpsert(ctx, tx, t, g)
+		}
+	}
+	n := len(g.cols)
+	per := s.cfg.BatchSize
+	if m := s.d.maxParams() / n; per > m {
+		per = m
+	}
+	args := make([]any, 0, per*n)
+	rows, size, first := 0, 0, 0
+	flush := func() error {
+		if rows == 0 {
+			return nil
+		}
+		var q string
+		if upsert {
+			q = s.d.upsert(t, g.cols, g.keyCols, rows)
+		} else {
+			q = insertSQL(s.d, t, g.cols, rows)
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("sink: write %d rows into %s (first key %s): %w", rows, t, recKey(g.recs[first]), wrapDB(err))
+		}
+		args, rows, size = args[:0], 0, 0
+		return nil
+	}
+	for i, r := range g.recs {
+		if rows == 0 {
+			first = i
+		}
+		for j, f := range r.ValueSchema.Fields {
+			v, err := s.d.convert(f.Name, f.Schema, r.After[j])
+			if err != nil {
+				return fmt.Errorf("sink: table %s, key %s: %w", t, recKey(r), err)
+			}
+			size += approxSize(v)
+			args = append(args, v)
+		}
+		rows++
+		if rows >= per || size >= maxStatementBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+func approxSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x) + 4
+	case []byte:
+		return 2*len(x) + 4
+	}
+	return 8
+}
+
+func recKey(r *schema.Record) string {
+	if r.KeySchema == nil {
+		return "(table without key)"
+	}
+	row := r.After
+	if row == nil {
+		row = r.Before
+	}
+	if row != nil && r.ValueSchema != nil {
+		if cols, key, err := keyFromRow(r, row); err == nil {
+			return describeKey(cols, key)
+		}
+	}
+	return r.KeyString()
+}
+
+const deleteChunk = 1000
+
+func (s *Sink) applyDeletes(ctx context.Context, tx *sqlx.Tx, t target, dels []*change) error {
+	if len(dels) == 0 {
+		return nil
+	}
+	groups := map[string][]*change{}
+	var order []string
+	for _, c := range dels {
+		sig := strings.Join(c.keyCols, "\x00")
+		if _, ok := groups[sig]; !ok {
+			order = append(order, sig)
+		}
+		groups[sig] = append(groups[sig], c)
+	}
+	for _, sig := range order {
+		g := groups[sig]
+		cols := g[0].keyCols
+		// Key values, converted with the schema of each key column.
+		conv := make([][]any, len(g))
+		for i, c := range g {
+			conv[i] = make([]any, len(cols))
+			for j, col := range cols {
+				v, err := s.d.convert(col, c.rec.KeySchema.Fields[j].Schema, c.key[j])
+				if err != nil {
+					return fmt.Errorf("sink: delete from %s, key %s: %w", t, describeKey(cols, c.key), err)
+				}
+				conv[i][j] = v
+			}
+		}
+		if _, ok := s.d.(postgres); ok && len(cols) == 1 {
+			if err := s.deleteAny(ctx, tx, t, cols[0], g, conv); err != nil {
+				return err
+			}
+			continue
+		}
+		per := deleteChunk
+		if m := s.d.maxParams() / len(cols); per > m {
+			per = m
+		}
+		for start := 0; start < len(conv); start += per {
+			end := min(start+per, len(conv))
+			args := make([]any, 0, (end-start)*len(cols))
+			for _, row := range conv[start:end] {
+				args = append(args, row...)
+			}
+			if _, err := tx.ExecContext(ctx, deleteSQL(s.d, t, cols, end-start), args...); err != nil {
+				return fmt.Errorf("sink: delete %d rows from %s (first key %s): %w", end-start, t, describeKey(cols, g[start].key), wrapDB(err))
+			}
+		}
+	}
+	return nil
+}
+
+// deleteAny deletes by a single-column key with one array parameter:
+// DELETE … WHERE k = ANY($1). The array travels as text; PostgreSQL parses
+// it as an array of the column's type.
+func (s *Sink) deleteAny(ctx context.Context, tx *sqlx.Tx, t target, col string, g []*change, conv [][]any) error {
+	const per = 10000
+	for start := 0; start < len(conv); start += per {
+		end := min(start+per, len(conv))
+		var arg any
+		if _, isBytes := conv[start][0].([]byte); isBytes {
+			a := make(pq.ByteaArray, 0, end-start)
+			for _, row := range conv[start:end] {
+				b, _ := row[0].([]byte)
+				a = append(a, b)
+			}
+			arg = a
+		} else {
+			a := make(pq.StringArray, 0, end-start)
+			for _, row := range conv[start:end] {
+				a = append(a, textOf(row[0]))
+			}
+			arg = a
+		}
+		q := "DELETE FROM " + qualified(s.d, t) + " WHERE " + s.d.quote(col) + " = ANY($1)"
+		if _, err := tx.ExecContext(ctx, q, arg); err != nil {
+			return fmt.Errorf("sink: delete %d rows from %s (first key %s): %w", end-start, t, describeKey([]string{col}, g[start].key), wrapDB(err))
+		}
+	}
+	return nil
+}
+
+func textOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// ---- errors from the database ----
+
+// dbError carries a driver error with the sink's verdict on retrying. It
+// stops errors.As at this level: lib/pq's *Error has its own Fatal method
+// meaning "severity FATAL" (a terminated connection, which is retriable).
+type dbError struct {
+	err      error
+	terminal bool
+}
+
+func (e dbError) Error() string { return e.err.Error() }
+func (e dbError) Unwrap() error { return e.err }
+func (e dbError) Fatal() bool   { return e.terminal }
+
+func wrapDB(err error) error {
+	if err == nil {
+		return nil
+	}
+	var f fatalError
+	if errors.As(err, &f) {
+		return err
+	}
+	return dbError{err: err, terminal: permanentDBError(err)}
+}
+
+// permanentDBError reports errors that the same statement would hit again:
+// bad data, constraint violations, syntax, missing privileges.
+func permanentDBError(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		code := string(pe.Code)
+		switch {
+		case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"): // data exception, integrity violation
+			return true
+		case code == "42601", code == "42501", code == "42804", code == "42P10": // syntax, privilege, datatype mismatch, no unique constraint for ON CONFLICT
+			return true
+		}
+		return false
+	}
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1048, 1062, 1064, 1142, 1264, 1265, 1292, 1366, 1406, 1411, 3140, 4025:
+			return true
+		}
+	}
+	return false
+}
