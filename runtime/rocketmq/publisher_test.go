@@ -1,0 +1,446 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// fakeSender records what would reach the broker, per queue.
+type fakeSender struct {
+	mu     sync.Mutex
+	sent   map[int][]*primitive.Message // queue id -> messages in send order
+	calls  int
+	sizes  []int
+	gate   chan struct{} // when set, each SendSync waits for a token or ctx
+	fail   func(msgs []*primitive.Message) error
+	active atomic.Int32
+}
+
+func newFakeSender() *fakeSender { return &fakeSender{sent: map[int][]*primitive.Message{}} }
+
+func (f *fakeSender) SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error) {
+	f.active.Add(1)
+	defer f.active.Add(-1)
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.fail != nil {
+		if err := f.fail(msgs); err != nil {
+			return nil, err
+		}
+	}
+	q := pinnedSelector{}.Select(msgs[0], []*primitive.MessageQueue{
+		{Topic: msgs[0].Topic, BrokerName: "b", QueueId: 0}, {Topic: msgs[0].Topic, BrokerName: "b", QueueId: 1},
+		{Topic: msgs[0].Topic, BrokerName: "b", QueueId: 2}, {Topic: msgs[0].Topic, BrokerName: "b", QueueId: 3}}, "")
+	if q == nil {
+		return nil, errors.New("fake: no queue")
+	}
+	for _, m := range msgs {
+		if m.Queue.QueueId != q.QueueId || m.Topic != msgs[0].Topic {
+			return nil, fmt.Errorf("fake: batch mixes queues %d and %d", m.Queue.QueueId, q.QueueId)
+		}
+	}
+	f.sizes = append(f.sizes, len(msgs))
+	f.sent[q.QueueId] = append(f.sent[q.QueueId], msgs...)
+	return &primitive.SendResult{Status: primitive.SendOK}, nil
+}
+
+func (f *fakeSender) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, ms := range f.sent {
+		n += len(ms)
+	}
+	return n
+}
+
+type fourQueues struct{}
+
+func (fourQueues) queues(context.Context, string) ([]queue, error) {
+	return []queue{{"b", 0}, {"b", 1}, {"b", 2}, {"b", 3}}, nil
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func testPublisher(t *testing.T, s sender, mod func(*Config)) *Publisher {
+	t.Helper()
+	cfg := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "t", Codec: testCodec{}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPublisher(cfg, quietLog(), s, fourQueues{}, nil)
+}
+
+var tbl = schema.TableID{Database: "db", Table: "t"}
+
+func rec(key, version int64) schema.Record {
+	return schema.Record{Op: schema.OpUpdate, Table: tbl, Key: schema.Row{key}, After: schema.Row{key, version}}
+}
+
+func TestPublisherKeepsOrderPerKeyAndAcksInOrder(t *testing.T) {
+	f := newFakeSender()
+	p := testPublisher(t, f, nil)
+	const keys, versions, perBatch = 20, 50, 37
+	var all []schema.Record
+	for v := range int64(versions) {
+		for k := range int64(keys) {
+			all = append(all, rec(k, v))
+		}
+	}
+	var mu sync.Mutex
+	var acked []int
+	ctx := context.Background()
+	for i := 0; i*perBatch < len(all); i++ {
+		batch := []schema.Record{{Op: schema.OpBegin}}
+		batch = append(batch, all[i*perBatch:min((i+1)*perBatch, len(all))]...)
+		batch = append(batch, schema.Record{Op: schema.OpCommit, Position: []byte("p" + strconv.Itoa(i))})
+		sentBefore := 0
+		for j := range i + 1 {
+			sentBefore += min((j+1)*perBatch, len(all)) - j*perBatch
+		}
+		if err := p.Publish(ctx, batch, func(err error) {
+			if err != nil {
+				t.Errorf("batch %d: %v", i, err)
+			}
+			// Acked only once every record up to this batch reached the broker.
+			if n := f.count(); n < sentBefore {
+				t.Errorf("batch %d acked with %d of its %d records sent", i, n, sentBefore)
+			}
+			mu.Lock()
+			acked = append(acked, i)
+			mu.Unlock()
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range acked {
+		if a != i {
+			t.Fatalf("acks out of order: %v", acked)
+		}
+	}
+	if want := (len(all) + perBatch - 1) / perBatch; len(acked) != want {
+		t.Fatalf("%d acks, want %d", len(acked), want)
+	}
+	if n := f.count(); n != len(all) {
+		t.Fatalf("%d messages sent, want %d (markers are not sent)", n, len(all))
+	}
+	next := map[int64]int64{}
+	used := 0
+	for q, msgs := range f.sent {
+		used++
+		for _, m := range msgs {
+			r, err := testCodec{}.Decode([]byte(m.GetProperty(KeyProperty)), m.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, v := r.Key[0].(int64), r.After[1].(int64)
+			if want := queueIndex(tbl, r.KeyString(), 4); want != q {
+				t.Errorf("key %d on queue %d, want %d", k, q, want)
+			}
+			if v != next[k] {
+				t.Fatalf("key %d: version %d after %d", k, v, next[k]-1)
+			}
+			next[k]++
+			if m.GetTags() != "t" || m.GetKeys() != strconv.FormatInt(k, 10) {
+				t.Errorf("tag %q keys %q", m.GetTags(), m.GetKeys())
+			}
+		}
+	}
+	if used != 4 {
+		t.Errorf("%d queues used, want 4", used)
+	}
+}
+
+func TestPublisherMarkerOnlyBatchIsAckedWithoutSending(t *testing.T) {
+	f := newFakeSender()
+	p := testPublisher(t, f, nil)
+	got := make(chan error, 1)
+	if err := p.Publish(context.Background(), []schema.Record{{Op: schema.OpHeartbeat, Position: []byte("x")}}, func(err error) { got <- err }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("marker-only batch never acked")
+	}
+	if f.calls != 0 {
+		t.Errorf("%d sends for a marker-only batch", f.calls)
+	}
+	_ = p.Close(context.Background())
+}
+
+func TestPublisherSplitsLargeBatches(t *testing.T) {
+	f := newFakeSender()
+	p := testPublisher(t, f, nil)
+	var recs []schema.Record
+	for v := range int64(600) {
+		recs = append(recs, rec(7, v))
+	}
+	done := make(chan error, 1)
+	if err := p.Publish(context.Background(), recs, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close(context.Background())
+	if len(f.sizes) != 3 || f.sizes[0] != maxBatchMsgs || f.sizes[2] != 600-2*maxBatchMsgs {
+		t.Errorf("send sizes %v, want [256 256 88]", f.sizes)
+	}
+}
+
+func TestPublisherBackpressure(t *testing.T) {
+	f := newFakeSender()
+	f.gate = make(chan struct{})
+	p := testPublisher(t, f, func(c *Config) { c.MaxInFlight = 10 })
+	ctx := context.Background()
+	var acks atomic.Int32
+	ack := func(err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		acks.Add(1)
+	}
+	batch := func(v int64) []schema.Record {
+		return []schema.Record{rec(1, v), rec(2, v), rec(3, v), rec(4, v)}
+	}
+	for v := range int64(2) {
+		if err := p.Publish(ctx, batch(v), ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.win.inFlight(); n != 8 {
+		t.Fatalf("in flight %d, want 8", n)
+	}
+	// A third batch of 4 would make 12 > 10: Publish blocks until ctx ends.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := p.Publish(short, batch(2), ack)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("third Publish: err = %v, want a deadline (blocked by the window)", err)
+	}
+	// Once the broker answers, the blocked Publish goes through.
+	published := make(chan error, 1)
+	go func() { published <- p.Publish(ctx, batch(2), ack) }()
+	select {
+	case err := <-published:
+		t.Fatalf("Publish returned (%v) while 8 records were unconfirmed", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(f.gate)
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if acks.Load() != 3 || f.count() != 12 || p.win.inFlight() != 0 {
+		t.Errorf("acks %d, sent %d, in flight %d", acks.Load(), f.count(), p.win.inFlight())
+	}
+}
+
+func TestPublisherOversizedBatchDoesNotDeadlock(t *testing.T) {
+	f := newFakeSender()
+	p := testPublisher(t, f, func(c *Config) { c.MaxInFlight = 3 })
+	done := make(chan error, 1)
+	if err := p.Publish(context.Background(), []schema.Record{rec(1, 0), rec(2, 0), rec(3, 0), rec(4, 0), rec(5, 0)}, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close(context.Background())
+}
+
+func TestPublisherFailureIsStickyAndAckedInOrder(t *testing.T) {
+	f := newFakeSender()
+	boom := errors.New("broker down")
+	f.fail = func(msgs []*primitive.Message) error {
+		if msgs[0].Queue.QueueId == queueIndex(tbl, "1", 4) {
+			return boom
+		}
+		return nil
+	}
+	p := testPublisher(t, f, func(c *Config) { c.SendRetries = 2 })
+	ctx := context.Background()
+	errs := make(chan error, 3)
+	if err := p.Publish(ctx, []schema.Record{rec(1, 0)}, func(err error) { errs <- err }); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errs
+	if !errors.Is(err, ErrSend) || !errors.Is(err, boom) {
+		t.Fatalf("ack error %v, want ErrSend wrapping the broker's error", err)
+	}
+	f.mu.Lock()
+	calls := f.calls
+	f.mu.Unlock()
+	if calls != 3 {
+		t.Errorf("%d send attempts, want 1 + 2 retries", calls)
+	}
+	// The publisher refuses further batches rather than leave a gap.
+	if err := p.Publish(ctx, []schema.Record{rec(2, 0)}, func(error) { t.Error("ack called after Publish failed") }); err == nil || !errors.Is(err, boom) {
+		t.Fatalf("Publish after a failure: %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPublisherLaterBatchesFailAfterAnEarlierOne(t *testing.T) {
+	f := newFakeSender()
+	f.gate = make(chan struct{})
+	boom := errors.New("broker down")
+	f.fail = func(msgs []*primitive.Message) error {
+		if msgs[0].Queue.QueueId == queueIndex(tbl, "1", 4) {
+			return boom
+		}
+		return nil
+	}
+	p := testPublisher(t, f, func(c *Config) { c.SendRetries = -1 })
+	ctx := context.Background()
+	var errs []error
+	var mu sync.Mutex
+	ack := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
+	// Batch 1 goes to the failing queue, batch 2 to another that succeeds.
+	other := int64(2)
+	for queueIndex(tbl, strconv.FormatInt(other, 10), 4) == queueIndex(tbl, "1", 4) {
+		other++
+	}
+	if err := p.Publish(ctx, []schema.Record{rec(1, 0)}, ack); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, []schema.Record{rec(other, 0)}, ack); err != nil {
+		t.Fatal(err)
+	}
+	close(f.gate)
+	_ = p.Close(ctx)
+	if len(errs) != 2 || !errors.Is(errs[0], boom) || !errors.Is(errs[1], boom) {
+		t.Fatalf("acks %v: the batch after a failed one must not be acked as delivered", errs)
+	}
+}
+
+func TestPublisherCloseWaitsAndCancels(t *testing.T) {
+	f := newFakeSender()
+	f.gate = make(chan struct{})
+	p := testPublisher(t, f, nil)
+	acked := make(chan error, 1)
+	if err := p.Publish(context.Background(), []schema.Record{rec(1, 0)}, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(100 * time.Millisecond); f.gate <- struct{}{} }()
+	start := time.Now()
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 90*time.Millisecond {
+		t.Error("Close returned before the outstanding send was confirmed")
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(context.Background(), []schema.Record{rec(1, 1)}, func(error) {}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Publish after Close: %v", err)
+	}
+
+	// A Close deadline cancels the send in progress and acks with an error.
+	f2 := newFakeSender()
+	f2.gate = make(chan struct{}) // never opened
+	p2 := testPublisher(t, f2, nil)
+	acked2 := make(chan error, 1)
+	if err := p2.Publish(context.Background(), []schema.Record{rec(1, 0)}, func(err error) { acked2 <- err }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p2.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close past its deadline: %v", err)
+	}
+	if err := <-acked2; err == nil {
+		t.Error("an unconfirmed batch was acked as delivered")
+	}
+}
+
+func TestPublisherEncodeErrorTakesNothing(t *testing.T) {
+	f := newFakeSender()
+	p := testPublisher(t, f, nil)
+	bad := schema.Record{Op: schema.OpCreate, Table: tbl, Key: schema.Row{"not an int"}}
+	err := p.Publish(context.Background(), []schema.Record{rec(1, 0), bad}, func(error) { t.Error("ack called for a refused batch") })
+	if err == nil {
+		t.Fatal("no error for an unencodable record")
+	}
+	if p.win.inFlight() != 0 {
+		t.Errorf("refused batch holds %d tokens", p.win.inFlight())
+	}
+	collide := schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "db.t", Table: ""}}
+	_ = p.Publish(context.Background(), []schema.Record{{Op: schema.OpCreate, Table: schema.TableID{Database: "db", Table: "t."}}}, func(error) {})
+	if err := p.Publish(context.Background(), []schema.Record{collide}, func(error) {}); !errors.Is(err, ErrTopicCollision) {
+		t.Errorf("colliding table: %v", err)
+	}
+	_ = p.Close(context.Background())
+}
+
+func TestPublisherNoGoroutineLeak(t *testing.T) {
+	before := goruntime.NumGoroutine()
+	for range 3 {
+		p := testPublisher(t, newFakeSender(), nil)
+		done := make(chan error, 1)
+		_ = p.Publish(context.Background(), []schema.Record{rec(1, 0), rec(2, 0)}, func(err error) { done <- err })
+		<-done
+		_ = p.Close(context.Background())
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := goruntime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after Close, %d before:\n%s", n, before, buf[:goruntime.Stack(buf, true)])
+	}
+}
+
+func TestPinnedSelector(t *testing.T) {
+	mqs := []*primitive.MessageQueue{{BrokerName: "a", QueueId: 0}, {BrokerName: "a", QueueId: 1}, {BrokerName: "b", QueueId: 0}, {BrokerName: "b", QueueId: 1}}
+	m := primitive.NewMessage("t", []byte("x"))
+	if got := (pinnedSelector{}).Select(m, mqs, ""); got != nil {
+		t.Errorf("no queue chosen: got %v", got)
+	}
+	m.Queue = &primitive.MessageQueue{BrokerName: "b", QueueId: 1}
+	if got := (pinnedSelector{}).Select(m, mqs, "b"); got != mqs[3] {
+		t.Errorf("got %v, want b/1", got)
+	}
+	m.Queue = &primitive.MessageQueue{BrokerName: "c", QueueId: 1}
+	if got := (pinnedSelector{}).Select(m, mqs, ""); got != nil {
+		t.Errorf("unknown broker: got %v", got)
+	}
+}
