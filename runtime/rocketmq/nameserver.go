@@ -124,6 +124,9 @@ func decodeFrame(buf []byte) (remotingHeader, []byte, error) {
 		return h, nil, fmt.Errorf("header: %w", err)
 	}
 	h = remotingHeader{Code: raw.Code, Opaque: raw.Opaque, Flag: raw.Flag, Remark: raw.Remark}
+	if len(raw.Ext) > 0 {
+		_ = json.Unmarshal(raw.Ext, &h.ExtFields) // best effort: only some answers carry fields
+	}
 	return h, buf[4+hl:], nil
 }
 

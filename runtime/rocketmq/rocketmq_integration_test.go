@@ -1,0 +1,461 @@
+package rocketmq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/admin"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// nameServer returns SLUICE_ROCKETMQ_NAMESRV, or skips (fails in CI).
+func nameServer(t testing.TB) []string {
+	t.Helper()
+	v := os.Getenv("SLUICE_ROCKETMQ_NAMESRV")
+	if v == "" {
+		msg := "SLUICE_ROCKETMQ_NAMESRV is not set: start the servers with scripts/servers.sh start rocketmq and source /tmp/sluice-servers/servers.env"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return strings.Split(v, ",")
+}
+
+func suffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// integrationCodec is the codec the broker tests use.
+func integrationCodec() Codec {
+	if c := defaultCodec(); c != nil {
+		return c
+	}
+	return testCodec{}
+}
+
+// itConfig returns a config with a fresh pipeline, prefix and group; the
+// topics of tables are deleted when the test ends.
+func itConfig(t testing.TB, tables ...schema.TableID) Config {
+	t.Helper()
+	ns := nameServer(t)
+	name := "it-" + suffix()
+	cfg := Config{NameServers: ns, Pipeline: name, Tables: tables, Codec: integrationCodec()}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		ci, err := fetchClusterInfo(ctx, ns)
+		if err != nil {
+			t.Logf("cleanup: %v", err)
+			return
+		}
+		adm, err := newAdmin(ns)
+		if err != nil {
+			t.Logf("cleanup: %v", err)
+			return
+		}
+		defer adm.Close()
+		for _, id := range tables {
+			topic := TopicName(name, id.Database, id.Table, TopicPerTable)
+			for _, addr := range ci.masters(DefaultCluster) {
+				if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(addr), admin.WithNameSrvAddr(ns)); err != nil {
+					t.Logf("cleanup: delete topic %s: %v", topic, err)
+				}
+			}
+		}
+	})
+	return cfg
+}
+
+// maxOffsets asks the broker of each queue of topic for its max offset.
+func maxOffsets(ctx context.Context, ns []string, topic string) (int64, error) {
+	r, err := fetchRoute(ctx, ns, topic)
+	if err != nil {
+		return 0, err
+	}
+	addr := map[string]string{}
+	for _, bd := range r.BrokerDatas {
+		addr[bd.BrokerName] = bd.BrokerAddrs["0"]
+	}
+	var total int64
+	for _, q := range r.writeQueues() {
+		h, _, err := invoke(ctx, addr[q.Broker], 30, map[string]string{"topic": topic, "queueId": strconv.Itoa(q.ID)}) // GET_MAX_OFFSET
+		if err != nil {
+			return 0, err
+		}
+		if h.Code != 0 {
+			return 0, fmt.Errorf("max offset of %s/%d: code %d %s", topic, q.ID, h.Code, h.Remark)
+		}
+		n, err := strconv.ParseInt(h.ExtFields["offset"], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("max offset of %s/%d: %q", topic, q.ID, h.ExtFields["offset"])
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func testRecord(id schema.TableID, key, version int64) schema.Record {
+	return schema.Record{Op: schema.OpUpdate, Table: id, Key: schema.Row{key}, After: schema.Row{key, version}}
+}
+
+func TestIntegrationEnsureTopic(t *testing.T) {
+	id := schema.TableID{Database: "db", Table: "ensure"}
+	cfg := itConfig(t, id)
+	cfg.Queues = 6
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topic := TopicName(cfg.Pipeline, id.Database, id.Table, TopicPerTable)
+	for range 2 { // the second call finds the topic
+		if err := EnsureTopic(ctx, cfg, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := fetchRoute(ctx, cfg.NameServers, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs := r.writeQueues(); len(qs) != 6 {
+		t.Fatalf("topic %s has queues %v, want 6", topic, qs)
+	}
+	if err := EnsureTopic(ctx, cfg, "bad.topic"); !errors.Is(err, ErrConfig) {
+		t.Errorf("invalid topic name: %v", err)
+	}
+	bad := cfg
+	bad.Cluster = "NoSuchCluster"
+	if err := EnsureTopic(ctx, bad, TopicName(cfg.Pipeline, "db", "other", "")); err == nil || !strings.Contains(err.Error(), "NoSuchCluster") {
+		t.Errorf("unknown cluster: %v", err)
+	}
+}
+
+// TestIntegrationAckAfterBrokerStored checks, inside each ack, that the
+// broker's queues hold at least every record acked so far.
+func TestIntegrationAckAfterBrokerStored(t *testing.T) {
+	id := schema.TableID{Database: "db", Table: "acks"}
+	cfg := itConfig(t, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := NewPublisher(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := TopicName(cfg.Pipeline, id.Database, id.Table, TopicPerTable)
+	base, err := maxOffsets(ctx, cfg.NameServers, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent int64
+	errs := make(chan error, 10)
+	for b := range int64(5) {
+		var recs []schema.Record
+		for k := range int64(30) {
+			recs = append(recs, testRecord(id, k, b))
+		}
+		sent += int64(len(recs))
+		want := sent
+		if err := p.Publish(ctx, recs, func(err error) {
+			if err == nil {
+				var have int64
+				if have, err = maxOffsets(ctx, cfg.NameServers, topic); err == nil && have-base < want {
+					err = fmt.Errorf("acked %d records but the broker holds %d", want, have-base)
+				}
+			}
+			errs <- err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIntegrationOrderPerKey publishes updates of many keys over 4 queues and
+// consumes them: every version of every key arrives, in order.
+func TestIntegrationOrderPerKey(t *testing.T) {
+	ids := []schema.TableID{{Database: "db", Table: "orders"}, {Database: "db", Table: "items"}}
+	cfg := itConfig(t, ids...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := NewPublisher(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys, versions, perBatch = 40, 50, 90
+	var all []schema.Record
+	for v := range int64(versions) {
+		for k := range int64(keys) {
+			all = append(all, testRecord(ids[k%2], k, v))
+		}
+	}
+	var acked atomic.Int64
+	for i := 0; i < len(all); i += perBatch {
+		batch := []schema.Record{{Op: schema.OpBegin}}
+		batch = append(batch, all[i:min(i+perBatch, len(all))]...)
+		batch = append(batch, schema.Record{Op: schema.OpCommit, Position: []byte(strconv.Itoa(i))})
+		if err := p.Publish(ctx, batch, func(err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			acked.Add(1)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64((len(all) + perBatch - 1) / perBatch); acked.Load() != want {
+		t.Fatalf("%d acks, want %d", acked.Load(), want)
+	}
+
+	s, err := NewSubscriber(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kv struct {
+		table string
+		key   int64
+	}
+	var mu sync.Mutex
+	seen := map[kv][]int64{}
+	lastOffset := map[string]int64{}
+	queuesSeen := map[string]bool{}
+	total := 0
+	done := make(chan struct{})
+	cctx, stop := context.WithCancel(ctx)
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- s.Consume(cctx, func(_ context.Context, recs []schema.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range recs {
+				d := r.Delivery
+				if d == nil {
+					t.Error("record without Delivery")
+					continue
+				}
+				qk := d.Topic + "/" + strconv.Itoa(d.Queue)
+				if last, ok := lastOffset[qk]; ok && d.Offset <= last {
+					t.Errorf("queue %s: offset %d after %d", qk, d.Offset, last)
+				}
+				lastOffset[qk] = d.Offset
+				queuesSeen[qk] = true
+				if want := TopicName(cfg.Pipeline, r.Table.Database, r.Table.Table, ""); d.Topic != want {
+					t.Errorf("record of %s delivered from topic %s", r.Table, d.Topic)
+				}
+				if want := queueIndex(r.Table, r.KeyString(), 4); d.Queue != want {
+					t.Errorf("key %s on queue %d, want %d", r.KeyString(), d.Queue, want)
+				}
+				k := kv{r.Table.Table, r.Key[0].(int64)}
+				seen[k] = append(seen[k], r.After[1].(int64))
+				total++
+			}
+			if total >= len(all) {
+				select {
+				case <-done:
+				default:
+					close(done)
+				}
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-done:
+	case err := <-consumed:
+		t.Fatalf("Consume returned early: %v", err)
+	case <-time.After(2 * time.Minute):
+		mu.Lock()
+		t.Fatalf("consumed %d of %d records", total, len(all))
+	}
+	stop()
+	if err := <-consumed; err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != keys {
+		t.Fatalf("%d keys seen, want %d", len(seen), keys)
+	}
+	for k, vs := range seen {
+		if len(vs) != versions {
+			t.Errorf("key %v: %d versions (%v), want %d", k, len(vs), vs, versions)
+			continue
+		}
+		for i, v := range vs {
+			if v != int64(i) {
+				t.Errorf("key %v: versions out of order: %v", k, vs)
+				break
+			}
+		}
+	}
+	if len(queuesSeen) != 8 {
+		t.Errorf("records came from %d queues (%v), want 4 per topic", len(queuesSeen), queuesSeen)
+	}
+}
+
+// TestIntegrationHandlerErrorRedelivers fails the first handler call; the
+// same records come back, in order.
+func TestIntegrationHandlerErrorRedelivers(t *testing.T) {
+	id := schema.TableID{Database: "db", Table: "retry"}
+	cfg := itConfig(t, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := NewPublisher(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []schema.Record
+	for v := range int64(10) {
+		recs = append(recs, testRecord(id, 1, v))
+	}
+	acked := make(chan error, 1)
+	if err := p.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close(ctx)
+
+	s, err := NewSubscriber(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var calls [][]int64 // versions of each handler call
+	var offsets [][]int64
+	all := make(chan struct{})
+	cctx, stop := context.WithCancel(ctx)
+	consumed := make(chan error, 1)
+	var got int
+	go func() {
+		consumed <- s.Consume(cctx, func(_ context.Context, rs []schema.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			var vs, os []int64
+			for _, r := range rs {
+				vs = append(vs, r.After[1].(int64))
+				os = append(os, r.Delivery.Offset)
+			}
+			calls = append(calls, vs)
+			offsets = append(offsets, os)
+			if len(calls) == 1 {
+				return errors.New("sink unavailable")
+			}
+			got += len(rs)
+			if got == 10 {
+				close(all)
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-all:
+	case <-time.After(90 * time.Second):
+		mu.Lock()
+		t.Fatalf("handler calls so far: %v", calls)
+	}
+	stop()
+	if err := <-consumed; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) < 2 {
+		t.Fatalf("calls %v", calls)
+	}
+	if calls[0][0] != 0 || calls[1][0] != 0 || offsets[1][0] != offsets[0][0] {
+		t.Errorf("the failed batch %v (offsets %v) was not redelivered from its start: next call %v (offsets %v)", calls[0], offsets[0], calls[1], offsets[1])
+	}
+	var after []int64
+	for _, c := range calls[1:] {
+		after = append(after, c...)
+	}
+	for i, v := range after {
+		if v != int64(i) {
+			t.Fatalf("after the failure, versions %v: want 0..9 in order", after)
+		}
+	}
+}
+
+// TestIntegrationCloseWaitsForHandlers closes while a handler runs.
+func TestIntegrationCloseWaitsForHandlers(t *testing.T) {
+	id := schema.TableID{Database: "db", Table: "close"}
+	cfg := itConfig(t, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := NewPublisher(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, 1)
+	if err := p.Publish(ctx, []schema.Record{testRecord(id, 1, 0), testRecord(id, 2, 0), testRecord(id, 3, 0)}, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close(ctx)
+	s, err := NewSubscriber(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	var once sync.Once
+	var finished atomic.Bool
+	var running atomic.Int32
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- s.Consume(ctx, func(hctx context.Context, rs []schema.Record) error {
+			running.Add(1)
+			defer running.Add(-1)
+			once.Do(func() { close(started) })
+			time.Sleep(1500 * time.Millisecond) // a slow sink commit
+			if hctx.Err() != nil {
+				t.Error("handler context cancelled by a graceful Close")
+			}
+			finished.Store(true)
+			return nil
+		})
+	}()
+	select {
+	case <-started:
+	case <-time.After(90 * time.Second):
+		t.Fatal("no handler call")
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !finished.Load() || running.Load() != 0 {
+		t.Fatal("Close returned while a handler was running")
+	}
+	select {
+	case err := <-consumed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatal("Close returned before Consume")
+	}
+}
