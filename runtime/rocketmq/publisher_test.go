@@ -83,7 +83,7 @@ func (fourQueues) queues(context.Context, string) ([]queue, error) {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func testPublisher(t *testing.T, s sender, mod func(*Config)) *Publisher {
+func testPublisher(t testing.TB, s sender, mod func(*Config)) *Publisher {
 	t.Helper()
 	cfg := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "t", Codec: testCodec{}}
 	if mod != nil {
