@@ -1,0 +1,169 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+)
+
+// requireEnv skips (or, with CI=true, fails) when a server's env var is unset.
+func requireEnv(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if os.Getenv(n) == "" {
+			msg := fmt.Sprintf("%s is not set: start the servers with scripts/servers.sh start and source /tmp/sluice-servers/servers.env", n)
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+}
+
+// tenv is one target server with a fresh schema (PostgreSQL) or database
+// (MySQL) for one test.
+type tenv struct {
+	dialect string
+	cfg     Config
+	db      *sql.DB // verification connection (UTC session for MySQL)
+	admin   *sql.DB // for killing connections
+	schema  string
+}
+
+func suffix() string {
+	return fmt.Sprintf("%d_%d", time.Now().UnixNano()%1_000_000_000, rand.IntN(1_000_000))
+}
+
+func pgEnv(t testing.TB) *tenv {
+	requireEnv(t, "SLUICE_PG_DSN")
+	dsn := os.Getenv("SLUICE_PG_DSN")
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(4)
+	name := "sink_test_" + suffix()
+	if _, err := db.Exec(`CREATE SCHEMA "` + name + `"`); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	cfg := DefaultConfig()
+	cfg.Dialect, cfg.DSN, cfg.Pipeline, cfg.SchemaTemplate = DialectPostgres, dsn, "pipe_"+name, name
+	t.Cleanup(func() {
+		db.Exec(`DROP SCHEMA "` + name + `" CASCADE`)
+		db.Exec(`DELETE FROM sluice_progress WHERE pipeline = $1`, cfg.Pipeline)
+		db.Close()
+	})
+	return &tenv{dialect: DialectPostgres, cfg: cfg, db: db, admin: db, schema: name}
+}
+
+func mysqlEnv(t testing.TB) *tenv {
+	requireEnv(t, "SLUICE_MYSQL_HOST", "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_USER")
+	base := mysqldrv.NewConfig()
+	base.User, base.Passwd = os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD")
+	base.Net, base.Addr = "tcp", net.JoinHostPort(os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"))
+	admin, err := sql.Open("mysql", base.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "sink_test_" + suffix()
+	if _, err := admin.Exec("CREATE DATABASE `" + name + "` DEFAULT CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	c := base.Clone()
+	c.DBName = name
+	cfg := DefaultConfig()
+	cfg.Dialect, cfg.DSN, cfg.Pipeline, cfg.SchemaTemplate = DialectMySQL, c.FormatDSN(), "pipe_"+name, name
+	v := c.Clone()
+	v.Params = map[string]string{"time_zone": "'+00:00'"}
+	db, err := sql.Open("mysql", v.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		admin.Exec("DROP DATABASE `" + name + "`")
+		admin.Close()
+	})
+	return &tenv{dialect: DialectMySQL, cfg: cfg, db: db, admin: admin, schema: name}
+}
+
+// forEachTarget runs f against PostgreSQL and MariaDB/MySQL.
+func forEachTarget(t *testing.T, f func(t *testing.T, e *tenv)) {
+	t.Run("postgres", func(t *testing.T) { f(t, pgEnv(t)) })
+	t.Run("mysql", func(t *testing.T) { f(t, mysqlEnv(t)) })
+}
+
+func (e *tenv) open(t testing.TB, mod func(*Config)) *Sink {
+	t.Helper()
+	cfg := e.cfg
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (e *tenv) quote(id string) string {
+	if e.dialect == DialectPostgres {
+		return postgres{}.quote(id)
+	}
+	return mysql{}.quote(id)
+}
+
+func (e *tenv) table(name string) string { return e.quote(e.schema) + "." + e.quote(name) }
+
+// rows reads "id -> v" of a test table with columns id, v.
+func (e *tenv) rows(t testing.TB, table string) map[int64]string {
+	t.Helper()
+	rs, err := e.db.Query("SELECT id, v FROM " + e.table(table))
+	if err != nil {
+		t.Fatalf("read %s: %v", table, err)
+	}
+	defer rs.Close()
+	out := map[int64]string{}
+	for rs.Next() {
+		var id int64
+		var v sql.NullString
+		if err := rs.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		out[id] = v.String
+		if !v.Valid {
+			out[id] = "<NULL>"
+		}
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (e *tenv) progress(t testing.TB, topic string, queue int) (int64, bool) {
+	t.Helper()
+	q := "SELECT last_offset FROM sluice_progress WHERE pipeline = $1 AND topic = $2 AND queue = $3"
+	if e.dialect == DialectMySQL {
+		q = strings.NewReplacer("$1", "?", "$2", "?", "$3", "?").Replace(q)
+	}
+	var off int64
+	err := e.db.QueryRow(q, e.cfg.Pipeline, topic, queue).Scan(&off)
+	if err == sql.ErrNoRows {
+		return 0, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off, true
+}
