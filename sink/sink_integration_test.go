@@ -107,7 +107,7 @@ func TestWriteReducesAndChangesKeys(t *testing.T) {
 		s := e.open(t, nil)
 		write(t, s, cIns("k", 1, "a"), cIns("k", 2, "b"), cIns("k", 3, "c"))
 		write(t, s,
-			cUpd("k", 1, 10, "a", "a moved"), // key change: 1 -> 10
+			cUpd("k", 1, 10, "a", "a moved"),                         // key change: 1 -> 10
 			cIns("k", 4, "d"), cDel("k", 4), cIns("k", 4, "d again"), // insert-delete-insert
 			cDel("k", 2), cIns("k", 2, "b back"), // delete then insert = upsert
 			cUpd("k", 3, 3, "c", "c1"), cUpd("k", 3, 3, "c1", "c2"), // last write wins
