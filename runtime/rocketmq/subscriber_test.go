@@ -1,0 +1,115 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+func testSubscriber(t *testing.T) *Subscriber {
+	t.Helper()
+	cfg, err := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "t", Codec: testCodec{}, Topics: []string{"t_db_t"}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Subscriber{cfg: cfg, log: quietLog(), topics: cfg.Topics, closing: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+func messageOf(t *testing.T, r schema.Record, queueID int, offset int64, reconsumed int32) *primitive.MessageExt {
+	t.Helper()
+	k, v, err := testCodec{}.Encode(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &primitive.MessageExt{Message: *primitive.NewMessage("t_db_t", v), QueueOffset: offset, ReconsumeTimes: reconsumed}
+	if k != nil {
+		m.WithProperty(KeyProperty, string(k))
+	}
+	m.Queue = &primitive.MessageQueue{Topic: "t_db_t", BrokerName: "b", QueueId: queueID}
+	return m
+}
+
+func orderlyCtx() (context.Context, *primitive.ConsumeOrderlyContext) {
+	oc := primitive.NewConsumeOrderlyContext()
+	return primitive.WithOrderlyCtx(context.Background(), oc), oc
+}
+
+func TestSubscriberCallback(t *testing.T) {
+	s := testSubscriber(t)
+	msgs := []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 40, 0), messageOf(t, rec(1, 1), 2, 41, 0)}
+
+	var got []schema.Record
+	cctx, _ := orderlyCtx()
+	res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, msgs)
+	if res != consumer.ConsumeSuccess || len(got) != 2 {
+		t.Fatalf("result %v, records %v", res, got)
+	}
+	if d := got[1].Delivery; d == nil || *d != (schema.Delivery{Topic: "t_db_t", Queue: 2, Offset: 41}) {
+		t.Errorf("delivery %+v", got[1].Delivery)
+	}
+	if got[0].KeyString() != "1" || got[1].After[1] != int64(1) {
+		t.Errorf("decoded %+v", got)
+	}
+
+	// A handler error suspends the queue with a growing backoff.
+	for _, c := range []struct {
+		reconsumed int32
+		want       time.Duration
+	}{{0, firstSuspend}, {2, 4 * firstSuspend}, {30, maxSuspend}} {
+		cctx, oc := orderlyCtx()
+		m := []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 40, c.reconsumed)}
+		res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { return errors.New("down") }, m)
+		if res != consumer.SuspendCurrentQueueAMoment || oc.SuspendCurrentQueueTimeMillis != int(c.want/time.Millisecond) {
+			t.Errorf("reconsumed %d: result %v suspend %dms, want suspend %v", c.reconsumed, res, oc.SuspendCurrentQueueTimeMillis, c.want)
+		}
+	}
+}
+
+func TestSubscriberDecodeErrorIsFatal(t *testing.T) {
+	s := testSubscriber(t)
+	bad := &primitive.MessageExt{Message: *primitive.NewMessage("t_db_t", []byte("not json")), QueueOffset: 7}
+	bad.Queue = &primitive.MessageQueue{Topic: "t_db_t", QueueId: 1}
+	cctx, _ := orderlyCtx()
+	called := false
+	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { called = true; return nil }, []*primitive.MessageExt{bad})
+	if res != consumer.SuspendCurrentQueueAMoment || called {
+		t.Fatalf("undecodable message: result %v, handler called %v", res, called)
+	}
+	select {
+	case <-s.closing:
+	default:
+		t.Fatal("a decode error does not stop the subscriber")
+	}
+	if !errors.Is(s.fatal, ErrDecode) {
+		t.Errorf("fatal error %v", s.fatal)
+	}
+}
+
+func TestSubscriberStoppingRefusesNewBatches(t *testing.T) {
+	s := testSubscriber(t)
+	s.stopping = true
+	cctx, oc := orderlyCtx()
+	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error {
+		t.Error("handler called while stopping")
+		return nil
+	}, []*primitive.MessageExt{messageOf(t, rec(1, 0), 0, 1, 0)})
+	if res != consumer.SuspendCurrentQueueAMoment || oc.SuspendCurrentQueueTimeMillis <= 0 {
+		t.Errorf("result %v suspend %d", res, oc.SuspendCurrentQueueTimeMillis)
+	}
+}
+
+func TestSubscriberCloseBeforeConsume(t *testing.T) {
+	s := testSubscriber(t)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Consume(context.Background(), func(context.Context, []schema.Record) error { return nil }); err == nil {
+		t.Error("Consume after Close: no error")
+	}
+}
