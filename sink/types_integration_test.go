@@ -1,0 +1,215 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+type typeCase struct {
+	name   string
+	s      *schema.Schema
+	v      any
+	pg, my string // expected text read back ("" = same as pg)
+}
+
+func lg(t schema.Type, l schema.Logical, params ...string) *schema.Schema {
+	s := &schema.Schema{Type: t, Logical: l, Optional: true}
+	if len(params) > 0 {
+		s.Params = map[string]string{}
+		for i := 0; i+1 < len(params); i += 2 {
+			s.Params[params[i]] = params[i+1]
+		}
+	}
+	return s
+}
+
+func typeCases() []typeCase {
+	day := func(y, m, d int) int32 {
+		// days since epoch via the same library the sink uses
+		return int32(mustDays(y, m, d))
+	}
+	wkb, _ := hex.DecodeString("0101000000000000000000f03f0000000000000040") // POINT(1 2)
+	return []typeCase{
+		{"i8", schema.Primitive(schema.Int8, true), int64(-128), "-128", ""},
+		{"i16", schema.Primitive(schema.Int16, true), int64(-32768), "-32768", ""},
+		{"i32", schema.Primitive(schema.Int32, true), int64(math.MinInt32), "-2147483648", ""},
+		{"i64", schema.Primitive(schema.Int64, true), int64(math.MinInt64), "-9223372036854775808", ""},
+		{"u64", schema.Primitive(schema.Uint64, true), uint64(math.MaxUint64), "18446744073709551615", ""},
+		{"dec", schema.DecimalSchema(65, 30, true), schema.MustDec("-12345678901234567890123456789012345.123456789012345678901234567890"),
+			"-12345678901234567890123456789012345.123456789012345678901234567890", ""},
+		{"dec_small", schema.DecimalSchema(5, 2, true), schema.MustDec("0.50"), "0.50", ""},
+		{"f32", schema.Primitive(schema.Float32, true), float32(3.4028235e38), "3.4028235e+38", ""},
+		{"f64", schema.Primitive(schema.Float64, true), math.SmallestNonzeroFloat64, "5e-324", ""},
+		{"bool", schema.Primitive(schema.Bool, true), true, "true", "1"},
+		{"str", schema.Primitive(schema.String, true), "héllo 'q' \"dq\" \\ `bt` 数 😀", "héllo 'q' \"dq\" \\ `bt` 数 😀", ""},
+		{"str_empty", schema.Primitive(schema.String, true), "", "", ""},
+		{"bytes", schema.Primitive(schema.Bytes, true), []byte{0x00, 0xff, 0xfe, '\'', '\\', 0x80}, "00fffe275c80", ""},
+		{"date_min", lg(schema.Int32, schema.Date), day(1000, 1, 1), "1000-01-01", ""},
+		{"date_max", lg(schema.Int32, schema.Date), day(9999, 12, 31), "9999-12-31", ""},
+		{"time", lg(schema.Int64, schema.Time), int64(86399_999999), "23:59:59.999999", ""},
+		{"ts", lg(schema.Int64, schema.Timestamp), int64(1709210096_123456), "2024-02-29 12:34:56.123456", ""},
+		{"ts_old", lg(schema.Int64, schema.Timestamp), int64(-30610224000_000000 + 1), "1000-01-01 00:00:00.000001", ""},
+		{"zts", lg(schema.Int64, schema.ZonedTimestamp), int64(2147483647_999999), "2038-01-19 03:14:07.999999", ""},
+		{"json", lg(schema.String, schema.Json), `{"a": [1, 2.5, "x"], "b": null}`, `{"a": [1, 2.5, "x"], "b": null}`, ""},
+		{"enum", lg(schema.String, schema.Enum, schema.ParamAllowed, "a,b"), "b", "b", ""},
+		{"set", lg(schema.String, schema.Set, schema.ParamAllowed, "a,b,c"), "a,c", "a,c", ""},
+		{"bits", lg(schema.Int64, schema.Bits, schema.ParamLength, "12"), uint64(0xABC), "101010111100", "2748"},
+		{"bits64", lg(schema.Int64, schema.Bits, schema.ParamLength, "64"), uint64(math.MaxUint64), strings.Repeat("1", 64), "18446744073709551615"},
+		{"year", lg(schema.Int64, schema.Year), int64(2155), "2155", ""},
+		{"geo", lg(schema.Bytes, schema.Geometry), wkb, "0101000000000000000000f03f0000000000000040", ""},
+		// Source types kept on MySQL targets.
+		{"src_enum", lg(schema.String, schema.Enum, schema.ParamSourceType, "enum('a','it''s')"), "it's", "it's", ""},
+		{"src_u64", lg(schema.Uint64, schema.None, schema.ParamSourceType, "bigint(20) unsigned"), uint64(math.MaxUint64), "18446744073709551615", ""},
+	}
+}
+
+func mustDays(y, m, d int) int64 {
+	// Days from civil (Howard Hinnant's algorithm).
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
+}
+
+// readExpr renders a column as comparable text on each target.
+func readExpr(e *tenv, c typeCase) string {
+	q := e.quote(c.name)
+	if e.dialect == DialectPostgres {
+		switch {
+		case c.s.Type == schema.Bytes && c.s.Logical != schema.Decimal:
+			return "encode(" + q + ", 'hex')"
+		case c.s.Logical == schema.ZonedTimestamp:
+			return "(" + q + " AT TIME ZONE 'UTC')::text"
+		}
+		return q + "::text"
+	}
+	switch {
+	case c.s.Type == schema.Bytes && c.s.Logical != schema.Decimal:
+		return "LOWER(HEX(" + q + "))"
+	case c.s.Type == schema.Float32:
+		return "CAST(CAST(" + q + " AS DOUBLE) AS CHAR)"
+	case c.s.Logical == schema.Bits:
+		return "CAST(" + q + "+0 AS CHAR)"
+	}
+	return "CAST(" + q + " AS CHAR)"
+}
+
+func TestWriteTypeMatrix(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		t.Run("values", func(t *testing.T) { typeMatrix(t, e, 0) })
+		if e.dialect == DialectPostgres {
+			t.Run("copy", func(t *testing.T) { typeMatrix(t, e, 1) })
+		}
+	})
+}
+
+func typeMatrix(t *testing.T, e *tenv, copyThreshold int) {
+	{
+		s := e.open(t, func(c *Config) { c.CopyThreshold = copyThreshold })
+		table := "types_" + strconv.Itoa(copyThreshold)
+		cases := typeCases()
+		fields := []schema.Field{{Name: "id", Schema: schema.Primitive(schema.Int64, false)}}
+		full, nulls := schema.Row{int64(1)}, schema.Row{int64(2)}
+		for _, c := range cases {
+			fields = append(fields, schema.Field{Name: c.name, Schema: c.s})
+			full = append(full, c.v)
+			nulls = append(nulls, nil)
+		}
+		val := &schema.Schema{Type: schema.Struct, Fields: fields}
+		mk := func(row schema.Row) schema.Record {
+			return schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "src", Table: table}, KeySchema: tKey, Key: schema.Row{row[0]}, ValueSchema: val, After: row}
+		}
+		write(t, s, mk(full), mk(nulls))
+		exprs := make([]string, len(cases))
+		for i, c := range cases {
+			exprs[i] = readExpr(e, c)
+		}
+		for _, id := range []int{1, 2} {
+			got := make([]sql.NullString, len(cases))
+			ptrs := make([]any, len(cases))
+			for i := range got {
+				ptrs[i] = &got[i]
+			}
+			err := e.db.QueryRow("SELECT " + strings.Join(exprs, ", ") + " FROM " + e.table(table) + " WHERE id = " + strconv.Itoa(id)).Scan(ptrs...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range cases {
+				if id == 2 {
+					if got[i].Valid {
+						t.Errorf("%s: NULL read back as %q", c.name, got[i].String)
+					}
+					continue
+				}
+				want := c.pg
+				if e.dialect == DialectMySQL && c.my != "" {
+					want = c.my
+				}
+				if !got[i].Valid {
+					t.Errorf("%s: read back NULL, want %q", c.name, want)
+					continue
+				}
+				if c.s.Type == schema.Float32 || c.s.Type == schema.Float64 {
+					bits := 64
+					if c.s.Type == schema.Float32 {
+						bits = 32
+					}
+					g, err1 := strconv.ParseFloat(got[i].String, bits)
+					w, _ := strconv.ParseFloat(want, bits)
+					if err1 != nil || g != w {
+						t.Errorf("%s: read back %q, want %v", c.name, got[i].String, w)
+					}
+					continue
+				}
+				if got[i].String != want {
+					t.Errorf("%s: read back %q, want %q", c.name, got[i].String, want)
+				}
+			}
+		}
+	}
+}
+
+func TestWriteTimeOutOfRange(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		val := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
+			{Name: "id", Schema: schema.Primitive(schema.Int64, false)},
+			{Name: "dur", Schema: lg(schema.Int64, schema.Time)},
+		}}
+		mk := func(id, us int64) schema.Record {
+			return schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "src", Table: "dur"}, KeySchema: tKey, Key: schema.Row{id}, ValueSchema: val, After: schema.Row{id, us}}
+		}
+		long := int64(-(838*3600 + 59*60 + 59) * 1_000_000) // MySQL's TIME minimum
+		err := s.Write(context.Background(), []schema.Record{mk(1, 3600_000000), mk(2, long)})
+		if e.dialect == DialectMySQL {
+			if err != nil {
+				t.Fatalf("MySQL TIME -838:59:59: %v", err)
+			}
+			var got string
+			if err := e.db.QueryRow("SELECT CAST(dur AS CHAR) FROM " + e.table("dur") + " WHERE id = 2").Scan(&got); err != nil || got != "-838:59:59.000000" {
+				t.Fatalf("read back %q %v", got, err)
+			}
+			return
+		}
+		var f interface{ Fatal() bool }
+		if !errors.Is(err, ErrValue) || !strings.Contains(err.Error(), `"dur"`) || !errors.As(err, &f) || !f.Fatal() {
+			t.Fatalf("error %v: want a fatal ErrValue naming column dur", err)
+		}
+		if !strings.Contains(err.Error(), "id=2") {
+			t.Errorf("error %v does not name the key", err)
+		}
+	})
+}
