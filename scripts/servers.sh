@@ -388,7 +388,7 @@ set -euo pipefail
 args=("\$@")
 need_n=1
 for a in "\$@"; do [[ "\$a" == -n || "\$a" == --namesrvAddr ]] && need_n=0; done
-if ((\$# > 0)) && ((need_n)) && [[ "\$1" != help ]]; then args+=(-n "$RMQ_NAMESRV"); fi
+if ((\$# > 0)) && ((need_n)); then args+=(-n "$RMQ_NAMESRV"); fi
 export NAMESRV_ADDR="$RMQ_NAMESRV"
 exec java ${JDK17_OPENS[*]} -XX:+UseSerialGC -Xmx256m -XX:TieredStopAtLevel=1 \\
   -Drocketmq.home.dir="$RMQ_HOME" -Duser.home="$RMQ_HOME" \\
@@ -478,7 +478,9 @@ start_rocketmq() {
   log "rocketmq: name server listening after $(elapsed "$tns")s"
 
   tbr="$(now)"
+  local started_broker=0
   if ! pid_alive "$RMQ_BR_PID"; then
+    started_broker=1
     for p in "$RMQ_BROKER_PORT" $((RMQ_BROKER_PORT - 2)) $((RMQ_BROKER_PORT + 1)); do
       port_open "$p" && die "rocketmq: broker port $p is already taken"
     done
@@ -497,7 +499,8 @@ start_rocketmq() {
   ((ok)) || { tail_log "$RMQ_BR_OUT" "$RMQ_HOME/logs/rocketmqlogs/broker.log"; die "rocketmq: broker not visible in clusterList on $RMQ_NAMESRV"; }
   log "rocketmq: broker registered after $(elapsed "$tbr")s"
 
-  if [[ "${SLUICE_ROCKETMQ_PROBE:-1}" != 0 ]]; then
+  # First start of this broker: prove a topic can be created and a message written.
+  if ((started_broker)) && [[ "${SLUICE_ROCKETMQ_PROBE:-1}" != 0 ]]; then
     local tp out; tp="$(now)"
     out="$("$RMQ_ADMIN" updateTopic -c DefaultCluster -t sluice_probe -r 4 -w 4 2>&1)" || true
     grep -q 'create topic to .* success' <<<"$out" \

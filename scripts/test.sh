@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The project's test command.
+#   1. go vet ./...
+#   2. unit tests with the race detector (every package except ./integration/...)
+#   3. integration tests (./integration/...) against the real servers of scripts/servers.sh
+# Connection settings come from $SLUICE_SERVERS_ROOT/servers.env (default
+# /tmp/sluice-servers/servers.env) when it exists; start the servers first with
+#   scripts/servers.sh start all
+# CI defaults to true (a missing server fails the tests instead of skipping them);
+# run with CI=false to let tests skip when servers are absent.
+# Extra arguments are passed to both go test runs (e.g. -run TestFoo).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export CI="${CI:-true}"
+env_file="${SLUICE_SERVERS_ROOT:-/tmp/sluice-servers}/servers.env"
+if [[ -f "$env_file" ]]; then
+  echo "== using server settings from $env_file"
+  set -a
+  # shellcheck disable=SC1090
+  . "$env_file"
+  set +a
+else
+  echo "== no $env_file: integration tests see no servers (CI=$CI)"
+fi
+
+status=0
+t0=$SECONDS
+
+echo "== go vet ./..."
+go vet ./... || status=1
+
+mapfile -t unit_pkgs < <(go list ./... | grep -v -E '/integration(/|$)')
+if ((${#unit_pkgs[@]})); then
+  echo "== go test -race -count=1 (unit, ${#unit_pkgs[@]} packages)"
+  go test -race -count=1 "$@" "${unit_pkgs[@]}" || status=1
+fi
+
+if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
+  echo "== go test -count=1 -timeout 30m -v ./integration/..."
+  go test -count=1 -timeout 30m -v "$@" ./integration/... || status=1
+fi
+
+if ((status == 0)); then echo "== tests PASSED in $((SECONDS - t0))s"
+else echo "== tests FAILED in $((SECONDS - t0))s"; fi
+exit "$status"
