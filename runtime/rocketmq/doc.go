@@ -10,6 +10,9 @@
 //   - message: key = Record.KeyString(), tag = table name, body = the
 //     converter's value, property "sluice_key" = the converter's key.
 //
+// Testing: the consumer tests cannot run under -race: the client has a known
+// data race in its process queue (apache/rocketmq-client-go#1213).
+//
 // Duties of the caller:
 //  1. Publish records in source order; every data record is sent, markers
 //     (BEGIN/END/heartbeat) are not, they are acked with their batch.
@@ -20,7 +23,10 @@
 //  3. Make the sink idempotent: delivery is at least once. A crash redelivers
 //     what the consumer had not yet committed (offsets reach the broker every
 //     ~5 s and at shutdown).
-//  4. Call Close on both sides: Publisher.Close waits for outstanding acks;
+//  4. Keep a topic's queue count fixed: the publisher reads it once per run,
+//     and a change moves keys to other queues (order across the change is
+//     lost).
+//  5. Call Close on both sides: Publisher.Close waits for outstanding acks;
 //     Subscriber.Close (or cancelling Consume's context) stops pulling and
 //     waits for the handlers in flight.
 package rocketmq
