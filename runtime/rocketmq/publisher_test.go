@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -442,5 +444,24 @@ func TestPinnedSelector(t *testing.T) {
 	m.Queue = &primitive.MessageQueue{BrokerName: "c", QueueId: 1}
 	if got := (pinnedSelector{}).Select(m, mqs, ""); got != nil {
 		t.Errorf("unknown broker: got %v", got)
+	}
+}
+
+func TestNewPublisherNameServerDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cfg := Config{NameServers: []string{addr}, Pipeline: "down", Codec: testCodec{}, Tables: []schema.TableID{tbl}}
+	_, err = NewPublisher(ctx, cfg, quietLog())
+	if err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("NewPublisher with the name server down: %v; want an error naming %s", err, addr)
+	}
+	if err := EnsureTopic(ctx, cfg, "x"); err == nil {
+		t.Fatal("EnsureTopic with the name server down: no error")
 	}
 }
