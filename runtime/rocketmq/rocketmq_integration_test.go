@@ -33,6 +33,18 @@ func nameServer(t testing.TB) []string {
 	return strings.Split(v, ",")
 }
 
+// skipUnderRace skips tests that run the client's push consumer: it has a
+// known data race in its process queue (apache/rocketmq-client-go#1213) that
+// fails any test run with -race. Run them without it:
+//
+//	go test -count=1 -run Integration ./runtime/rocketmq
+func skipUnderRace(t testing.TB) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("the rocketmq client's push consumer has a known data race (apache/rocketmq-client-go#1213): run this test without -race")
+	}
+}
+
 func suffix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -191,6 +203,7 @@ func TestIntegrationAckAfterBrokerStored(t *testing.T) {
 // TestIntegrationOrderPerKey publishes updates of many keys over 4 queues and
 // consumes them: every version of every key arrives, in order.
 func TestIntegrationOrderPerKey(t *testing.T) {
+	skipUnderRace(t)
 	ids := []schema.TableID{{Database: "db", Table: "orders"}, {Database: "db", Table: "items"}}
 	cfg := itConfig(t, ids...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -321,6 +334,7 @@ func TestIntegrationOrderPerKey(t *testing.T) {
 // TestIntegrationHandlerErrorRedelivers fails the first handler call; the
 // same records come back, in order.
 func TestIntegrationHandlerErrorRedelivers(t *testing.T) {
+	skipUnderRace(t)
 	id := schema.TableID{Database: "db", Table: "retry"}
 	cfg := itConfig(t, id)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -405,6 +419,7 @@ func TestIntegrationHandlerErrorRedelivers(t *testing.T) {
 
 // TestIntegrationCloseWaitsForHandlers closes while a handler runs.
 func TestIntegrationCloseWaitsForHandlers(t *testing.T) {
+	skipUnderRace(t)
 	id := schema.TableID{Database: "db", Table: "close"}
 	cfg := itConfig(t, id)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

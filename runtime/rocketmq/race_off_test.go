@@ -1,0 +1,5 @@
+//go:build !race
+
+package rocketmq
+
+const raceEnabled = false
