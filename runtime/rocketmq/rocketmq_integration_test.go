@@ -478,3 +478,101 @@ func TestIntegrationCloseWaitsForHandlers(t *testing.T) {
 		t.Fatal("Close returned before Consume")
 	}
 }
+
+// TestIntegrationResumeAfterClose consumes part of a topic, closes, and
+// starts a new subscriber of the same group: it resumes where the first
+// stopped (no gap, at most the unhandled tail again).
+func TestIntegrationResumeAfterClose(t *testing.T) {
+	skipUnderRace(t)
+	id := schema.TableID{Database: "db", Table: "resume"}
+	cfg := itConfig(t, id)
+	cfg.BatchSize = 10
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := NewPublisher(ctx, cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	var recs []schema.Record
+	for i := range int64(n) {
+		recs = append(recs, testRecord(id, i%16, i))
+	}
+	acked := make(chan error, 1)
+	if err := p.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	_ = p.Close(ctx)
+
+	type span struct{ first, last int64 }
+	run := func(stopAfter int) (map[int]span, int) {
+		s, err := NewSubscriber(ctx, cfg, quietLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		spans := map[int]span{}
+		total := 0
+		enough := make(chan struct{})
+		var once sync.Once
+		consumed := make(chan error, 1)
+		go func() {
+			consumed <- s.Consume(ctx, func(_ context.Context, rs []schema.Record) error {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, r := range rs {
+					sp, ok := spans[r.Delivery.Queue]
+					if !ok {
+						sp.first = r.Delivery.Offset
+					}
+					sp.last = r.Delivery.Offset
+					spans[r.Delivery.Queue] = sp
+				}
+				total += len(rs)
+				if total >= stopAfter {
+					once.Do(func() { close(enough) })
+				}
+				return nil
+			})
+		}()
+		select {
+		case <-enough:
+		case <-time.After(90 * time.Second):
+			t.Fatalf("consumed %d records, want %d", total, stopAfter)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-consumed; err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return spans, total
+	}
+	first, got1 := run(n / 2)
+	second, got2 := run(1)
+	// The second run must not start past where the first stopped (a gap),
+	// and must not start from the beginning of a queue the first consumed
+	// past its start (no resume).
+	resumed := false
+	for q, sp := range second {
+		f, ok := first[q]
+		if !ok {
+			continue
+		}
+		if sp.first > f.last+1 {
+			t.Errorf("queue %d: first run handled offsets %d..%d, second run starts at %d: a gap", q, f.first, f.last, sp.first)
+		}
+		if sp.first > f.first {
+			resumed = true
+		}
+	}
+	if !resumed {
+		t.Errorf("second run did not resume past the first run's offsets: first %v, second %v", first, second)
+	}
+	t.Logf("first run %d records %v; second run %d records, starting at %v", got1, first, got2, second)
+}
