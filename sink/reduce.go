@@ -63,12 +63,16 @@ func (tp *tablePlan) set(c *change) {
 // skipped; targetOf maps a source table to its target.
 func reduce(recs []schema.Record, targetOf func(schema.TableID) target) (*plan, error) {
 	p := &plan{by: map[target]*tablePlan{}}
+	var lastID schema.TableID
+	var tp *tablePlan
 	for i := range recs {
 		r := &recs[i]
 		if r.Op.IsMarker() || r.Op == schema.OpSchemaChange {
 			continue
 		}
-		tp := p.table(targetOf(r.Table))
+		if tp == nil || r.Table != lastID {
+			tp, lastID = p.table(targetOf(r.Table)), r.Table
+		}
 		switch r.Op {
 		case schema.OpTruncate:
 			tp.truncate = r
@@ -167,6 +171,12 @@ func keyString(cols []string, key []any) string {
 		b.WriteString(strconv.Quote(cols[i]))
 		b.WriteByte('=')
 		switch x := v.(type) {
+		case int64:
+			b.WriteString("i")
+			b.WriteString(strconv.FormatInt(x, 10))
+		case uint64:
+			b.WriteString("u")
+			b.WriteString(strconv.FormatUint(x, 10))
 		case nil:
 			b.WriteString("null")
 		case []byte:
@@ -212,29 +222,37 @@ type progressKey struct {
 
 // filterDelivered drops records already applied according to last (the
 // stored last offset per queue; a missing entry means nothing applied) and
-// returns the rest with the highest offset seen per queue.
+// returns the rest with the highest offset seen per queue. recs is returned
+// as is (not copied) when nothing is dropped.
 func filterDelivered(recs []schema.Record, last map[progressKey]int64) ([]schema.Record, map[progressKey]int64) {
 	maxOff := map[progressKey]int64{}
-	out := recs[:0:0]
-	skipped := false
+	skip := func(d *schema.Delivery) bool {
+		l, ok := last[progressKey{d.Topic, d.Queue}]
+		return ok && d.Offset <= l
+	}
+	skipped := 0
 	for i := range recs {
 		d := recs[i].Delivery
 		if d == nil {
-			out = append(out, recs[i])
+			continue
+		}
+		if skip(d) {
+			skipped++
 			continue
 		}
 		k := progressKey{d.Topic, d.Queue}
-		if l, ok := last[k]; ok && d.Offset <= l {
-			skipped = true
-			continue
-		}
 		if m, ok := maxOff[k]; !ok || d.Offset > m {
 			maxOff[k] = d.Offset
 		}
-		out = append(out, recs[i])
 	}
-	if !skipped {
+	if skipped == 0 {
 		return recs, maxOff
+	}
+	out := make([]schema.Record, 0, len(recs)-skipped)
+	for i := range recs {
+		if d := recs[i].Delivery; d == nil || !skip(d) {
+			out = append(out, recs[i])
+		}
 	}
 	return out, maxOff
 }

@@ -33,6 +33,8 @@ type Sink struct {
 	progress map[progressKey]int64 // committed last offsets, as read or written by this Sink
 	closed   bool
 
+	stmts sync.Map // stmtKey -> statement text
+
 	// testHook, when set by tests, runs at named stages inside Write's
 	// transaction ("applied": after the data statements, before progress).
 	testHook func(ctx context.Context, stage string, tx *sqlx.Tx) error
@@ -266,15 +268,22 @@ func (s *Sink) forgetTables(p *plan) {
 // rowGroup is a set of rows with the same columns, written by one statement
 // shape.
 type rowGroup struct {
-	cols    []string
-	keyCols []string
-	recs    []*schema.Record
+	cols           []string
+	keyCols        []string
+	recs           []*schema.Record
+	colSig, keySig string // joined names, for the statement cache
 }
 
 func groupRows(recs []*schema.Record, keyed bool) []*rowGroup {
 	var groups []*rowGroup
 	by := map[string]*rowGroup{}
+	var lastSchema *schema.Schema
+	var last *rowGroup
 	for _, r := range recs {
+		if last != nil && r.ValueSchema == lastSchema && (!keyed || r.KeySchema == last.recs[0].KeySchema) {
+			last.recs = append(last.recs, r)
+			continue
+		}
 		var sig strings.Builder
 		for _, f := range r.ValueSchema.Fields {
 			sig.WriteString(strconv.Quote(f.Name))
@@ -298,6 +307,7 @@ func groupRows(recs []*schema.Record, keyed bool) []*rowGroup {
 			groups = append(groups, g)
 		}
 		g.recs = append(g.recs, r)
+		last, lastSchema = g, r.ValueSchema
 	}
 	return groups
 }
@@ -353,12 +363,7 @@ func (s *Sink) writeRows(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup
 		if rows == 0 {
 			return nil
 		}
-		var q string
-		if upsert {
-			q = s.d.upsert(t, g.cols, g.keyCols, rows)
-		} else {
-			q = insertSQL(s.d, t, g.cols, rows)
-		}
+		q := s.statement(t, g, rows, upsert)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("sink: write %d rows into %s (first key %s): %w", rows, t, recKey(g.recs[first]), wrapDB(err))
 		}
@@ -385,6 +390,33 @@ func (s *Sink) writeRows(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup
 		}
 	}
 	return flush()
+}
+
+type stmtKey struct {
+	t          target
+	cols, keys string
+	rows       int
+	upsert     bool
+}
+
+// statement returns the (cached) INSERT or upsert text for rows rows of g.
+func (s *Sink) statement(t target, g *rowGroup, rows int, upsert bool) string {
+	if g.colSig == "" {
+		g.colSig = strings.Join(g.cols, "\x00")
+		g.keySig = strings.Join(g.keyCols, "\x00")
+	}
+	k := stmtKey{t, g.colSig, g.keySig, rows, upsert}
+	if q, ok := s.stmts.Load(k); ok {
+		return q.(string)
+	}
+	var q string
+	if upsert {
+		q = s.d.upsert(t, g.cols, g.keyCols, rows)
+	} else {
+		q = insertSQL(s.d, t, g.cols, rows)
+	}
+	s.stmts.Store(k, q)
+	return q
 }
 
 func approxSize(v any) int {

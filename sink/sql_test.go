@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -234,3 +236,22 @@ type sinkShape interface {
 }
 
 var _ sinkShape = (*Sink)(nil)
+
+func TestFormatTimestampMatchesTimeFormat(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	lo, hi := int64(-62135596800_000000), int64(253402300799_999999) // 0001-01-01 .. 9999-12-31 23:59:59.999999
+	for i := 0; i < 100000; i++ {
+		us := lo + r.Int64N(hi-lo)
+		if i%3 == 0 {
+			us -= us % 1_000_000 // whole seconds
+		}
+		got, ok := formatTimestamp(us)
+		want := time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.999999")
+		if !ok || got != want {
+			t.Fatalf("%d: got %q %v, want %q", us, got, ok, want)
+		}
+	}
+	if _, ok := formatTimestamp(lo - 1); ok {
+		t.Fatal("year 0 accepted")
+	}
+}

@@ -78,10 +78,40 @@ func formatDate(days int64) (string, bool) {
 
 func formatTimestamp(us int64) (string, bool) {
 	t := time.UnixMicro(us).UTC()
-	if t.Year() < 1 || t.Year() > 9999 {
+	y, mo, d := t.Date()
+	if y < 1 || y > 9999 {
 		return "", false
 	}
-	return t.Format("2006-01-02 15:04:05.999999"), true
+	h, mi, sec := t.Clock()
+	var b [26]byte
+	put := func(at, v, width int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, y, 4)
+	b[4] = '-'
+	put(5, int(mo), 2)
+	b[7] = '-'
+	put(8, d, 2)
+	b[10] = ' '
+	put(11, h, 2)
+	b[13] = ':'
+	put(14, mi, 2)
+	b[16] = ':'
+	put(17, sec, 2)
+	frac := t.Nanosecond() / 1000
+	if frac == 0 {
+		return string(b[:19]), true
+	}
+	b[19] = '.'
+	put(20, frac, 6)
+	n := 26
+	for b[n-1] == '0' {
+		n--
+	}
+	return string(b[:n]), true
 }
 
 // formatTime renders µs as [-]H:MM:SS.ffffff (hours may exceed 24).
