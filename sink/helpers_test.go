@@ -1,5 +1,11 @@
 package sink
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/jmoiron/sqlx"
+)
+
+type sqlxTx = sqlx.Tx
 
 func asFatal(err error, f *interface{ Fatal() bool }) bool { return errors.As(err, f) }

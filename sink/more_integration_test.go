@@ -1,0 +1,231 @@
+package sink
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Composite keys (row-value IN deletes, ON CONFLICT on two columns), a key
+// change in one of the key columns, and byte-string keys (bytea array on
+// PostgreSQL) with non-UTF-8 bytes.
+func TestWriteCompositeAndBinaryKeys(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		key := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
+			{Name: "tenant", Schema: schema.Primitive(schema.String, false)},
+			{Name: "bin", Schema: schema.Primitive(schema.Bytes, false)},
+		}}
+		val := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
+			{Name: "tenant", Schema: schema.Primitive(schema.String, false)},
+			{Name: "bin", Schema: schema.Primitive(schema.Bytes, false)},
+			{Name: "v", Schema: schema.Primitive(schema.String, true)},
+		}}
+		id := schema.TableID{Database: "src", Table: "ck"}
+		row := func(tenant string, bin []byte, v string) schema.Row { return schema.Row{tenant, bin, v} }
+		up := func(before, after schema.Row) schema.Record {
+			op := schema.OpUpdate
+			if before == nil {
+				op = schema.OpCreate
+			}
+			return schema.Record{Op: op, Table: id, KeySchema: key, Key: after[:2], ValueSchema: val, Before: before, After: after}
+		}
+		dl := func(before schema.Row) schema.Record {
+			return schema.Record{Op: schema.OpDelete, Table: id, KeySchema: key, Key: before[:2], ValueSchema: val, Before: before}
+		}
+		var recs []schema.Record
+		for i := 0; i < 50; i++ {
+			recs = append(recs, up(nil, row(fmt.Sprintf("t%d", i%3), []byte{0xff, byte(i), 0x00}, "v")))
+		}
+		write(t, s, recs...)
+		recs = recs[:0]
+		for i := 0; i < 50; i += 5 {
+			recs = append(recs, dl(row(fmt.Sprintf("t%d", i%3), []byte{0xff, byte(i), 0x00}, "v")))
+		}
+		// Key change in the second key column.
+		recs = append(recs, up(row("t1", []byte{0xff, 1, 0}, "v"), row("t1", []byte{0xfe}, "moved")))
+		write(t, s, recs...)
+		// Delete-only batch of the single-column-key PostgreSQL path with bytes.
+		rs, err := e.db.Query("SELECT tenant, bin, v FROM " + e.table("ck"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rs.Next() {
+			var tn, v string
+			var b []byte
+			if err := rs.Scan(&tn, &b, &v); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprintf("%s/%x/%s", tn, b, v))
+		}
+		rs.Close()
+		var want []string
+		for i := 0; i < 50; i++ {
+			if i%5 == 0 || i == 1 {
+				continue
+			}
+			want = append(want, fmt.Sprintf("t%d/ff%02x00/v", i%3, i))
+		}
+		want = append(want, "t1/fe/moved")
+		sort.Strings(got)
+		sort.Strings(want)
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("got  %v\nwant %v", got, want)
+		}
+	})
+}
+
+func TestWriteBytesKeyDelete(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		key := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{{Name: "k", Schema: schema.Primitive(schema.Bytes, false)}}}
+		val := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{{Name: "k", Schema: schema.Primitive(schema.Bytes, false)}}}
+		id := schema.TableID{Database: "src", Table: "bk"}
+		keys := [][]byte{{0}, {0xff, 0xfe}, []byte(`a"b{},\`), {0x80}}
+		var recs []schema.Record
+		for _, k := range keys {
+			recs = append(recs, schema.Record{Op: schema.OpCreate, Table: id, KeySchema: key, Key: schema.Row{k}, ValueSchema: val, After: schema.Row{k}})
+		}
+		write(t, s, recs...)
+		recs = recs[:0]
+		for _, k := range keys[:3] {
+			recs = append(recs, schema.Record{Op: schema.OpDelete, Table: id, KeySchema: key, Key: schema.Row{k}, ValueSchema: val, Before: schema.Row{k}})
+		}
+		write(t, s, recs...)
+		rs, err := e.db.Query("SELECT k FROM " + e.table("bk"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for rs.Next() {
+			var k []byte
+			if err := rs.Scan(&k); err != nil {
+				t.Fatal(err)
+			}
+			left = append(left, fmt.Sprintf("%x", k))
+		}
+		rs.Close()
+		if strings.Join(left, ",") != "80" {
+			t.Fatalf("after delete: keys %v, want only 80", left)
+		}
+	})
+}
+
+func TestWriteKeylessTableInserts(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		r := cIns("nokey", 1, "a")
+		r.KeySchema, r.Key = nil, nil
+		write(t, s, r, r)
+		var n int
+		if err := e.db.QueryRow("SELECT count(*) FROM " + e.table("nokey")).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("%d rows, %v; want 2 appended rows", n, err)
+		}
+		d := cDel("nokey", 1)
+		d.KeySchema = nil
+		err := s.Write(context.Background(), []schema.Record{d})
+		var f interface{ Fatal() bool }
+		if !errors.Is(err, ErrSchema) || !errors.As(err, &f) || !f.Fatal() {
+			t.Fatalf("delete on keyless table: %v, want fatal ErrSchema", err)
+		}
+	})
+}
+
+// 200 columns × 500 rows would be 100,000 parameters: statements must be cut
+// below 65,535.
+func TestWriteManyColumns(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, func(c *Config) { c.CopyThreshold = 0 })
+		fields := []schema.Field{{Name: "id", Schema: schema.Primitive(schema.Int64, false)}}
+		for i := 1; i < 200; i++ {
+			fields = append(fields, schema.Field{Name: fmt.Sprintf("c%03d", i), Schema: schema.Primitive(schema.Int32, true)})
+		}
+		val := &schema.Schema{Type: schema.Struct, Fields: fields}
+		var recs []schema.Record
+		for i := 0; i < 1000; i++ {
+			row := schema.Row{int64(i)}
+			for j := 1; j < 200; j++ {
+				row = append(row, int64(i+j))
+			}
+			recs = append(recs, schema.Record{Op: schema.OpRead, Table: schema.TableID{Database: "src", Table: "wide"}, KeySchema: tKey, Key: schema.Row{int64(i)}, ValueSchema: val, After: row})
+		}
+		write(t, s, recs...)
+		var n, sum int64
+		if err := e.db.QueryRow("SELECT count(*), sum(c199) FROM "+e.table("wide")).Scan(&n, &sum); err != nil || n != 1000 || sum != 1000*199+999*1000/2 {
+			t.Fatalf("count %d sum %d err %v", n, sum, err)
+		}
+	})
+}
+
+// Writes for several queues run concurrently, each with its own progress.
+func TestWriteConcurrentQueues(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		const queues, rounds, per = 4, 10, 50
+		var wg sync.WaitGroup
+		errs := make(chan error, queues)
+		for q := 0; q < queues; q++ {
+			wg.Add(1)
+			go func(q int) {
+				defer wg.Done()
+				for r := 0; r < rounds; r++ {
+					var recs []schema.Record
+					for i := 0; i < per; i++ {
+						rc := cIns(fmt.Sprintf("cq%d", q%2), int64(q*1000+i), fmt.Sprintf("r%d", r))
+						rc.Delivery = &schema.Delivery{Topic: "cq", Queue: q, Offset: int64(r*per + i)}
+						recs = append(recs, rc)
+					}
+					if err := s.Write(context.Background(), recs); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}(q)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		for q := 0; q < queues; q++ {
+			if off, ok := e.progress(t, "cq", q); !ok || off != rounds*per-1 {
+				t.Fatalf("queue %d progress %d %v", q, off, ok)
+			}
+		}
+		for tb := 0; tb < 2; tb++ {
+			rows := e.rows(t, fmt.Sprintf("cq%d", tb))
+			if len(rows) != 2*per {
+				t.Fatalf("cq%d has %d rows", tb, len(rows))
+			}
+			for id, v := range rows {
+				if v != fmt.Sprintf("r%d", rounds-1) {
+					t.Fatalf("cq%d id %d = %q", tb, id, v)
+				}
+			}
+		}
+	})
+}
+
+func TestWriteCancelledContextAppliesNothing(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		write(t, s, cIns("cx", 1, "a"))
+		ctx, cancel := context.WithCancel(context.Background())
+		s.testHook = func(context.Context, string, *sqlxTx) error { cancel(); return nil }
+		err := s.Write(ctx, []schema.Record{cUpd("cx", 1, 1, "a", "b"), cIns("cx", 2, "c")})
+		if err == nil {
+			t.Fatal("Write with a cancelled context succeeded")
+		}
+		s.testHook = nil
+		wantRows(t, e, "cx", map[int64]string{1: "a"})
+		_ = sql.ErrNoRows
+	})
+}
