@@ -1,0 +1,156 @@
+package binlog
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// Flavors of server.
+const (
+	FlavorMariaDB = "mariadb"
+	FlavorMySQL   = "mysql"
+)
+
+// Config configures a Source.
+type Config struct {
+	Host     string
+	Port     int
+	User     string
+	Password string
+	// ServerID is the replica server id this source registers with; it must
+	// differ from the server's and from every other replica's.
+	ServerID uint32
+	// Flavor is "mariadb" or "mysql".
+	Flavor string
+	// ServerName is the logical name of the server: Debezium's topic prefix
+	// and the source.name of every record.
+	ServerName string
+	// Include and Exclude are "db.table" patterns where * matches any run of
+	// characters (e.g. "shop.*"). An empty Include includes every table of
+	// every database except the server's own (mysql, sys,
+	// information_schema, performance_schema). Exclude wins over Include.
+	Include []string
+	Exclude []string
+	// ZeroDateAsNull maps zero dates ('0000-00-00', month or day 0) to NULL
+	// (default true). When false they map to the epoch (0).
+	ZeroDateAsNull *bool
+}
+
+func (c *Config) zeroDateAsNull() bool { return c.ZeroDateAsNull == nil || *c.ZeroDateAsNull }
+
+// validate checks c and fills defaults.
+func (c *Config) validate() error {
+	var missing []string
+	if c.Host == "" {
+		missing = append(missing, "Host")
+	}
+	if c.User == "" {
+		missing = append(missing, "User")
+	}
+	if c.ServerID == 0 {
+		missing = append(missing, "ServerID")
+	}
+	if c.ServerName == "" {
+		missing = append(missing, "ServerName")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s must be set", ErrConfig, strings.Join(missing, ", "))
+	}
+	if c.Port == 0 {
+		c.Port = 3306
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("%w: Port %d is out of range 1-65535", ErrConfig, c.Port)
+	}
+	switch c.Flavor {
+	case FlavorMariaDB, FlavorMySQL:
+	default:
+		return fmt.Errorf("%w: Flavor %q must be %q or %q", ErrConfig, c.Flavor, FlavorMariaDB, FlavorMySQL)
+	}
+	if strings.ContainsAny(c.ServerName, " \t\n/") {
+		return fmt.Errorf("%w: ServerName %q must not contain spaces or '/'", ErrConfig, c.ServerName)
+	}
+	for _, p := range append(append([]string(nil), c.Include...), c.Exclude...) {
+		if !strings.Contains(p, ".") {
+			return fmt.Errorf("%w: table pattern %q must have the form db.table (use db.* for a whole database)", ErrConfig, p)
+		}
+		if _, err := path.Match(globToPath(p), "x.y"); err != nil {
+			return fmt.Errorf("%w: table pattern %q: %v", ErrConfig, p, err)
+		}
+	}
+	return nil
+}
+
+// globToPath turns a "db.table" pattern into a path.Match pattern where only
+// * is special, so that the separator "/" lets "*" stay inside one part.
+func globToPath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		switch r {
+		case '*':
+			b.WriteString("*")
+		case '?', '[', ']', '\\', '/':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// filter decides which tables are captured.
+type filter struct {
+	include, exclude []string
+}
+
+func newFilter(include, exclude []string) filter {
+	f := filter{}
+	for _, p := range include {
+		f.include = append(f.include, globToPath(strings.ToLower(p)))
+	}
+	for _, p := range exclude {
+		f.exclude = append(f.exclude, globToPath(strings.ToLower(p)))
+	}
+	return f
+}
+
+var systemDatabases = map[string]bool{"mysql": true, "sys": true, "information_schema": true, "performance_schema": true}
+
+func (f filter) match(db, table string) bool {
+	name := strings.ToLower(db + "." + table)
+	for _, p := range f.exclude {
+		if ok, _ := path.Match(p, name); ok {
+			return false
+		}
+	}
+	if len(f.include) == 0 {
+		return !systemDatabases[strings.ToLower(db)]
+	}
+	for _, p := range f.include {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// matchDatabase reports whether some table of db may be captured, for
+// statements (DDL) that name a database but whose tables are not parsed.
+func (f filter) matchDatabase(db string) bool {
+	if db == "" {
+		return false
+	}
+	name := strings.ToLower(db)
+	if len(f.include) == 0 {
+		return !systemDatabases[name]
+	}
+	for _, p := range f.include {
+		dbPart, _, _ := strings.Cut(p, ".")
+		if ok, _ := path.Match(dbPart, name); ok {
+			return true
+		}
+	}
+	return false
+}

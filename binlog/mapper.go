@@ -1,0 +1,365 @@
+package binlog
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// mapper turns decoded binlog events into records. It is pure: it does no
+// I/O and its output depends only on the events it was given, its start
+// position and its clock. It tracks the binlog file, the GTID set of
+// committed transactions and the table maps.
+type mapper struct {
+	flavor     string
+	serverName string
+	filter     filter
+	zeroAsNull bool
+	collations map[uint64]string // collation id -> charset
+	now        func() time.Time
+
+	file      string        // current binlog file
+	gset      mysql.GTIDSet // committed transactions
+	committed Position      // position after the last committed transaction
+
+	tables map[uint64]*tableInfo // by table id; nil value: table not captured
+
+	// the open transaction
+	inTx       bool
+	txGTID     string // GTID of the open transaction, "" without GTIDs
+	txPending  func() error
+	txID       string
+	txOrder    int64
+	tableOrder map[schema.TableID]int64
+	thread     uint64
+}
+
+type mapperConfig struct {
+	Flavor     string
+	ServerName string
+	Include    []string
+	Exclude    []string
+	ZeroAsNull bool
+	Collations map[uint64]string // nil: built-in table
+	Now        func() time.Time  // nil: time.Now
+}
+
+// newMapper starts a mapper at a committed position.
+func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
+	gset, err := mysql.ParseGTIDSet(cfg.Flavor, start.GTIDSet)
+	if err != nil {
+		return nil, fmt.Errorf("%w: gtid set %q: %v", ErrBadPosition, start.GTIDSet, err)
+	}
+	m := &mapper{
+		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
+		zeroAsNull: cfg.ZeroAsNull, collations: cfg.Collations, now: cfg.Now,
+		file: start.File, gset: gset, committed: start,
+		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
+	}
+	m.committed.Version, m.committed.Flavor = PositionVersion, cfg.Flavor
+	if m.collations == nil {
+		m.collations = builtinCollations
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m, nil
+}
+
+// Committed returns the position after the last committed transaction.
+func (m *mapper) Committed() Position { return m.committed }
+
+// resetTx forgets a transaction cut short (by a reconnect).
+func (m *mapper) resetTx() {
+	m.inTx, m.txGTID, m.txPending, m.txID, m.txOrder, m.thread = false, "", nil, "", 0, 0
+	clear(m.tableOrder)
+}
+
+// Map appends the records of ev to out.
+func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema.Record, error) {
+	h := ev.Header
+	switch e := ev.Event.(type) {
+	case *replication.RotateEvent:
+		m.file = string(e.NextLogName)
+		if !m.inTx && m.committed.GTIDSet == "" && m.committed.File != m.file && e.Position >= 4 {
+			// at a boundary: a file/pos position may move to the new file
+			m.committed.File, m.committed.Pos = m.file, uint32(e.Position)
+		}
+	case *replication.MariadbGTIDEvent:
+		gtid := e.GTID
+		m.startTx(gtid.String(), func() error {
+			return m.gset.(*mysql.MariadbGTIDSet).AddSet(&gtid)
+		})
+		if !e.IsStandalone() {
+			m.inTx = true
+			out = append(out, m.marker(schema.OpBegin, h, nil))
+		}
+	case *replication.GTIDEvent:
+		next, err := e.GTIDNext()
+		if err != nil {
+			return out, fmt.Errorf("%w: gtid event: %v", ErrUnsupported, err)
+		}
+		s := next.String()
+		m.startTx(s, func() error { return m.gset.Update(s) })
+	case *replication.QueryEvent:
+		q := strings.TrimSpace(string(e.Query))
+		switch {
+		case strings.EqualFold(q, "BEGIN"):
+			if m.txGTID == "" && m.txPending == nil {
+				m.startTx("", nil)
+			}
+			m.inTx = true
+			m.thread = uint64(e.SlaveProxyID)
+			out = append(out, m.marker(schema.OpBegin, h, nil))
+		case m.inTx && (strings.EqualFold(q, "COMMIT") || strings.EqualFold(q, "ROLLBACK")):
+			return m.commit(h, out)
+		case m.inTx:
+			// SAVEPOINT and the like inside a transaction
+		default:
+			// DDL and other statements logged as their own transaction.
+			m.thread = uint64(e.SlaveProxyID)
+			if m.filter.matchDatabase(string(e.Schema)) && !isNoise(q) {
+				rec := m.marker(schema.OpSchemaChange, h, nil)
+				rec.Table = schema.TableID{Database: string(e.Schema)}
+				rec.Source.Query = q
+				rec.Change = &schema.SchemaChange{DDL: q, Kind: ddlKind(q)}
+				out = append(out, rec)
+			}
+			return m.commit(h, out)
+		}
+	case *replication.XIDEvent:
+		return m.commit(h, out)
+	case *replication.TableMapEvent:
+		return out, m.tableMap(e)
+	case *replication.RowsEvent:
+		return m.rows(h, e, out)
+	case *replication.TransactionPayloadEvent:
+		var err error
+		for _, inner := range e.Events {
+			if out, err = m.Map(inner, out); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func (m *mapper) startTx(gtid string, pending func() error) {
+	m.resetTx()
+	m.txGTID, m.txPending = gtid, pending
+}
+
+func (m *mapper) txIDFor(h *replication.EventHeader) string {
+	if m.txID == "" {
+		if m.txGTID != "" {
+			m.txID = m.txGTID
+		} else {
+			m.txID = fmt.Sprintf("%s:%d", m.file, h.LogPos-h.EventSize)
+		}
+	}
+	return m.txID
+}
+
+func (m *mapper) source(h *replication.EventHeader) schema.Source {
+	return schema.Source{
+		Connector: m.flavor,
+		Name:      m.serverName,
+		TsMs:      int64(h.Timestamp) * 1000,
+		ServerID:  h.ServerID,
+		GTID:      m.txGTID,
+		File:      m.file,
+		Pos:       uint64(h.LogPos - h.EventSize),
+		Thread:    m.thread,
+	}
+}
+
+func (m *mapper) marker(op schema.Op, h *replication.EventHeader, pos []byte) schema.Record {
+	return schema.Record{
+		Op:          op,
+		Source:      m.source(h),
+		Transaction: &schema.Transaction{ID: m.txIDFor(h), TotalOrder: m.txOrder},
+		TsMs:        m.now().UnixMilli(),
+		Position:    pos,
+	}
+}
+
+func (m *mapper) commit(h *replication.EventHeader, out []schema.Record) ([]schema.Record, error) {
+	if m.txPending != nil {
+		if err := m.txPending(); err != nil {
+			return out, fmt.Errorf("%w: gtid %s: %v", ErrUnsupported, m.txGTID, err)
+		}
+	}
+	m.committed = Position{Version: PositionVersion, Flavor: m.flavor, File: m.file, Pos: h.LogPos}
+	if m.gset != nil && !m.gset.IsEmpty() {
+		m.committed.GTIDSet = m.gset.String()
+	}
+	out = append(out, m.marker(schema.OpCommit, h, EncodePosition(m.committed)))
+	m.resetTx()
+	return out, nil
+}
+
+func (m *mapper) tableMap(e *replication.TableMapEvent) error {
+	if old, ok := m.tables[e.TableID]; ok {
+		if old == nil {
+			if !m.filter.match(string(e.Schema), string(e.Table)) {
+				return nil
+			}
+		} else if old.tm == e || sameShape(old.tm, e) {
+			return nil
+		}
+	}
+	if !m.filter.match(string(e.Schema), string(e.Table)) {
+		m.tables[e.TableID] = nil
+		return nil
+	}
+	ti, err := buildTable(e, m.serverName, m.collations)
+	if err != nil {
+		return err
+	}
+	m.tables[e.TableID] = ti
+	return nil
+}
+
+func (m *mapper) rows(h *replication.EventHeader, e *replication.RowsEvent, out []schema.Record) ([]schema.Record, error) {
+	ti, ok := m.tables[e.TableID]
+	if !ok {
+		return out, fmt.Errorf("%w: rows event for table id %d without its table map (a position must be a transaction boundary)", ErrUnsupported, e.TableID)
+	}
+	if ti == nil {
+		return out, nil
+	}
+	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
+		return out, fmt.Errorf("%w: partial JSON update of %s; set binlog_row_value_options='' on the server", ErrUnsupported, ti.id)
+	}
+	for _, sk := range e.SkippedColumns {
+		if len(sk) > 0 {
+			return out, fmt.Errorf("%w: rows of %s lack columns; set binlog_row_image=FULL on the server", ErrUnsupported, ti.id)
+		}
+	}
+	var op schema.Op
+	step := 1
+	switch e.Type() {
+	case replication.EnumRowsEventTypeInsert:
+		op = schema.OpCreate
+	case replication.EnumRowsEventTypeUpdate:
+		op, step = schema.OpUpdate, 2
+	case replication.EnumRowsEventTypeDelete:
+		op = schema.OpDelete
+	default:
+		return out, fmt.Errorf("%w: rows event type %s", ErrUnsupported, h.EventType)
+	}
+	if len(e.Rows)%step != 0 {
+		return out, fmt.Errorf("%w: update event of %s with an odd number of row images", ErrUnsupported, ti.id)
+	}
+	for i := 0; i+step <= len(e.Rows); i += step {
+		img, err := m.row(ti, e.Rows[i])
+		if err != nil {
+			return out, err
+		}
+		switch op {
+		case schema.OpCreate:
+			out = append(out, m.record(h, ti, op, i, nil, img, nil))
+		case schema.OpDelete:
+			out = append(out, m.record(h, ti, op, i, img, nil, nil))
+		case schema.OpUpdate:
+			after, err := m.row(ti, e.Rows[i+1])
+			if err != nil {
+				return out, err
+			}
+			oldKey, newKey := keyOf(ti, img), keyOf(ti, after)
+			if sameKey(oldKey, newKey) {
+				out = append(out, m.record(h, ti, op, i/2, img, after, nil))
+				break
+			}
+			// A changed primary key is a delete of the old row and a create
+			// of the new one, as Debezium does; headers link the two.
+			del := m.record(h, ti, schema.OpDelete, i/2, img, nil, map[string]string{"__debezium.newkey": keyText(newKey)})
+			ins := m.record(h, ti, schema.OpCreate, i/2, nil, after, map[string]string{"__debezium.oldkey": keyText(oldKey)})
+			out = append(out, del, ins)
+		}
+	}
+	return out, nil
+}
+
+func (m *mapper) row(ti *tableInfo, raw []any) (schema.Row, error) {
+	if len(raw) != len(ti.cols) {
+		return nil, fmt.Errorf("%w: row of %s has %d values for %d columns", ErrUnsupported, ti.id, len(raw), len(ti.cols))
+	}
+	row := make(schema.Row, len(raw))
+	for i, v := range raw {
+		x, err := convert(&ti.cols[i], v, m.zeroAsNull)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: %w", ti.id, err)
+		}
+		if x == nil && !ti.cols[i].optional && v != nil && m.zeroAsNull {
+			// a zero date in a NOT NULL column: Debezium gives the epoch
+			x, _ = convert(&ti.cols[i], v, false)
+		}
+		row[i] = x
+	}
+	return row, nil
+}
+
+func (m *mapper) record(h *replication.EventHeader, ti *tableInfo, op schema.Op, idx int, before, after schema.Row, headers map[string]string) schema.Record {
+	img := after
+	if img == nil {
+		img = before
+	}
+	m.txOrder++
+	m.tableOrder[ti.id]++
+	src := m.source(h)
+	src.Row = idx
+	return schema.Record{
+		Op:          op,
+		Table:       ti.id,
+		KeySchema:   ti.keySchema,
+		Key:         keyOf(ti, img),
+		ValueSchema: ti.valueSchema,
+		Before:      before,
+		After:       after,
+		Source:      src,
+		Transaction: &schema.Transaction{ID: m.txIDFor(h), TotalOrder: m.txOrder, DataCollectionOrder: m.tableOrder[ti.id]},
+		TsMs:        m.now().UnixMilli(),
+		Headers:     headers,
+	}
+}
+
+func keyOf(ti *tableInfo, img schema.Row) schema.Row {
+	if len(ti.keyIdx) == 0 {
+		return nil
+	}
+	k := make(schema.Row, len(ti.keyIdx))
+	for i, j := range ti.keyIdx {
+		k[i] = img[j]
+	}
+	return k
+}
+
+func keyText(k schema.Row) string {
+	r := schema.Record{Key: k}
+	return r.KeyString()
+}
+
+func sameKey(a, b schema.Row) bool { return keyText(a) == keyText(b) }
+
+// isNoise reports statements that are not schema changes but still come
+// as their own transaction.
+func isNoise(q string) bool {
+	u := strings.ToUpper(q)
+	for _, p := range []string{"FLUSH", "ANALYZE", "OPTIMIZE", "REPAIR", "GRANT", "REVOKE", "SET ", "CREATE USER", "DROP USER", "ALTER USER", "XA ", "SAVEPOINT", "# "} {
+		if strings.HasPrefix(u, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func ddlKind(q string) string {
+	word, _, _ := strings.Cut(strings.ToUpper(q), " ")
+	return word
+}

@@ -1,0 +1,423 @@
+package binlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+const (
+	maxBatch       = 512 // records per Read, about
+	queueBatches   = 16  // event batches buffered between the reader and Read
+	eventCache     = 256 // decoded events buffered by go-mysql
+	backoffInitial = 250 * time.Millisecond
+	backoffMax     = 30 * time.Second
+	maxRetries     = 12 // consecutive failed reconnects before Read fails
+	dialTimeout    = 10 * time.Second
+)
+
+// Source reads row changes from a MySQL or MariaDB server as a replica. It
+// satisfies the runtime's Source contract: Open, then Read until done, then
+// Close.
+type Source struct {
+	cfg Config
+	log *slog.Logger
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	ch     chan batch
+	err    error // sticky error returned by Read
+	closed bool
+	rest   []schema.Record // records taken from ch but not yet returned
+}
+
+type batch struct {
+	recs []schema.Record
+	err  error
+}
+
+// NewSource validates cfg and returns a source that is not yet connected.
+func NewSource(cfg Config, log *slog.Logger) (*Source, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg.Include = append([]string(nil), cfg.Include...)
+	cfg.Exclude = append([]string(nil), cfg.Exclude...)
+	return &Source{cfg: cfg, log: log.With("source", cfg.ServerName)}, nil
+}
+
+func (s *Source) addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)) }
+
+// Open connects and starts streaming just after position, an encoded
+// Position from a commit record, or from the server's current position when
+// position is nil.
+func (s *Source) Open(ctx context.Context, position []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.done != nil {
+		return errors.New("binlog: source already open")
+	}
+	var start Position
+	var err error
+	conn, err := client.ConnectWithContext(ctx, s.addr(), s.cfg.User, s.cfg.Password, "", dialTimeout)
+	if err != nil {
+		return fmt.Errorf("binlog: connect to %s as %s: %w", s.addr(), s.cfg.User, err)
+	}
+	defer conn.Close()
+	if position == nil {
+		if start, err = currentPosition(conn, s.cfg.Flavor); err != nil {
+			return err
+		}
+		s.log.Info("binlog: starting at the server's current position", "position", start.String())
+	} else {
+		if start, err = ParsePosition(position); err != nil {
+			return err
+		}
+		if start.Flavor != s.cfg.Flavor {
+			return fmt.Errorf("%w: stored position is for %s, the config says %s", ErrBadPosition, start.Flavor, s.cfg.Flavor)
+		}
+		s.log.Info("binlog: resuming", "position", start.String())
+	}
+	if err := checkServer(conn); err != nil {
+		return err
+	}
+	collations, err := loadCollations(conn)
+	if err != nil {
+		s.log.Warn("binlog: cannot read the server's collations, using built-in ones", "err", err)
+	}
+	m, err := newMapper(mapperConfig{
+		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
+		ZeroAsNull: s.cfg.zeroDateAsNull(), Collations: collations,
+	}, start)
+	if err != nil {
+		return err
+	}
+	syncer, stream, err := s.startSync(start)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
+	go s.run(rctx, m, syncer, stream)
+	return nil
+}
+
+// currentPosition asks the server where its binlog ends now.
+func currentPosition(conn *client.Conn, flavor string) (Position, error) {
+	p := Position{Version: PositionVersion, Flavor: flavor}
+	var r *mysql.Result
+	var err error
+	if flavor == FlavorMySQL {
+		r, err = conn.Execute("SHOW BINARY LOG STATUS")
+		if err != nil {
+			r, err = conn.Execute("SHOW MASTER STATUS")
+		}
+	} else {
+		r, err = conn.Execute("SHOW MASTER STATUS")
+	}
+	if err != nil {
+		return p, fmt.Errorf("binlog: read the binlog position (grant REPLICATION CLIENT / BINLOG MONITOR): %w", err)
+	}
+	if r.RowNumber() == 0 {
+		return p, errors.New("binlog: the server has no binary log; start it with log-bin, binlog-format=ROW")
+	}
+	p.File, _ = r.GetString(0, 0)
+	pos, _ := r.GetUint(0, 1)
+	p.Pos = uint32(pos)
+	if flavor == FlavorMySQL {
+		if gs, err := r.GetStringByName(0, "Executed_Gtid_Set"); err == nil {
+			p.GTIDSet = strings.ReplaceAll(strings.TrimSpace(gs), "\n", "")
+		}
+	} else {
+		r, err = conn.Execute("SELECT @@gtid_binlog_pos")
+		if err != nil {
+			return p, fmt.Errorf("binlog: read @@gtid_binlog_pos: %w", err)
+		}
+		p.GTIDSet, _ = r.GetString(0, 0)
+	}
+	return p, nil
+}
+
+// checkServer fails early on settings that make the binlog unusable.
+func checkServer(conn *client.Conn) error {
+	r, err := conn.Execute("SELECT @@binlog_format, @@binlog_row_image")
+	if err != nil {
+		return fmt.Errorf("binlog: read server settings: %w", err)
+	}
+	format, _ := r.GetString(0, 0)
+	image, _ := r.GetString(0, 1)
+	if !strings.EqualFold(format, "ROW") {
+		return fmt.Errorf("%w: binlog_format is %s; set binlog_format=ROW on the server", ErrUnsupported, format)
+	}
+	if !strings.EqualFold(image, "FULL") {
+		return fmt.Errorf("%w: binlog_row_image is %s; set binlog_row_image=FULL on the server", ErrUnsupported, image)
+	}
+	if r, err := conn.Execute("SELECT @@binlog_row_metadata"); err == nil {
+		if md, _ := r.GetString(0, 0); !strings.EqualFold(md, "FULL") {
+			return fmt.Errorf("%w (it is %s)", ErrMissingMetadata, md)
+		}
+	}
+	return nil
+}
+
+func loadCollations(conn *client.Conn) (map[uint64]string, error) {
+	r, err := conn.Execute("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL")
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[uint64]string, r.RowNumber())
+	for i := 0; i < r.RowNumber(); i++ {
+		id, err1 := r.GetUint(i, 0)
+		cs, err2 := r.GetString(i, 1)
+		if err1 == nil && err2 == nil {
+			if cs == "utf8" {
+				cs = csUTF8MB3
+			}
+			m[id] = cs
+		}
+	}
+	return m, nil
+}
+
+func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
+	return replication.BinlogSyncerConfig{
+		ServerID: s.cfg.ServerID, Flavor: s.cfg.Flavor,
+		Host: s.cfg.Host, Port: uint16(s.cfg.Port), User: s.cfg.User, Password: s.cfg.Password,
+		UseDecimal: true, ParseTime: true,
+		HeartbeatPeriod: 10 * time.Second, ReadTimeout: 35 * time.Second,
+		DisableRetrySync: true, EventCacheCount: eventCache,
+		Logger: s.log.With("component", "go-mysql"),
+	}
+}
+
+func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
+	syncer := replication.NewBinlogSyncer(s.syncerConfig())
+	var stream *replication.BinlogStreamer
+	var err error
+	if p.GTIDSet != "" {
+		var gset mysql.GTIDSet
+		if gset, err = mysql.ParseGTIDSet(p.Flavor, p.GTIDSet); err == nil {
+			stream, err = syncer.StartSyncGTID(gset)
+		}
+	} else {
+		stream, err = syncer.StartSync(mysql.Position{Name: p.File, Pos: p.Pos})
+	}
+	if err != nil {
+		syncer.Close()
+		return nil, nil, s.classify(err, p)
+	}
+	return syncer, stream, nil
+}
+
+// classify wraps err, marking a purged position as ErrPositionPurged.
+func (s *Source) classify(err error, p Position) error {
+	if code, ok := serverErrorCode(err); ok && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
+		return fmt.Errorf("%w: resuming at %s: %v; the binlog there was purged or never existed: snapshot the tables again and start from the current position", ErrPositionPurged, p.String(), err)
+	}
+	return fmt.Errorf("binlog: stream from %s at %s: %w", s.addr(), p.String(), err)
+}
+
+// serverErrorCode finds a server error in err's chain, following both
+// Unwrap and the Cause of github.com/pingcap/errors.
+func serverErrorCode(err error) (uint16, bool) {
+	for i := 0; err != nil && i < 32; i++ {
+		if me, ok := err.(*mysql.MyError); ok {
+			return me.Code, true
+		}
+		switch x := err.(type) {
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Cause() error }:
+			err = x.Cause()
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+func isFatal(err error) bool {
+	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) {
+		return true
+	}
+	if code, ok := serverErrorCode(err); ok {
+		switch code {
+		case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR,
+			mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+			return true
+		}
+	}
+	return false
+}
+
+// run reads events until ctx is done or a fatal error, reconnecting from
+// the last committed position on connection loss.
+func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogSyncer, stream *replication.BinlogStreamer) {
+	defer close(s.done)
+	defer func() {
+		if syncer != nil {
+			syncer.Close()
+		}
+	}()
+	failures := 0
+	for {
+		err := s.pump(ctx, m, stream, &failures)
+		if ctx.Err() != nil {
+			return
+		}
+		syncer.Close()
+		syncer = nil
+		m.resetTx()
+		if !isFatal(err) {
+			err = s.classify(err, m.Committed())
+		}
+		for !isFatal(err) {
+			failures++
+			if failures > maxRetries {
+				err = fmt.Errorf("binlog: giving up after %d reconnects: %w", maxRetries, err)
+				break
+			}
+			delay := min(backoffInitial<<min(failures-1, 10), backoffMax)
+			s.log.Warn("binlog: connection lost, reconnecting", "err", err, "attempt", failures, "delay", delay, "position", m.Committed().String())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+			syncer, stream, err = s.startSync(m.Committed())
+			if err == nil {
+				break
+			}
+		}
+		if err != nil {
+			s.send(ctx, batch{err: err})
+			return
+		}
+	}
+}
+
+// pump maps events to batches until an error.
+func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.BinlogStreamer, failures *int) error {
+	for {
+		ev, err := stream.GetEvent(ctx)
+		if err != nil {
+			return err
+		}
+		*failures = 0
+		recs, err := m.Map(ev, nil)
+		if err != nil {
+			return fmt.Errorf("binlog: at %s:%d: %w", m.file, ev.Header.LogPos, err)
+		}
+		if len(recs) > 0 && !s.send(ctx, batch{recs: recs}) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Source) send(ctx context.Context, b batch) bool {
+	select {
+	case s.ch <- b:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Read blocks until at least one record is ready or ctx is done and returns
+// up to about 512 records in source order. Commit records carry the
+// position to resume from; no other record does.
+func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
+	s.mu.Lock()
+	ch, done, rest, sticky, closed := s.ch, s.done, s.rest, s.err, s.closed
+	s.rest = nil
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if sticky != nil && len(rest) == 0 {
+		return nil, sticky
+	}
+	if ch == nil {
+		return nil, errors.New("binlog: Read before Open")
+	}
+	out := rest
+	if len(out) == 0 {
+		select {
+		case b := <-ch:
+			if b.err != nil {
+				return nil, s.fail(b.err)
+			}
+			out = b.recs
+		case <-done:
+			return nil, ErrClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	for len(out) < maxBatch {
+		select {
+		case b := <-ch:
+			if b.err != nil {
+				s.fail(b.err) // returned by the next Read
+				return out, nil
+			}
+			out = append(out, b.recs...)
+			continue
+		default:
+		}
+		break
+	}
+	if len(out) > maxBatch {
+		s.mu.Lock()
+		s.rest = out[maxBatch:]
+		s.mu.Unlock()
+		out = out[:maxBatch:maxBatch]
+	}
+	return out, nil
+}
+
+func (s *Source) fail(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+	return s.err
+}
+
+// Close stops reading and releases the connection. It is safe to call more
+// than once and from any goroutine.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cancel, done := s.cancel, s.done
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package binlog
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// kind says how a column's decoded value becomes a schema value.
+type kind uint8
+
+const (
+	kInt    kind = iota + 1 // signed or small unsigned integer -> int64
+	kUint64                 // BIGINT UNSIGNED -> uint64
+	kFloat32
+	kFloat64
+	kDecimal
+	kBits
+	kYear
+	kDate
+	kTime
+	kDatetime
+	kTimestamp
+	kString
+	kBytes
+	kEnum
+	kSet
+	kJSON
+	kGeometry
+)
+
+// column is what the mapper needs to convert one column's values.
+type column struct {
+	name     string
+	kind     kind
+	scale    int32    // kDecimal
+	charset  string   // kString
+	labels   []string // kEnum, kSet
+	optional bool
+}
+
+// tableInfo is the cached shape of one table map.
+type tableInfo struct {
+	tm          *replication.TableMapEvent // the event the shape was built from
+	id          schema.TableID
+	table       *schema.Table
+	cols        []column
+	keyIdx      []int
+	keySchema   *schema.Schema
+	valueSchema *schema.Schema
+}
+
+// sameShape reports whether two table maps describe the same table shape,
+// so that a cached tableInfo can be reused under a new table map event.
+func sameShape(a, b *replication.TableMapEvent) bool {
+	return bytes.Equal(a.Schema, b.Schema) && bytes.Equal(a.Table, b.Table) &&
+		a.ColumnCount == b.ColumnCount &&
+		bytes.Equal(a.ColumnType, b.ColumnType) && slices.Equal(a.ColumnMeta, b.ColumnMeta) &&
+		bytes.Equal(a.NullBitmap, b.NullBitmap) && bytes.Equal(a.SignednessBitmap, b.SignednessBitmap) &&
+		slices.Equal(a.DefaultCharset, b.DefaultCharset) && slices.Equal(a.ColumnCharset, b.ColumnCharset) &&
+		slices.Equal(a.EnumSetDefaultCharset, b.EnumSetDefaultCharset) && slices.Equal(a.EnumSetColumnCharset, b.EnumSetColumnCharset) &&
+		slices.EqualFunc(a.ColumnName, b.ColumnName, bytes.Equal) &&
+		slices.EqualFunc(a.EnumStrValue, b.EnumStrValue, equalBytesList) &&
+		slices.EqualFunc(a.SetStrValue, b.SetStrValue, equalBytesList) &&
+		slices.Equal(a.PrimaryKey, b.PrimaryKey) && slices.Equal(a.GeometryType, b.GeometryType)
+}
+
+func equalBytesList(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Equal) }
+
+// buildTable derives the columns, key and schemas of a table map. It needs
+// the optional metadata that binlog_row_metadata=FULL writes.
+func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string) (*tableInfo, error) {
+	id := schema.TableID{Database: string(tm.Schema), Table: string(tm.Table)}
+	n := int(tm.ColumnCount)
+	names := tm.ColumnNameString()
+	if len(names) != n || len(tm.ColumnType) != n || len(tm.ColumnMeta) != n {
+		return nil, fmt.Errorf("%w (table %s has %d columns, the table map names %d)", ErrMissingMetadata, id, n, len(names))
+	}
+	unsigned := tm.UnsignedMap()
+	charsets := tm.CollationMap()
+	enumSetCharsets := tm.EnumSetCollationMap()
+	enums := tm.EnumStrValueMap()
+	sets := tm.SetStrValueMap()
+	charsetOf := func(m map[uint64]string, id uint64, ok bool) string {
+		if !ok {
+			return csUTF8MB4
+		}
+		if cs, ok := m[id]; ok {
+			return cs
+		}
+		if cs, ok := builtinCollations[id]; ok {
+			return cs
+		}
+		return csUTF8MB4
+	}
+
+	ti := &tableInfo{tm: tm, id: id, cols: make([]column, n)}
+	t := &schema.Table{ID: id, Columns: make([]schema.Column, n)}
+	for i := 0; i < n; i++ {
+		_, nullable := tm.Nullable(i)
+		c := column{name: names[i], optional: nullable}
+		coll, hasColl := charsets[i]
+		cs := charsetOf(collations, coll, hasColl)
+		sch, srcType, err := columnSchema(&c, tm.ColumnType[i], tm.ColumnMeta[i], unsigned[i], cs)
+		if err != nil {
+			return nil, fmt.Errorf("table %s column %s: %w", id, c.name, err)
+		}
+		if c.kind == kEnum || c.kind == kSet {
+			labels := enums[i]
+			if c.kind == kSet {
+				labels = sets[i]
+			}
+			if labels == nil {
+				return nil, fmt.Errorf("%w (table %s column %s has no ENUM/SET labels)", ErrMissingMetadata, id, c.name)
+			}
+			ecoll, ok := enumSetCharsets[i]
+			ecs := charsetOf(collations, ecoll, ok)
+			c.labels = make([]string, len(labels))
+			for j, l := range labels {
+				c.labels[j] = decodeText([]byte(l), ecs)
+			}
+			quoted := make([]string, len(c.labels))
+			for j, l := range c.labels {
+				quoted[j] = "'" + strings.ReplaceAll(l, "'", "''") + "'"
+			}
+			srcType += "(" + strings.Join(quoted, ",") + ")"
+			sch.Params[schema.ParamAllowed] = strings.Join(c.labels, ",")
+		}
+		sch.Optional = nullable
+		sch.Params[schema.ParamSourceType] = srcType
+		ti.cols[i] = c
+		t.Columns[i] = schema.Column{Name: c.name, Schema: sch, SourceType: srcType}
+	}
+	for _, k := range tm.PrimaryKey {
+		if int(k) >= n {
+			return nil, fmt.Errorf("%w: table %s primary key names column %d of %d", ErrUnsupported, id, k, n)
+		}
+		t.PrimaryKey = append(t.PrimaryKey, names[k])
+		ti.keyIdx = append(ti.keyIdx, int(k))
+	}
+	ti.table = t
+	prefix := serverName + "." + id.Database + "." + id.Table
+	ti.valueSchema = t.ValueSchema(prefix + ".Value")
+	ti.keySchema = t.KeySchema(prefix + ".Key")
+	return ti, nil
+}
+
+// columnSchema fills c.kind (and scale, charset) and returns the column's
+// schema (with a non-nil Params map) and its source type text.
+func columnSchema(c *column, typ byte, meta uint16, unsigned bool, cs string) (*schema.Schema, string, error) {
+	p := map[string]string{}
+	s := func(t schema.Type, l schema.Logical) *schema.Schema {
+		return &schema.Schema{Type: t, Logical: l, Params: p}
+	}
+	un := ""
+	if unsigned {
+		un = " unsigned"
+	}
+	if typ == mysql.MYSQL_TYPE_STRING && meta >= 256 {
+		b0, b1 := byte(meta>>8), byte(meta&0xFF)
+		switch {
+		case b0 == mysql.MYSQL_TYPE_ENUM:
+			c.kind = kEnum
+			return s(schema.String, schema.Enum), "enum", nil
+		case b0 == mysql.MYSQL_TYPE_SET:
+			c.kind = kSet
+			return s(schema.String, schema.Set), "set", nil
+		case b0&0x30 != 0x30:
+			meta = uint16(b1) | uint16((b0&0x30)^0x30)<<4
+		default:
+			meta = uint16(b1)
+		}
+	}
+	switch typ {
+	case mysql.MYSQL_TYPE_TINY:
+		c.kind = kInt
+		if unsigned {
+			return s(schema.Int16, schema.None), "tinyint unsigned", nil
+		}
+		return s(schema.Int8, schema.None), "tinyint", nil
+	case mysql.MYSQL_TYPE_SHORT:
+		c.kind = kInt
+		if unsigned {
+			return s(schema.Int32, schema.None), "smallint unsigned", nil
+		}
+		return s(schema.Int16, schema.None), "smallint", nil
+	case mysql.MYSQL_TYPE_INT24:
+		c.kind = kInt
+		return s(schema.Int32, schema.None), "mediumint" + un, nil
+	case mysql.MYSQL_TYPE_LONG:
+		c.kind = kInt
+		if unsigned {
+			return s(schema.Int64, schema.None), "int unsigned", nil
+		}
+		return s(schema.Int32, schema.None), "int", nil
+	case mysql.MYSQL_TYPE_LONGLONG:
+		if unsigned {
+			c.kind = kUint64
+			return s(schema.Uint64, schema.None), "bigint unsigned", nil
+		}
+		c.kind = kInt
+		return s(schema.Int64, schema.None), "bigint", nil
+	case mysql.MYSQL_TYPE_FLOAT:
+		c.kind = kFloat32
+		return s(schema.Float32, schema.None), "float" + un, nil
+	case mysql.MYSQL_TYPE_DOUBLE:
+		c.kind = kFloat64
+		return s(schema.Float64, schema.None), "double" + un, nil
+	case mysql.MYSQL_TYPE_NEWDECIMAL:
+		prec, scale := int(meta>>8), int(meta&0xFF)
+		c.kind, c.scale = kDecimal, int32(scale)
+		sch := schema.DecimalSchema(prec, scale, false)
+		for k, v := range sch.Params {
+			p[k] = v
+		}
+		sch.Params = p
+		return sch, fmt.Sprintf("decimal(%d,%d)%s", prec, scale, un), nil
+	case mysql.MYSQL_TYPE_BIT:
+		n := int(meta>>8)*8 + int(meta&0xFF)
+		c.kind = kBits
+		p[schema.ParamLength] = strconv.Itoa(n)
+		return s(schema.Uint64, schema.Bits), fmt.Sprintf("bit(%d)", n), nil
+	case mysql.MYSQL_TYPE_YEAR:
+		c.kind = kYear
+		return s(schema.Int32, schema.Year), "year", nil
+	case mysql.MYSQL_TYPE_DATE, mysql.MYSQL_TYPE_NEWDATE:
+		c.kind = kDate
+		return s(schema.Int32, schema.Date), "date", nil
+	case mysql.MYSQL_TYPE_TIME, mysql.MYSQL_TYPE_TIME2:
+		c.kind = kTime
+		return s(schema.Int64, schema.Time), withFsp("time", typ == mysql.MYSQL_TYPE_TIME2, meta), nil
+	case mysql.MYSQL_TYPE_DATETIME, mysql.MYSQL_TYPE_DATETIME2:
+		c.kind = kDatetime
+		return s(schema.Int64, schema.Timestamp), withFsp("datetime", typ == mysql.MYSQL_TYPE_DATETIME2, meta), nil
+	case mysql.MYSQL_TYPE_TIMESTAMP, mysql.MYSQL_TYPE_TIMESTAMP2:
+		c.kind = kTimestamp
+		return s(schema.Int64, schema.ZonedTimestamp), withFsp("timestamp", typ == mysql.MYSQL_TYPE_TIMESTAMP2, meta), nil
+	case mysql.MYSQL_TYPE_VARCHAR, mysql.MYSQL_TYPE_VAR_STRING, mysql.MYSQL_TYPE_STRING:
+		name := "varchar"
+		if typ == mysql.MYSQL_TYPE_STRING {
+			name = "char"
+		}
+		if cs == csBinary {
+			c.kind = kBytes
+			bin := map[string]string{"varchar": "varbinary", "char": "binary"}[name]
+			p[schema.ParamLength] = strconv.Itoa(int(meta))
+			return s(schema.Bytes, schema.None), fmt.Sprintf("%s(%d)", bin, meta), nil
+		}
+		c.kind, c.charset = kString, cs
+		n := int(meta) / maxBytesPerChar(cs)
+		p[schema.ParamLength] = strconv.Itoa(n)
+		p[schema.ParamCharset] = cs
+		return s(schema.String, schema.None), fmt.Sprintf("%s(%d)", name, n), nil
+	case mysql.MYSQL_TYPE_BLOB, mysql.MYSQL_TYPE_TINY_BLOB, mysql.MYSQL_TYPE_MEDIUM_BLOB, mysql.MYSQL_TYPE_LONG_BLOB:
+		size := map[uint16]string{1: "tiny", 2: "", 3: "medium", 4: "long"}[meta]
+		if cs == csBinary {
+			c.kind = kBytes
+			return s(schema.Bytes, schema.None), size + "blob", nil
+		}
+		c.kind, c.charset = kString, cs
+		p[schema.ParamCharset] = cs
+		return s(schema.String, schema.None), size + "text", nil
+	case mysql.MYSQL_TYPE_JSON:
+		c.kind = kJSON
+		return s(schema.String, schema.Json), "json", nil
+	case mysql.MYSQL_TYPE_GEOMETRY:
+		c.kind = kGeometry
+		return s(schema.Bytes, schema.Geometry), "geometry", nil
+	case mysql.MYSQL_TYPE_VECTOR:
+		c.kind = kBytes
+		return s(schema.Bytes, schema.None), "vector", nil
+	}
+	return nil, "", fmt.Errorf("%w: column type %d", ErrUnsupported, typ)
+}
+
+func withFsp(name string, v2 bool, fsp uint16) string {
+	if v2 && fsp > 0 {
+		return fmt.Sprintf("%s(%d)", name, fsp)
+	}
+	return name
+}

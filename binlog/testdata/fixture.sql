@@ -1,0 +1,37 @@
+-- Statements whose binlog is testdata/mariadb-10.11.binlog (see make-fixture.sh).
+CREATE DATABASE fx;
+USE fx;
+CREATE TABLE types (
+  id INT NOT NULL PRIMARY KEY,
+  ti TINYINT, tiu TINYINT UNSIGNED, si SMALLINT, siu SMALLINT UNSIGNED,
+  mi MEDIUMINT, miu MEDIUMINT UNSIGNED, i INT, iu INT UNSIGNED,
+  bi BIGINT, biu BIGINT UNSIGNED,
+  d DECIMAL(65,30), d2 DECIMAL(10,2), f FLOAT, db DOUBLE,
+  b1 BIT(1), b64 BIT(64),
+  dt DATE, tm TIME(6), dtm DATETIME(6), ts TIMESTAMP(3) NULL, y YEAR,
+  c CHAR(4), vc VARCHAR(100), tx TEXT, lat VARCHAR(20) CHARACTER SET latin1,
+  bn BINARY(3), vb VARBINARY(10), bl BLOB,
+  e ENUM('small','medium','large'), st SET('a','b','c','d'),
+  js JSON, g GEOMETRY
+) ENGINE=InnoDB;
+SET NAMES utf8mb4;
+SET time_zone = '+00:00';
+SET sql_mode = '';
+INSERT INTO types VALUES (1, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
+  -9223372036854775808, 18446744073709551615,
+  '-12345678901234567890123456789012345.123456789012345678901234567890', '-0.50', 1.5, -2.25,
+  b'1', b'1111111111111111111111111111111111111111111111111111111111111111',
+  '1969-07-20', '-838:59:59.000000', '1960-01-02 03:04:05.123456', '2038-01-19 03:14:07.999', 2155,
+  'ab', 'héllo wörld ✓ 🚀', 'long text', _latin1 x'636166E920809F', x'000102', x'', x'DEADBEEF',
+  'medium', 'a,c', '{"k": [1, 2, null]}', ST_GeomFromText('POINT(1 2)'));
+INSERT INTO types (id, tm, dtm, c, vc) VALUES (2, '123:00:00.5', '2024-02-29 23:59:59', '', '');
+INSERT INTO types (id, dt, dtm, ts) VALUES (3, '0000-00-00', '0000-00-00 00:00:00', '0000-00-00 00:00:00');
+BEGIN;
+UPDATE types SET vc = 'changed', d2 = 3 WHERE id = 2;
+UPDATE types SET id = 20 WHERE id = 2;
+DELETE FROM types WHERE id = 3;
+COMMIT;
+CREATE TABLE nokey (a INT, b VARCHAR(5));
+INSERT INTO nokey VALUES (1, 'x'), (NULL, NULL);
+ALTER TABLE nokey ADD COLUMN c INT;
+UPDATE nokey SET c = 7;
