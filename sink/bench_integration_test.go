@@ -71,7 +71,7 @@ func BenchmarkApplyPostgres(b *testing.B) {
 	e := pgEnv(b)
 	ctx := context.Background()
 	const n = 10000
-	sinkV := e.open(b, func(c *Config) { c.CopyThreshold = 0 })
+	sinkV := e.open(b, func(c *Config) { c.CopyThreshold = -1 })
 	sinkC := e.open(b, func(c *Config) { c.CopyThreshold = 1000 })
 	// Create the tables once (outside the timing) and fill them.
 	for _, tb := range []string{"bench_sink", "bench_copy", "bench_raw"} {

@@ -33,7 +33,8 @@ type Config struct {
 	// CopyThreshold enables the PostgreSQL fast path: upserts of at least
 	// this many rows of one table and shape go through COPY into a temporary
 	// table and one INSERT … SELECT … ON CONFLICT (measured 1.7-1.9× the
-	// rows/s of multi-row VALUES upserts). 0 disables it; default 1000.
+	// rows/s of multi-row VALUES upserts). 0 means the default, 1000; a
+	// negative value disables the fast path.
 	CopyThreshold int
 }
 
@@ -74,6 +75,9 @@ func (c *Config) normalize() error {
 	}
 	if c.ProgressTable == "" {
 		c.ProgressTable = "sluice_progress"
+	}
+	if c.CopyThreshold == 0 {
+		c.CopyThreshold = 1000
 	}
 	for _, t := range []string{c.SchemaTemplate, c.TableTemplate} {
 		if err := checkTemplate(t); err != nil {

@@ -143,7 +143,7 @@ func TestWriteKeylessTableInserts(t *testing.T) {
 // below 65,535.
 func TestWriteManyColumns(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
-		s := e.open(t, func(c *Config) { c.CopyThreshold = 0 })
+		s := e.open(t, func(c *Config) { c.CopyThreshold = -1 })
 		fields := []schema.Field{{Name: "id", Schema: schema.Primitive(schema.Int64, false)}}
 		for i := 1; i < 200; i++ {
 			fields = append(fields, schema.Field{Name: fmt.Sprintf("c%03d", i), Schema: schema.Primitive(schema.Int32, true)})

@@ -70,7 +70,7 @@ func TestWriteRoundTrip(t *testing.T) {
 			t.Run(mode, func(t *testing.T) {
 				s := e.open(t, func(c *Config) {
 					c.BatchSize = 333
-					c.CopyThreshold = 0
+					c.CopyThreshold = -1
 					if mode == "copy" {
 						c.CopyThreshold = 100
 					}

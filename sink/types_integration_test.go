@@ -109,7 +109,7 @@ func readExpr(e *tenv, c typeCase) string {
 
 func TestWriteTypeMatrix(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
-		t.Run("values", func(t *testing.T) { typeMatrix(t, e, 0) })
+		t.Run("values", func(t *testing.T) { typeMatrix(t, e, -1) })
 		if e.dialect == DialectPostgres {
 			t.Run("copy", func(t *testing.T) { typeMatrix(t, e, 1) })
 		}
@@ -119,7 +119,7 @@ func TestWriteTypeMatrix(t *testing.T) {
 func typeMatrix(t *testing.T, e *tenv, copyThreshold int) {
 	{
 		s := e.open(t, func(c *Config) { c.CopyThreshold = copyThreshold })
-		table := "types_" + strconv.Itoa(copyThreshold)
+		table := "types_" + strconv.Itoa(max(copyThreshold, 0))
 		cases := typeCases()
 		fields := []schema.Field{{Name: "id", Schema: schema.Primitive(schema.Int64, false)}}
 		full, nulls := schema.Row{int64(1)}, schema.Row{int64(2)}
