@@ -229,3 +229,22 @@ func TestWriteCancelledContextAppliesNothing(t *testing.T) {
 		_ = sql.ErrNoRows
 	})
 }
+
+// A table dropped or a column removed behind the sink's cached metadata is
+// recreated or re-added by the same Write.
+func TestWriteRecoversFromChangedTable(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		write(t, s, cIns("chg", 1, "a"))
+		if _, err := e.db.Exec("ALTER TABLE " + e.table("chg") + " DROP COLUMN v"); err != nil {
+			t.Fatal(err)
+		}
+		write(t, s, cIns("chg", 2, "b"))
+		wantRows(t, e, "chg", map[int64]string{1: "<NULL>", 2: "b"})
+		if _, err := e.db.Exec("DROP TABLE " + e.table("chg")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, s, cIns("chg", 3, "c"))
+		wantRows(t, e, "chg", map[int64]string{3: "c"})
+	})
+}

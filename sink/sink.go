@@ -129,6 +129,33 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 	if len(p.tables) == 0 && len(maxOff) == 0 {
 		return nil
 	}
+	err = s.apply(ctx, p, maxOff)
+	if err != nil && staleMeta(err) && ctx.Err() == nil {
+		// A table or column vanished behind the cached metadata (dropped or
+		// altered by someone else): the failed transaction applied nothing,
+		// so try once more with metadata read afresh.
+		s.log.Warn("target table changed behind the sink; retrying with fresh metadata", "err", err)
+		err = s.apply(ctx, p, maxOff)
+	}
+	return err
+}
+
+// staleMeta reports errors that fresh table metadata may cure: undefined
+// table or column.
+func staleMeta(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		return pe.Code == "42P01" || pe.Code == "42703"
+	}
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1146 || me.Number == 1054
+	}
+	return false
+}
+
+// apply runs a reduced plan: DDL first, then one transaction.
+func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64) error {
 	metas, err := s.prepareTables(ctx, p)
 	if err != nil {
 		s.forgetTables(p)
