@@ -230,6 +230,9 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 
 // classify wraps err, marking a purged position as ErrPositionPurged.
 func (s *Source) classify(err error, p Position) error {
+	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) {
+		return err
+	}
 	if code, ok := serverErrorCode(err); ok && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		return fmt.Errorf("%w: resuming at %s: %v; the binlog there was purged or never existed: snapshot the tables again and start from the current position", ErrPositionPurged, p.String(), err)
 	}
@@ -287,9 +290,7 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 		syncer.Close()
 		syncer = nil
 		m.resetTx()
-		if !isFatal(err) {
-			err = s.classify(err, m.Committed())
-		}
+		err = s.classify(err, m.Committed())
 		for !isFatal(err) {
 			failures++
 			if failures > maxRetries {
