@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
@@ -42,6 +43,7 @@ type Source struct {
 	err    error // sticky error returned by Read
 	closed bool
 	rest   []schema.Record // records taken from ch but not yet returned
+	connID atomic.Uint32   // server thread id of the replication connection
 }
 
 type batch struct {
@@ -225,6 +227,7 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 		syncer.Close()
 		return nil, nil, s.classify(err, p)
 	}
+	s.connID.Store(syncer.LastConnectionID())
 	return syncer, stream, nil
 }
 
@@ -306,6 +309,7 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 			}
 			syncer, stream, err = s.startSync(m.Committed())
 			if err == nil {
+				s.log.Info("binlog: reconnected", "position", m.Committed().String())
 				break
 			}
 		}

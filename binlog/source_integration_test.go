@@ -18,11 +18,11 @@ import (
 )
 
 type serverEnv struct {
-	host                string
-	port                int
-	admin, adminPass    string
-	cdcUser, cdcPass    string
-	flavor              string
+	host             string
+	port             int
+	admin, adminPass string
+	cdcUser, cdcPass string
+	flavor           string
 }
 
 func needServer(t *testing.T) serverEnv {
@@ -266,5 +266,33 @@ func TestSourcePurgedPositionIsFatal(t *testing.T) {
 		if !errors.Is(err, ErrPositionPurged) || !strings.Contains(err.Error(), "snapshot") {
 			t.Errorf("resume at %s: err %v, want ErrPositionPurged telling to snapshot again", p, err)
 		}
+	}
+}
+
+// TestSourceReconnects kills the replication connection between
+// transactions: the source reconnects from the last commit and loses and
+// repeats nothing.
+func TestSourceReconnects(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE k (id INT PRIMARY KEY)")
+	s := openSource(t, testConfig(env, db), nil)
+	exec(t, c, "INSERT INTO k VALUES (1)")
+	first := readUntil(t, s, func(r []schema.Record) bool { return countOps(ownData(r, db), schema.OpCommit) >= 1 })
+	id := s.connID.Load()
+	if id == 0 {
+		t.Fatal("no replication connection id")
+	}
+	exec(t, c, fmt.Sprintf("KILL %d", id))
+	exec(t, c, "INSERT INTO k VALUES (2)")
+	exec(t, c, "INSERT INTO k VALUES (3)")
+	rest := readUntil(t, s, func(r []schema.Record) bool { return countOps(ownData(r, db), schema.OpCommit) >= 2 })
+	got := summary(ownData(append(first, rest...), db))
+	want := "c k 1 [] -> [1]\nEND\nc k 2 [] -> [2]\nEND\nc k 3 [] -> [3]\nEND\n"
+	if got != want {
+		t.Fatalf("records across a reconnect:\n%s\nwant:\n%s", got, want)
+	}
+	if s.connID.Load() == id {
+		t.Errorf("connection id still %d: the source did not reconnect", id)
 	}
 }
