@@ -69,6 +69,9 @@ func asUint64(v any) (uint64, bool) {
 }
 
 func formatDate(days int64) (string, bool) {
+	if days < -800_000 || days > 3_000_000 { // well outside years 1..9999; also keeps days*86400 from overflowing
+		return "", false
+	}
 	t := time.Unix(days*86400, 0).UTC()
 	if t.Year() < 1 || t.Year() > 9999 {
 		return "", false
