@@ -229,3 +229,26 @@ func TestFilterDelivered(t *testing.T) {
 		t.Fatalf("max offsets %v, want %v", maxOff, want)
 	}
 }
+
+func TestGroupRowsByColumnNames(t *testing.T) {
+	clone := func(s *schema.Schema) *schema.Schema {
+		c := *s
+		c.Fields = append([]schema.Field{}, s.Fields...)
+		return &c
+	}
+	var recs []*schema.Record
+	for i := 0; i < 3; i++ {
+		r := ins(int64(i), "x")
+		r.ValueSchema, r.KeySchema = clone(tValue), clone(tKey) // as decoded from a transport
+		recs = append(recs, &r)
+	}
+	wide := ins(9, "w")
+	wide.ValueSchema = clone(tValue)
+	wide.ValueSchema.Fields = append(wide.ValueSchema.Fields, schema.Field{Name: "extra", Schema: schema.Primitive(schema.String, true)})
+	wide.After = append(wide.After, "e")
+	recs = append(recs[:2], &wide, recs[2])
+	groups := groupRows(recs, true)
+	if len(groups) != 2 || len(groups[0].recs) != 3 || len(groups[1].recs) != 1 || len(groups[1].cols) != 3 {
+		t.Fatalf("got %d groups: %+v", len(groups), groups)
+	}
+}

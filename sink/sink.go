@@ -307,7 +307,9 @@ func groupRows(recs []*schema.Record, keyed bool) []*rowGroup {
 	var lastSchema *schema.Schema
 	var last *rowGroup
 	for _, r := range recs {
-		if last != nil && r.ValueSchema == lastSchema && (!keyed || r.KeySchema == last.recs[0].KeySchema) {
+		// Records decoded from a transport carry a schema each: compare
+		// names, not pointers, before building a signature.
+		if last != nil && (r.ValueSchema == lastSchema || sameNames(r.ValueSchema, last.cols)) && (!keyed || sameNames(r.KeySchema, last.keyCols)) {
 			last.recs = append(last.recs, r)
 			continue
 		}
@@ -337,6 +339,18 @@ func groupRows(recs []*schema.Record, keyed bool) []*rowGroup {
 		last, lastSchema = g, r.ValueSchema
 	}
 	return groups
+}
+
+func sameNames(s *schema.Schema, names []string) bool {
+	if len(s.Fields) != len(names) {
+		return false
+	}
+	for i, f := range s.Fields {
+		if f.Name != names[i] {
+			return false
+		}
+	}
+	return true
 }
 
 const maxStatementBytes = 8 << 20 // cut statements well below max_allowed_packet
@@ -390,7 +404,7 @@ func (s *Sink) writeRows(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup
 		if rows == 0 {
 			return nil
 		}
-		q := s.statement(t, g, rows, upsert)
+		q := s.statement(t, g, rows, rows == per, upsert)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 			return fmt.Errorf("sink: write %d rows into %s (first key %s): %w", rows, t, recKey(g.recs[first]), wrapDB(err))
 		}
@@ -426,8 +440,15 @@ type stmtKey struct {
 	upsert     bool
 }
 
-// statement returns the (cached) INSERT or upsert text for rows rows of g.
-func (s *Sink) statement(t target, g *rowGroup, rows int, upsert bool) string {
+// statement returns the INSERT or upsert text for rows rows of g, cached
+// for full chunks only (the last chunk of a batch has any size).
+func (s *Sink) statement(t target, g *rowGroup, rows int, full, upsert bool) string {
+	if !full {
+		if upsert {
+			return s.d.upsert(t, g.cols, g.keyCols, rows)
+		}
+		return insertSQL(s.d, t, g.cols, rows)
+	}
 	if g.colSig == "" {
 		g.colSig = strings.Join(g.cols, "\x00")
 		g.keySig = strings.Join(g.keyCols, "\x00")

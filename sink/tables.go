@@ -102,6 +102,11 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 		if m.checked[r.ValueSchema] {
 			continue
 		}
+		if len(m.checked) >= 256 {
+			// Decoded records may each carry their own schema pointer:
+			// keep the cache bounded.
+			clear(m.checked)
+		}
 		for _, f := range r.ValueSchema.Fields {
 			if _, ok := m.cols[s.fold(f.Name)]; ok {
 				continue
