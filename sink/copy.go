@@ -41,11 +41,11 @@ func (s *Sink) copyUpsert(ctx context.Context, tx *sqlx.Tx, t target, g *rowGrou
 		}
 	}
 	if _, err := stmt.ExecContext(ctx); err != nil {
-		return fmt.Errorf("sink: finish COPY of %d rows for %s: %w", len(g.recs), t, wrapDB(err))
+		return s.rowsError(ctx, err, t, g, g.recs, true)
 	}
 	q := upsertFromSelect(d, t, g.cols, g.keyCols, stage)
 	if _, err := tx.ExecContext(ctx, q); err != nil {
-		return fmt.Errorf("sink: upsert %d staged rows into %s (first key %s): %w", len(g.recs), t, recKey(g.recs[0]), wrapDB(err))
+		return s.rowsError(ctx, err, t, g, g.recs, true)
 	}
 	if _, err := tx.ExecContext(ctx, "DROP TABLE "+stage); err != nil {
 		return fmt.Errorf("sink: drop staging table for %s: %w", t, wrapDB(err))

@@ -248,3 +248,38 @@ func TestWriteRecoversFromChangedTable(t *testing.T) {
 		wantRows(t, e, "chg", map[int64]string{3: "c"})
 	})
 }
+
+// A bad value in the middle of a multi-row statement (or a COPY) is reported
+// with the key of its row, as a fatal error, and nothing is applied.
+func TestWriteNamesKeyOfBadRow(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		for _, copyThreshold := range []int{-1, 10} {
+			if copyThreshold > 0 && e.dialect != DialectPostgres {
+				continue
+			}
+			s := e.open(t, func(c *Config) { c.CopyThreshold = copyThreshold })
+			table := fmt.Sprintf("bad_%d", max(copyThreshold, 0))
+			val := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
+				{Name: "id", Schema: schema.Primitive(schema.Int64, false)},
+				{Name: "doc", Schema: lg(schema.String, schema.Json)},
+			}}
+			var recs []schema.Record
+			for i := int64(0); i < 100; i++ {
+				doc := `{"n": 1}`
+				if i == 37 {
+					doc = `{not json`
+				}
+				recs = append(recs, schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "src", Table: table}, KeySchema: tKey, Key: schema.Row{i}, ValueSchema: val, After: schema.Row{i, doc}})
+			}
+			err := s.Write(context.Background(), recs)
+			var f interface{ Fatal() bool }
+			if err == nil || !strings.Contains(err.Error(), "id=37") || !errors.As(err, &f) || !f.Fatal() {
+				t.Fatalf("copy %d: error %v; want a fatal error naming id=37", copyThreshold, err)
+			}
+			var n int
+			if err := e.db.QueryRow("SELECT count(*) FROM " + e.table(table)).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("%d rows applied (%v), want none", n, err)
+			}
+		}
+	})
+}

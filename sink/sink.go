@@ -406,7 +406,7 @@ func (s *Sink) writeRows(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup
 		}
 		q := s.statement(t, g, rows, rows == per, upsert)
 		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("sink: write %d rows into %s (first key %s): %w", rows, t, recKey(g.recs[first]), wrapDB(err))
+			return s.rowsError(ctx, err, t, g, g.recs[first:first+rows], upsert)
 		}
 		args, rows, size = args[:0], 0, 0
 		return nil
@@ -465,6 +465,50 @@ func (s *Sink) statement(t target, g *rowGroup, rows int, full, upsert bool) str
 	}
 	s.stmts.Store(k, q)
 	return q
+}
+
+// rowsError describes a failed multi-row statement. When the error is
+// permanent (bad data, a constraint) it finds the first offending row by
+// trying the rows one by one in a separate transaction that is rolled back,
+// so the error names its key.
+func (s *Sink) rowsError(ctx context.Context, err error, t target, g *rowGroup, recs []*schema.Record, upsert bool) error {
+	werr := wrapDB(err)
+	var f interface{ Fatal() bool }
+	if !errors.As(werr, &f) || !f.Fatal() || ctx.Err() != nil {
+		return fmt.Errorf("sink: write %d rows into %s (first key %s): %w", len(recs), t, recKey(recs[0]), werr)
+	}
+	if r := s.offendingRow(ctx, t, g, recs, upsert); r != nil {
+		return fmt.Errorf("sink: write into %s, key %s: %w", t, recKey(r), werr)
+	}
+	return fmt.Errorf("sink: write %d rows into %s (first key %s; no single row fails alone): %w", len(recs), t, recKey(recs[0]), werr)
+}
+
+const maxDiagnoseRows = 5000
+
+func (s *Sink) offendingRow(ctx context.Context, t target, g *rowGroup, recs []*schema.Record, upsert bool) *schema.Record {
+	if len(recs) > maxDiagnoseRows {
+		recs = recs[:maxDiagnoseRows]
+	}
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil
+	}
+	defer tx.Rollback() // diagnosis only: never commit
+	q := s.statement(t, g, 1, true, upsert)
+	args := make([]any, len(g.cols))
+	for _, r := range recs {
+		for j, f := range r.ValueSchema.Fields {
+			v, err := s.d.convert(f.Name, f.Schema, r.After[j])
+			if err != nil {
+				return r
+			}
+			args[j] = v
+		}
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return r
+		}
+	}
+	return nil
 }
 
 func approxSize(v any) int {
