@@ -20,8 +20,8 @@ type Config struct {
 	Pipeline string // pipeline name, the first key column of the progress table
 	// SchemaTemplate names the target schema (PostgreSQL) or database
 	// (MySQL); placeholders ${db} (source database) and ${table} (source
-	// table). Empty after expansion means the connection's default schema or
-	// database.
+	// table). Unset ("") means "${db}". To write into the connection's
+	// default schema or database, name it (e.g. "public").
 	SchemaTemplate string
 	TableTemplate  string // target table name; default "${table}"
 	AutoCreate     bool   // create missing schemas and tables (with primary key)
@@ -66,6 +66,9 @@ func (c *Config) normalize() error {
 	}
 	if c.Pipeline == "" {
 		return fmt.Errorf("%w: pipeline name is empty (it keys the progress table)", ErrConfig)
+	}
+	if c.SchemaTemplate == "" {
+		c.SchemaTemplate = "${db}"
 	}
 	if c.TableTemplate == "" {
 		c.TableTemplate = "${table}"

@@ -15,11 +15,20 @@
 //  3. Creates missing schemas/tables (AutoCreate) and adds missing columns
 //     (AutoEvolve), outside the data transaction (MySQL commits on DDL).
 //  4. In ONE transaction: TRUNCATE (PostgreSQL) or DELETE FROM (MySQL, where
-//     TRUNCATE would commit), deletes by key, multi-row upserts (INSERT … ON
-//     CONFLICT … DO UPDATE, or INSERT … ON DUPLICATE KEY UPDATE) chunked by
-//     BatchSize and the 65535-parameter limit, plain INSERTs for tables
-//     without key, and the progress rows. Values are always bound
-//     parameters; identifiers are always quoted.
+//     TRUNCATE would commit), deletes by key (PostgreSQL single-column keys:
+//     DELETE … WHERE k = ANY($1); else row-value IN lists), multi-row upserts
+//     (INSERT … ON CONFLICT … DO UPDATE, or INSERT … ON DUPLICATE KEY UPDATE)
+//     chunked by BatchSize and the 65535-parameter limit, plain INSERTs for
+//     tables without key, and the progress rows (which never move
+//     backwards). On PostgreSQL, groups of CopyThreshold rows or more go
+//     through COPY into a temporary table and one INSERT … SELECT … ON
+//     CONFLICT. Values are always bound parameters (or COPY data);
+//     identifiers are always quoted ("" or `` doubled).
+//
+// If a table or column vanished behind the cached metadata (undefined table
+// or column), Write retries once with fresh metadata. A permanent error in a
+// multi-row statement is reported with the key of the offending row, found by
+// replaying the rows singly in a transaction that is rolled back.
 //
 // Duties of the caller:
 //

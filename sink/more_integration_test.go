@@ -283,3 +283,26 @@ func TestWriteNamesKeyOfBadRow(t *testing.T) {
 		}
 	})
 }
+
+// The default templates put a table into the schema (database) named after
+// its source database, creating it when missing.
+func TestWriteDefaultTemplatesCreateSchema(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, func(c *Config) { c.SchemaTemplate, c.TableTemplate = "", "" })
+		db := e.schema + "_src"
+		t.Cleanup(func() {
+			if e.dialect == DialectPostgres {
+				e.db.Exec(`DROP SCHEMA "` + db + `" CASCADE`)
+			} else {
+				e.admin.Exec("DROP DATABASE `" + db + "`")
+			}
+		})
+		r := cIns("orders", 1, "a")
+		r.Table.Database = db
+		write(t, s, r)
+		var v string
+		if err := e.db.QueryRow("SELECT v FROM " + e.quote(db) + "." + e.quote("orders")).Scan(&v); err != nil || v != "a" {
+			t.Fatalf("read %s.orders: %q %v", db, v, err)
+		}
+	})
+}

@@ -78,6 +78,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", cfg.Dialect, wrapDB(err))
 	}
 	s.db = db
+	if cfg.Dialect == DialectPostgres {
+		var v int
+		if err := db.QueryRowContext(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sink: query server version: %w", wrapDB(err))
+		}
+		if v < 90500 {
+			db.Close()
+			return nil, fatal(fmt.Errorf("%w: PostgreSQL %d is too old: INSERT … ON CONFLICT needs 9.5 or newer", ErrConfig, v))
+		}
+	}
 	if cfg.Dialect == DialectMySQL {
 		var name sql.NullString
 		if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&name); err != nil {
@@ -202,6 +213,9 @@ func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64)
 		if off > s.progress[k] {
 			s.progress[k] = off
 		}
+	}
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("applied", "tables", len(p.tables), "queues", len(maxOff))
 	}
 	return nil
 }
