@@ -23,7 +23,7 @@
 //     backwards). On PostgreSQL, groups of CopyThreshold rows or more go
 //     through COPY into a temporary table and one INSERT … SELECT … ON
 //     CONFLICT. Values are always bound parameters (or COPY data);
-//     identifiers are always quoted ("" or “ doubled).
+//     identifiers are always quoted, embedded quote characters doubled.
 //
 // If a table or column vanished behind the cached metadata (undefined table
 // or column), Write retries once with fresh metadata. A permanent error in a
