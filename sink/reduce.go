@@ -166,9 +166,16 @@ func deleteKey(r *schema.Record) ([]string, []any, error) {
 
 // keyString renders key columns and values unambiguously, for reduction.
 func keyString(cols []string, key []any) string {
+	if len(key) == 1 {
+		if x, ok := key[0].(int64); ok { // the common case, without a builder
+			return strconv.Itoa(len(cols[0])) + ":" + cols[0] + "=i" + strconv.FormatInt(x, 10)
+		}
+	}
 	var b strings.Builder
 	for i, v := range key {
-		b.WriteString(strconv.Quote(cols[i]))
+		b.WriteString(strconv.Itoa(len(cols[i])))
+		b.WriteByte(':')
+		b.WriteString(cols[i])
 		b.WriteByte('=')
 		switch x := v.(type) {
 		case int64:

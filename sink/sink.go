@@ -613,7 +613,18 @@ func (s *Sink) deleteAny(ctx context.Context, tx *sqlx.Tx, t target, col string,
 	for start := 0; start < len(conv); start += per {
 		end := min(start+per, len(conv))
 		var arg any
-		if _, isBytes := conv[start][0].([]byte); isBytes {
+		ints := make(pq.Int64Array, 0, end-start)
+		for _, row := range conv[start:end] {
+			x, ok := row[0].(int64)
+			if !ok {
+				ints = nil
+				break
+			}
+			ints = append(ints, x)
+		}
+		if ints != nil {
+			arg = ints
+		} else if _, isBytes := conv[start][0].([]byte); isBytes {
 			a := make(pq.ByteaArray, 0, end-start)
 			for _, row := range conv[start:end] {
 				b, _ := row[0].([]byte)
