@@ -49,7 +49,7 @@ func typeCases() []typeCase {
 		{"f32", schema.Primitive(schema.Float32, true), float32(3.4028235e38), "3.4028235e+38", ""},
 		{"f64", schema.Primitive(schema.Float64, true), math.SmallestNonzeroFloat64, "5e-324", ""},
 		{"bool", schema.Primitive(schema.Bool, true), true, "true", "1"},
-		{"str", schema.Primitive(schema.String, true), "héllo 'q' \"dq\" \\ `bt` 数 😀", "héllo 'q' \"dq\" \\ `bt` 数 😀", ""},
+		{"str", schema.Primitive(schema.String, true), "héllo 'q' \"dq\" \\ `bt` 数 😀\t\n\r\\N", "héllo 'q' \"dq\" \\ `bt` 数 😀\t\n\r\\N", ""},
 		{"str_empty", schema.Primitive(schema.String, true), "", "", ""},
 		{"bytes", schema.Primitive(schema.Bytes, true), []byte{0x00, 0xff, 0xfe, '\'', '\\', 0x80}, "00fffe275c80", ""},
 		{"date_min", lg(schema.Int32, schema.Date), day(1000, 1, 1), "1000-01-01", ""},
