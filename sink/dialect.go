@@ -337,7 +337,7 @@ func (mysql) columnsQuery() string {
 // types (VARCHAR/VARBINARY) since MySQL cannot index TEXT/BLOB without a
 // prefix length.
 func (d mysql) columnType(col string, s *schema.Schema, key bool) (string, error) {
-	if st := s.Param(schema.ParamSourceType); st != "" && s.Logical != schema.Geometry && safeSourceType(st) {
+	if st := s.Param(schema.ParamSourceType); st != "" && s.Logical != schema.Geometry && safeSourceType(st) && !(key && unindexable(st)) {
 		return st, nil
 	}
 	switch s.Logical {
@@ -407,6 +407,13 @@ func (d mysql) columnType(col string, s *schema.Schema, key bool) (string, error
 		return "LONGBLOB", nil
 	}
 	return "", fmt.Errorf("%w: column %q: no MySQL type for %s", ErrSchema, col, s)
+}
+
+// unindexable reports types MySQL cannot put in a primary key without a
+// prefix length (TEXT, BLOB, JSON and their size variants).
+func unindexable(sourceType string) bool {
+	t := strings.ToLower(sourceType)
+	return strings.Contains(t, "text") || strings.Contains(t, "blob") || strings.HasPrefix(t, "json")
 }
 
 func keyLength(s *schema.Schema) int {

@@ -706,7 +706,8 @@ func permanentDBError(err error) bool {
 	var me *mysqldrv.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
-		case 1048, 1062, 1064, 1142, 1264, 1265, 1292, 1366, 1406, 1411, 3140, 4025:
+		case 1048, 1062, 1064, 1142, 1264, 1265, 1292, 1366, 1406, 1411, 3140, 4025, // bad data, constraint, syntax, privilege
+			1071, 1074, 1118, 1170: // DDL the server refuses: key or row too long, TEXT/BLOB key
 			return true
 		}
 	}

@@ -98,6 +98,8 @@ func TestColumnTypes(t *testing.T) {
 		{withSrc(schema.Primitive(schema.String, true), "enum('a','it''s')"), false, "TEXT", "enum('a','it''s')"},
 		{withSrc(schema.Primitive(schema.String, true), "varchar(10); DROP TABLE x"), false, "TEXT", "LONGTEXT"},
 		{withSrc(&schema.Schema{Type: schema.Bytes, Logical: schema.Geometry}, "geometry"), false, "BYTEA", "LONGBLOB"},
+		{withSrc(schema.Primitive(schema.String, false), "mediumtext"), true, "TEXT", "VARCHAR(255)"},
+		{withSrc(schema.Primitive(schema.String, false), "varchar(40)"), true, "TEXT", "varchar(40)"},
 	}
 	for _, c := range cases {
 		pg, err := (postgres{}).columnType("c", c.s, c.key)
