@@ -17,6 +17,8 @@ var (
 	// the sink cannot apply to the table's shape (an update or delete on a
 	// table without primary key).
 	ErrSchema = errors.New("sink: record does not fit the target table")
+	// ErrClosed is returned by Write after Close.
+	ErrClosed = errors.New("sink: closed")
 )
 
 // fatalError marks an error that retrying cannot fix; the runtime's classifier

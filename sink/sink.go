@@ -125,6 +125,12 @@ func (s *Sink) Close() error {
 // transaction. On error nothing of recs is applied; errors that retrying
 // cannot fix expose Fatal() bool returning true.
 func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return fatal(ErrClosed)
+	}
 	if !hasData(recs) {
 		return nil
 	}

@@ -267,6 +267,21 @@ func TestWriteHostileIdentifiers(t *testing.T) {
 	})
 }
 
+func TestWriteAfterClose(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if err := s.Write(context.Background(), []schema.Record{cIns("closed", 1, "a")}); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Write after Close: %v, want ErrClosed", err)
+		}
+	})
+}
+
 func TestWriteWithoutAutoEvolveFails(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
 		s := e.open(t, func(c *Config) { c.AutoEvolve = false })
