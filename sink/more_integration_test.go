@@ -306,3 +306,25 @@ func TestWriteDefaultTemplatesCreateSchema(t *testing.T) {
 		}
 	})
 }
+
+// A hostile schema (database) name from the template, created by the sink.
+func TestWriteHostileSchemaName(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		name := e.schema + "_s\"q`b 数 select"
+		s := e.open(t, func(c *Config) { c.SchemaTemplate = name })
+		t.Cleanup(func() {
+			if e.dialect == DialectPostgres {
+				e.db.Exec("DROP SCHEMA " + e.quote(name) + " CASCADE")
+			} else {
+				e.admin.Exec("DROP DATABASE " + e.quote(name))
+			}
+		})
+		write(t, s, cIns("t", 1, "a"), cIns("t", 2, "b"))
+		write(t, s, cDel("t", 1), cUpd("t", 2, 3, "b", "c"))
+		var n int
+		var v string
+		if err := e.db.QueryRow("SELECT count(*), max(v) FROM "+e.quote(name)+"."+e.quote("t")).Scan(&n, &v); err != nil || n != 1 || v != "c" {
+			t.Fatalf("got %d rows max %q (%v), want 1 row c", n, v, err)
+		}
+	})
+}
