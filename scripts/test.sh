@@ -3,9 +3,9 @@
 #   1. go vet ./...
 #   2. unit tests with the race detector (every package except ./integration/...)
 #   3. integration tests (./integration/...) against the real servers of scripts/servers.sh
-# Connection settings come from $SLUICE_SERVERS_ROOT/servers.env (default
-# /tmp/sluice-servers/servers.env) when it exists; start the servers first with
-#   scripts/servers.sh start all
+# It first starts the local servers (scripts/servers.sh start all; a no-op when
+# they run; SLUICE_START_SERVERS=0 skips it). Connection settings come from
+# $SLUICE_SERVERS_ROOT/servers.env (default /tmp/sluice-servers/servers.env).
 # CI defaults to true (a missing server fails the tests instead of skipping them);
 # run with CI=false to let tests skip when servers are absent.
 # Extra arguments are passed to both go test runs (e.g. -run TestFoo).
@@ -14,6 +14,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export CI="${CI:-true}"
 env_file="${SLUICE_SERVERS_ROOT:-/tmp/sluice-servers}/servers.env"
+# Start the local servers unless told not to (SLUICE_START_SERVERS=0); starting
+# is idempotent, so servers already running are reused.
+if [[ "${SLUICE_START_SERVERS:-1}" != 0 ]]; then
+  scripts/servers.sh start all
+fi
 if [[ -f "$env_file" ]]; then
   echo "== using server settings from $env_file"
   set -a
