@@ -53,7 +53,7 @@ func TestSourceTypeMatrix(t *testing.T) {
 		1: {"id": int64(1), "ti": int64(-128), "tiu": int64(255), "si": int64(-32768), "siu": int64(65535),
 			"mi": int64(-8388608), "miu": int64(16777215), "i": int64(math.MinInt32), "iu": int64(math.MaxUint32),
 			"bi": int64(math.MinInt64), "biu": uint64(math.MaxUint64),
-			"d":  dec("-12345678901234567890123456789012345.123456789012345678901234567890"), "d2": dec("-0.50"),
+			"d": dec("-12345678901234567890123456789012345.123456789012345678901234567890"), "d2": dec("-0.50"),
 			"f": float32(1.5), "db": float64(-2.25), "b1": uint64(1), "b64": uint64(math.MaxUint64),
 			"dt": int32(-165), "tm": int64(-(838*3600 + 59*60 + 59) * 1e6),
 			"dtm": time.Date(1960, 1, 2, 3, 4, 5, 123456000, time.UTC).UnixMicro(),

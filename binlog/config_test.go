@@ -1,0 +1,64 @@
+package binlog
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestConfigValidation(t *testing.T) {
+	good := Config{Host: "127.0.0.1", User: "u", ServerID: 7, Flavor: FlavorMariaDB, ServerName: "srv"}
+	if _, err := NewSource(good, nil); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(*Config)
+		field  string
+	}{
+		{func(c *Config) { c.Host = "" }, "Host"},
+		{func(c *Config) { c.User = "" }, "User"},
+		{func(c *Config) { c.ServerID = 0 }, "ServerID"},
+		{func(c *Config) { c.ServerName = "" }, "ServerName"},
+		{func(c *Config) { c.Flavor = "postgres" }, "Flavor"},
+		{func(c *Config) { c.Port = 70000 }, "Port"},
+		{func(c *Config) { c.ServerName = "a b" }, "ServerName"},
+		{func(c *Config) { c.Include = []string{"shop"} }, "shop"},
+		{func(c *Config) { c.Exclude = []string{"nodot"} }, "nodot"},
+	} {
+		c := good
+		tc.change(&c)
+		_, err := NewSource(c, nil)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("config with bad %s: error %v, want ErrConfig naming it", tc.field, err)
+		}
+	}
+}
+
+func TestFilter(t *testing.T) {
+	f := newFilter([]string{"shop.*", "crm.customers", "log_*.events"}, []string{"shop.tmp_*"})
+	for _, tc := range []struct {
+		db, table string
+		want      bool
+	}{
+		{"shop", "orders", true},
+		{"SHOP", "Orders", true},
+		{"shop", "tmp_x", false},
+		{"crm", "customers", true},
+		{"crm", "leads", false},
+		{"log_2024", "events", true},
+		{"log_2024", "other", false},
+		{"shopping", "orders", false},
+		{"mysql", "user", false},
+	} {
+		if got := f.match(tc.db, tc.table); got != tc.want {
+			t.Errorf("match(%s.%s) = %v, want %v", tc.db, tc.table, got, tc.want)
+		}
+	}
+	all := newFilter(nil, []string{"app.secret"})
+	if !all.match("app", "users") || all.match("app", "secret") || all.match("mysql", "user") || all.match("performance_schema", "x") {
+		t.Error("empty include must take every non-system table except the excluded ones")
+	}
+	if !f.matchDatabase("shop") || f.matchDatabase("other") || !f.matchDatabase("log_1") {
+		t.Error("matchDatabase")
+	}
+}

@@ -1,0 +1,37 @@
+// Package binlog is sluice's MySQL/MariaDB source: it connects as a replica
+// (go-mysql's replication package), reads row events and turns them into
+// schema.Records in source order.
+//
+// What the caller must do:
+//
+//  1. Run the server with binlog_format=ROW, binlog_row_image=FULL and
+//     binlog_row_metadata=FULL (column names, primary key, signedness and
+//     ENUM/SET labels come from the binlog itself), and connect with an
+//     account granted REPLICATION SLAVE, REPLICATION CLIENT (BINLOG MONITOR)
+//     and SELECT. Open refuses other settings with a message naming them.
+//  2. NewSource, then Open with the last stored position (nil: the server's
+//     current position), then Read until done, then Close (idempotent).
+//  3. Store only the Position of OpCommit records, and only once every
+//     record before it is delivered. Data records carry no position; an
+//     OpBegin marker opens each transaction and an OpCommit marker ends it.
+//     Statements logged as their own transaction (DDL) give an
+//     OpSchemaChange record followed by an OpCommit. Commit markers come for
+//     every transaction, also those of tables that are not captured, so
+//     that positions advance.
+//  4. Treat ErrPositionPurged as fatal: the binlog at the stored position is
+//     gone and the tables must be snapshotted again.
+//
+// Delivery is at least once: after a lost connection the source reconnects
+// (bounded exponential backoff) from the last commit it read, so records of a
+// transaction cut short are read again.
+//
+// Values follow package schema. Choices the binlog forces: a primary-key
+// change is a delete of the old key and a create of the new one (headers
+// __debezium.newkey/__debezium.oldkey link them); MariaDB's JSON is a
+// LONGTEXT and arrives as a plain string; GEOMETRY values are WKB without
+// the server's 4-byte SRID prefix; zero dates are NULL (or the epoch in NOT
+// NULL columns, and everywhere with ZeroDateAsNull=false); text is converted
+// to UTF-8 from the column's charset (latin1 is Windows-1252, as in MySQL).
+// The table shape is the one in each TABLE_MAP event; there is no schema
+// history yet.
+package binlog
