@@ -1,0 +1,1115 @@
+package converter
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// maxDepth bounds nesting in payloads.
+const maxDepth = 128
+
+// maxCachedSchemaBytes: larger schema texts are decoded but not cached.
+const maxCachedSchemaBytes = 1 << 20
+
+// envDec is the cached decoder of one envelope schema.
+type envDec struct {
+	change bool  // a schema-change envelope
+	value  *plan // struct plan of before/after; nil when absent
+}
+
+// Decode is the inverse of Encode. key may be nil (a record without key).
+// Events with schemas decode exactly (see the package doc); payload-only
+// events get an inferred schema.
+func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
+	var r schema.Record
+	sch, payload, err := splitEnvelope(value)
+	if err != nil {
+		return r, fmt.Errorf("converter: value: %w", err)
+	}
+	if sch == nil {
+		err = decodeSchemaless(&r, payload)
+	} else {
+		var ed *envDec
+		if ed, err = c.envDecoder(sch); err == nil {
+			d := decoder{b: payload}
+			if ed.change {
+				err = d.schemaChange(&r)
+			} else {
+				err = d.envelope(&r, ed.value)
+			}
+			if err == nil {
+				err = d.end()
+			}
+		}
+	}
+	if err != nil {
+		return schema.Record{}, fmt.Errorf("converter: value: %w", err)
+	}
+	if len(key) == 0 || r.Op == schema.OpSchemaChange {
+		return r, nil
+	}
+	if err := c.decodeKey(&r, key); err != nil {
+		return schema.Record{}, fmt.Errorf("converter: key: %w", err)
+	}
+	return r, nil
+}
+
+func (c *JSON) decodeKey(r *schema.Record, key []byte) error {
+	sch, payload, err := splitEnvelope(key)
+	if err != nil {
+		return err
+	}
+	if sch == nil {
+		row, s, err := inferRow(payload, "")
+		if err != nil {
+			return err
+		}
+		r.Key, r.KeySchema = row, s
+		return nil
+	}
+	c.mu.RLock()
+	p := c.decKey[string(sch)]
+	c.mu.RUnlock()
+	if p == nil {
+		var j jschema
+		if err := json.Unmarshal(sch, &j); err != nil {
+			return fmt.Errorf("%w: key schema: %v", ErrSyntax, err)
+		}
+		if p, err = fromConnect(&j, 0); err != nil {
+			return err
+		}
+		if p.kind != kStruct {
+			return fmt.Errorf("%w: key schema is %s, not a struct", ErrSyntax, j.Type)
+		}
+		if len(sch) <= maxCachedSchemaBytes {
+			c.mu.Lock()
+			c.bump()
+			c.decKey[string(sch)] = p
+			c.mu.Unlock()
+		}
+	}
+	d := decoder{b: payload}
+	if d.null() {
+		r.KeySchema = p.s
+		return d.end()
+	}
+	row, err := d.row(p)
+	if err != nil {
+		return err
+	}
+	r.KeySchema, r.Key = p.s, row
+	return d.end()
+}
+
+func (c *JSON) envDecoder(sch []byte) (*envDec, error) {
+	c.mu.RLock()
+	ed := c.decValue[string(sch)]
+	c.mu.RUnlock()
+	if ed != nil {
+		return ed, nil
+	}
+	var j jschema
+	if err := json.Unmarshal(sch, &j); err != nil {
+		return nil, fmt.Errorf("%w: schema: %v", ErrSyntax, err)
+	}
+	if j.Type != "struct" {
+		return nil, fmt.Errorf("%w: envelope schema is %q, not a struct", ErrSyntax, j.Type)
+	}
+	ed = &envDec{}
+	if strings.HasSuffix(j.Name, ".SchemaChangeValue") {
+		ed.change = true
+	} else {
+		var img *jschema
+		for i := range j.Fields {
+			switch j.Fields[i].Field {
+			case "after":
+				img = &j.Fields[i]
+			case "before":
+				if img == nil {
+					img = &j.Fields[i]
+				}
+			}
+		}
+		if img == nil {
+			return nil, fmt.Errorf("%w: envelope schema has neither before nor after", ErrSyntax)
+		}
+		if img.Parameters[paramSluiceNil] != "true" {
+			p, err := fromConnect(img, 0)
+			if err != nil {
+				return nil, err
+			}
+			if p.kind != kStruct {
+				return nil, fmt.Errorf("%w: row schema is %s, not a struct", ErrSyntax, img.Type)
+			}
+			ed.value = p
+		}
+	}
+	if len(sch) <= maxCachedSchemaBytes {
+		c.mu.Lock()
+		c.bump()
+		c.decValue[string(sch)] = ed
+		c.mu.Unlock()
+	}
+	return ed, nil
+}
+
+// splitEnvelope finds "schema" and "payload" in {"schema":…,"payload":…}.
+// Without both it returns the whole input as payload and a nil schema.
+func splitEnvelope(b []byte) (sch, payload []byte, err error) {
+	d := decoder{b: b}
+	if err := d.open('{'); err != nil {
+		return nil, nil, err
+	}
+	var other bool
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			break
+		}
+		start := d.ws()
+		if err := d.skip(); err != nil {
+			return nil, nil, err
+		}
+		switch string(k) {
+		case "schema":
+			sch = b[start:d.i]
+		case "payload":
+			payload = b[start:d.i]
+		default:
+			other = true
+		}
+	}
+	if err := d.end(); err != nil {
+		return nil, nil, err
+	}
+	if sch == nil || payload == nil || other || string(sch) == "null" {
+		return nil, b, nil
+	}
+	return sch, payload, nil
+}
+
+// decoder is a small JSON reader over b.
+type decoder struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (d *decoder) errf(format string, a ...any) error {
+	return fmt.Errorf("%w at byte %d: %s", ErrSyntax, d.i, fmt.Sprintf(format, a...))
+}
+
+func (d *decoder) ws() int {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return d.i
+		}
+	}
+	return d.i
+}
+
+func (d *decoder) end() error {
+	if d.ws() != len(d.b) {
+		return d.errf("trailing data")
+	}
+	return nil
+}
+
+func (d *decoder) open(c byte) error {
+	if d.ws() >= len(d.b) || d.b[d.i] != c {
+		return d.errf("want %q", c)
+	}
+	d.i++
+	return nil
+}
+
+// null consumes a null literal if one is next.
+func (d *decoder) null() bool {
+	d.ws()
+	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "null" {
+		d.i += 4
+		return true
+	}
+	return false
+}
+
+// key reads the next object key and its colon; ok is false at '}'.
+// The returned slice may alias the input or a scratch buffer.
+func (d *decoder) key(first bool) (k []byte, ok bool, err error) {
+	if d.ws() >= len(d.b) {
+		return nil, false, d.errf("unterminated object")
+	}
+	if d.b[d.i] == '}' {
+		d.i++
+		return nil, false, nil
+	}
+	if !first {
+		if d.b[d.i] != ',' {
+			return nil, false, d.errf("want ',' or '}'")
+		}
+		d.i++
+		d.ws()
+	}
+	k, err = d.rawString()
+	if err != nil {
+		return nil, false, err
+	}
+	if d.ws() >= len(d.b) || d.b[d.i] != ':' {
+		return nil, false, d.errf("want ':'")
+	}
+	d.i++
+	return k, true, nil
+}
+
+// rawString reads a string; without escapes it aliases the input.
+func (d *decoder) rawString() ([]byte, error) {
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return nil, d.errf("want a string")
+	}
+	start := d.i + 1
+	for j := start; j < len(d.b); j++ {
+		c := d.b[j]
+		if c == '"' {
+			d.i = j + 1
+			return d.b[start:j], nil
+		}
+		if c == '\\' {
+			return d.unescape(start)
+		}
+		if c < 0x20 {
+			d.i = j
+			return nil, d.errf("control character in string")
+		}
+	}
+	return nil, d.errf("unterminated string")
+}
+
+func (d *decoder) unescape(start int) ([]byte, error) {
+	out := make([]byte, 0, 32)
+	j := start
+	for j < len(d.b) {
+		c := d.b[j]
+		switch {
+		case c == '"':
+			d.i = j + 1
+			return out, nil
+		case c < 0x20:
+			d.i = j
+			return nil, d.errf("control character in string")
+		case c != '\\':
+			out = append(out, c)
+			j++
+			continue
+		}
+		if j+1 >= len(d.b) {
+			break
+		}
+		e := d.b[j+1]
+		j += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(d.b, j)
+			if !ok {
+				d.i = j
+				return nil, d.errf("bad \\u escape")
+			}
+			j += 4
+			if utf16.IsSurrogate(r) {
+				if r2, ok := hex4(d.b, j+2); ok && j+1 < len(d.b) && d.b[j] == '\\' && d.b[j+1] == 'u' {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						j += 6
+						out = utf8.AppendRune(out, dec)
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			d.i = j - 1
+			return nil, d.errf("bad escape")
+		}
+	}
+	return nil, d.errf("unterminated string")
+}
+
+func hex4(b []byte, j int) (rune, bool) {
+	if j+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[j : j+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func (d *decoder) str() (string, error) {
+	d.ws()
+	b, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// optStr reads a string or null ("").
+func (d *decoder) optStr() (string, error) {
+	if d.null() {
+		return "", nil
+	}
+	return d.str()
+}
+
+// number returns the raw token of a JSON number.
+func (d *decoder) number() ([]byte, error) {
+	start := d.ws()
+	j := start
+	if j < len(d.b) && d.b[j] == '-' {
+		j++
+	}
+	digits := j
+	for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
+		j++
+	}
+	if j == digits {
+		return nil, d.errf("want a number")
+	}
+	if j < len(d.b) && d.b[j] == '.' {
+		j++
+		f := j
+		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
+			j++
+		}
+		if j == f {
+			return nil, d.errf("bad number")
+		}
+	}
+	if j < len(d.b) && (d.b[j] == 'e' || d.b[j] == 'E') {
+		j++
+		if j < len(d.b) && (d.b[j] == '+' || d.b[j] == '-') {
+			j++
+		}
+		f := j
+		for j < len(d.b) && d.b[j] >= '0' && d.b[j] <= '9' {
+			j++
+		}
+		if j == f {
+			return nil, d.errf("bad number")
+		}
+	}
+	d.i = j
+	return d.b[start:j], nil
+}
+
+func (d *decoder) int64() (int64, error) {
+	tok, err := d.number()
+	if err != nil {
+		return 0, err
+	}
+	neg := tok[0] == '-'
+	digits := tok
+	if neg {
+		digits = tok[1:]
+	}
+	var u uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' || u > (math.MaxUint64-9)/10 {
+			return 0, d.errf("integer %q", truncate(tok))
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, d.errf("integer %q out of range", truncate(tok))
+		}
+		return -int64(u), nil
+	}
+	if u > math.MaxInt64 {
+		return 0, d.errf("integer %q out of range", truncate(tok))
+	}
+	return int64(u), nil
+}
+
+func (d *decoder) uint64() (uint64, error) {
+	tok, err := d.number()
+	if err != nil {
+		return 0, err
+	}
+	u, err := strconv.ParseUint(string(tok), 10, 64)
+	if err != nil {
+		return 0, d.errf("unsigned integer %q", truncate(tok))
+	}
+	return u, nil
+}
+
+func (d *decoder) float(bits int) (float64, error) {
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == '"' {
+		s, err := d.rawString()
+		if err != nil {
+			return 0, err
+		}
+		switch string(s) {
+		case "NaN":
+			return math.NaN(), nil
+		case "Infinity":
+			return math.Inf(1), nil
+		case "-Infinity":
+			return math.Inf(-1), nil
+		}
+		return 0, d.errf("float %q", truncate(s))
+	}
+	tok, err := d.number()
+	if err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(unsafe.String(&tok[0], len(tok)), bits)
+	if err != nil {
+		return 0, d.errf("float %q", truncate(tok))
+	}
+	return f, nil
+}
+
+func (d *decoder) bool() (bool, error) {
+	d.ws()
+	switch {
+	case len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true":
+		d.i += 4
+		return true, nil
+	case len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false":
+		d.i += 5
+		return false, nil
+	}
+	return false, d.errf("want a boolean")
+}
+
+func (d *decoder) base64() ([]byte, error) {
+	d.ws()
+	s, err := d.rawString()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(out, s)
+	if err != nil {
+		return nil, d.errf("base64: %v", err)
+	}
+	return out[:n], nil
+}
+
+// skip passes over one value, checking its syntax.
+func (d *decoder) skip() error {
+	if d.ws() >= len(d.b) {
+		return d.errf("want a value")
+	}
+	switch c := d.b[d.i]; {
+	case c == '{' || c == '[':
+		d.depth++
+		if d.depth > maxDepth {
+			return d.errf("nested deeper than %d", maxDepth)
+		}
+		defer func() { d.depth-- }()
+		d.i++
+		if c == '{' {
+			for first := true; ; first = false {
+				_, ok, err := d.key(first)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return nil
+				}
+				if err := d.skip(); err != nil {
+					return err
+				}
+			}
+		}
+		for first := true; ; first = false {
+			if d.ws() >= len(d.b) {
+				return d.errf("unterminated array")
+			}
+			if d.b[d.i] == ']' {
+				d.i++
+				return nil
+			}
+			if !first {
+				if d.b[d.i] != ',' {
+					return d.errf("want ',' or ']'")
+				}
+				d.i++
+			}
+			if err := d.skip(); err != nil {
+				return err
+			}
+		}
+	case c == '"':
+		_, err := d.rawString()
+		return err
+	case c == 't' || c == 'f':
+		_, err := d.bool()
+		return err
+	case c == 'n':
+		if !d.null() {
+			return d.errf("want null")
+		}
+		return nil
+	default:
+		_, err := d.number()
+		return err
+	}
+}
+
+// row reads a struct value into a Row aligned with p's fields. Missing
+// fields are NULL; unknown ones are skipped.
+func (d *decoder) row(p *plan) (schema.Row, error) {
+	if err := d.open('{'); err != nil {
+		return nil, err
+	}
+	d.depth++
+	if d.depth > maxDepth {
+		return nil, d.errf("nested deeper than %d", maxDepth)
+	}
+	row := make(schema.Row, len(p.fields))
+	hint := 0
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		i := p.field(k, hint)
+		if i < 0 {
+			if err := d.skip(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if row[i], err = d.value(p.fields[i]); err != nil {
+			return nil, fmt.Errorf("field %s: %w", p.names[i], err)
+		}
+		hint = i + 1
+	}
+	d.depth--
+	return row, nil
+}
+
+// value reads one value per its plan; null is nil.
+func (d *decoder) value(p *plan) (any, error) {
+	if d.null() {
+		return nil, nil
+	}
+	switch p.kind {
+	case kInt:
+		return d.int64()
+	case kDate, kDaysI32:
+		v, err := d.int64()
+		if err != nil {
+			return nil, err
+		}
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return nil, d.errf("date %d out of range", v)
+		}
+		return int32(v), nil
+	case kMsToUs:
+		v, err := d.int64()
+		return v * 1000, err
+	case kNsToUs:
+		v, err := d.int64()
+		if v < 0 && v%1000 != 0 {
+			return v/1000 - 1, err
+		}
+		return v / 1000, err
+	case kUintDec:
+		raw, err := d.base64()
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) > 0 && raw[0] >= 0x80 {
+			return nil, d.errf("negative value for an unsigned column")
+		}
+		for len(raw) > 1 && raw[0] == 0 {
+			raw = raw[1:]
+		}
+		if len(raw) > 8 {
+			return nil, d.errf("unsigned value wider than 64 bits")
+		}
+		var u uint64
+		for _, c := range raw {
+			u = u<<8 | uint64(c)
+		}
+		return u, nil
+	case kFloat32:
+		f, err := d.float(32)
+		return float32(f), err
+	case kFloat64:
+		return d.float(64)
+	case kBool:
+		return d.bool()
+	case kString:
+		return d.str()
+	case kBytes:
+		return d.base64()
+	case kDecBytes:
+		raw, err := d.base64()
+		if err != nil {
+			return nil, err
+		}
+		return schema.Dec{Unscaled: fromTwosComplement(raw), Scale: p.scale}, nil
+	case kDecString:
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		dec, err := schema.ParseDec(s)
+		if err != nil {
+			return nil, d.errf("%v", err)
+		}
+		if p.s.Param(schema.ParamScale) != "" && dec.Scale < p.scale {
+			dec = dec.Rescale(p.scale)
+		}
+		return dec, nil
+	case kDecDouble:
+		f, err := d.float(64)
+		if err != nil {
+			return nil, err
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, d.errf("decimal %v", f)
+		}
+		dec, err := schema.ParseDec(strconv.FormatFloat(f, 'f', int(max(p.scale, 0)), 64))
+		if err != nil {
+			return nil, d.errf("decimal %v out of range", f)
+		}
+		return dec, nil
+	case kDecVar:
+		return d.varDecimal()
+	case kZoned:
+		d.ws()
+		s, err := d.rawString()
+		if err != nil {
+			return nil, err
+		}
+		return parseZoned(s)
+	case kBitsBytes:
+		raw, err := d.base64()
+		if err != nil {
+			return nil, err
+		}
+		var u uint64
+		for i, c := range raw {
+			if i >= 8 {
+				if c != 0 {
+					return nil, d.errf("bits wider than 64")
+				}
+				continue
+			}
+			u |= uint64(c) << (8 * i)
+		}
+		return u, nil
+	case kBitsBool:
+		b, err := d.bool()
+		if b {
+			return uint64(1), err
+		}
+		return uint64(0), err
+	case kGeometry:
+		return d.geometry()
+	case kStruct:
+		return d.row(p)
+	case kArray:
+		return d.array(p)
+	case kMap:
+		return d.mapValue(p)
+	}
+	return nil, d.errf("no decoder for %s", p.s)
+}
+
+func (d *decoder) varDecimal() (any, error) {
+	if err := d.open('{'); err != nil {
+		return nil, err
+	}
+	var dec schema.Dec
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "scale":
+			v, err := d.int64()
+			if err != nil {
+				return nil, err
+			}
+			if v < -maxDecimalScale || v > maxDecimalScale {
+				return nil, d.errf("decimal scale %d", v)
+			}
+			dec.Scale = int32(v)
+		case "value":
+			raw, err := d.base64()
+			if err != nil {
+				return nil, err
+			}
+			dec.Unscaled = fromTwosComplement(raw)
+		default:
+			if err := d.skip(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if dec.Unscaled == nil {
+		return nil, d.errf("VariableScaleDecimal without value")
+	}
+	return dec, nil
+}
+
+func (d *decoder) geometry() (any, error) {
+	if err := d.open('{'); err != nil {
+		return nil, err
+	}
+	var wkb []byte
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if string(k) == "wkb" && !d.null() {
+			if wkb, err = d.base64(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := d.skip(); err != nil {
+			return nil, err
+		}
+	}
+	if wkb == nil {
+		wkb = []byte{}
+	}
+	return wkb, nil
+}
+
+func (d *decoder) array(p *plan) (any, error) {
+	if err := d.open('['); err != nil {
+		return nil, err
+	}
+	d.depth++
+	if d.depth > maxDepth {
+		return nil, d.errf("nested deeper than %d", maxDepth)
+	}
+	out := []any{}
+	for first := true; ; first = false {
+		if d.ws() >= len(d.b) {
+			return nil, d.errf("unterminated array")
+		}
+		if d.b[d.i] == ']' {
+			d.i++
+			break
+		}
+		if !first {
+			if d.b[d.i] != ',' {
+				return nil, d.errf("want ',' or ']'")
+			}
+			d.i++
+		}
+		v, err := d.value(p.elem)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	d.depth--
+	return out, nil
+}
+
+func (d *decoder) mapValue(p *plan) (any, error) {
+	if err := d.open('{'); err != nil {
+		return nil, err
+	}
+	d.depth++
+	if d.depth > maxDepth {
+		return nil, d.errf("nested deeper than %d", maxDepth)
+	}
+	out := map[string]any{}
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		ks := string(k)
+		if out[ks], err = d.value(p.elem); err != nil {
+			return nil, err
+		}
+	}
+	d.depth--
+	return out, nil
+}
+
+// envelope reads a data-change payload.
+func (d *decoder) envelope(r *schema.Record, p *plan) error {
+	if err := d.open('{'); err != nil {
+		return err
+	}
+	var haveOp bool
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "before", "after":
+			var row schema.Row
+			if !d.null() {
+				if p == nil {
+					return d.errf("row image without a row schema")
+				}
+				if row, err = d.row(p); err != nil {
+					return fmt.Errorf("%s: %w", k, err)
+				}
+			}
+			if k[0] == 'b' {
+				r.Before = row
+			} else {
+				r.After = row
+			}
+		case "source":
+			err = d.source(r)
+		case "transaction":
+			err = d.transaction(r)
+		case "op":
+			var s string
+			if s, err = d.str(); err == nil {
+				if r.Op, err = schema.ParseOp(s); err == nil && !r.Op.IsData() {
+					err = d.errf("op %q is not a data change", s)
+				}
+			}
+			haveOp = true
+		case "ts_ms":
+			if !d.null() {
+				r.TsMs, err = d.int64()
+			}
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !haveOp {
+		return d.errf("event without op")
+	}
+	if p != nil {
+		r.ValueSchema = p.s
+	}
+	return nil
+}
+
+func (d *decoder) schemaChange(r *schema.Record) error {
+	if err := d.open('{'); err != nil {
+		return err
+	}
+	r.Op = schema.OpSchemaChange
+	var ch schema.SchemaChange
+	var hasDDL bool
+	var dbName string
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "source":
+			err = d.source(r)
+		case "transaction":
+			err = d.transaction(r)
+		case "ts_ms":
+			if !d.null() {
+				r.TsMs, err = d.int64()
+			}
+		case "databaseName":
+			dbName, err = d.optStr()
+		case "ddl":
+			if !d.null() {
+				hasDDL = true
+				ch.DDL, err = d.str()
+			}
+		case "kind":
+			if !d.null() {
+				hasDDL = true
+				ch.Kind, err = d.str()
+			}
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if r.Table.Database == "" {
+		r.Table.Database = dbName
+	}
+	if hasDDL {
+		r.Change = &ch
+	}
+	return nil
+}
+
+func (d *decoder) source(r *schema.Record) error {
+	if d.null() {
+		return nil
+	}
+	if err := d.open('{'); err != nil {
+		return err
+	}
+	s := &r.Source
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if d.null() {
+			continue
+		}
+		switch string(k) {
+		case "version":
+			s.Version, err = d.str()
+		case "connector":
+			s.Connector, err = d.str()
+		case "name":
+			s.Name, err = d.str()
+		case "ts_ms":
+			s.TsMs, err = d.int64()
+		case "snapshot":
+			if d.ws() < len(d.b) && d.b[d.i] != '"' {
+				var b bool
+				b, err = d.bool()
+				s.Snapshot = strconv.FormatBool(b)
+				if !b {
+					s.Snapshot = "" // streaming, as written for ""
+				}
+			} else {
+				s.Snapshot, err = d.str()
+			}
+		case "db":
+			r.Table.Database, err = d.str()
+		case "table":
+			r.Table.Table, err = d.str()
+		case "server_id":
+			var v uint64
+			v, err = d.uint64()
+			s.ServerID = uint32(v)
+			if v > math.MaxUint32 {
+				err = d.errf("server_id %d", v)
+			}
+		case "gtid":
+			s.GTID, err = d.str()
+		case "file":
+			s.File, err = d.str()
+		case "pos":
+			s.Pos, err = d.uint64()
+		case "row":
+			var v int64
+			v, err = d.int64()
+			s.Row = int(v)
+		case "thread":
+			s.Thread, err = d.uint64()
+		case "query":
+			s.Query, err = d.str()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("source.%s: %w", k, err)
+		}
+	}
+}
+
+func (d *decoder) transaction(r *schema.Record) error {
+	if d.null() {
+		return nil
+	}
+	if err := d.open('{'); err != nil {
+		return err
+	}
+	t := &schema.Transaction{}
+	for first := true; ; first = false {
+		k, ok, err := d.key(first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case "id":
+			t.ID, err = d.optStr()
+		case "total_order":
+			t.TotalOrder, err = d.int64()
+		case "data_collection_order":
+			t.DataCollectionOrder, err = d.int64()
+		default:
+			err = d.skip()
+		}
+		if err != nil {
+			return fmt.Errorf("transaction.%s: %w", k, err)
+		}
+	}
+	r.Transaction = t
+	return nil
+}

@@ -1,0 +1,99 @@
+// Package converter turns records into Debezium-compatible JSON bytes and
+// back: the format Kafka Connect's JsonConverter writes (schemas enabled) for
+// the events of Debezium's MySQL connector.
+//
+// Use:
+//
+//	c := converter.NewJSON(converter.Options{Schemas: true})
+//	key, value, err := c.Encode(&rec)      // ErrNotData for markers: skip them
+//	rec2, err := c.Decode(key, value)      // rec2 equals rec (see Exactness)
+//
+// A JSON is safe for concurrent use. It caches the JSON of every schema it
+// has seen, keyed by *schema.Schema on encode and by the schema bytes on
+// decode; both caches are bounded. Schemas must not be mutated once used
+// (package schema already requires that).
+//
+// # Value
+//
+//	{"schema": {"type":"struct","name":"<server>.<db>.<table>.Envelope","optional":false,"fields":[
+//	    before, after (<server>.<db>.<table>.Value), source (io.debezium.connector.mysql.Source),
+//	    transaction (event.block), op, ts_ms, ts_us, ts_ns]},
+//	 "payload": {"before":…,"after":…,"source":{…},"transaction":…,"op":"c","ts_ms":…,"ts_us":…,"ts_ns":…}}
+//
+// The key is {"schema":{…"<server>.<db>.<table>.Key"…},"payload":{pk columns}};
+// EncodeKey returns nil when the record has no key schema.
+//
+// The source block carries version, connector, name, ts_ms, snapshot, db,
+// sequence, ts_us, ts_ns, table, server_id, gtid, file, pos, row, thread and
+// query; db and table are Record.Table. Empty gtid, table, query and
+// snapshot are written as null (snapshot's schema default is "false", which
+// is what Kafka Connect readers then see).
+//
+// # Types
+//
+// Column schemas follow Debezium's MySQL defaults (decimal.handling.mode
+// from Options, time.precision.mode=adaptive_time_microseconds,
+// bigint.unsigned.handling.mode=precise, binary.handling.mode=bytes):
+//
+//	Int8…Int64          int8…int64
+//	Uint64              bytes org.apache.kafka.connect.data.Decimal scale 0, precision 20
+//	Float32, Float64    float, double (NaN and ±Inf as the strings "NaN", "Infinity", "-Infinity")
+//	Bool, String, Bytes boolean, string, bytes (base64)
+//	Decimal             precise: bytes org.apache.kafka.connect.data.Decimal (base64 two's-complement
+//	                    big-endian unscaled value); without a scale parameter
+//	                    io.debezium.data.VariableScaleDecimal; "string": string; "double": double
+//	Date                int32 io.debezium.time.Date (days)
+//	Time                int64 io.debezium.time.MicroTime
+//	Timestamp           int64 io.debezium.time.MicroTimestamp
+//	ZonedTimestamp      string io.debezium.time.ZonedTimestamp, e.g. "2018-06-20T13:37:03.5Z"
+//	Json                string io.debezium.data.Json
+//	Enum, Set           string io.debezium.data.Enum / io.debezium.data.EnumSet, parameter "allowed"
+//	Bits                length 1: boolean; else bytes io.debezium.data.Bits (little-endian,
+//	                    (length+7)/8 bytes), parameter "length"
+//	Year                int32 io.debezium.time.Year
+//	Geometry            struct io.debezium.data.geometry.Geometry {wkb, srid (always null)}
+//
+// # Exactness
+//
+// With Schemas and DecimalMode "precise", Decode(Encode(r)) returns a record
+// equal to r: schemas equal per schema.Schema.Equal, values of the Go types
+// documented in package schema (int64 for integers, int32 for Date, uint64 for
+// Uint64 and Bits, float32 for Float32, schema.Dec with the column's scale,
+// []byte, string, nil for NULL), Before nil versus an image, Op, Table,
+// Source, Transaction and TsMs. What Connect schemas cannot say travels in
+// schema parameters prefixed "__sluice.": "__sluice.type" and
+// "__sluice.logical" when the physical or logical type differs from what
+// the Connect type and name imply (Uint64, BIT(1), decimals in string or
+// double mode), "__sluice.name" for a name that a logical type's Connect
+// name displaces, and "__sluice.<param>" for every schema parameter Debezium
+// has no place for (source.type, charset, length of strings). Headers,
+// Position and Delivery are not part of the event and are not carried.
+// Exceptions: a Go string that is not valid UTF-8 is written with U+FFFD
+// replacements (JSON strings are text; use Bytes for binary data); a
+// decimal whose scale is below the column's is padded to it.
+//
+// Schema changes (OpSchemaChange) are written as a small envelope named
+// io.debezium.connector.mysql.SchemaChangeValue with source, transaction,
+// ts_ms, databaseName, schemaName (null), ddl, tableChanges (always empty)
+// and an extra "kind"; they have no key. Their key/value schemas and rows,
+// if any, are not carried.
+//
+// Schemas=false writes the payloads only (plain JSON for consumers that do
+// not want Connect schemas). Decode then infers a schema from the JSON
+// (integers int64, other numbers float64, strings, booleans, nested values as
+// Json text): useful for inspection, not exact.
+//
+// # Deliberate differences from Debezium
+//
+//   - TINYINT is int8 (Debezium: int16), and the integer widths are those of
+//     the record's schema, which the binlog source widens for unsigned columns.
+//   - DATETIME is always MicroTimestamp; Debezium uses io.debezium.time.Timestamp
+//     (milliseconds) for DATETIME(0..3). Decode accepts both (and the Connect
+//     and Nano time types), converting to microseconds.
+//   - ZonedTimestamp prints only the fraction digits needed, whatever the
+//     column's precision.
+//   - Geometry srid is always null: the source keeps only the WKB.
+//   - The Envelope schema has no "version"; "sequence" in source is always null.
+//   - Decode accepts "snapshot" as a JSON boolean too (as in Debezium's
+//     documented examples).
+package converter
