@@ -499,11 +499,11 @@ type plan struct {
 	nbytes int   // kBitsBytes
 	nbits  int   // kBitsBytes, kBitsBool
 	fields []*plan
-	names  []string          // field names
-	keys   [][]byte          // `"name":` JSON, for encoding
-	byName map[string]int    // field positions, for decoding out of order
-	elem   *plan             // array element, map value
-	c      *cschema          // encoding only
+	names  []string       // field names
+	keys   [][]byte       // `"name":` JSON, for encoding
+	byName map[string]int // field positions, for decoding out of order
+	elem   *plan          // array element, map value
+	c      *cschema       // encoding only
 }
 
 func (p *plan) prepare() error {

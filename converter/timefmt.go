@@ -217,7 +217,7 @@ func parseZoned(s []byte) (int64, error) {
 	}
 	secs := days*86400 + h*3600 + mi*60 + sec - off
 	// secs*1e6+frac must fit in int64 (wrapping arithmetic is exact then).
-	const maxSecs, maxFrac = 9223372036854, 775807 // MaxInt64 = maxSecs*1e6 + maxFrac
+	const maxSecs, maxFrac = 9223372036854, 775807  // MaxInt64 = maxSecs*1e6 + maxFrac
 	const minSecs, minFrac = -9223372036855, 224192 // MinInt64 = minSecs*1e6 + minFrac
 	if secs > maxSecs || (secs == maxSecs && frac > maxFrac) || secs < minSecs || (secs == minSecs && frac < minFrac) {
 		return bad()
