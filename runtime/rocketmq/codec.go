@@ -1,5 +1,8 @@
 package rocketmq
 
-// defaultCodec is the JSON converter with schemas. TODO(swap): the converter
-// package is being written; until it lands Config.Codec must be set.
-func defaultCodec() Codec { return nil }
+import "github.com/sluicecdc/sluice/converter"
+
+// defaultCodec is the Debezium-compatible JSON converter with schemas.
+func defaultCodec() Codec { return converter.NewJSON(converter.Options{Schemas: true}) }
+
+var _ Codec = (*converter.JSON)(nil)

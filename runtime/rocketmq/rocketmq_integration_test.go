@@ -120,8 +120,20 @@ func maxOffsets(ctx context.Context, ns []string, topic string) (int64, error) {
 	return total, nil
 }
 
+var (
+	itKeySchema   = &schema.Schema{Type: schema.Struct, Name: "it.Key", Fields: []schema.Field{{Name: "id", Schema: schema.Primitive(schema.Int64, false)}}}
+	itValueSchema = &schema.Schema{Type: schema.Struct, Name: "it.Value", Optional: true, Fields: []schema.Field{
+		{Name: "id", Schema: schema.Primitive(schema.Int64, false)},
+		{Name: "version", Schema: schema.Primitive(schema.Int64, false)},
+	}}
+)
+
+// testRecord is an update of row key to version, with schemas so that the
+// JSON converter can encode it.
 func testRecord(id schema.TableID, key, version int64) schema.Record {
-	return schema.Record{Op: schema.OpUpdate, Table: id, Key: schema.Row{key}, After: schema.Row{key, version}}
+	return schema.Record{Op: schema.OpUpdate, Table: id, KeySchema: itKeySchema, Key: schema.Row{key}, ValueSchema: itValueSchema,
+		Before: schema.Row{key, version - 1}, After: schema.Row{key, version},
+		Source: schema.Source{Connector: "mariadb", Name: "it", Snapshot: "false"}}
 }
 
 func TestIntegrationEnsureTopic(t *testing.T) {
@@ -281,6 +293,10 @@ func TestIntegrationOrderPerKey(t *testing.T) {
 				}
 				if want := queueIndex(r.Table, r.KeyString(), 4); d.Queue != want {
 					t.Errorf("key %s on queue %d, want %d", r.KeyString(), d.Queue, want)
+				}
+				if r.Op != schema.OpUpdate || len(r.Before) != 2 || len(r.After) != 2 || fmt.Sprint(r.Before[1]) != fmt.Sprint(r.After[1].(int64)-1) || !r.KeySchema.Equal(itKeySchema) {
+					t.Errorf("record changed on the way: %+v", r)
+					continue
 				}
 				k := kv{r.Table.Table, r.Key[0].(int64)}
 				seen[k] = append(seen[k], r.After[1].(int64))
