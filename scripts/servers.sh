@@ -173,7 +173,7 @@ start_mariadb() {
     fi
     port_open "$MARIADB_PORT" && die "mariadb: port $MARIADB_PORT is already taken by another process"
     log "mariadb: starting on $HOST:$MARIADB_PORT"
-    setsid mariadbd --defaults-file="$MDB_CNF" >>"$MDB_OUT" 2>&1 </dev/null &
+    setsid mariadbd --defaults-file="$MDB_CNF" >>"$MDB_OUT" 2>&1 </dev/null 9>&- &
   fi
   local i ok=0
   for ((i = 0; i < START_TIMEOUT * 5; i++)); do
@@ -261,7 +261,7 @@ start_postgres() {
     log "postgres: starting on $HOST:$PG_PORT"
     pg_as "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" \
       -o "-p $PG_PORT -k $PG_DATA -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-      start >"$PG_DIR/pg_ctl.out" 2>&1 \
+      start >"$PG_DIR/pg_ctl.out" 2>&1 9>&- \
       || { tail_log "$PG_DIR/pg_ctl.out" "$PG_LOG"; die "postgres did not start"; }
   fi
   local i ok=0
@@ -468,7 +468,7 @@ start_rocketmq() {
     port_open "$RMQ_NAMESRV_PORT" && die "rocketmq: name server port $RMQ_NAMESRV_PORT is already taken"
     log "rocketmq: starting name server on $RMQ_NAMESRV"
     (rmq_java rmq.namesrv.logback.xml -Xms256m -Xmx256m -Xmn128m \
-       org.apache.rocketmq.namesrv.NamesrvStartup -c "$RMQ_DIR/namesrv.conf") >>"$RMQ_NS_OUT" 2>&1 </dev/null &
+       org.apache.rocketmq.namesrv.NamesrvStartup -c "$RMQ_DIR/namesrv.conf") >>"$RMQ_NS_OUT" 2>&1 </dev/null 9>&- &
     echo $! >"$RMQ_NS_PID"
   fi
   ok=0
@@ -489,7 +489,7 @@ start_rocketmq() {
     done
     log "rocketmq: starting broker on $HOST:$RMQ_BROKER_PORT (store $RMQ_STORE)"
     (rmq_java rmq.broker.logback.xml -Xms512m -Xmx512m -Xmn256m -XX:MaxDirectMemorySize=512m \
-       org.apache.rocketmq.broker.BrokerStartup -c "$RMQ_DIR/broker.conf") >>"$RMQ_BR_OUT" 2>&1 </dev/null &
+       org.apache.rocketmq.broker.BrokerStartup -c "$RMQ_DIR/broker.conf") >>"$RMQ_BR_OUT" 2>&1 </dev/null 9>&- &
     echo $! >"$RMQ_BR_PID"
   fi
   ok=0
@@ -524,7 +524,7 @@ stop_rocketmq() {
     rm -f "$RMQ_BR_PID" "$RMQ_NS_PID"; log "rocketmq: not running"; return 0
   fi
   log "rocketmq: stopping broker, then name server"
-  kill_pidfile "$RMQ_BR_PID" rocketmq-broker 40
+  kill_pidfile "$RMQ_BR_PID" rocketmq-broker 90   # clean shutdown joins many service threads: 20-30 s
   kill_pidfile "$RMQ_NS_PID" rocketmq-namesrv 20
   log "rocketmq: stopped"
 }
@@ -560,8 +560,9 @@ targets() { # expands "all"/empty into the list of servers, validates names
 
 with_lock() { # serialise concurrent start/stop calls on the same root
   mkdir -p "$ROOT"
-  exec 9>"$ROOT/.lock"
-  if ! flock -w 600 9; then die "could not lock $ROOT/.lock"; fi
+  # fd 9 is closed for every server process started below (9>&-): a server must not keep the lock.
+  exec 9>"$ROOT/.servers.lock"
+  if ! flock -w 600 9; then die "could not lock $ROOT/.servers.lock (another servers.sh start/stop is running?)"; fi
 }
 
 usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
