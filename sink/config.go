@@ -36,6 +36,14 @@ type Config struct {
 	// rows/s of multi-row VALUES upserts). 0 means the default, 1000; a
 	// negative value disables the fast path.
 	CopyThreshold int
+	// TimeAsInterval maps source TIME columns (schema.Time: durations that
+	// may be negative or beyond 24 hours, MySQL's -838:59:59..838:59:59) to
+	// PostgreSQL INTERVAL instead of TIME(6), so every value fits. Off (the
+	// default), values outside 00:00:00..24:00:00 are a fatal ErrValue.
+	// It applies to columns the sink creates or adds; an existing column
+	// keeps its type. MySQL targets always use TIME(6), which holds the
+	// whole source range.
+	TimeAsInterval bool
 }
 
 // DefaultConfig returns a Config with the documented defaults; set Dialect,

@@ -108,7 +108,9 @@ func isKey(keyCols []string, c string) bool {
 
 // ---- PostgreSQL ----
 
-type postgres struct{}
+// postgres builds PostgreSQL SQL. interval maps schema.Time to INTERVAL
+// (Config.TimeAsInterval) instead of TIME(6).
+type postgres struct{ interval bool }
 
 func (postgres) quote(id string) string   { return `"` + strings.ReplaceAll(id, `"`, `""`) + `"` }
 func (postgres) placeholder(n int) string { return "$" + strconv.Itoa(n) }
@@ -192,7 +194,7 @@ func createTableSQL(d dialect, t target, cols []colDef, keyCols []string, suffix
 // columnType maps a schema to a PostgreSQL column type. Bits become
 // BIT VARYING(n): the value is written as a bit string of exactly n digits,
 // so it reads back with its width (BIGINT would lose it).
-func (postgres) columnType(col string, s *schema.Schema, key bool) (string, error) {
+func (d postgres) columnType(col string, s *schema.Schema, key bool) (string, error) {
 	switch s.Logical {
 	case schema.Decimal:
 		p, sc, err := precisionScale(s)
@@ -206,6 +208,9 @@ func (postgres) columnType(col string, s *schema.Schema, key bool) (string, erro
 	case schema.Date:
 		return "DATE", nil
 	case schema.Time:
+		if d.interval {
+			return "INTERVAL", nil
+		}
 		return "TIME(6)", nil
 	case schema.Timestamp:
 		return "TIMESTAMP(6)", nil

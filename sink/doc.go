@@ -46,7 +46,8 @@
 // BIGINT, Uint64 NUMERIC(20), Decimal NUMERIC(p,s), Float32 REAL, Float64
 // DOUBLE PRECISION, Bool BOOLEAN, String/Enum/Set TEXT, Bytes/Geometry
 // BYTEA, Date DATE, Time TIME(6) (values outside 0..24h are an error naming
-// the column), Timestamp TIMESTAMP(6), ZonedTimestamp TIMESTAMPTZ(6), Json
+// the column; with Config.TimeAsInterval, INTERVAL, which holds MySQL's
+// whole -838:59:59..838:59:59 range and more), Timestamp TIMESTAMP(6), ZonedTimestamp TIMESTAMPTZ(6), Json
 // JSONB, Year SMALLINT, Bits BIT VARYING(n) written as a string of exactly n
 // bits (kept over BIGINT so the width reads back). To MySQL: the source type
 // (Param "source.type") when it is a plain type (checked by a small lexer),

@@ -71,7 +71,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		driver, dsn = "mysql", mc.FormatDSN()
 		s.d = mysql{}
 	} else {
-		s.d = postgres{}
+		s.d = postgres{interval: cfg.TimeAsInterval}
 	}
 	db, err := sqlx.ConnectContext(ctx, driver, dsn)
 	if err != nil {

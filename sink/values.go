@@ -248,7 +248,7 @@ func convertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 	return nil, false, nil
 }
 
-func (postgres) convert(col string, s *schema.Schema, v any) (any, error) {
+func (d postgres) convert(col string, s *schema.Schema, v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -261,8 +261,16 @@ func (postgres) convert(col string, s *schema.Schema, v any) (any, error) {
 		if !ok {
 			return nil, valueErr(col, s, v, "want int64 microseconds")
 		}
+		if d.interval {
+			// INTERVAL takes any duration; "[-]H:MM:SS.ffffff" with hours
+			// beyond 24 is its input format. MinInt64 has no positive twin.
+			if us == math.MinInt64 {
+				return nil, valueErr(col, s, v, "duration out of range")
+			}
+			return formatTime(us), nil
+		}
 		if us < 0 || us > usPerDay {
-			return nil, valueErr(col, s, v, "TIME outside 00:00:00..24:00:00 does not fit PostgreSQL TIME")
+			return nil, valueErr(col, s, v, "TIME outside 00:00:00..24:00:00 does not fit PostgreSQL TIME (set Config.TimeAsInterval to map TIME to INTERVAL)")
 		}
 		return formatTime(us), nil
 	case schema.ZonedTimestamp:
