@@ -2,11 +2,14 @@ package rocketmq
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 )
 
@@ -29,6 +32,9 @@ func setClientLogger(l *slog.Logger) {
 type slogAdapter struct{}
 
 func (slogAdapter) log(level slog.Level, msg string, fields map[string]any) {
+	if level > slog.LevelDebug && routine(msg, fields) {
+		level = slog.LevelDebug
+	}
 	l := clientLog.Load()
 	if l == nil {
 		l = slog.Default()
@@ -44,9 +50,48 @@ func (slogAdapter) log(level slog.Level, msg string, fields map[string]any) {
 	sort.Strings(keys)
 	attrs := make([]slog.Attr, 0, len(keys))
 	for _, k := range keys {
-		attrs = append(attrs, slog.Any(k, fields[k]))
+		attrs = append(attrs, slog.Any(k, summarize(fields[k])))
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// routine reports client warnings that are expected in normal operation:
+// a handler failure (the subscriber logs its own warning), and the retry
+// topic of a new consumer group not existing yet.
+func routine(msg string, fields map[string]any) bool {
+	switch msg {
+	case "consumeMessage Orderly return not OK", "consumeMessage orderly error":
+		return true
+	case "query topic route from server error":
+		return strings.Contains(fmt.Sprint(fields[rlog.LogKeyUnderlayError]), "topic not exist")
+	}
+	topic, _ := fields[rlog.LogKeyTopic].(string)
+	return strings.HasPrefix(topic, "%RETRY%")
+}
+
+// summarize replaces messages (whole bodies, up to megabytes) by their
+// position.
+func summarize(v any) any {
+	switch m := v.(type) {
+	case []*primitive.MessageExt:
+		if len(m) == 0 {
+			return "0 messages"
+		}
+		return fmt.Sprintf("%d messages from %s offset %d", len(m), m[0].Topic, m[0].QueueOffset)
+	case *primitive.MessageExt:
+		if m == nil {
+			return nil
+		}
+		return fmt.Sprintf("message %s offset %d", m.Topic, m.QueueOffset)
+	case []*primitive.Message:
+		return fmt.Sprintf("%d messages", len(m))
+	case *primitive.Message:
+		if m == nil {
+			return nil
+		}
+		return "message to " + m.Topic
+	}
+	return v
 }
 
 func (a slogAdapter) Debug(msg string, fields map[string]any)   { a.log(slog.LevelDebug, msg, fields) }

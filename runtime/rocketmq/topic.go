@@ -43,7 +43,8 @@ func newAdmin(nameServers []string) (admin.Admin, error) {
 	return adm, nil
 }
 
-const topicVisibleTimeout = 20 * time.Second
+// topicVisibleTimeout bounds the wait for a created topic to be routed.
+var topicVisibleTimeout = 30 * time.Second
 
 func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string) ([]queue, error) {
 	if topic != sanitizeName(topic) {
@@ -65,20 +66,29 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 	if len(masters) == 0 {
 		return nil, fmt.Errorf("rocketmq: cluster %q has no master broker registered with name servers %v: check Cluster (the broker's brokerClusterName) and that the broker is up", cfg.Cluster, cfg.NameServers)
 	}
-	for _, addr := range masters {
+	create := func(addr string) error {
 		err := adm.CreateTopic(ctx,
 			admin.WithTopicCreate(topic),
 			admin.WithBrokerAddrCreate(addr),
 			admin.WithReadQueueNums(cfg.Queues),
 			admin.WithWriteQueueNums(cfg.Queues))
 		if err != nil {
-			return nil, fmt.Errorf("rocketmq: cannot create topic %q on broker %s: %w", topic, addr, err)
+			return fmt.Errorf("create topic %q on broker %s: %w", topic, addr, err)
+		}
+		return nil
+	}
+	// The admin client gives up after 5 s and does not check the broker's
+	// answer, while a loaded broker may take longer: the route on the name
+	// servers decides. Failed creates are sent again (they are idempotent).
+	failed := map[string]error{}
+	for _, addr := range masters {
+		if err := create(addr); err != nil {
+			failed[addr] = err
 		}
 	}
-	// The admin client does not check the broker's answer: wait until the
-	// name servers route the topic with every queue.
 	want := cfg.Queues * len(masters)
-	deadline := time.Now().Add(topicVisibleTimeout)
+	start := time.Now()
+	lastCreate := start
 	for {
 		route, err := fetchRoute(ctx, cfg.NameServers, topic)
 		if err != nil && !errors.Is(err, errTopicNotExist) {
@@ -88,8 +98,23 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 		if len(qs) >= want {
 			return qs, nil
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("rocketmq: topic %q created on %v but the name servers route %d of %d queues after %s: check the broker log (disk full? topic name refused?)", topic, masters, len(qs), want, topicVisibleTimeout)
+		if time.Since(start) > topicVisibleTimeout {
+			var errs []error
+			for _, e := range failed {
+				errs = append(errs, e)
+			}
+			return nil, fmt.Errorf("rocketmq: topic %q: the name servers route %d of %d queues %s after creating it on %v: check the broker log (disk full? name refused?): %w",
+				topic, len(qs), want, topicVisibleTimeout, masters, errors.Join(errs...))
+		}
+		if len(failed) > 0 && time.Since(lastCreate) > 5*time.Second {
+			lastCreate = time.Now()
+			for addr := range failed {
+				if err := create(addr); err != nil {
+					failed[addr] = err
+				} else {
+					delete(failed, addr)
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():
