@@ -817,9 +817,11 @@ func (d *decoder) geometry() (any, error) {
 		if !ok {
 			break
 		}
-		if string(k) == "wkb" && !d.null() {
-			if wkb, err = d.base64(); err != nil {
-				return nil, err
+		if string(k) == "wkb" {
+			if !d.null() {
+				if wkb, err = d.base64(); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
