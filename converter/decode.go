@@ -282,11 +282,18 @@ func (d *decoder) rawString() ([]byte, error) {
 		return nil, d.errf("want a string")
 	}
 	start := d.i + 1
+	hi := false
 	for j := start; j < len(d.b); j++ {
 		c := d.b[j]
 		if c == '"' {
 			d.i = j + 1
+			if hi && !utf8.Valid(d.b[start:j]) {
+				return validUTF8(d.b[start:j]), nil
+			}
 			return d.b[start:j], nil
+		}
+		if c >= 0x80 {
+			hi = true
 		}
 		if c == '\\' {
 			return d.unescape(start)
@@ -307,6 +314,9 @@ func (d *decoder) unescape(start int) ([]byte, error) {
 		switch {
 		case c == '"':
 			d.i = j + 1
+			if !utf8.Valid(out) {
+				return validUTF8(out), nil
+			}
 			return out, nil
 		case c < 0x20:
 			d.i = j
@@ -1114,4 +1124,21 @@ func (d *decoder) transaction(r *schema.Record) error {
 	}
 	r.Transaction = t
 	return nil
+}
+
+// validUTF8 replaces each byte of an invalid UTF-8 sequence with U+FFFD,
+// as the encoder (and encoding/json) does, so decoded strings re-encode
+// to the same text.
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	return out
 }

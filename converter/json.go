@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -120,6 +121,7 @@ type envEnc struct {
 	prefix []byte // `{"schema":…,"payload":{` or `{`
 	p      *plan  // nil when the record has no value schema
 	vs     *schema.Schema
+	last   atomic.Int64 // size of the last payload, to size the next buffer
 }
 
 func (c *JSON) keyEncoder(ks *schema.Schema) (*keyEnc, error) {
@@ -231,11 +233,14 @@ func (c *JSON) EncodeValue(r *schema.Record) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("converter: value schema of %s: %w", r.Table, err)
 	}
-	n := len(ee.prefix) + 400
-	if ee.p != nil {
-		n += 24 * len(ee.p.fields) * 2
+	n := ee.last.Load()
+	if n == 0 {
+		n = 400
+		if ee.p != nil {
+			n += 24 * int64(len(ee.p.fields)) * 2
+		}
 	}
-	b := make([]byte, 0, n)
+	b := make([]byte, 0, len(ee.prefix)+int(n+n/8))
 	b = append(b, ee.prefix...)
 	b = append(b, `"before":`...)
 	if b, err = appendImage(b, ee.p, r.Before); err != nil {
@@ -257,6 +262,7 @@ func (c *JSON) EncodeValue(r *schema.Record) ([]byte, error) {
 	if c.opts.Schemas {
 		b = append(b, '}')
 	}
+	ee.last.Store(int64(len(b) - len(ee.prefix)))
 	return b, nil
 }
 

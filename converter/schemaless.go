@@ -144,7 +144,7 @@ func inferRow(b []byte, name string) (schema.Row, *schema.Schema, error) {
 			start := d.i
 			err = d.skip()
 			fs = &schema.Schema{Type: schema.String, Logical: schema.Json, Optional: true}
-			v = string(d.b[start:d.i])
+			v = string(validUTF8(d.b[start:d.i]))
 		default:
 			save := d.i
 			var tok []byte
