@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -44,7 +45,56 @@ type Config struct {
 	// keeps its type. MySQL targets always use TIME(6), which holds the
 	// whole source range.
 	TimeAsInterval bool
+	// SchemaChanges decides what schema-change records (schema.OpSchemaChange)
+	// do: "ignore" (the default, also ""), "apply" (see the package doc:
+	// TRUNCATE, DROP TABLE, ALTER TABLE … DROP COLUMN and RENAME COLUMN are
+	// applied to the target; added columns arrive through AutoEvolve; other
+	// DDL is logged and ignored) or "fail" (a Write carrying one fails with a
+	// fatal ErrSchemaChange, for pipelines where a person reviews DDL).
+	SchemaChanges string
+	// OnError decides what happens to a row the target rejects for good
+	// (constraint, type, size; a value the sink cannot convert): "fail" (the
+	// default, also "": the Write fails with a fatal error naming the row),
+	// "skip" (the row is logged with table, key and the database's error and
+	// left out; the rest of the batch commits) or "dlq" (the row is handed to
+	// DeadLetter, then left out). Lost connections and other transient
+	// errors are never skipped.
+	OnError string
+	// DeadLetter receives the rows OnError "dlq" leaves out, before the
+	// batch commits; an error from it fails the Write (retriable unless the
+	// error says Fatal() == true). A retried Write may hand the same row
+	// again: make the callback idempotent or accept duplicates. Required with
+	// "dlq".
+	DeadLetter func(ctx context.Context, rec schema.Record, cause error) error
+	// KeylessMode decides what happens to updates and deletes of tables
+	// without primary key (inserts and snapshot reads are always appended):
+	// "fail" (the default, also ""): a fatal ErrSchema naming the table;
+	// "append": they are skipped with a warning, so the target holds every
+	// row ever inserted (an audit-style append-only copy).
+	KeylessMode string
+	// Transactional applies the records of one source transaction (same
+	// Transaction.ID) in one target transaction even when a transport batch
+	// ends inside it: see "Transaction-consistent mode" in the package doc.
+	Transactional bool
+	// PendingTable names the table that holds, in transactional mode, the
+	// records of a source transaction whose end has not arrived yet; default
+	// "sluice_pending", in the connection's default schema or database.
+	PendingTable string
 }
+
+// Policies of Config.SchemaChanges, Config.OnError and Config.KeylessMode.
+const (
+	SchemaChangesIgnore = "ignore"
+	SchemaChangesApply  = "apply"
+	SchemaChangesFail   = "fail"
+
+	OnErrorFail = "fail"
+	OnErrorSkip = "skip"
+	OnErrorDLQ  = "dlq"
+
+	KeylessFail   = "fail"
+	KeylessAppend = "append"
+)
 
 // DefaultConfig returns a Config with the documented defaults; set Dialect,
 // DSN and Pipeline.
@@ -57,6 +107,10 @@ func DefaultConfig() Config {
 		BatchSize:      500,
 		ProgressTable:  "sluice_progress",
 		CopyThreshold:  1000,
+		SchemaChanges:  SchemaChangesIgnore,
+		OnError:        OnErrorFail,
+		KeylessMode:    KeylessFail,
+		PendingTable:   "sluice_pending",
 	}
 }
 
@@ -90,12 +144,41 @@ func (c *Config) normalize() error {
 	if c.CopyThreshold == 0 {
 		c.CopyThreshold = 1000
 	}
+	if c.PendingTable == "" {
+		c.PendingTable = "sluice_pending"
+	}
+	var err error
+	if c.SchemaChanges, err = oneOf("SchemaChanges", c.SchemaChanges, SchemaChangesIgnore, SchemaChangesApply, SchemaChangesFail); err != nil {
+		return err
+	}
+	if c.OnError, err = oneOf("OnError", c.OnError, OnErrorFail, OnErrorSkip, OnErrorDLQ); err != nil {
+		return err
+	}
+	if c.OnError == OnErrorDLQ && c.DeadLetter == nil {
+		return fmt.Errorf("%w: OnError %q needs a DeadLetter callback", ErrConfig, OnErrorDLQ)
+	}
+	if c.KeylessMode, err = oneOf("KeylessMode", c.KeylessMode, KeylessFail, KeylessAppend); err != nil {
+		return err
+	}
 	for _, t := range []string{c.SchemaTemplate, c.TableTemplate} {
 		if err := checkTemplate(t); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// oneOf normalises a policy value: "" is the first (default) choice.
+func oneOf(name, v string, choices ...string) (string, error) {
+	if v == "" {
+		return choices[0], nil
+	}
+	for _, c := range choices {
+		if strings.EqualFold(v, c) {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s %q: use one of %s", ErrConfig, name, v, strings.Join(choices, ", "))
 }
 
 func checkTemplate(t string) error {

@@ -17,6 +17,9 @@ var (
 	// the sink cannot apply to the table's shape (an update or delete on a
 	// table without primary key).
 	ErrSchema = errors.New("sink: record does not fit the target table")
+	// ErrSchemaChange marks a schema-change record met with
+	// SchemaChanges "fail".
+	ErrSchemaChange = errors.New("sink: schema change refused by configuration")
 	// ErrClosed is returned by Write after Close.
 	ErrClosed = errors.New("sink: closed")
 )

@@ -131,14 +131,95 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 	if closed {
 		return fatal(ErrClosed)
 	}
-	if !hasData(recs) {
+	if !s.relevant(recs) {
 		return nil
 	}
 	last, err := s.lastOffsets(ctx, recs)
 	if err != nil {
 		return err
 	}
-	recs, maxOff := filterDelivered(recs, last)
+	recs, _ = filterDelivered(recs, last)
+	if s.cfg.SchemaChanges == SchemaChangesFail {
+		for i := range recs {
+			if r := &recs[i]; r.Op == schema.OpSchemaChange {
+				return fatal(fmt.Errorf("%w: %s (set SchemaChanges to %q or %q to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
+			}
+		}
+	}
+	for _, st := range s.steps(recs) {
+		if st.ddl != nil {
+			err = s.applySchemaChange(ctx, st.ddl)
+		} else {
+			err = s.applyData(ctx, st.recs)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// relevant reports whether recs hold anything to apply: data, or schema
+// changes when they are not ignored.
+func (s *Sink) relevant(recs []schema.Record) bool {
+	for i := range recs {
+		if recs[i].Op.IsData() || (recs[i].Op == schema.OpSchemaChange && s.cfg.SchemaChanges != SchemaChangesIgnore) {
+			return true
+		}
+	}
+	return false
+}
+
+// step is a run of data records applied in one transaction, or one schema
+// change.
+type step struct {
+	recs []schema.Record
+	ddl  *schema.Record
+}
+
+// steps cuts recs at schema changes when they are applied: each is a
+// barrier between the data before and after it. Otherwise recs is one step.
+func (s *Sink) steps(recs []schema.Record) []step {
+	if s.cfg.SchemaChanges != SchemaChangesApply {
+		return []step{{recs: recs}}
+	}
+	var out []step
+	start := 0
+	for i := range recs {
+		if recs[i].Op != schema.OpSchemaChange {
+			continue
+		}
+		if i > start {
+			out = append(out, step{recs: recs[start:i]})
+		}
+		out = append(out, step{ddl: &recs[i]})
+		start = i + 1
+	}
+	if start < len(recs) || len(out) == 0 {
+		out = append(out, step{recs: recs[start:]})
+	}
+	return out
+}
+
+// offsetsOf returns the highest Delivery offset per queue in recs.
+func offsetsOf(recs []schema.Record) map[progressKey]int64 {
+	out := map[progressKey]int64{}
+	for i := range recs {
+		if d := recs[i].Delivery; d != nil {
+			k := progressKey{d.Topic, d.Queue}
+			if m, ok := out[k]; !ok || d.Offset > m {
+				out[k] = d.Offset
+			}
+		}
+	}
+	return out
+}
+
+// applyData reduces and applies a run of records in one transaction,
+// retrying once with fresh metadata when the target changed behind the
+// cache.
+func (s *Sink) applyData(ctx context.Context, recs []schema.Record) error {
+	maxOff := offsetsOf(recs)
 	p, err := reduce(recs, s.cfg.target)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
@@ -173,6 +254,12 @@ func staleMeta(err error) bool {
 
 // apply runs a reduced plan: DDL first, then one transaction.
 func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64) error {
+	return s.applyWith(ctx, p, maxOff, nil)
+}
+
+// applyWith is apply with extra work done inside the transaction, before
+// the progress rows.
+func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]int64, extra func(tx *sqlx.Tx) error) error {
 	metas, err := s.prepareTables(ctx, p)
 	if err != nil {
 		s.forgetTables(p)
@@ -188,15 +275,18 @@ func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64)
 				return err
 			}
 		}
+		if extra != nil {
+			if err := extra(tx); err != nil {
+				return err
+			}
+		}
 		if s.testHook != nil {
 			if err := s.testHook(ctx, "applied", tx); err != nil {
 				return err
 			}
 		}
-		for k, off := range maxOff {
-			if _, err := tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue, off); err != nil {
-				return fmt.Errorf("sink: save progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
-			}
+		if err := s.saveProgress(ctx, tx, maxOff); err != nil {
+			return err
 		}
 		committing = true
 		return nil
@@ -226,13 +316,33 @@ func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64)
 	return nil
 }
 
-func hasData(recs []schema.Record) bool {
-	for i := range recs {
-		if recs[i].Op.IsData() {
-			return true
+func (s *Sink) saveProgress(ctx context.Context, tx *sqlx.Tx, maxOff map[progressKey]int64) error {
+	for k, off := range maxOff {
+		if _, err := tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue, off); err != nil {
+			return fmt.Errorf("sink: save progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
 		}
 	}
-	return false
+	return nil
+}
+
+// noteProgress records committed offsets in the cache.
+func (s *Sink) noteProgress(maxOff map[progressKey]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, off := range maxOff {
+		if off > s.progress[k] {
+			s.progress[k] = off
+		}
+	}
+}
+
+// forgetProgress drops cached offsets after a commit of unknown outcome.
+func (s *Sink) forgetProgress(maxOff map[progressKey]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range maxOff {
+		delete(s.progress, k)
+	}
 }
 
 func (s *Sink) inTx(ctx context.Context, f func(tx *sqlx.Tx) error) error {
