@@ -81,8 +81,8 @@ func TestWriteSchemaChangesApply(t *testing.T) {
 			ddlRec("src", "ALTER TABLE alt DROP COLUMN extra", 9),
 			ddlRec("src", "ALTER TABLE alt RENAME COLUMN v TO w", 10),
 			ddlRec("src", "ALTER TABLE alt ADD COLUMN z VARCHAR(10)", 11), // AutoEvolve's job: ignored
-			ddlRec("src", "CREATE INDEX i ON alt (w)", 12),                 // ignored
-			ddlRec("src", "TRUNCATE never_created", 13),                     // no table: no-op
+			ddlRec("src", "CREATE INDEX i ON alt (w)", 12),                // ignored
+			ddlRec("src", "TRUNCATE never_created", 13),                   // no table: no-op
 		}
 		check := func() {
 			t.Helper()
