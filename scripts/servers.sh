@@ -374,7 +374,10 @@ rmq_resolve() { # sets RMQ_LIB; tries the requested version, then newer ones
 rmq_java() { # rmq_java LOGBACK_XML JVM_OPTS... -- MAINCLASS ARGS...
   local logback="$1"; shift
   command -v java >/dev/null || ensure_apt openjdk-17-jre-headless
+  # tls.server.mode=disabled: in the default "permissive" mode every server start generates a
+  # self-signed RSA certificate, which took 45 s on a loaded 2-core machine.
   exec java "${JDK17_OPENS[@]}" -XX:+UseSerialGC \
+    -Dtls.server.mode=disabled -Djava.security.egd=file:/dev/./urandom \
     -Drocketmq.home.dir="$RMQ_HOME" -Duser.home="$RMQ_HOME" \
     -Drmq.logback.configurationFile="$logback" \
     -Drocketmq.namesrv.addr="$RMQ_NAMESRV" -Drocketmq.namesrv.domain="$HOST" \
@@ -394,6 +397,7 @@ for a in "\$@"; do [[ "\$a" == -n || "\$a" == --namesrvAddr ]] && need_n=0; done
 if ((\$# > 0)) && ((need_n)); then args+=(-n "$RMQ_NAMESRV"); fi
 export NAMESRV_ADDR="$RMQ_NAMESRV"
 exec java ${JDK17_OPENS[*]} -XX:+UseSerialGC -Xmx256m -XX:TieredStopAtLevel=1 \\
+  -Dtls.enable=false -Djava.security.egd=file:/dev/./urandom \\
   -Drocketmq.home.dir="$RMQ_HOME" -Duser.home="$RMQ_HOME" \\
   -Drmq.logback.configurationFile=rmq.tools.logback.xml \\
   -Drocketmq.namesrv.addr="$RMQ_NAMESRV" -Drocketmq.namesrv.domain=$HOST \\
