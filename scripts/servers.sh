@@ -110,6 +110,8 @@ MDB_ERR="$MDB_DIR/mariadb.err"
 MDB_OUT="$MDB_DIR/mariadbd.out"
 
 mdb_root() { mariadb --no-defaults --protocol=socket -S "$MDB_SOCK" -uroot "$@"; }
+# Running = pid file alive, or (pid file lost) our socket still answers.
+mdb_running() { pid_alive "$MDB_PID" || mdb_root -N -e 'SELECT 1' >/dev/null 2>&1; }
 mdb_cdc_ok() {
   mariadb --no-defaults --protocol=tcp -h "$HOST" -P "$MARIADB_PORT" -usluice -psluice \
     --connect-timeout=2 -N -e 'SELECT 1' >/dev/null 2>&1
@@ -163,7 +165,7 @@ start_mariadb() {
     || ensure_apt mariadb-server mariadb-client
   mkdir -p "$MDB_DIR/tmp"
   mdb_write_cnf
-  if ! pid_alive "$MDB_PID"; then
+  if ! mdb_running; then
     if [[ ! -d "$MDB_DIR/data/mysql" ]]; then
       log "mariadb: initialising $MDB_DIR/data"
       rm -rf "$MDB_DIR/data"
@@ -208,17 +210,21 @@ SQL
 }
 
 stop_mariadb() {
-  pid_alive "$MDB_PID" || { rm -f "$MDB_PID"; log "mariadb: not running"; return 0; }
+  mdb_running || { rm -f "$MDB_PID"; log "mariadb: not running"; return 0; }
   log "mariadb: stopping"
   mdb_root -e 'SHUTDOWN' >/dev/null 2>&1 || true
   kill_pidfile "$MDB_PID" mariadb 30
+  local i
+  for ((i = 0; i < 150; i++)); do port_open "$MARIADB_PORT" || break; sleep 0.2; done
+  port_open "$MARIADB_PORT" && die "mariadb: still listening on $MARIADB_PORT after shutdown"
   log "mariadb: stopped"
 }
 
 status_mariadb() {
-  if pid_alive "$MDB_PID"; then
-    if mdb_cdc_ok; then echo "mariadb   running  pid $(cat "$MDB_PID")  $HOST:$MARIADB_PORT  ready"
-    else echo "mariadb   running  pid $(cat "$MDB_PID")  $HOST:$MARIADB_PORT  NOT answering"; fi
+  if mdb_running; then
+    local pid; pid="$(cat "$MDB_PID" 2>/dev/null || echo '?')"
+    if mdb_cdc_ok; then echo "mariadb   running  pid $pid  $HOST:$MARIADB_PORT  ready"
+    else echo "mariadb   running  pid $pid  $HOST:$MARIADB_PORT  NOT answering"; fi
   else echo "mariadb   stopped"; fi
 }
 
