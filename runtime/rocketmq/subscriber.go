@@ -175,7 +175,11 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 		}
 		backoff := min(firstSuspend<<min(reconsumed, 10), maxSuspend)
 		first := recs[0].Delivery
-		s.log.Warn("rocketmq handler failed; redelivering the batch after a backoff",
+		level := slog.LevelWarn
+		if hctx.Err() != nil {
+			level = slog.LevelDebug // stopping: the batch is read again at the next start
+		}
+		s.log.Log(hctx, level, "rocketmq handler failed; redelivering the batch after a backoff",
 			"topic", first.Topic, "queue", first.Queue, "offset", first.Offset, "records", len(recs),
 			"attempt", reconsumed+1, "backoff", backoff, "err", err)
 		setSuspend(cctx, backoff)
