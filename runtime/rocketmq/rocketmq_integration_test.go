@@ -80,8 +80,15 @@ func itConfig(t testing.TB, tables ...schema.TableID) Config {
 			return
 		}
 		defer adm.Close()
+		topics := map[string]bool{}
 		for _, id := range tables {
-			topic := TopicName(name, id.Database, id.Table, TopicPerTable)
+			topics[TopicName(name, id.Database, id.Table, TopicPerTable)] = true
+			topics[TopicName(name, id.Database, id.Table, TopicPerDatabase)] = true
+		}
+		for topic := range topics {
+			if _, err := fetchRoute(ctx, ns, topic); err != nil {
+				continue // not made by this test
+			}
 			for _, addr := range ci.masters(DefaultCluster) {
 				if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(addr), admin.WithNameSrvAddr(ns)); err != nil {
 					t.Logf("cleanup: delete topic %s: %v", topic, err)
@@ -216,8 +223,19 @@ func TestIntegrationAckAfterBrokerStored(t *testing.T) {
 // consumes them: every version of every key arrives, in order.
 func TestIntegrationOrderPerKey(t *testing.T) {
 	skipUnderRace(t)
+	testOrderPerKey(t, TopicPerTable)
+}
+
+// TestIntegrationOrderPerKeyDatabaseMode: two tables share one topic.
+func TestIntegrationOrderPerKeyDatabaseMode(t *testing.T) {
+	skipUnderRace(t)
+	testOrderPerKey(t, TopicPerDatabase)
+}
+
+func testOrderPerKey(t *testing.T, mode string) {
 	ids := []schema.TableID{{Database: "db", Table: "orders"}, {Database: "db", Table: "items"}}
 	cfg := itConfig(t, ids...)
+	cfg.TopicMode = mode
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// The publisher knows only the first table: the second's topic is made
@@ -288,7 +306,7 @@ func TestIntegrationOrderPerKey(t *testing.T) {
 				}
 				lastOffset[qk] = d.Offset
 				queuesSeen[qk] = true
-				if want := TopicName(cfg.Pipeline, r.Table.Database, r.Table.Table, ""); d.Topic != want {
+				if want := TopicName(cfg.Pipeline, r.Table.Database, r.Table.Table, mode); d.Topic != want {
 					t.Errorf("record of %s delivered from topic %s", r.Table, d.Topic)
 				}
 				if want := queueIndex(r.Table, r.KeyString(), 4); d.Queue != want {
@@ -342,7 +360,7 @@ func TestIntegrationOrderPerKey(t *testing.T) {
 			}
 		}
 	}
-	if len(queuesSeen) != 8 {
+	if want := 4 * len(map[string]bool{TopicName(cfg.Pipeline, "db", "orders", mode): true, TopicName(cfg.Pipeline, "db", "items", mode): true}); len(queuesSeen) != want {
 		t.Errorf("records came from %d queues (%v), want 4 per topic", len(queuesSeen), queuesSeen)
 	}
 }
