@@ -28,6 +28,7 @@ const (
 	sendTimeout     = 5 * time.Second
 	firstRetryDelay = 100 * time.Millisecond
 	maxRetryDelay   = 5 * time.Second
+	maxIndexKey     = 512
 )
 
 // sender is the part of the client's producer the publisher uses.
@@ -253,7 +254,9 @@ func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Messag
 		return nil, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
 	}
 	msg := primitive.NewMessage(topic, val)
-	if ks := rec.KeyString(); ks != "" {
+	// KEYS feeds the broker's message index; a long key is left out of it
+	// (the broker limits a message's properties to 32 KiB in all).
+	if ks := rec.KeyString(); ks != "" && len(ks) <= maxIndexKey {
 		msg.WithKeys([]string{ks})
 	}
 	if rec.Table.Table != "" {
