@@ -504,6 +504,7 @@ type plan struct {
 	byName map[string]int // field positions, for decoding out of order
 	elem   *plan          // array element, map value
 	c      *cschema       // encoding only
+	raw    []byte         // the schema text it was decoded from, when cached
 }
 
 func (p *plan) prepare() error {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -24,6 +25,43 @@ const maxCachedSchemaBytes = 1 << 20
 type envDec struct {
 	change bool  // a schema-change envelope
 	value  *plan // struct plan of before/after; nil when absent
+	raw    []byte
+}
+
+// recentLen schemas per kind are tried by prefix comparison before the
+// schema text is scanned and looked up: a memcmp instead of a parse.
+const recentLen = 8
+
+// recent is a small lock-free ring of recently decoded schemas.
+type recent[T any] struct {
+	slots [recentLen]atomic.Pointer[recentEntry[T]]
+	next  atomic.Uint32
+}
+
+type recentEntry[T any] struct {
+	raw []byte
+	v   T
+}
+
+// match returns the entry whose schema text b starts with, followed by the
+// end of the member (',' or '}'): a complete JSON value is self-delimiting,
+// so the schema member is exactly that text.
+func (r *recent[T]) match(b []byte) (*recentEntry[T], bool) {
+	for i := range r.slots {
+		e := r.slots[i].Load()
+		if e == nil {
+			return nil, false
+		}
+		if len(b) > len(e.raw) && string(b[:len(e.raw)]) == string(e.raw) {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+func (r *recent[T]) add(raw []byte, v T) {
+	i := r.next.Add(1) % recentLen
+	r.slots[i].Store(&recentEntry[T]{raw: raw, v: v})
 }
 
 // Decode is the inverse of Encode. key may be nil (a record without key).
@@ -31,7 +69,15 @@ type envDec struct {
 // events get an inferred schema.
 func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
 	var r schema.Record
-	sch, payload, err := splitEnvelope(value)
+	var hit *recentEntry[*envDec]
+	sch, payload, err := splitEnvelope(value, func(b []byte) int {
+		hit = nil // a repeated "schema" member replaces an earlier hit
+		if e, ok := c.recentValue.match(b); ok {
+			hit = e
+			return len(e.raw)
+		}
+		return 0
+	})
 	if err != nil {
 		return r, fmt.Errorf("converter: value: %w", err)
 	}
@@ -39,7 +85,12 @@ func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
 		err = decodeSchemaless(&r, payload)
 	} else {
 		var ed *envDec
-		if ed, err = c.envDecoder(sch); err == nil {
+		if hit != nil && len(hit.raw) == len(sch) {
+			ed = hit.v
+		} else {
+			ed, err = c.envDecoder(sch)
+		}
+		if err == nil {
 			d := decoder{b: payload}
 			if ed.change {
 				err = d.schemaChange(&r)
@@ -64,7 +115,15 @@ func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
 }
 
 func (c *JSON) decodeKey(r *schema.Record, key []byte) error {
-	sch, payload, err := splitEnvelope(key)
+	var hit *recentEntry[*plan]
+	sch, payload, err := splitEnvelope(key, func(b []byte) int {
+		hit = nil
+		if e, ok := c.recentKey.match(b); ok {
+			hit = e
+			return len(e.raw)
+		}
+		return 0
+	})
 	if err != nil {
 		return err
 	}
@@ -76,9 +135,17 @@ func (c *JSON) decodeKey(r *schema.Record, key []byte) error {
 		r.Key, r.KeySchema = row, s
 		return nil
 	}
-	c.mu.RLock()
-	p := c.decKey[string(sch)]
-	c.mu.RUnlock()
+	var p *plan
+	if hit != nil && len(hit.raw) == len(sch) {
+		p = hit.v
+	} else {
+		c.mu.RLock()
+		p = c.decKey[string(sch)]
+		c.mu.RUnlock()
+		if p != nil {
+			c.recentKey.add(p.raw, p)
+		}
+	}
 	if p == nil {
 		var j jschema
 		if err := json.Unmarshal(sch, &j); err != nil {
@@ -91,10 +158,12 @@ func (c *JSON) decodeKey(r *schema.Record, key []byte) error {
 			return fmt.Errorf("%w: key schema is %s, not a struct", ErrSyntax, j.Type)
 		}
 		if len(sch) <= maxCachedSchemaBytes {
+			p.raw = append([]byte(nil), sch...)
 			c.mu.Lock()
 			c.bump()
 			c.decKey[string(sch)] = p
 			c.mu.Unlock()
+			c.recentKey.add(p.raw, p)
 		}
 	}
 	d := decoder{b: payload}
@@ -115,6 +184,7 @@ func (c *JSON) envDecoder(sch []byte) (*envDec, error) {
 	ed := c.decValue[string(sch)]
 	c.mu.RUnlock()
 	if ed != nil {
+		c.recentValue.add(ed.raw, ed)
 		return ed, nil
 	}
 	var j jschema
@@ -154,17 +224,21 @@ func (c *JSON) envDecoder(sch []byte) (*envDec, error) {
 		}
 	}
 	if len(sch) <= maxCachedSchemaBytes {
+		ed.raw = append([]byte(nil), sch...)
 		c.mu.Lock()
 		c.bump()
 		c.decValue[string(sch)] = ed
 		c.mu.Unlock()
+		c.recentValue.add(ed.raw, ed)
 	}
 	return ed, nil
 }
 
 // splitEnvelope finds "schema" and "payload" in {"schema":…,"payload":…}.
 // Without both it returns the whole input as payload and a nil schema.
-func splitEnvelope(b []byte) (sch, payload []byte, err error) {
+// probe, given the input at the schema member's value, may return the
+// length of a known schema text found there (0: none) to skip scanning it.
+func splitEnvelope(b []byte, probe func([]byte) int) (sch, payload []byte, err error) {
 	d := decoder{b: b}
 	if err := d.open('{'); err != nil {
 		return nil, nil, err
@@ -179,6 +253,16 @@ func splitEnvelope(b []byte) (sch, payload []byte, err error) {
 			break
 		}
 		start := d.ws()
+		if n := 0; string(k) == "schema" && probe != nil {
+			if n = probe(b[start:]); n > 0 {
+				d.i = start + n
+				if d.ws() < len(b) && (b[d.i] == ',' || b[d.i] == '}') {
+					sch = b[start : start+n]
+					continue
+				}
+				d.i = start
+			}
+		}
 		if err := d.skip(); err != nil {
 			return nil, nil, err
 		}

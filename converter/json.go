@@ -46,6 +46,9 @@ type JSON struct {
 	decValue  map[string]*envDec         // by schema JSON
 	decKey    map[string]*plan           // by key schema JSON
 	cacheSize int
+
+	recentValue recent[*envDec]
+	recentKey   recent[*plan]
 }
 
 // NewJSON returns a converter. An empty DecimalMode means DecimalPrecise.

@@ -251,3 +251,39 @@ func TestSchemaless(t *testing.T) {
 		t.Fatalf("schemaless key: %v %v", got.KeySchema, got.Key)
 	}
 }
+
+// TestRecentSchemaProbe covers the prefix match of recently seen schemas:
+// only a complete member matches; anything else is scanned as usual.
+func TestRecentSchemaProbe(t *testing.T) {
+	c := NewJSON(DefaultOptions())
+	r := typeRecords(typeCases()[3])[0]
+	k, v, err := c.Encode(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decode(k, v); err != nil { // caches the schemas
+		t.Fatal(err)
+	}
+	i := bytes.Index(v, []byte(`,"payload":`))
+	junk := append(append(append([]byte(nil), v[:i]...), ` x`...), v[i:]...)
+	if _, err := c.Decode(k, junk); !errors.Is(err, ErrSyntax) {
+		t.Fatalf("schema followed by junk: err %v, want ErrSyntax", err)
+	}
+	// A second "schema" member replaces the first (like encoding/json):
+	// here a schema of a different table.
+	other := typeRecords(typeCases()[0])[0]
+	_, ov, err := c.Encode(&other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := bytes.Index(ov, []byte(`,"payload":`))
+	dup := append(append(append(append([]byte(nil), v[:i]...), ','), ov[1:j]...), `,"payload":`...)
+	dup = append(dup, ov[j+len(`,"payload":`):]...)
+	got, err := c.Decode(nil, dup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.ValueSchema.Equal(other.ValueSchema) {
+		t.Fatalf("duplicate schema member: got %s", got.ValueSchema)
+	}
+}
