@@ -2,7 +2,9 @@ package rocketmq
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -134,4 +136,61 @@ type okSender struct{}
 
 func (okSender) SendSync(context.Context, ...*primitive.Message) (*primitive.SendResult, error) {
 	return &primitive.SendResult{Status: primitive.SendOK}, nil
+}
+
+// BenchmarkIntegrationConsume publishes b.N records, then times a new
+// subscriber reading them all (orderly, 4 queues, handler does nothing).
+func BenchmarkIntegrationConsume(b *testing.B) {
+	if raceEnabled {
+		b.Skip("the client's push consumer races (apache/rocketmq-client-go#1213)")
+	}
+	id := schema.TableID{Database: "db", Table: "cbench"}
+	cfg := itConfig(b, id)
+	ctx := context.Background()
+	p, err := NewPublisher(ctx, cfg, quietLog())
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]schema.Record, b.N)
+	for i := range recs {
+		recs[i] = testRecord(id, int64(i%1000), int64(i))
+	}
+	errs := make(chan error, 1)
+	if err := p.Publish(ctx, recs, func(err error) { errs <- err }); err != nil {
+		b.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	_ = p.Close(ctx)
+	s, err := NewSubscriber(ctx, cfg, quietLog())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got atomic.Int64
+	var first atomic.Int64 // unix ns of the first batch
+	done := make(chan struct{})
+	b.ResetTimer()
+	start := time.Now()
+	go func() {
+		_ = s.Consume(ctx, func(_ context.Context, rs []schema.Record) error {
+			first.CompareAndSwap(0, time.Now().UnixNano())
+			if got.Add(int64(len(rs))) >= int64(b.N) {
+				select {
+				case <-done:
+				default:
+					close(done)
+				}
+			}
+			return nil
+		})
+	}()
+	<-done
+	b.StopTimer()
+	end := time.Now()
+	firstAt := time.Unix(0, first.Load())
+	// Startup (rebalance, queue locks) is reported apart from the rate.
+	b.ReportMetric(float64(firstAt.Sub(start).Milliseconds()), "startup-ms")
+	b.ReportMetric(float64(b.N)/end.Sub(firstAt).Seconds(), "records/s")
+	_ = s.Close(ctx)
 }
