@@ -32,7 +32,7 @@ func (s *Sink) copyUpsert(ctx context.Context, tx *sqlx.Tx, t target, g *rowGrou
 		for j, f := range r.ValueSchema.Fields {
 			v, err := d.convert(f.Name, f.Schema, r.After[j])
 			if err != nil {
-				return fmt.Errorf("sink: table %s, key %s: %w", t, recKey(r), err)
+				return newRowError(r, t, err, fmt.Sprintf("sink: table %s, key %s", t, recKey(r)))
 			}
 			row[j] = v
 		}

@@ -30,6 +30,9 @@ type tablePlan struct {
 	// schemas seen in this batch, for table creation and evolution: the
 	// value schema of every record that writes a row.
 	lastSchema *schema.Record
+	// keylessSkipped counts updates and deletes of a table without key left
+	// out by KeylessMode "append".
+	keylessSkipped int
 }
 
 // plan is the reduced form of a batch: applying it gives the same table
@@ -62,44 +65,62 @@ func (tp *tablePlan) set(c *change) {
 // reduce folds recs (in order) into a plan. Markers and schema changes are
 // skipped; targetOf maps a source table to its target.
 func reduce(recs []schema.Record, targetOf func(schema.TableID) target) (*plan, error) {
+	return reduceWith(recs, targetOf, reduceOpts{})
+}
+
+// reduceOpts adjusts reduce to the sink's policies.
+type reduceOpts struct {
+	skip          func(*schema.Record) bool // rows left out (OnError skip/dlq)
+	keylessAppend bool                      // KeylessMode "append": drop keyless updates and deletes
+}
+
+func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o reduceOpts) (*plan, error) {
 	p := &plan{by: map[target]*tablePlan{}}
 	var lastID schema.TableID
 	var tp *tablePlan
 	for i := range recs {
 		r := &recs[i]
-		if r.Op.IsMarker() || r.Op == schema.OpSchemaChange {
+		if r.Op.IsMarker() || r.Op == schema.OpSchemaChange || (o.skip != nil && o.skip(r)) {
 			continue
 		}
 		if tp == nil || r.Table != lastID {
 			tp, lastID = p.table(targetOf(r.Table)), r.Table
 		}
+		bad := func(err error) error {
+			return newRowError(r, tp.target, err, fmt.Sprintf("table %s", tp.target))
+		}
+		keyless := r.KeySchema == nil || len(r.KeySchema.Fields) == 0
 		switch r.Op {
 		case schema.OpTruncate:
 			tp.truncate = r
 			tp.changes, tp.index, tp.inserts = nil, map[string]int{}, nil
 		case schema.OpCreate, schema.OpRead, schema.OpUpdate:
 			if r.After == nil || r.ValueSchema == nil {
-				return nil, fatal(fmt.Errorf("%w: table %s: %s record without after image or value schema", ErrSchema, tp.target, r.Op))
+				return nil, bad(fatal(fmt.Errorf("%w: %s record without after image or value schema", ErrSchema, r.Op)))
 			}
 			if len(r.After) != len(r.ValueSchema.Fields) {
-				return nil, fatal(fmt.Errorf("%w: table %s: after image has %d values for %d columns", ErrSchema, tp.target, len(r.After), len(r.ValueSchema.Fields)))
+				return nil, bad(fatal(fmt.Errorf("%w: after image has %d values for %d columns", ErrSchema, len(r.After), len(r.ValueSchema.Fields))))
+			}
+			if keyless && r.Op == schema.OpUpdate {
+				if o.keylessAppend {
+					tp.keylessSkipped++
+					continue
+				}
+				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: updates cannot be applied (add a primary key to the source table, or set KeylessMode %q to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
 			}
 			tp.lastSchema = r
-			if r.KeySchema == nil || len(r.KeySchema.Fields) == 0 {
-				if r.Op == schema.OpUpdate {
-					return nil, fatal(fmt.Errorf("%w: table %s has no primary key: updates cannot be applied (add a primary key to the source table)", ErrSchema, tp.target))
-				}
+			if keyless {
 				tp.inserts = append(tp.inserts, r)
 				continue
 			}
 			cols, newKey, err := keyFromRow(r, r.After)
 			if err != nil {
-				return nil, fmt.Errorf("table %s: %w", tp.target, err)
+				return nil, bad(err)
 			}
 			if r.Op == schema.OpUpdate && r.Before != nil && len(r.Before) == len(r.ValueSchema.Fields) {
 				_, oldKey, err := keyFromRow(r, r.Before)
 				if err != nil {
-					return nil, fmt.Errorf("table %s: %w", tp.target, err)
+					return nil, bad(err)
 				}
 				if keyString(cols, oldKey) != keyString(cols, newKey) {
 					tp.set(&change{del: true, keyCols: cols, key: oldKey, rec: r})
@@ -107,16 +128,20 @@ func reduce(recs []schema.Record, targetOf func(schema.TableID) target) (*plan, 
 			}
 			tp.set(&change{keyCols: cols, key: newKey, rec: r})
 		case schema.OpDelete:
-			if r.KeySchema == nil || len(r.KeySchema.Fields) == 0 {
-				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: deletes cannot be applied (add a primary key to the source table)", ErrSchema, tp.target))
+			if keyless {
+				if o.keylessAppend {
+					tp.keylessSkipped++
+					continue
+				}
+				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: deletes cannot be applied (add a primary key to the source table, or set KeylessMode %q to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
 			}
 			cols, key, err := deleteKey(r)
 			if err != nil {
-				return nil, fmt.Errorf("table %s: %w", tp.target, err)
+				return nil, bad(err)
 			}
 			tp.set(&change{del: true, keyCols: cols, key: key, rec: r})
 		default:
-			return nil, fatal(fmt.Errorf("%w: table %s: cannot apply operation %s", ErrSchema, tp.target, r.Op))
+			return nil, bad(fatal(fmt.Errorf("%w: cannot apply operation %s", ErrSchema, r.Op)))
 		}
 	}
 	return p, nil

@@ -215,14 +215,67 @@ func offsetsOf(recs []schema.Record) map[progressKey]int64 {
 	return out
 }
 
+// maxRowErrors bounds the rows one Write may leave out under OnError "skip"
+// or "dlq"; more means something is wrong with the table, not with rows.
+const maxRowErrors = 10000
+
 // applyData reduces and applies a run of records in one transaction,
 // retrying once with fresh metadata when the target changed behind the
-// cache.
+// cache. Under OnError "skip" and "dlq", rows the target rejects for good
+// are left out and the rest is applied again from scratch (the failed
+// transaction applied nothing).
 func (s *Sink) applyData(ctx context.Context, recs []schema.Record) error {
 	maxOff := offsetsOf(recs)
-	p, err := reduce(recs, s.cfg.target)
+	excluded := map[*schema.Record]bool{}
+	opts := reduceOpts{keylessAppend: s.cfg.KeylessMode == KeylessAppend}
+	if s.cfg.OnError != OnErrorFail {
+		opts.skip = func(r *schema.Record) bool { return excluded[r] }
+	}
+	for {
+		err := s.applyOnce(ctx, recs, maxOff, opts)
+		var re *rowError
+		if err == nil || s.cfg.OnError == OnErrorFail || !errors.As(err, &re) || !isFatal(err) || ctx.Err() != nil {
+			return err
+		}
+		for _, b := range re.rows {
+			if excluded[b.rec] {
+				return err // left out already and still failing: not a row problem
+			}
+			if len(excluded) >= maxRowErrors {
+				return fmt.Errorf("sink: more than %d rejected rows in one batch, giving up (check the target table): %w", maxRowErrors, err)
+			}
+			if err := s.leaveOut(ctx, b); err != nil {
+				return err
+			}
+			excluded[b.rec] = true
+		}
+	}
+}
+
+// leaveOut logs a rejected row (OnError "skip") or hands it to DeadLetter
+// (OnError "dlq").
+func (s *Sink) leaveOut(ctx context.Context, b badRow) error {
+	key := recKey(b.rec)
+	if s.cfg.OnError == OnErrorSkip {
+		s.log.Warn("row rejected by the target; skipped", "table", b.table.String(), "key", key, "op", b.rec.Op.String(), "err", b.err)
+		return nil
+	}
+	if err := s.cfg.DeadLetter(ctx, *b.rec, b.err); err != nil {
+		return fmt.Errorf("sink: dead-letter row of %s, key %s: %w", b.table, key, err)
+	}
+	s.log.Info("row rejected by the target; sent to the dead-letter callback", "table", b.table.String(), "key", key, "err", b.err)
+	return nil
+}
+
+func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]int64, opts reduceOpts) error {
+	p, err := reduceWith(recs, s.cfg.target, opts)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
+	}
+	for _, tp := range p.tables {
+		if tp.keylessSkipped > 0 {
+			s.log.Warn("table has no primary key: updates and deletes skipped (KeylessMode append)", "table", tp.target.String(), "skipped", tp.keylessSkipped)
+		}
 	}
 	if len(p.tables) == 0 && len(maxOff) == 0 {
 		return nil
@@ -291,6 +344,9 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 		committing = true
 		return nil
 	})
+	if err != nil && !committing {
+		err = s.diagnose(ctx, err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -548,7 +604,7 @@ func (s *Sink) writeRows(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup
 		for j, f := range r.ValueSchema.Fields {
 			v, err := s.d.convert(f.Name, f.Schema, r.After[j])
 			if err != nil {
-				return fmt.Errorf("sink: table %s, key %s: %w", t, recKey(r), err)
+				return newRowError(r, t, err, fmt.Sprintf("sink: table %s, key %s", t, recKey(r)))
 			}
 			size += approxSize(v)
 			args = append(args, v)
@@ -598,24 +654,57 @@ func (s *Sink) statement(t target, g *rowGroup, rows int, full, upsert bool) str
 }
 
 // rowsError describes a failed multi-row statement. When the error is
-// permanent (bad data, a constraint) it finds the first offending row by
-// trying the rows one by one in a separate transaction that is rolled back,
-// so the error names its key.
+// permanent (bad data, a constraint) it returns a *diagError: once the
+// transaction is rolled back (its locks would block the replay), apply finds
+// the offending rows by trying them one by one in a separate transaction
+// that is rolled back too, so the error names the first one's key and
+// carries them all (*rowError) for OnError "skip" and "dlq".
 func (s *Sink) rowsError(ctx context.Context, err error, t target, g *rowGroup, recs []*schema.Record, upsert bool) error {
 	werr := wrapDB(err)
-	var f interface{ Fatal() bool }
-	if !errors.As(werr, &f) || !f.Fatal() || ctx.Err() != nil {
+	if !isFatal(werr) || ctx.Err() != nil {
 		return fmt.Errorf("sink: write %d rows into %s (first key %s): %w", len(recs), t, recKey(recs[0]), werr)
 	}
-	if r := s.offendingRow(ctx, t, g, recs, upsert); r != nil {
-		return fmt.Errorf("sink: write into %s, key %s: %w", t, recKey(r), werr)
+	return &diagError{t: t, g: g, recs: recs, upsert: upsert, err: werr}
+}
+
+// diagError is a permanent error of a multi-row statement whose offending
+// row is still to be found.
+type diagError struct {
+	t      target
+	g      *rowGroup
+	recs   []*schema.Record
+	upsert bool
+	err    error
+}
+
+func (e *diagError) Error() string {
+	return fmt.Sprintf("sink: write %d rows into %s (first key %s): %v", len(e.recs), e.t, recKey(e.recs[0]), e.err)
+}
+func (e *diagError) Unwrap() error { return e.err }
+
+// diagnose replaces a *diagError (after its transaction is gone) by the
+// error naming the offending rows.
+func (s *Sink) diagnose(ctx context.Context, err error) error {
+	var d *diagError
+	if !errors.As(err, &d) || ctx.Err() != nil {
+		return err
 	}
-	return fmt.Errorf("sink: write %d rows into %s (first key %s; no single row fails alone): %w", len(recs), t, recKey(recs[0]), werr)
+	limit := 1
+	if s.cfg.OnError != OnErrorFail {
+		limit = maxDiagnoseRows
+	}
+	if bad := s.offendingRows(ctx, d.t, d.g, d.recs, d.upsert, limit); len(bad) > 0 {
+		return &rowError{rows: bad, err: fmt.Errorf("sink: write into %s, key %s: %w", d.t, recKey(bad[0].rec), d.err)}
+	}
+	return fmt.Errorf("sink: write %d rows into %s (first key %s; no single row fails alone): %w", len(d.recs), d.t, recKey(d.recs[0]), d.err)
 }
 
 const maxDiagnoseRows = 5000
 
-func (s *Sink) offendingRow(ctx context.Context, t target, g *rowGroup, recs []*schema.Record, upsert bool) *schema.Record {
+// offendingRows replays recs one row a statement in a transaction that is
+// rolled back, each under a savepoint, and returns up to limit rows that
+// fail with a permanent error, each with its own error.
+func (s *Sink) offendingRows(ctx context.Context, t target, g *rowGroup, recs []*schema.Record, upsert bool, limit int) []badRow {
 	if len(recs) > maxDiagnoseRows {
 		recs = recs[:maxDiagnoseRows]
 	}
@@ -626,19 +715,63 @@ func (s *Sink) offendingRow(ctx context.Context, t target, g *rowGroup, recs []*
 	defer tx.Rollback() // diagnosis only: never commit
 	q := s.statement(t, g, 1, true, upsert)
 	args := make([]any, len(g.cols))
+	var bad []badRow
 	for _, r := range recs {
+		var cerr error
 		for j, f := range r.ValueSchema.Fields {
-			v, err := s.d.convert(f.Name, f.Schema, r.After[j])
-			if err != nil {
-				return r
+			if args[j], cerr = s.d.convert(f.Name, f.Schema, r.After[j]); cerr != nil {
+				break
 			}
-			args[j] = v
 		}
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return r
+		if cerr != nil {
+			bad = append(bad, badRow{rec: r, table: t, err: cerr})
+		} else {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT sluice_row"); err != nil {
+				return bad
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				werr := wrapDB(err)
+				if !isFatal(werr) {
+					return nil // a lost connection or the like: no verdict
+				}
+				bad = append(bad, badRow{rec: r, table: t, err: werr})
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT sluice_row"); err != nil {
+					return bad
+				}
+			}
+		}
+		if len(bad) >= limit {
+			break
 		}
 	}
-	return nil
+	return bad
+}
+
+// badRow is a row the target rejects for good, with the reason.
+type badRow struct {
+	rec   *schema.Record
+	table target
+	err   error
+}
+
+// rowError is a permanent error caused by particular rows; OnError "skip"
+// and "dlq" leave them out and apply the rest.
+type rowError struct {
+	rows []badRow
+	err  error
+}
+
+func (e *rowError) Error() string { return e.err.Error() }
+func (e *rowError) Unwrap() error { return e.err }
+
+func newRowError(r *schema.Record, t target, err error, msg string) error {
+	werr := fmt.Errorf("%s: %w", msg, err)
+	return &rowError{rows: []badRow{{rec: r, table: t, err: err}}, err: werr}
+}
+
+func isFatal(err error) bool {
+	var f interface{ Fatal() bool }
+	return errors.As(err, &f) && f.Fatal()
 }
 
 func approxSize(v any) int {
@@ -692,7 +825,7 @@ func (s *Sink) applyDeletes(ctx context.Context, tx *sqlx.Tx, t target, dels []*
 			for j, col := range cols {
 				v, err := s.d.convert(col, c.rec.KeySchema.Fields[j].Schema, c.key[j])
 				if err != nil {
-					return fmt.Errorf("sink: delete from %s, key %s: %w", t, describeKey(cols, c.key), err)
+					return newRowError(c.rec, t, err, fmt.Sprintf("sink: delete from %s, key %s", t, describeKey(cols, c.key)))
 				}
 				conv[i][j] = v
 			}
