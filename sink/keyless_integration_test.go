@@ -33,7 +33,7 @@ func TestWriteKeylessModes(t *testing.T) {
 		a := e.open(t, func(c *Config) { c.KeylessMode = KeylessAppend })
 		write(t, a, keyless(cIns("kl", 2, "b")), keyless(cUpd("kl", 1, 1, "a", "a2")), keyless(cDel("kl", 1)), keyless(cIns("kl", 2, "b")), cIns("keyed", 1, "x"))
 		var n, ones, twos int
-		if err := e.db.QueryRow("SELECT count(*), sum(CASE WHEN id = 1 THEN 1 ELSE 0 END), sum(CASE WHEN id = 2 THEN 1 ELSE 0 END) FROM " + e.table("kl")).Scan(&n, &ones, &twos); err != nil {
+		if err := e.db.QueryRow("SELECT count(*), sum(CASE WHEN id = 1 THEN 1 ELSE 0 END), sum(CASE WHEN id = 2 THEN 1 ELSE 0 END) FROM "+e.table("kl")).Scan(&n, &ones, &twos); err != nil {
 			t.Fatal(err)
 		}
 		if n != 3 || ones != 1 || twos != 2 {

@@ -81,7 +81,7 @@ func TestWriteOnErrorSkip(t *testing.T) {
 			if off, ok := e.progress(t, "oe", 0); !ok || off != 100 {
 				t.Fatalf("progress %d %v, want 100", off, ok)
 			}
-			e.db.Exec("DELETE FROM sluice_progress WHERE pipeline = " + map[string]string{DialectPostgres: "$1", DialectMySQL: "?"}[e.dialect], e.cfg.Pipeline)
+			e.db.Exec("DELETE FROM sluice_progress WHERE pipeline = "+map[string]string{DialectPostgres: "$1", DialectMySQL: "?"}[e.dialect], e.cfg.Pipeline)
 		}
 	})
 }
