@@ -809,7 +809,11 @@ func (d *decoder) value(p *plan) (any, error) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, d.errf("decimal %v", f)
 		}
-		dec, err := schema.ParseDec(strconv.FormatFloat(f, 'f', int(max(p.scale, 0)), 64))
+		prec := int(max(p.scale, 0))
+		if p.s.Param(schema.ParamScale) == "" {
+			prec = -1
+		}
+		dec, err := schema.ParseDec(strconv.FormatFloat(f, 'f', prec, 64))
 		if err != nil {
 			return nil, d.errf("decimal %v out of range", f)
 		}

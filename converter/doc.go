@@ -83,6 +83,20 @@
 // (integers int64, other numbers float64, strings, booleans, nested values as
 // Json text): useful for inspection, not exact.
 //
+// Options{} has Schemas false (Go's zero value); use DefaultOptions() for
+// Debezium's defaults. Decode recognises both forms by their content, so any
+// converter decodes events with schemas exactly.
+//
+// # Performance
+//
+// Encoding appends to one buffer with strconv and base64 and copies the
+// cached JSON of the schemas; decoding compares the schema member with the
+// schemas seen recently (a memcmp instead of a parse), then reads the
+// payload with a small hand-written parser. BenchmarkEncode/BenchmarkDecode
+// against BenchmarkEncodeStdlib/BenchmarkDecodeStdlib (encoding/json on
+// equivalent envelope structs, same record, same run) show about 9x and
+// 18x on a 10-column update (go test -bench . ./converter).
+//
 // # Deliberate differences from Debezium
 //
 //   - TINYINT is int8 (Debezium: int16), and the integer widths are those of

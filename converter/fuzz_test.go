@@ -1,8 +1,10 @@
 package converter
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -46,4 +48,28 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoded event differs: %s\n%s", d, v2)
 		}
 	})
+}
+
+// TestDecodeHostile: sizes and depths taken from the input are checked
+// before use.
+func TestDecodeHostile(t *testing.T) {
+	env := func(field string) []byte {
+		return []byte(`{"schema":{"type":"struct","fields":[{"type":"struct","fields":[` + field +
+			`],"optional":true,"field":"after"}]},"payload":{"after":{"v":"AQ=="},"op":"c"}}`)
+	}
+	deep := bytes.Repeat([]byte(`{"a":`), 10000)
+	for name, in := range map[string][]byte{
+		"huge decimal scale": env(`{"type":"bytes","name":"org.apache.kafka.connect.data.Decimal","parameters":{"scale":"999999999"},"field":"v"}`),
+		"huge bits length":   env(`{"type":"bytes","name":"io.debezium.data.Bits","parameters":{"length":"100000"},"field":"v"}`),
+		"unknown type":       env(`{"type":"int128","field":"v"}`),
+		"deep payload":       append(append([]byte(`{"op":"c","after":`), deep...), '1'),
+		"deep schema":        []byte(`{"schema":` + strings.Repeat(`{"type":"array","items":`, 200) + `{"type":"int8"}` + strings.Repeat(`}`, 200) + `,"payload":{}}`),
+		"truncated":          []byte(`{"schema":{"type":"struct"`),
+		"not json":           []byte(`hello`),
+		"empty":              nil,
+	} {
+		if _, err := NewJSON(DefaultOptions()).Decode(nil, in); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
 }
