@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 )
 
 // Flavors of server.
@@ -35,7 +36,33 @@ type Config struct {
 	// ZeroDateAsNull maps zero dates ('0000-00-00', month or day 0) to NULL
 	// (default true). When false they map to the epoch (0).
 	ZeroDateAsNull *bool
+	// Snapshot says when the source reads the included tables whole before
+	// streaming (records with op "r"):
+	//   - "never" (the default, kept for existing configs): stream only, from
+	//     the server's current position when there is no saved position;
+	//   - "initial": with no saved position, take a consistent snapshot and
+	//     then stream from exactly the binlog position it is consistent with.
+	//     New deployments should choose this;
+	//   - "when_needed": like initial, and also when the saved position was
+	//     purged from the server's binlog (ErrPositionPurged);
+	//   - "initial_only": snapshot, then stop: Read returns ErrSnapshotDone.
+	// A saved position taken mid-snapshot always resumes the snapshot.
+	Snapshot string
+	// SnapshotChunk is the number of rows read per query during a snapshot
+	// (default 2048).
+	SnapshotChunk int
+	// Heartbeat is how often an idle source emits an OpHeartbeat record
+	// carrying the current position (default 10s; negative disables).
+	Heartbeat time.Duration
 }
+
+// Snapshot modes (Config.Snapshot).
+const (
+	SnapshotNever       = "never"
+	SnapshotInitial     = "initial"
+	SnapshotWhenNeeded  = "when_needed"
+	SnapshotInitialOnly = "initial_only"
+)
 
 func (c *Config) zeroDateAsNull() bool { return c.ZeroDateAsNull == nil || *c.ZeroDateAsNull }
 
@@ -59,6 +86,22 @@ func (c *Config) validate() error {
 	}
 	if c.Port == 0 {
 		c.Port = 3306
+	}
+	switch c.Snapshot {
+	case "":
+		c.Snapshot = SnapshotNever
+	case SnapshotNever, SnapshotInitial, SnapshotWhenNeeded, SnapshotInitialOnly:
+	default:
+		return fmt.Errorf("%w: Snapshot %q must be one of never, initial, when_needed, initial_only", ErrConfig, c.Snapshot)
+	}
+	if c.SnapshotChunk < 0 {
+		return fmt.Errorf("%w: SnapshotChunk %d must not be negative", ErrConfig, c.SnapshotChunk)
+	}
+	if c.SnapshotChunk == 0 {
+		c.SnapshotChunk = 2048
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = 10 * time.Second
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("%w: Port %d is out of range 1-65535", ErrConfig, c.Port)

@@ -21,6 +21,26 @@
 //  4. Treat ErrPositionPurged as fatal: the binlog at the stored position is
 //     gone and the tables must be snapshotted again.
 //
+// Initial snapshot (Config.Snapshot "initial", "when_needed",
+// "initial_only"; the default "never" only streams): Open with a nil
+// position starts a REPEATABLE READ transaction WITH CONSISTENT SNAPSHOT and
+// takes the binlog position it is consistent with. On MariaDB that position
+// comes from SHOW STATUS LIKE 'binlog_snapshot_%' inside the transaction
+// (plus BINLOG_GTID_POS), so no global lock is taken; on MySQL FLUSH TABLES
+// WITH READ LOCK is held only while the position is read. Each included
+// table is read in primary-key order, in chunks of Config.SnapshotChunk rows
+// (keyset pagination), giving OpRead records with the same schemas and Go
+// values as the stream (column metadata from information_schema is turned
+// into the table map's type and metadata, text values go through the same
+// conversion). The last record of each chunk carries a version-2 position
+// (SnapshotProgress: table and last key); resuming there reads the rest
+// under a new snapshot and then streams from the original position, which
+// converges exactly because the stream replays every change since then with
+// full row images. The very last snapshot record (source.snapshot "last")
+// carries the plain streaming position; with nothing to read a heartbeat
+// carries it. Tables without a primary key are read in one pass (a crash
+// reads them again). "initial_only" ends with ErrSnapshotDone.
+//
 // Delivery is at least once: after a lost connection the source reconnects
 // (bounded exponential backoff) from the last commit it read, so records of a
 // transaction cut short are read again.

@@ -17,6 +17,9 @@ var (
 	ErrMissingMetadata = errors.New("binlog: table map lacks row metadata; set binlog_row_metadata=FULL on the server")
 	// ErrUnsupported reports an event or column the source cannot map.
 	ErrUnsupported = errors.New("binlog: unsupported")
+	// ErrSnapshotDone is returned by Read, after the last snapshot record,
+	// when Config.Snapshot is "initial_only". It is not a failure.
+	ErrSnapshotDone = errors.New("binlog: snapshot complete (Snapshot is initial_only)")
 	// ErrClosed is returned by Read after Close.
 	ErrClosed = errors.New("binlog: source closed")
 )

@@ -292,17 +292,26 @@ func (m *mapper) row(ti *tableInfo, raw []any) (schema.Row, error) {
 	}
 	row := make(schema.Row, len(raw))
 	for i, v := range raw {
-		x, err := convert(&ti.cols[i], v, m.zeroAsNull)
+		x, err := mapValue(&ti.cols[i], v, m.zeroAsNull)
 		if err != nil {
 			return nil, fmt.Errorf("table %s: %w", ti.id, err)
-		}
-		if x == nil && !ti.cols[i].optional && v != nil && m.zeroAsNull {
-			// a zero date in a NOT NULL column: Debezium gives the epoch
-			x, _ = convert(&ti.cols[i], v, false)
 		}
 		row[i] = x
 	}
 	return row, nil
+}
+
+// mapValue converts one decoded value of column c; the snapshot shares it.
+func mapValue(c *column, v any, zeroAsNull bool) (any, error) {
+	x, err := convert(c, v, zeroAsNull)
+	if err != nil {
+		return nil, err
+	}
+	if x == nil && !c.optional && v != nil && zeroAsNull {
+		// a zero date in a NOT NULL column: Debezium gives the epoch
+		x, _ = convert(c, v, false)
+	}
+	return x, nil
 }
 
 func (m *mapper) record(h *replication.EventHeader, ti *tableInfo, op schema.Op, idx int, before, after schema.Row, headers map[string]string) schema.Record {

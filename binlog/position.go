@@ -8,8 +8,26 @@ import (
 )
 
 // PositionVersion is the version of the position text form written by
-// EncodePosition. ParsePosition accepts this version only.
-const PositionVersion = 1
+// EncodePosition for streaming positions. Positions taken while an initial
+// snapshot is in progress carry a Snapshot block and are written as
+// PositionVersionSnapshot. ParsePosition accepts both.
+const (
+	PositionVersion         = 1
+	PositionVersionSnapshot = 2
+)
+
+// SnapshotProgress is the snapshot-in-progress part of a Position: the table
+// being read and the primary key of the last row delivered from it. Resuming
+// there reads the rest of that table (rows with a greater key) and the tables
+// after it (in database, table name order), then streams from the binlog
+// position of the enclosing Position, which the snapshot started at.
+type SnapshotProgress struct {
+	Database string `json:"db"`
+	Table    string `json:"table"`
+	// Key holds the text form of each primary-key column of the last row
+	// delivered; nil: the table is read from its start.
+	Key [][]byte `json:"key,omitempty"`
+}
 
 // Position is a point in the server's binlog at a transaction boundary:
 // resuming there reads the next transaction first. It is typed here and
@@ -20,6 +38,8 @@ type Position struct {
 	GTIDSet string `json:"gtid,omitempty"` // executed GTID set; preferred for resuming
 	File    string `json:"file,omitempty"` // binlog file name, used when GTIDSet is empty
 	Pos     uint32 `json:"pos,omitempty"`  // offset in File
+	// Snapshot is set while an initial snapshot is in progress (version 2).
+	Snapshot *SnapshotProgress `json:"snapshot,omitempty"`
 }
 
 // String renders the position for logs and error messages.
@@ -29,14 +49,24 @@ func (p Position) String() string {
 		fmt.Fprintf(&b, "gtid=%q ", p.GTIDSet)
 	}
 	fmt.Fprintf(&b, "file=%s pos=%d", p.File, p.Pos)
+	if p.Snapshot != nil {
+		fmt.Fprintf(&b, " snapshot=%s.%s", p.Snapshot.Database, p.Snapshot.Table)
+		if p.Snapshot.Key != nil {
+			fmt.Fprintf(&b, " after key %q", p.Snapshot.Key)
+		}
+	}
 	return b.String()
 }
 
 // EncodePosition renders p in its stable text form, a one-line JSON object
 // such as {"v":1,"flavor":"mariadb","gtid":"0-1-42","file":"mysql-bin.000001","pos":1234}.
-// It sets Version to PositionVersion.
+// It sets Version to PositionVersion, or PositionVersionSnapshot when
+// p.Snapshot is set.
 func EncodePosition(p Position) []byte {
 	p.Version = PositionVersion
+	if p.Snapshot != nil {
+		p.Version = PositionVersionSnapshot
+	}
 	b, err := json.Marshal(p)
 	if err != nil { // a struct of strings and ints always marshals
 		panic(fmt.Sprintf("binlog: encode position: %v", err))
@@ -57,8 +87,16 @@ func ParsePosition(b []byte) (Position, error) {
 	if dec.More() {
 		return Position{}, fmt.Errorf("%w: trailing data after position %q", ErrBadPosition, truncate(b, 120))
 	}
-	if p.Version != PositionVersion {
-		return Position{}, fmt.Errorf("%w: version %d, this build reads version %d", ErrBadPosition, p.Version, PositionVersion)
+	switch {
+	case p.Version == PositionVersion && p.Snapshot == nil:
+	case p.Version == PositionVersionSnapshot && p.Snapshot != nil:
+		if p.Snapshot.Database == "" || p.Snapshot.Table == "" {
+			return Position{}, fmt.Errorf("%w: snapshot progress names no table", ErrBadPosition)
+		}
+	case p.Version == PositionVersion || p.Version == PositionVersionSnapshot:
+		return Position{}, fmt.Errorf("%w: version %d with snapshot block %v", ErrBadPosition, p.Version, p.Snapshot != nil)
+	default:
+		return Position{}, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrBadPosition, p.Version, PositionVersion, PositionVersionSnapshot)
 	}
 	if p.Flavor != FlavorMariaDB && p.Flavor != FlavorMySQL {
 		return Position{}, fmt.Errorf("%w: flavor %q, want %q or %q", ErrBadPosition, p.Flavor, FlavorMariaDB, FlavorMySQL)

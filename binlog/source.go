@@ -44,6 +44,7 @@ type Source struct {
 	closed bool
 	rest   []schema.Record // records taken from ch but not yet returned
 	connID atomic.Uint32   // server thread id of the replication connection
+	snap   snapCounters
 }
 
 type batch struct {
@@ -85,11 +86,17 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		return fmt.Errorf("binlog: connect to %s as %s: %w", s.addr(), s.cfg.User, err)
 	}
 	defer conn.Close()
+	var resume *SnapshotProgress
+	doSnapshot := false
 	if position == nil {
-		if start, err = currentPosition(conn, s.cfg.Flavor); err != nil {
-			return err
+		if s.cfg.Snapshot != SnapshotNever {
+			doSnapshot = true
+		} else {
+			if start, err = currentPosition(conn, s.cfg.Flavor); err != nil {
+				return err
+			}
+			s.log.Info("binlog: starting at the server's current position", "position", start.String())
 		}
-		s.log.Info("binlog: starting at the server's current position", "position", start.String())
 	} else {
 		if start, err = ParsePosition(position); err != nil {
 			return err
@@ -97,7 +104,30 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		if start.Flavor != s.cfg.Flavor {
 			return fmt.Errorf("%w: stored position is for %s, the config says %s", ErrBadPosition, start.Flavor, s.cfg.Flavor)
 		}
-		s.log.Info("binlog: resuming", "position", start.String())
+		switch {
+		case start.Snapshot != nil:
+			resume, start.Snapshot, start.Version = start.Snapshot, nil, PositionVersion
+			doSnapshot = true
+			s.log.Info("binlog: resuming the snapshot", "table", resume.Database+"."+resume.Table, "stream_from", start.String())
+		case s.cfg.Snapshot == SnapshotInitialOnly:
+			// the snapshot is complete: nothing more to read
+			s.log.Info("binlog: the snapshot is complete (Snapshot is initial_only)", "position", start.String())
+			s.cancel, s.done, s.ch, s.err = func() {}, make(chan struct{}), make(chan batch), ErrSnapshotDone
+			close(s.done)
+			return nil
+		case s.cfg.Snapshot == SnapshotWhenNeeded:
+			purged, err := positionPurged(conn, start)
+			if err != nil {
+				return err
+			}
+			if purged {
+				s.log.Warn("binlog: the saved position was purged from the server's binlog: taking a new snapshot", "position", start.String())
+				doSnapshot = true
+			}
+		}
+		if !doSnapshot || resume != nil {
+			s.log.Info("binlog: resuming", "position", start.String())
+		}
 	}
 	if err := checkServer(conn); err != nil {
 		return err
@@ -106,21 +136,59 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	if err != nil {
 		s.log.Warn("binlog: cannot read the server's collations, using built-in ones", "err", err)
 	}
+	var snap *snapshotter
+	if doSnapshot {
+		if snap, err = s.prepareSnapshot(ctx, start, resume); err != nil {
+			return err
+		}
+		start = snap.start
+	}
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), Collations: collations,
 	}, start)
 	if err != nil {
-		return err
-	}
-	syncer, stream, err := s.startSync(start)
-	if err != nil {
+		if snap != nil {
+			snap.close()
+		}
 		return err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
+	if snap != nil {
+		s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
+		go s.snapshotThenStream(rctx, m, snap)
+		return nil
+	}
+	syncer, stream, err := s.startSync(start)
+	if err != nil {
+		cancel()
+		return err
+	}
 	s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
 	go s.run(rctx, m, syncer, stream)
 	return nil
+}
+
+// snapshotThenStream reads the snapshot, then streams from the position it
+// is consistent with (or stops with ErrSnapshotDone for initial_only).
+func (s *Source) snapshotThenStream(ctx context.Context, m *mapper, snap *snapshotter) {
+	err := snap.run(ctx)
+	snap.close()
+	if err == nil && s.cfg.Snapshot == SnapshotInitialOnly {
+		err = ErrSnapshotDone
+	}
+	if err == nil {
+		var syncer *replication.BinlogSyncer
+		var stream *replication.BinlogStreamer
+		if syncer, stream, err = s.startSync(m.Committed()); err == nil {
+			s.run(ctx, m, syncer, stream)
+			return
+		}
+	}
+	if ctx.Err() == nil {
+		s.send(ctx, batch{err: err})
+	}
+	close(s.done)
 }
 
 // currentPosition asks the server where its binlog ends now.
@@ -373,7 +441,15 @@ func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
 			}
 			out = b.recs
 		case <-done:
-			return nil, ErrClosed
+			select { // what the reader sent before it ended comes first
+			case b := <-ch:
+				if b.err != nil {
+					return nil, s.fail(b.err)
+				}
+				out = b.recs
+			default:
+				return nil, ErrClosed
+			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

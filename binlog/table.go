@@ -101,31 +101,68 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		return csUTF8MB4
 	}
 
-	ti := &tableInfo{tm: tm, id: id, cols: make([]column, n)}
-	t := &schema.Table{ID: id, Columns: make([]schema.Column, n)}
+	specs := make([]colSpec, n)
 	for i := 0; i < n; i++ {
 		_, nullable := tm.Nullable(i)
-		c := column{name: names[i], optional: nullable}
 		coll, hasColl := charsets[i]
-		cs := charsetOf(collations, coll, hasColl)
-		sch, srcType, err := columnSchema(&c, tm.ColumnType[i], tm.ColumnMeta[i], unsigned[i], cs)
+		sp := colSpec{name: names[i], typ: tm.ColumnType[i], meta: tm.ColumnMeta[i], unsigned: unsigned[i],
+			charset: charsetOf(collations, coll, hasColl), nullable: nullable}
+		labels, isSet := enums[i], false
+		if l, ok := sets[i]; ok {
+			labels, isSet = l, true
+		}
+		if labels != nil || isSet {
+			ecoll, ok := enumSetCharsets[i]
+			ecs := charsetOf(collations, ecoll, ok)
+			sp.labels = make([]string, len(labels))
+			for j, l := range labels {
+				sp.labels[j] = decodeText([]byte(l), ecs)
+			}
+		}
+		specs[i] = sp
+	}
+	pk := make([]int, 0, len(tm.PrimaryKey))
+	for _, k := range tm.PrimaryKey {
+		pk = append(pk, int(k))
+	}
+	ti, err := buildTableSpecs(id, specs, pk, serverName)
+	if err != nil {
+		return nil, err
+	}
+	ti.tm = tm
+	return ti, nil
+}
+
+// colSpec is one column as the binlog describes it: the table map's type
+// byte and metadata, or the same rebuilt from information_schema by the
+// snapshot, so that both paths share one schema builder.
+type colSpec struct {
+	name     string
+	typ      byte
+	meta     uint16
+	unsigned bool
+	charset  string
+	nullable bool
+	labels   []string // ENUM/SET labels, decoded; nil when absent
+}
+
+// buildTableSpecs derives the columns, key and schemas of a table from its
+// column specs and the positions of its primary-key columns (in key order).
+func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName string) (*tableInfo, error) {
+	n := len(specs)
+	ti := &tableInfo{id: id, cols: make([]column, n)}
+	t := &schema.Table{ID: id, Columns: make([]schema.Column, n)}
+	for i, sp := range specs {
+		c := column{name: sp.name, optional: sp.nullable}
+		sch, srcType, err := columnSchema(&c, sp.typ, sp.meta, sp.unsigned, sp.charset)
 		if err != nil {
 			return nil, fmt.Errorf("table %s column %s: %w", id, c.name, err)
 		}
 		if c.kind == kEnum || c.kind == kSet {
-			labels := enums[i]
-			if c.kind == kSet {
-				labels = sets[i]
-			}
-			if labels == nil {
+			if sp.labels == nil {
 				return nil, fmt.Errorf("%w (table %s column %s has no ENUM/SET labels)", ErrMissingMetadata, id, c.name)
 			}
-			ecoll, ok := enumSetCharsets[i]
-			ecs := charsetOf(collations, ecoll, ok)
-			c.labels = make([]string, len(labels))
-			for j, l := range labels {
-				c.labels[j] = decodeText([]byte(l), ecs)
-			}
+			c.labels = sp.labels
 			quoted := make([]string, len(c.labels))
 			for j, l := range c.labels {
 				quoted[j] = "'" + strings.ReplaceAll(l, "'", "''") + "'"
@@ -133,17 +170,17 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 			srcType += "(" + strings.Join(quoted, ",") + ")"
 			sch.Params[schema.ParamAllowed] = strings.Join(c.labels, ",")
 		}
-		sch.Optional = nullable
+		sch.Optional = sp.nullable
 		sch.Params[schema.ParamSourceType] = srcType
 		ti.cols[i] = c
 		t.Columns[i] = schema.Column{Name: c.name, Schema: sch, SourceType: srcType}
 	}
-	for _, k := range tm.PrimaryKey {
-		if int(k) >= n {
+	for _, k := range pk {
+		if k < 0 || k >= n {
 			return nil, fmt.Errorf("%w: table %s primary key names column %d of %d", ErrUnsupported, id, k, n)
 		}
-		t.PrimaryKey = append(t.PrimaryKey, names[k])
-		ti.keyIdx = append(ti.keyIdx, int(k))
+		t.PrimaryKey = append(t.PrimaryKey, specs[k].name)
+		ti.keyIdx = append(ti.keyIdx, k)
 	}
 	ti.table = t
 	prefix := serverName + "." + id.Database + "." + id.Table

@@ -1,0 +1,841 @@
+package binlog
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	drv "github.com/go-sql-driver/mysql"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+const snapshotLogEvery = 10 * time.Second
+
+// SnapshotStats counts the progress of the initial snapshot of a Source.
+type SnapshotStats struct {
+	Tables     int64 // tables this run of the snapshot reads
+	TablesDone int64 // tables finished
+	Rows       int64 // rows read so far
+	Running    bool  // a snapshot is in progress
+}
+
+type snapCounters struct {
+	tables, tablesDone, rows atomic.Int64
+	running                  atomic.Bool
+}
+
+// SnapshotStats returns the progress of the initial snapshot (zero when the
+// source did not snapshot).
+func (s *Source) SnapshotStats() SnapshotStats {
+	return SnapshotStats{Tables: s.snap.tables.Load(), TablesDone: s.snap.tablesDone.Load(),
+		Rows: s.snap.rows.Load(), Running: s.snap.running.Load()}
+}
+
+// snapshotter reads the included tables inside one consistent-snapshot
+// transaction on one connection.
+type snapshotter struct {
+	s      *Source
+	db     *sql.DB
+	conn   *sql.Conn
+	start  Position // the streaming position the snapshot is consistent with
+	tables []schema.TableID
+	resume *SnapshotProgress // nil: from the first table's start
+	fresh  bool              // a new snapshot, not a resumed one
+	ms     int64             // when the snapshot started, for source.ts_ms
+}
+
+// snapTable is one table as the snapshot reads it.
+type snapTable struct {
+	ti         *tableInfo
+	charsets   []string // per column, "" when none
+	collations []string // per column, "" when none
+	keyable    bool     // keyset pagination on the primary key is possible
+	selectList string
+	from       string
+	orderBy    string
+	estRows    int64
+}
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// prepareSnapshot opens the snapshot connection, starts the consistent
+// snapshot transaction and lists the tables to read. resume, when set,
+// continues an interrupted snapshot whose streaming position is start.
+func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *SnapshotProgress) (_ *snapshotter, err error) {
+	dc := drv.NewConfig()
+	dc.User, dc.Passwd, dc.Net, dc.Addr = s.cfg.User, s.cfg.Password, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port))
+	dc.Timeout = dialTimeout
+	conn, err := drv.NewConnector(dc)
+	if err != nil {
+		return nil, fmt.Errorf("binlog: snapshot connection: %w", err)
+	}
+	sn := &snapshotter{s: s, db: sql.OpenDB(conn), resume: resume, fresh: resume == nil, ms: time.Now().UnixMilli()}
+	sn.db.SetMaxOpenConns(1)
+	defer func() {
+		if err != nil {
+			sn.close()
+		}
+	}()
+	if sn.conn, err = sn.db.Conn(ctx); err != nil {
+		return nil, fmt.Errorf("binlog: snapshot: connect to %s as %s: %w", s.addr(), s.cfg.User, err)
+	}
+	for _, q := range []string{
+		"SET NAMES binary", // raw bytes in each column's own charset, decoded like the binlog's
+		"SET time_zone = '+00:00'",
+		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+	} {
+		if _, err := sn.conn.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("binlog: snapshot: %s: %w", q, err)
+		}
+	}
+	pos, err := sn.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if resume == nil {
+		sn.start = pos
+	} else {
+		sn.start = start
+	}
+	if sn.tables, err = sn.listTables(ctx); err != nil {
+		return nil, err
+	}
+	return sn, nil
+}
+
+// begin starts the consistent-snapshot transaction and returns the binlog
+// position it is consistent with. MariaDB reports that position inside the
+// transaction (binlog_snapshot_file/position), so no global lock is taken;
+// MySQL needs FLUSH TABLES WITH READ LOCK for the instant of reading it.
+func (sn *snapshotter) begin(ctx context.Context) (Position, error) {
+	p := Position{Version: PositionVersion, Flavor: sn.s.cfg.Flavor}
+	const startTx = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+	if sn.s.cfg.Flavor == FlavorMariaDB {
+		if _, err := sn.conn.ExecContext(ctx, startTx); err != nil {
+			return p, fmt.Errorf("binlog: snapshot: %s: %w", startTx, err)
+		}
+		rows, err := sn.conn.QueryContext(ctx, "SHOW STATUS LIKE 'binlog_snapshot_%'")
+		if err != nil {
+			return p, fmt.Errorf("binlog: snapshot: read binlog_snapshot_file/position: %w", err)
+		}
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return p, err
+			}
+			switch strings.ToLower(k) {
+			case "binlog_snapshot_file":
+				p.File = v
+			case "binlog_snapshot_position":
+				n, _ := strconv.ParseUint(v, 10, 32)
+				p.Pos = uint32(n)
+			}
+		}
+		rows.Close()
+		if p.File == "" || p.Pos < 4 {
+			return p, errors.New("binlog: snapshot: the server reports no binlog snapshot position; start it with log-bin and binlog-format=ROW")
+		}
+		var gtid sql.NullString
+		if err := sn.conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", p.File, p.Pos).Scan(&gtid); err != nil {
+			return p, fmt.Errorf("binlog: snapshot: BINLOG_GTID_POS: %w", err)
+		}
+		p.GTIDSet = gtid.String
+		return p, nil
+	}
+	if _, err := sn.conn.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
+		return p, fmt.Errorf("binlog: snapshot: FLUSH TABLES WITH READ LOCK (grant RELOAD): %w", err)
+	}
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			_, _ = sn.conn.ExecContext(context.WithoutCancel(ctx), "UNLOCK TABLES")
+		}
+	}
+	defer unlock()
+	if _, err := sn.conn.ExecContext(ctx, startTx); err != nil {
+		return p, fmt.Errorf("binlog: snapshot: %s: %w", startTx, err)
+	}
+	rows, err := sn.conn.QueryContext(ctx, "SHOW BINARY LOG STATUS")
+	if err != nil {
+		rows, err = sn.conn.QueryContext(ctx, "SHOW MASTER STATUS")
+	}
+	if err != nil {
+		return p, fmt.Errorf("binlog: snapshot: read the binlog position (grant REPLICATION CLIENT): %w", err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	if !rows.Next() {
+		return p, errors.New("binlog: snapshot: the server has no binary log; start it with log-bin, binlog-format=ROW")
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return p, err
+	}
+	unlock()
+	for i, c := range cols {
+		switch c {
+		case "File":
+			p.File = vals[i].String
+		case "Position":
+			n, _ := strconv.ParseUint(vals[i].String, 10, 32)
+			p.Pos = uint32(n)
+		case "Executed_Gtid_Set":
+			p.GTIDSet = strings.ReplaceAll(strings.TrimSpace(vals[i].String), "\n", "")
+		}
+	}
+	return p, nil
+}
+
+// listTables lists the included base tables in (database, table) order,
+// without those a resumed snapshot already finished.
+func (sn *snapshotter) listTables(ctx context.Context) ([]schema.TableID, error) {
+	rows, err := sn.conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')")
+	if err != nil {
+		return nil, fmt.Errorf("binlog: snapshot: list tables: %w", err)
+	}
+	defer rows.Close()
+	f := newFilter(sn.s.cfg.Include, sn.s.cfg.Exclude)
+	var out []schema.TableID
+	for rows.Next() {
+		var id schema.TableID
+		if err := rows.Scan(&id.Database, &id.Table); err != nil {
+			return nil, err
+		}
+		if f.match(id.Database, id.Table) {
+			out = append(out, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, compareTableID)
+	if sn.resume != nil {
+		r := schema.TableID{Database: sn.resume.Database, Table: sn.resume.Table}
+		out = slices.DeleteFunc(out, func(id schema.TableID) bool { return compareTableID(id, r) < 0 })
+	}
+	return out, nil
+}
+
+func compareTableID(a, b schema.TableID) int {
+	if c := strings.Compare(a.Database, b.Database); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Table, b.Table)
+}
+
+func (sn *snapshotter) close() {
+	if sn.conn != nil {
+		_, _ = sn.conn.ExecContext(context.Background(), "COMMIT")
+		sn.conn.Close()
+	}
+	sn.db.Close()
+}
+
+// loadTable reads a table's columns and primary key from information_schema
+// and builds the same schemas the binlog's table map gives.
+func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapTable, error) {
+	rows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME,
+  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION
+  FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Database, id.Table)
+	if err != nil {
+		return nil, fmt.Errorf("binlog: snapshot: columns of %s: %w", id, err)
+	}
+	st := &snapTable{from: quoteIdent(id.Database) + "." + quoteIdent(id.Table)}
+	var specs []colSpec
+	for rows.Next() {
+		var ic infoColumn
+		if err := rows.Scan(&ic.name, &ic.dataType, &ic.columnType, &ic.nullable, &ic.charset, &ic.collation,
+			&ic.octets, &ic.precision, &ic.scale, &ic.fsp); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		sp, err := ic.spec()
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("table %s column %s: %w", id, ic.name, err)
+		}
+		specs = append(specs, sp)
+		st.charsets = append(st.charsets, sp.charset)
+		st.collations = append(st.collations, ic.collation.String)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, nil // dropped since it was listed
+	}
+	var pk []int
+	krows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
+  WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, id.Database, id.Table)
+	if err != nil {
+		return nil, fmt.Errorf("binlog: snapshot: primary key of %s: %w", id, err)
+	}
+	for krows.Next() {
+		var name string
+		if err := krows.Scan(&name); err != nil {
+			krows.Close()
+			return nil, err
+		}
+		for i, sp := range specs {
+			if sp.name == name {
+				pk = append(pk, i)
+			}
+		}
+	}
+	krows.Close()
+	if st.ti, err = buildTableSpecs(id, specs, pk, sn.s.cfg.ServerName); err != nil {
+		return nil, err
+	}
+	list := make([]string, len(specs))
+	for i, c := range st.ti.cols {
+		list[i] = quoteIdent(c.name)
+		if c.kind == kFloat32 {
+			// FLOAT's text form keeps 6 digits; as a double it is exact.
+			list[i] = "(" + list[i] + " + 0e0)"
+		}
+	}
+	st.selectList = strings.Join(list, ", ")
+	st.keyable = len(pk) > 0
+	order := make([]string, len(pk))
+	for i, k := range pk {
+		order[i] = quoteIdent(specs[k].name)
+		switch st.ti.cols[k].kind {
+		case kEnum, kSet, kJSON, kGeometry: // compared as text, sorted by index
+			st.keyable = false
+		}
+	}
+	st.orderBy = strings.Join(order, ", ")
+	var est sql.NullInt64
+	_ = sn.conn.QueryRowContext(ctx, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", id.Database, id.Table).Scan(&est)
+	st.estRows = est.Int64
+	return st, nil
+}
+
+// infoColumn is one row of information_schema.COLUMNS.
+type infoColumn struct {
+	name, dataType, columnType, nullable string
+	charset, collation                   sql.NullString
+	octets, precision, scale, fsp        sql.NullInt64
+}
+
+// spec rebuilds the table map's type byte and metadata of the column.
+func (ic *infoColumn) spec() (colSpec, error) {
+	sp := colSpec{name: ic.name, nullable: ic.nullable == "YES",
+		unsigned: strings.Contains(strings.ToLower(ic.columnType), "unsigned"), charset: csBinary}
+	if ic.charset.Valid {
+		sp.charset = ic.charset.String
+		if sp.charset == "utf8" {
+			sp.charset = csUTF8MB3
+		}
+	}
+	octets := uint16(min(max(ic.octets.Int64, 0), 65535))
+	switch ic.dataType {
+	case "tinyint":
+		sp.typ = mysql.MYSQL_TYPE_TINY
+	case "smallint":
+		sp.typ = mysql.MYSQL_TYPE_SHORT
+	case "mediumint":
+		sp.typ = mysql.MYSQL_TYPE_INT24
+	case "int", "integer":
+		sp.typ = mysql.MYSQL_TYPE_LONG
+	case "bigint":
+		sp.typ = mysql.MYSQL_TYPE_LONGLONG
+	case "float":
+		sp.typ = mysql.MYSQL_TYPE_FLOAT
+	case "double", "real", "double precision":
+		sp.typ = mysql.MYSQL_TYPE_DOUBLE
+	case "decimal", "numeric":
+		sp.typ = mysql.MYSQL_TYPE_NEWDECIMAL
+		sp.meta = uint16(ic.precision.Int64)<<8 | uint16(ic.scale.Int64)
+	case "bit":
+		n := uint16(ic.precision.Int64)
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_BIT, (n/8)<<8|n%8
+	case "year":
+		sp.typ = mysql.MYSQL_TYPE_YEAR
+	case "date":
+		sp.typ = mysql.MYSQL_TYPE_DATE
+	case "time":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_TIME2, uint16(ic.fsp.Int64)
+	case "datetime":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_DATETIME2, uint16(ic.fsp.Int64)
+	case "timestamp":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_TIMESTAMP2, uint16(ic.fsp.Int64)
+	case "varchar", "varbinary":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_VARCHAR, octets
+	case "char", "binary":
+		// the table map's encoding: real type in the high byte, with bits
+		// 8-9 of the length folded into it
+		sp.typ = mysql.MYSQL_TYPE_STRING
+		sp.meta = uint16(mysql.MYSQL_TYPE_STRING^byte((octets&0x300)>>4))<<8 | octets&0xFF
+	case "tinytext", "tinyblob":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 1
+	case "text", "blob":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 2
+	case "mediumtext", "mediumblob":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 3
+	case "longtext", "longblob":
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 4
+	case "json":
+		sp.typ = mysql.MYSQL_TYPE_JSON
+	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
+		sp.typ = mysql.MYSQL_TYPE_GEOMETRY
+	case "vector":
+		sp.typ = mysql.MYSQL_TYPE_VECTOR
+	case "enum", "set":
+		labels, err := parseLabels(ic.columnType)
+		if err != nil {
+			return sp, err
+		}
+		sp.labels = labels
+		b0 := byte(mysql.MYSQL_TYPE_ENUM)
+		if ic.dataType == "set" {
+			b0 = mysql.MYSQL_TYPE_SET
+		}
+		sp.typ, sp.meta = mysql.MYSQL_TYPE_STRING, uint16(b0)<<8|1
+	default:
+		return sp, fmt.Errorf("%w: column type %s in a snapshot", ErrUnsupported, ic.columnType)
+	}
+	return sp, nil
+}
+
+// parseLabels reads the labels of "enum('a','b”c')" or "set(...)".
+func parseLabels(columnType string) ([]string, error) {
+	open := strings.IndexByte(columnType, '(')
+	if open < 0 || !strings.HasSuffix(columnType, ")") {
+		return nil, fmt.Errorf("%w: cannot read the labels of %q", ErrUnsupported, columnType)
+	}
+	s := columnType[open+1 : len(columnType)-1]
+	labels := []string{}
+	for len(s) > 0 {
+		if s[0] != '\'' {
+			return nil, fmt.Errorf("%w: cannot read the labels of %q", ErrUnsupported, columnType)
+		}
+		var b strings.Builder
+		i := 1
+		for ; i < len(s); i++ {
+			if s[i] == '\'' {
+				if i+1 < len(s) && s[i+1] == '\'' {
+					b.WriteByte('\'')
+					i++
+					continue
+				}
+				break
+			}
+			if s[i] == '\\' && i+1 < len(s) {
+				i++
+			}
+			b.WriteByte(s[i])
+		}
+		if i >= len(s) {
+			return nil, fmt.Errorf("%w: unterminated label in %q", ErrUnsupported, columnType)
+		}
+		labels = append(labels, b.String())
+		s = s[i+1:]
+		if strings.HasPrefix(s, ",") {
+			s = s[1:]
+		} else if s != "" {
+			return nil, fmt.Errorf("%w: cannot read the labels of %q", ErrUnsupported, columnType)
+		}
+	}
+	return labels, nil
+}
+
+// textValue converts a value of the text protocol (connection charset
+// binary) to the decoded-binlog form and then through the same conversion
+// as the streaming path.
+func textValue(c *column, cs string, raw []byte, zeroAsNull bool) (any, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var v any
+	var err error
+	switch c.kind {
+	case kInt, kYear:
+		v, err = strconv.ParseInt(string(raw), 10, 64)
+	case kUint64:
+		v, err = strconv.ParseUint(string(raw), 10, 64)
+	case kFloat32, kFloat64:
+		v, err = strconv.ParseFloat(string(raw), 64)
+	case kDecimal, kDate, kTime, kDatetime, kTimestamp, kJSON:
+		v = string(raw)
+	case kBits:
+		if len(raw) > 8 {
+			return nil, fmt.Errorf("%w: column %s: %d-byte BIT value", ErrUnsupported, c.name, len(raw))
+		}
+		var n uint64
+		for _, b := range raw {
+			n = n<<8 | uint64(b)
+		}
+		v = n
+	case kString, kBytes, kGeometry:
+		v = raw
+	case kEnum:
+		label := decodeText(raw, cs)
+		if label == "" {
+			v = int64(0)
+			break
+		}
+		i := slices.Index(c.labels, label)
+		if i < 0 {
+			return nil, fmt.Errorf("%w: column %s: %q is not one of its labels", ErrUnsupported, c.name, label)
+		}
+		v = int64(i + 1)
+	case kSet:
+		var bits int64
+		if len(raw) > 0 {
+			for _, l := range strings.Split(decodeText(raw, cs), ",") {
+				i := slices.Index(c.labels, l)
+				if i < 0 {
+					return nil, fmt.Errorf("%w: column %s: %q is not one of its labels", ErrUnsupported, c.name, l)
+				}
+				bits |= 1 << uint(i)
+			}
+		}
+		v = bits
+	default:
+		v = raw
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: column %s: %v", ErrUnsupported, c.name, err)
+	}
+	return mapValue(c, v, zeroAsNull)
+}
+
+// keyLiteral renders the text form of a key value as an SQL literal that
+// compares the way the column sorts. It rejects text that is not of the
+// column's kind, so a tampered position cannot inject SQL.
+func keyLiteral(c *column, cs, collation string, raw []byte) (string, error) {
+	bad := func() (string, error) {
+		return "", fmt.Errorf("%w: snapshot key %q is not a valid %s value", ErrBadPosition, truncate(raw, 40), c.name)
+	}
+	only := func(allowed string) bool {
+		if len(raw) == 0 {
+			return false
+		}
+		for _, b := range raw {
+			if !strings.ContainsRune(allowed, rune(b)) {
+				return false
+			}
+		}
+		return true
+	}
+	switch c.kind {
+	case kInt, kUint64, kDecimal, kYear, kFloat32, kFloat64:
+		if !only("0123456789+-.eE") {
+			return bad()
+		}
+		return string(raw), nil
+	case kDate, kTime, kDatetime, kTimestamp:
+		if !only("0123456789-:. ") {
+			return bad()
+		}
+		return "'" + string(raw) + "'", nil
+	case kBits:
+		if len(raw) > 8 {
+			return bad()
+		}
+		var n uint64
+		for _, b := range raw {
+			n = n<<8 | uint64(b)
+		}
+		return strconv.FormatUint(n, 10), nil
+	case kBytes:
+		return "X'" + hex.EncodeToString(raw) + "'", nil
+	case kString:
+		if !isName(cs) || !isName(collation) {
+			return bad()
+		}
+		return "_" + cs + " X'" + hex.EncodeToString(raw) + "' COLLATE " + collation, nil
+	}
+	return bad()
+}
+
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// chunkQuery builds the query of the next chunk after key (nil: the first).
+func (st *snapTable) chunkQuery(key [][]byte, limit int) (string, error) {
+	q := "SELECT " + st.selectList + " FROM " + st.from
+	if !st.keyable {
+		return q, nil
+	}
+	if key != nil {
+		if len(key) != len(st.ti.keyIdx) {
+			return "", fmt.Errorf("%w: snapshot key of %s has %d values, the primary key has %d columns", ErrBadPosition, st.ti.id, len(key), len(st.ti.keyIdx))
+		}
+		lits := make([]string, len(key))
+		for i, k := range st.ti.keyIdx {
+			l, err := keyLiteral(&st.ti.cols[k], st.charsets[k], st.collations[k], key[i])
+			if err != nil {
+				return "", err
+			}
+			lits[i] = l
+		}
+		// (a, b) > (x, y) spelled out, which every optimizer turns into a range
+		var ors []string
+		for i := range key {
+			var ands []string
+			for j := 0; j < i; j++ {
+				ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[j]].name)+" = "+lits[j])
+			}
+			ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[i]].name)+" > "+lits[i])
+			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+		}
+		q += " WHERE " + strings.Join(ors, " OR ")
+	}
+	return q + " ORDER BY " + st.orderBy + " LIMIT " + strconv.Itoa(limit), nil
+}
+
+// run reads every table and sends OpRead records; the last one carries the
+// plain streaming position.
+func (sn *snapshotter) run(ctx context.Context) error {
+	s := sn.s
+	s.snap.running.Store(true)
+	defer s.snap.running.Store(false)
+	s.snap.tables.Store(int64(len(sn.tables)))
+	limit := s.cfg.SnapshotChunk
+	zeroAsNull := s.cfg.zeroDateAsNull()
+	first := sn.fresh
+	var held []schema.Record // one chunk held back, so the very last record can be marked
+	flush := func(next []schema.Record) bool {
+		if len(held) > 0 && !s.send(ctx, batch{recs: held}) {
+			return false
+		}
+		held = next
+		return true
+	}
+	t0 := time.Now()
+	var total int64
+	s.log.Info("binlog: snapshot starting", "tables", len(sn.tables), "resume", sn.resume != nil, "stream_from", sn.start.String())
+	for ti, id := range sn.tables {
+		st, err := sn.loadTable(ctx, id)
+		if err != nil {
+			return err
+		}
+		if st == nil {
+			continue
+		}
+		if len(st.ti.keyIdx) == 0 {
+			s.log.Warn("binlog: snapshot: table has no primary key: reading it in one pass; an interrupted snapshot reads it again (duplicates)", "table", id.String())
+		} else if !st.keyable {
+			s.log.Warn("binlog: snapshot: primary key cannot be paged (ENUM/SET column): reading the table in one pass", "table", id.String())
+		}
+		var key [][]byte
+		if sn.resume != nil && id.Database == sn.resume.Database && id.Table == sn.resume.Table {
+			key = sn.resume.Key
+		}
+		next := func() *SnapshotProgress {
+			if ti+1 < len(sn.tables) {
+				return &SnapshotProgress{Database: sn.tables[ti+1].Database, Table: sn.tables[ti+1].Table}
+			}
+			return nil
+		}
+		tStart, lastLog := time.Now(), time.Now()
+		var rowsRead int64
+		for {
+			q, err := st.chunkQuery(key, limit)
+			if err != nil {
+				return err
+			}
+			rows, err := sn.conn.QueryContext(ctx, q)
+			if err != nil {
+				return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
+			}
+			raw := make([]sql.RawBytes, len(st.ti.cols))
+			ptrs := make([]any, len(raw))
+			for i := range raw {
+				ptrs[i] = &raw[i]
+			}
+			var recs []schema.Record
+			n := 0
+			for rows.Next() {
+				if err := rows.Scan(ptrs...); err != nil {
+					rows.Close()
+					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
+				}
+				row := make(schema.Row, len(raw))
+				for i := range raw {
+					if row[i], err = textValue(&st.ti.cols[i], st.charsets[i], raw[i], zeroAsNull); err != nil {
+						rows.Close()
+						return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
+					}
+				}
+				rec := sn.record(st.ti, row, first)
+				first = false
+				recs = append(recs, rec)
+				n++
+				if st.keyable {
+					key = make([][]byte, len(st.ti.keyIdx))
+					for i, k := range st.ti.keyIdx {
+						key[i] = bytes.Clone(raw[k])
+					}
+				} else if len(recs) >= limit { // one pass: hand rows on as they come
+					if !flush(recs) {
+						rows.Close()
+						return ctx.Err()
+					}
+					recs = nil
+				}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
+			}
+			rowsRead += int64(n)
+			total += int64(n)
+			s.snap.rows.Add(int64(n))
+			done := !st.keyable || n < limit
+			if len(recs) > 0 {
+				p := sn.start
+				if done {
+					p.Snapshot = next()
+				} else {
+					p.Snapshot = &SnapshotProgress{Database: id.Database, Table: id.Table, Key: key}
+				}
+				if p.Snapshot != nil {
+					recs[len(recs)-1].Position = EncodePosition(p)
+				}
+				if !flush(recs) {
+					return ctx.Err()
+				}
+			}
+			if time.Since(lastLog) >= snapshotLogEvery {
+				lastLog = time.Now()
+				rate := float64(rowsRead) / time.Since(tStart).Seconds()
+				args := []any{"table", id.String(), "rows", rowsRead, "rows_per_s", int64(rate)}
+				if st.estRows > rowsRead && rate > 0 {
+					args = append(args, "eta", time.Duration(float64(st.estRows-rowsRead)/rate*float64(time.Second)).Round(time.Second))
+				}
+				s.log.Info("binlog: snapshot progress", args...)
+			}
+			if done {
+				break
+			}
+		}
+		s.snap.tablesDone.Add(1)
+		el := time.Since(tStart)
+		s.log.Info("binlog: snapshot of table done", "table", id.String(), "rows", rowsRead, "elapsed", el.Round(time.Millisecond),
+			"rows_per_s", int64(float64(rowsRead)/max(el.Seconds(), 1e-6)))
+	}
+	plain := EncodePosition(sn.start)
+	if len(held) > 0 {
+		last := &held[len(held)-1]
+		last.Position = plain
+		if last.Source.Snapshot != "first" {
+			last.Source.Snapshot = "last"
+		}
+		if !flush(nil) {
+			return ctx.Err()
+		}
+	} else {
+		hb := schema.Record{Op: schema.OpHeartbeat, Source: schema.Source{Connector: s.cfg.Flavor, Name: s.cfg.ServerName,
+			TsMs: time.Now().UnixMilli(), GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos)},
+			TsMs: time.Now().UnixMilli(), Position: plain}
+		if !s.send(ctx, batch{recs: []schema.Record{hb}}) {
+			return ctx.Err()
+		}
+	}
+	el := time.Since(t0)
+	s.log.Info("binlog: snapshot done", "rows", total, "elapsed", el.Round(time.Millisecond),
+		"rows_per_s", int64(float64(total)/max(el.Seconds(), 1e-6)), "stream_from", sn.start.String())
+	return nil
+}
+
+func (sn *snapshotter) record(ti *tableInfo, row schema.Row, first bool) schema.Record {
+	snap := "true"
+	if first {
+		snap = "first"
+	}
+	return schema.Record{
+		Op:          schema.OpRead,
+		Table:       ti.id,
+		KeySchema:   ti.keySchema,
+		Key:         keyOf(ti, row),
+		ValueSchema: ti.valueSchema,
+		After:       row,
+		Source: schema.Source{Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: snap,
+			GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos)},
+		TsMs: time.Now().UnixMilli(),
+	}
+}
+
+// positionPurged reports whether the server's binlog no longer reaches back
+// to p (for Snapshot "when_needed").
+func positionPurged(q interface {
+	Execute(string, ...any) (*mysql.Result, error)
+}, p Position) (bool, error) {
+	r, err := q.Execute("SHOW BINARY LOGS")
+	if err != nil {
+		return false, fmt.Errorf("binlog: list binary logs (grant REPLICATION CLIENT / BINLOG MONITOR): %w", err)
+	}
+	if r.RowNumber() == 0 {
+		return true, nil
+	}
+	firstLog, _ := r.GetString(0, 0)
+	if p.GTIDSet == "" {
+		for i := 0; i < r.RowNumber(); i++ {
+			if name, _ := r.GetString(i, 0); name == p.File {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if p.Flavor == FlavorMySQL {
+		r, err := q.Execute("SELECT @@GLOBAL.gtid_purged")
+		if err != nil {
+			return false, err
+		}
+		purgedText, _ := r.GetString(0, 0)
+		ours, err1 := mysql.ParseMysqlGTIDSet(p.GTIDSet)
+		purged, err2 := mysql.ParseMysqlGTIDSet(strings.ReplaceAll(purgedText, "\n", ""))
+		if err1 != nil || err2 != nil {
+			return false, fmt.Errorf("binlog: compare GTID sets: %v %v", err1, err2)
+		}
+		return !ours.Contain(purged), nil
+	}
+	r, err = q.Execute("SELECT BINLOG_GTID_POS(?, 4)", firstLog)
+	if err != nil {
+		return false, fmt.Errorf("binlog: BINLOG_GTID_POS: %w", err)
+	}
+	startText, _ := r.GetString(0, 0)
+	oldest, err1 := mysql.ParseMariadbGTIDSet(startText)
+	ours, err2 := mysql.ParseMariadbGTIDSet(p.GTIDSet)
+	if err1 != nil || err2 != nil {
+		return false, fmt.Errorf("binlog: compare GTID positions: %v %v", err1, err2)
+	}
+	om, um := oldest.(*mysql.MariadbGTIDSet), ours.(*mysql.MariadbGTIDSet)
+	for domain, g := range om.Sets {
+		have := um.Sets[domain]
+		if have == nil || have.SequenceNumber < g.SequenceNumber {
+			return true, nil
+		}
+	}
+	return false, nil
+}
