@@ -507,3 +507,75 @@ func TestSnapshotTypeParity(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSnapshot100k reads a 100,000-row table through the snapshot
+// (Snapshot initial_only) and, as the baseline in the same run, with plain
+// keyset queries scanned into sql.RawBytes without conversion.
+func BenchmarkSnapshot100k(b *testing.B) {
+	env := needServer(b)
+	c, db := adminConn(b, env)
+	if _, err := c.Execute("CREATE TABLE big (id INT PRIMARY KEY, v BIGINT NOT NULL, s VARCHAR(40), d DECIMAL(12,2), ts DATETIME(6))"); err != nil {
+		b.Fatal(err)
+	}
+	const n = 100_000
+	for lo := 1; lo <= n; lo += 2000 {
+		var vals []string
+		for id := lo; id < lo+2000 && id <= n; id++ {
+			vals = append(vals, fmt.Sprintf("(%d, %d, 'row number %d', %d.25, '2024-01-02 03:04:05.%06d')", id, id*7, id, id, id))
+		}
+		if _, err := c.Execute("INSERT INTO big VALUES " + strings.Join(vals, ",")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := testConfig(env, db)
+	cfg.Snapshot = SnapshotInitialOnly
+	b.Run("snapshot", func(b *testing.B) {
+		for b.Loop() {
+			s, err := NewSource(cfg, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Open(context.Background(), nil); err != nil {
+				b.Fatal(err)
+			}
+			rows := 0
+			for {
+				recs, err := s.Read(context.Background())
+				rows += len(recs)
+				if errors.Is(err, ErrSnapshotDone) {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			s.Close()
+			if rows != n {
+				b.Fatalf("read %d rows, want %d", rows, n)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("raw-keyset-baseline", func(b *testing.B) {
+		for b.Loop() {
+			rows := 0
+			last := 0
+			for {
+				r, err := c.Execute(fmt.Sprintf("SELECT id, v, s, d, ts FROM big WHERE id > %d ORDER BY id LIMIT 2048", last))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.RowNumber() == 0 {
+					break
+				}
+				rows += r.RowNumber()
+				id, _ := r.GetInt(r.RowNumber()-1, 0)
+				last = int(id)
+			}
+			if rows != n {
+				b.Fatalf("read %d rows", rows)
+			}
+		}
+		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+}

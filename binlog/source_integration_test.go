@@ -25,7 +25,7 @@ type serverEnv struct {
 	flavor           string
 }
 
-func needServer(t *testing.T) serverEnv {
+func needServer(t testing.TB) serverEnv {
 	t.Helper()
 	host := os.Getenv("SLUICE_MYSQL_HOST")
 	if host == "" {
@@ -54,7 +54,7 @@ func needServer(t *testing.T) serverEnv {
 
 // adminConn opens an admin connection and a fresh database dropped at the
 // end of the test.
-func adminConn(t *testing.T, env serverEnv) (*client.Conn, string) {
+func adminConn(t testing.TB, env serverEnv) (*client.Conn, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -74,7 +74,7 @@ func adminConn(t *testing.T, env serverEnv) (*client.Conn, string) {
 	return c, db
 }
 
-func exec(t *testing.T, c *client.Conn, q string) {
+func exec(t testing.TB, c *client.Conn, q string) {
 	t.Helper()
 	if _, err := c.Execute(q); err != nil {
 		t.Fatalf("%s: %v", q, err)
