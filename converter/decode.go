@@ -1143,8 +1143,10 @@ func (d *decoder) source(r *schema.Record) error {
 				if !b {
 					s.Snapshot = "" // streaming, as written for ""
 				}
-			} else {
-				s.Snapshot, err = d.str()
+			} else if s.Snapshot, err = d.str(); s.Snapshot == "false" {
+				// Streaming: what "" is written as once Kafka Connect has
+				// applied the field's default.
+				s.Snapshot = ""
 			}
 		case "db":
 			r.Table.Database, err = d.str()
