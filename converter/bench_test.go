@@ -249,3 +249,30 @@ func BenchmarkDecodeStdlib(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeManyTables cycles through more tables than the recent
+// ring holds: the schema member is scanned and looked up every time.
+func BenchmarkDecodeManyTables(b *testing.B) {
+	c := NewJSON(DefaultOptions())
+	var keys, values [][]byte
+	for i := 0; i < 3*recentLen; i++ {
+		r := benchRecord()
+		vs := *r.ValueSchema
+		vs.Name = "srv.shop.t" + string(rune('a'+i)) + ".Value"
+		r.ValueSchema = &vs
+		k, v, err := c.Encode(&r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys, values = append(keys, k), append(values, v)
+	}
+	b.SetBytes(int64(len(keys[0]) + len(values[0])))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := c.Decode(keys[i], values[i]); err != nil {
+			b.Fatal(err)
+		}
+		i = (i + 1) % len(keys)
+	}
+}

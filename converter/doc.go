@@ -96,8 +96,10 @@
 // schemas seen recently (a memcmp instead of a parse), then reads the
 // payload with a small hand-written parser. BenchmarkEncode/BenchmarkDecode
 // against BenchmarkEncodeStdlib/BenchmarkDecodeStdlib (encoding/json on
-// equivalent envelope structs, same record, same run) show about 9x and
-// 18x on a 10-column update (go test -bench . ./converter).
+// equivalent envelope structs, same record, same run) show about 10x
+// (encode, ~2.3µs for a 5.8 KB event) and 18x (decode, ~4.5µs) on a
+// 10-column update; cycling through more tables than the ring holds
+// (BenchmarkDecodeManyTables) decode is ~11µs, still ~9x (go test -bench .).
 //
 // # Deliberate differences from Debezium
 //
