@@ -156,3 +156,33 @@ func TestDecodeDebeziumDocumentedEvent(t *testing.T) {
 		t.Fatal(d)
 	}
 }
+
+// TestDecodeForeignDebeziumTypes: types Debezium emits under other settings
+// decode to sluice's representation (µs, Dec).
+func TestDecodeForeignDebeziumTypes(t *testing.T) {
+	for _, tc := range []struct {
+		field, value string
+		want         any
+		logical      schema.Logical
+	}{
+		{`{"type":"int32","name":"io.debezium.time.Time","field":"v"}`, `45296789`, int64(45296789000), schema.Time},
+		{`{"type":"int64","name":"io.debezium.time.NanoTime","field":"v"}`, `-1500`, int64(-2), schema.Time},
+		{`{"type":"int64","name":"io.debezium.time.NanoTimestamp","field":"v"}`, `1529476623123456789`, int64(1529476623123456), schema.Timestamp},
+		{`{"type":"int64","name":"org.apache.kafka.connect.data.Timestamp","field":"v"}`, `1529476623123`, int64(1529476623123000), schema.Timestamp},
+		{`{"type":"int32","name":"org.apache.kafka.connect.data.Date","field":"v"}`, `17702`, int32(17702), schema.Date},
+		{`{"type":"struct","name":"io.debezium.data.VariableScaleDecimal","fields":[{"type":"int32","field":"scale"},{"type":"bytes","field":"value"}],"field":"v"}`,
+			`{"scale":3,"value":"/zg="}`, schema.MustDec("-0.200"), schema.Decimal},
+		{`{"type":"string","name":"io.debezium.time.ZonedTimestamp","field":"v"}`, `"1969-12-31T23:00:00-01:00"`, int64(0), schema.ZonedTimestamp},
+	} {
+		value := `{"schema":{"type":"struct","fields":[{"type":"struct","fields":[` + tc.field +
+			`],"optional":true,"name":"x.Value","field":"after"}],"name":"x.Envelope"},"payload":{"after":{"v":` + tc.value + `},"op":"r"}}`
+		r, err := NewJSON(DefaultOptions()).Decode(nil, []byte(value))
+		if err != nil {
+			t.Errorf("%s: %v", tc.field, err)
+			continue
+		}
+		if got := r.After[0]; !valueEqual(tc.want, got) || r.ValueSchema.Fields[0].Schema.Logical != tc.logical {
+			t.Errorf("%s: got %#v %s, want %#v %s", tc.field, got, r.ValueSchema.Fields[0].Schema, tc.want, tc.logical)
+		}
+	}
+}
