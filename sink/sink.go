@@ -30,7 +30,8 @@ type Sink struct {
 
 	mu       sync.Mutex
 	tables   map[target]*tableMeta
-	progress map[progressKey]int64 // committed last offsets, as read or written by this Sink
+	progress map[progressKey]int64           // committed last offsets, as read or written by this Sink
+	pending  map[progressKey][]schema.Record // Transactional: held records per queue, as committed
 	closed   bool
 
 	stmts sync.Map // stmtKey -> statement text
@@ -56,7 +57,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		log = slog.Default()
 	}
 	s := &Sink{cfg: cfg, log: log.With("component", "sink", "dialect", cfg.Dialect),
-		tables: map[target]*tableMeta{}, progress: map[progressKey]int64{}}
+		tables: map[target]*tableMeta{}, progress: map[progressKey]int64{}, pending: map[progressKey][]schema.Record{}}
 	driver, dsn := "postgres", cfg.DSN
 	if cfg.Dialect == DialectMySQL {
 		mc, err := mysqldrv.ParseDSN(cfg.DSN)
@@ -104,6 +105,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		db.Close()
 		return nil, fmt.Errorf("sink: create progress table %s: %w", cfg.ProgressTable, wrapDB(err))
 	}
+	if cfg.Transactional {
+		if _, err := db.ExecContext(ctx, s.pendingDDL()); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sink: create pending table %s: %w", cfg.PendingTable, wrapDB(err))
+		}
+	}
 	return s, nil
 }
 
@@ -131,6 +138,9 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 	if closed {
 		return fatal(ErrClosed)
 	}
+	if s.cfg.Transactional {
+		return s.writeTransactional(ctx, recs)
+	}
 	if !s.relevant(recs) {
 		return nil
 	}
@@ -150,7 +160,7 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 		if st.ddl != nil {
 			err = s.applySchemaChange(ctx, st.ddl)
 		} else {
-			err = s.applyData(ctx, st.recs)
+			err = s.applyData(ctx, st.recs, nil)
 		}
 		if err != nil {
 			return err
@@ -224,15 +234,22 @@ const maxRowErrors = 10000
 // cache. Under OnError "skip" and "dlq", rows the target rejects for good
 // are left out and the rest is applied again from scratch (the failed
 // transaction applied nothing).
-func (s *Sink) applyData(ctx context.Context, recs []schema.Record) error {
+func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExtra) error {
 	maxOff := offsetsOf(recs)
+	if extra != nil {
+		for k, off := range extra.offsets {
+			if m, ok := maxOff[k]; !ok || off > m {
+				maxOff[k] = off
+			}
+		}
+	}
 	excluded := map[*schema.Record]bool{}
 	opts := reduceOpts{keylessAppend: s.cfg.KeylessMode == KeylessAppend}
 	if s.cfg.OnError != OnErrorFail {
 		opts.skip = func(r *schema.Record) bool { return excluded[r] }
 	}
 	for {
-		err := s.applyOnce(ctx, recs, maxOff, opts)
+		err := s.applyOnce(ctx, recs, maxOff, opts, extra)
 		var re *rowError
 		if err == nil || s.cfg.OnError == OnErrorFail || !errors.As(err, &re) || !isFatal(err) || ctx.Err() != nil {
 			return err
@@ -267,7 +284,21 @@ func (s *Sink) leaveOut(ctx context.Context, b badRow) error {
 	return nil
 }
 
-func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]int64, opts reduceOpts) error {
+// txExtra is work a data step's transaction does besides the rows (the
+// pending records of transactional mode) and the offsets it saves with them.
+type txExtra struct {
+	run     func(tx *sqlx.Tx) error
+	offsets map[progressKey]int64
+}
+
+func (x *txExtra) fn() func(tx *sqlx.Tx) error {
+	if x == nil {
+		return nil
+	}
+	return x.run
+}
+
+func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]int64, opts reduceOpts, extra *txExtra) error {
 	p, err := reduceWith(recs, s.cfg.target, opts)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
@@ -277,16 +308,16 @@ func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[p
 			s.log.Warn("table has no primary key: updates and deletes skipped (KeylessMode append)", "table", tp.target.String(), "skipped", tp.keylessSkipped)
 		}
 	}
-	if len(p.tables) == 0 && len(maxOff) == 0 {
+	if len(p.tables) == 0 && len(maxOff) == 0 && extra == nil {
 		return nil
 	}
-	err = s.apply(ctx, p, maxOff)
+	err = s.applyWith(ctx, p, maxOff, extra.fn())
 	if err != nil && staleMeta(err) && ctx.Err() == nil {
 		// A table or column vanished behind the cached metadata (dropped or
 		// altered by someone else): the failed transaction applied nothing,
 		// so try once more with metadata read afresh.
 		s.log.Warn("target table changed behind the sink; retrying with fresh metadata", "err", err)
-		err = s.apply(ctx, p, maxOff)
+		err = s.applyWith(ctx, p, maxOff, extra.fn())
 	}
 	return err
 }
