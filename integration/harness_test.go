@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/lib/pq"
+	"github.com/testcontainers/testcontainers-go"
+	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+)
+
+// env holds the servers' settings, keyed like the env file.
+type env map[string]string
+
+var (
+	envOnce   sync.Once
+	loadedEnv env
+	envErr    error
+)
+
+func readEnvFile(path string) (env, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	e := env{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if ok {
+			e[k] = strings.Trim(v, `"'`)
+		}
+	}
+	return e, sc.Err()
+}
+
+// servers returns the settings of the test servers, starting containers when
+// no env is given and Docker is reachable.
+func servers(t *testing.T, need ...string) env {
+	t.Helper()
+	envOnce.Do(func() {
+		path := os.Getenv("SLUICE_SERVERS_ENV")
+		if path == "" {
+			path = "/tmp/sluice-servers/servers.env"
+		}
+		loadedEnv, _ = readEnvFile(path)
+		if loadedEnv == nil {
+			loadedEnv = env{}
+		}
+		for _, kv := range os.Environ() {
+			if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SLUICE_") {
+				loadedEnv[k] = v
+			}
+		}
+		if loadedEnv["SLUICE_MYSQL_PORT"] == "" || loadedEnv["SLUICE_PG_DSN"] == "" {
+			envErr = startContainers(loadedEnv)
+		}
+	})
+	for _, k := range need {
+		if loadedEnv[k] == "" {
+			msg := fmt.Sprintf("server setting %s is not set: run `scripts/servers.sh start all` (it writes /tmp/sluice-servers/servers.env) or point SLUICE_SERVERS_ENV at an env file", k)
+			if envErr != nil {
+				msg += fmt.Sprintf("; testcontainers: %v", envErr)
+			}
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	return loadedEnv
+}
+
+// startContainers starts MySQL 8.4 and PostgreSQL where a Docker daemon is
+// reachable. RocketMQ is not started this way: its tests need the env file.
+func startContainers(e env) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	provider, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return fmt.Errorf("no Docker provider: %w", err)
+	}
+	defer provider.Close()
+	if err := provider.Health(ctx); err != nil {
+		return fmt.Errorf("no Docker daemon reachable: %w", err)
+	}
+	my, err := tcmysql.Run(ctx, "mysql:8.4", tcmysql.WithPassword("root"), tcmysql.WithUsername("root"),
+		testcontainers.WithCmdArgs("--server-id=1", "--log-bin=mysql-bin", "--binlog-format=ROW", "--binlog-row-image=FULL",
+			"--binlog-row-metadata=FULL", "--gtid-mode=ON", "--enforce-gtid-consistency=ON"))
+	if err != nil {
+		return fmt.Errorf("start mysql container: %w", err)
+	}
+	host, _ := my.Host(ctx)
+	port, _ := my.MappedPort(ctx, "3306/tcp")
+	pg, err := tcpostgres.Run(ctx, "postgres:16", tcpostgres.WithUsername("sluice"), tcpostgres.WithPassword("sluice"), tcpostgres.WithDatabase("sluice"),
+		tcpostgres.BasicWaitStrategies())
+	if err != nil {
+		return fmt.Errorf("start postgres container: %w", err)
+	}
+	dsn, err := pg.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		return err
+	}
+	e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"] = host, port.Port()
+	e["SLUICE_MYSQL_USER"], e["SLUICE_MYSQL_PASSWORD"] = "root", "root"
+	e["SLUICE_MYSQL_CDC_USER"], e["SLUICE_MYSQL_CDC_PASSWORD"] = "root", "root"
+	e["SLUICE_MYSQL_FLAVOR"] = "mysql"
+	e["SLUICE_PG_DSN"] = dsn
+	return nil
+}
+
+func (e env) mysqlDSN(db string) string {
+	return fmt.Sprintf("%s:%s@tcp(%s:%s)/%s?multiStatements=true", e["SLUICE_MYSQL_USER"], e["SLUICE_MYSQL_PASSWORD"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], db)
+}
+
+func uniqueName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + "_" + hex.EncodeToString(b)
+}
+
+func openDB(t *testing.T, driver, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("connect %s: %v", driver, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}

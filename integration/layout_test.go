@@ -1,0 +1,98 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sluicecdc/sluice"
+
+// allowed lists, per top-level package folder, which of our folders it may
+// import (DEVELOPERS.md: schema imports nothing of ours; converter imports
+// schema; binlog and sink import schema and never each other; runtime defines
+// contracts and wires transports; cmd registers connectors).
+var allowed = map[string][]string{
+	"schema":      {},
+	"converter":   {"schema"},
+	"binlog":      {"schema"},
+	"sink":        {"schema"},
+	"runtime":     {"schema", "converter"},
+	"cmd":         {"schema", "converter", "binlog", "sink", "runtime"},
+	"integration": {"schema", "converter", "binlog", "sink", "runtime", "cmd"},
+}
+
+// topFolder maps a package (or its test variants, "x_test", "x.test") to
+// its top-level folder.
+func topFolder(importPath string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(importPath, module), "/")
+	rel = strings.TrimSuffix(strings.TrimSuffix(rel, ".test"), "_test")
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+func TestImportGraph(t *testing.T) {
+	cmd := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := strings.Fields(strings.ReplaceAll(fields[0], "[", " "))[0]
+		from := topFolder(pkg)
+		rules, ok := allowed[from]
+		if !ok {
+			t.Errorf("package %s is in folder %q, which is not part of the fixed layout", pkg, from)
+			continue
+		}
+		checked++
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			to := topFolder(imp)
+			if to == from {
+				continue
+			}
+			ok := false
+			for _, a := range rules {
+				ok = ok || a == to
+			}
+			if !ok {
+				t.Errorf("%s imports %s: %s may import only %v of ours", pkg, imp, from, rules)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("checked only %d packages; go list output:\n%s", checked, out)
+	}
+}
+
+func TestTopLevelLayout(t *testing.T) {
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"cmd": true, "binlog": true, "schema": true, "converter": true, "sink": true, "runtime": true, "integration": true,
+		"go.mod": true, "go.sum": true, "docker-compose.yml": true, "README.md": true}
+	helpers := map[string]bool{"scripts": true, "examples": true, "docs": true, ".ci": true, ".git": true, ".gitignore": true, "Dockerfile": true, ".dockerignore": true}
+	for _, e := range entries {
+		if !want[e.Name()] && !helpers[e.Name()] {
+			t.Errorf("unexpected top-level entry %q: the layout is fixed (helper folders: scripts, examples, docs)", e.Name())
+		}
+		delete(want, e.Name())
+	}
+	for name := range want {
+		if _, err := os.Stat(filepath.Join("..", name)); err != nil {
+			t.Errorf("missing top-level entry %q", name)
+		}
+	}
+}
