@@ -22,6 +22,7 @@ const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and Po
 Usage:
   sluice run --config FILE [--only source|sink]   run a pipeline until SIGTERM/SIGINT
   sluice validate --config FILE                   check the config file and exit
+  sluice check --config FILE                      check the source server and account (binlog settings, privileges, keys)
   sluice positions show|reset --config FILE       read or reset the saved source position
 `
 
@@ -40,6 +41,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdValidate(args[1:], stdout, log)
 	case "positions":
 		err = cmdPositions(args[1:], stdout)
+	case "check":
+		err = cmdCheck(args[1:], stdout, log)
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2

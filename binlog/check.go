@@ -1,0 +1,348 @@
+package binlog
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// Problem is one failed check of the server or account a Config uses.
+type Problem struct {
+	Check  string // short name of the check, e.g. "binlog_format"
+	Detail string // what is wrong
+	Fix    string // how to fix it
+	// Warning marks a problem that does not stop the source (it runs, with
+	// a weaker guarantee or an unverified assumption).
+	Warning bool
+}
+
+func (p Problem) String() string {
+	level := "FAIL"
+	if p.Warning {
+		level = "WARN"
+	}
+	return fmt.Sprintf("%s %s: %s; fix: %s", level, p.Check, p.Detail, p.Fix)
+}
+
+// Check verifies, without changing anything, that a source with cfg can
+// run: the server is reachable and the login works, the binlog is on with
+// ROW format, FULL row image and FULL row metadata, cfg.ServerID is neither
+// the server's own nor another connected replica's, GTIDs are strict (a
+// warning), the account has REPLICATION SLAVE, REPLICATION CLIENT (BINLOG
+// MONITOR) and SELECT on the included tables, and every included table has a
+// primary key. It returns nil when every check passes. Privileges granted
+// through roles are not followed.
+func Check(ctx context.Context, cfg Config) []Problem {
+	var out []Problem
+	add := func(check, detail, fix string) { out = append(out, Problem{Check: check, Detail: detail, Fix: fix}) }
+	warn := func(check, detail, fix string) {
+		out = append(out, Problem{Check: check, Detail: detail, Fix: fix, Warning: true})
+	}
+	if err := cfg.validate(); err != nil {
+		add("config", err.Error(), "correct the source section of the config")
+		return out
+	}
+	addr := (&Source{cfg: cfg}).addr()
+	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
+	if err != nil {
+		if code, ok := serverErrorCode(err); ok && code == mysql.ER_ACCESS_DENIED_ERROR {
+			add("login", fmt.Sprintf("the server at %s refused user %s: %v", addr, cfg.User, err),
+				"check user and password, and that the account may connect from this host (CREATE USER 'name'@'host')")
+		} else {
+			add("reachable", fmt.Sprintf("cannot connect to %s: %v", addr, err),
+				"check host and port, that the server is running and that it listens on that address")
+		}
+		return out
+	}
+	defer conn.Close()
+
+	vars := func(names ...string) map[string]string {
+		m := map[string]string{}
+		for _, n := range names {
+			if r, err := conn.Execute("SELECT @@" + n); err == nil && r.RowNumber() > 0 {
+				v, _ := r.GetString(0, 0)
+				m[n] = v
+			}
+		}
+		return m
+	}
+	v := vars("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id", "gtid_strict_mode", "gtid_mode")
+	if on := v["log_bin"]; on != "1" && !strings.EqualFold(on, "ON") {
+		add("log_bin", "the binary log is off", "start the server with log-bin (and server-id) in its config file, then restart it")
+	}
+	if f := v["binlog_format"]; !strings.EqualFold(f, "ROW") {
+		add("binlog_format", fmt.Sprintf("binlog_format is %q, not ROW", f), "set binlog_format=ROW in the server's config (SET GLOBAL binlog_format='ROW' until restart)")
+	}
+	if f := v["binlog_row_image"]; !strings.EqualFold(f, "FULL") {
+		add("binlog_row_image", fmt.Sprintf("binlog_row_image is %q, not FULL", f), "set binlog_row_image=FULL in the server's config")
+	}
+	if f, ok := v["binlog_row_metadata"]; !ok || !strings.EqualFold(f, "FULL") {
+		detail := fmt.Sprintf("binlog_row_metadata is %q, not FULL", f)
+		if !ok {
+			detail = "the server has no binlog_row_metadata setting (MariaDB >= 10.5 or MySQL >= 8.0.1 needed)"
+		}
+		add("binlog_row_metadata", detail, "set binlog_row_metadata=FULL in the server's config")
+	}
+	if id := v["server_id"]; id == fmt.Sprint(cfg.ServerID) {
+		add("server_id", fmt.Sprintf("server_id %d is the server's own", cfg.ServerID), "choose another server_id for the source")
+	}
+	out = append(out, checkReplicas(conn, cfg)...)
+	if cfg.Flavor == FlavorMariaDB {
+		if s := v["gtid_strict_mode"]; s != "1" && !strings.EqualFold(s, "ON") {
+			warn("gtid", "gtid_strict_mode is off: positions fall back to file and offset, which do not survive a failover",
+				"set gtid_strict_mode=ON in the server's config")
+		}
+	} else if s := v["gtid_mode"]; !strings.EqualFold(s, "ON") {
+		warn("gtid", fmt.Sprintf("gtid_mode is %q: positions fall back to file and offset, which do not survive a failover", s),
+			"set gtid_mode=ON and enforce_gtid_consistency=ON in the server's config")
+	}
+	grants, err := showGrants(conn)
+	if err != nil {
+		add("privileges", fmt.Sprintf("cannot read the account's grants: %v", err), "run SHOW GRANTS as this user to see why")
+		return out
+	}
+	for _, p := range []struct{ name, alias string }{{"REPLICATION SLAVE", "REPLICATION REPLICA"}, {"REPLICATION CLIENT", "BINLOG MONITOR"}} {
+		if !grants.global(p.name) && !grants.global(p.alias) {
+			add("privileges", fmt.Sprintf("user %s lacks %s", cfg.User, p.name),
+				fmt.Sprintf("GRANT %s ON *.* TO the source's account", p.name))
+		}
+	}
+	if cfg.Flavor == FlavorMySQL && cfg.Snapshot != SnapshotNever && !grants.global("RELOAD") {
+		add("privileges", fmt.Sprintf("user %s lacks RELOAD, which the snapshot needs for FLUSH TABLES WITH READ LOCK", cfg.User),
+			"GRANT RELOAD ON *.* TO the source's account")
+	}
+	out = append(out, checkTables(conn, cfg, grants)...)
+	return out
+}
+
+// checkReplicas reports another registered replica using cfg.ServerID.
+func checkReplicas(conn *client.Conn, cfg Config) []Problem {
+	r, err := conn.Execute("SHOW REPLICAS")
+	if err != nil {
+		r, err = conn.Execute("SHOW SLAVE HOSTS")
+	}
+	if err != nil {
+		fix := "grant REPLICATION MASTER ADMIN (MariaDB) to let sluice check, or make sure no other replica uses this server_id"
+		if cfg.Flavor == FlavorMySQL {
+			fix = "make sure no other replica uses this server_id"
+		}
+		return []Problem{{Check: "server_id", Warning: true,
+			Detail: fmt.Sprintf("cannot list the connected replicas to compare server_id %d: %v", cfg.ServerID, err), Fix: fix}}
+	}
+	for i := 0; i < r.RowNumber(); i++ {
+		id, err := r.GetUint(i, 0)
+		if err == nil && id == uint64(cfg.ServerID) {
+			host, _ := r.GetString(i, 1)
+			return []Problem{{Check: "server_id",
+				Detail: fmt.Sprintf("server_id %d is used by a connected replica (host %q); two replicas with one id disconnect each other", cfg.ServerID, host),
+				Fix:    "choose a server_id that no other replica uses"}}
+		}
+	}
+	return nil
+}
+
+// grantSet is what SHOW GRANTS says, by scope.
+type grantSet struct {
+	globals []string            // privileges ON *.*
+	dbs     map[string][]string // database pattern -> privileges
+	tables  map[string][]string // "db.table" -> privileges
+}
+
+func (g grantSet) has(privs []string, p string) bool {
+	return slices.Contains(privs, p) || slices.Contains(privs, "ALL PRIVILEGES") || slices.Contains(privs, "ALL")
+}
+
+func (g grantSet) global(p string) bool { return g.has(g.globals, p) }
+
+// canSelect reports whether SELECT on db.table is granted at some level.
+func (g grantSet) canSelect(db, table string) bool {
+	if g.global("SELECT") {
+		return true
+	}
+	for pat, privs := range g.dbs {
+		if g.has(privs, "SELECT") && likeMatch(pat, db) {
+			return true
+		}
+	}
+	return g.has(g.tables[db+"."+table], "SELECT")
+}
+
+// likeMatch matches a database grant pattern (% and _ wildcards, \ escapes).
+func likeMatch(pat, s string) bool {
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(pat); i++ {
+		switch c := pat[i]; c {
+		case '%':
+			b.WriteString(".*")
+		case '_':
+			b.WriteString(".")
+		case '\\':
+			if i+1 < len(pat) {
+				i++
+				b.WriteString(regexp.QuoteMeta(string(pat[i])))
+			}
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	ok, _ := regexp.MatchString(b.String(), s)
+	return ok
+}
+
+var grantLine = regexp.MustCompile(`(?i)^GRANT (.+?) ON (\S+) TO `)
+
+func showGrants(conn *client.Conn) (grantSet, error) {
+	g := grantSet{dbs: map[string][]string{}, tables: map[string][]string{}}
+	r, err := conn.Execute("SHOW GRANTS")
+	if err != nil {
+		return g, err
+	}
+	for i := 0; i < r.RowNumber(); i++ {
+		line, _ := r.GetString(i, 0)
+		parseGrant(&g, line)
+	}
+	return g, nil
+}
+
+// parseGrant adds one SHOW GRANTS line to g. Column-level grants
+// ("SELECT (a, b)") do not count as table grants.
+func parseGrant(g *grantSet, line string) {
+	m := grantLine.FindStringSubmatch(line)
+	if m == nil || strings.HasPrefix(strings.ToUpper(m[1]), "PROXY") {
+		return
+	}
+	var privs []string
+	depth := 0
+	start := 0
+	text := m[1]
+	for i := 0; i <= len(text); i++ {
+		if i < len(text) {
+			switch text[i] {
+			case '(':
+				depth++
+				continue
+			case ')':
+				depth--
+				continue
+			case ',':
+				if depth > 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		p := strings.ToUpper(strings.TrimSpace(text[start:i]))
+		if !strings.Contains(p, "(") {
+			privs = append(privs, p)
+		}
+		start = i + 1
+	}
+	scope := m[2]
+	if scope == "*.*" {
+		g.globals = append(g.globals, privs...)
+		return
+	}
+	db, table, ok := splitScope(scope)
+	if !ok {
+		return
+	}
+	if table == "*" {
+		g.dbs[db] = append(g.dbs[db], privs...)
+	} else {
+		g.tables[db+"."+table] = append(g.tables[db+"."+table], privs...)
+	}
+}
+
+// splitScope splits "`db`.`t`" (or db.*, quoted or not) into its parts.
+func splitScope(s string) (db, table string, ok bool) {
+	part := func(s string) (string, string, bool) {
+		if strings.HasPrefix(s, "`") {
+			var b strings.Builder
+			for i := 1; i < len(s); i++ {
+				if s[i] == '`' {
+					if i+1 < len(s) && s[i+1] == '`' {
+						b.WriteByte('`')
+						i++
+						continue
+					}
+					return b.String(), s[i+1:], true
+				}
+				b.WriteByte(s[i])
+			}
+			return "", "", false
+		}
+		name, rest, _ := strings.Cut(s, ".")
+		if rest != "" || strings.HasSuffix(s, ".") {
+			rest = "." + rest
+		}
+		return name, rest, true
+	}
+	db, rest, ok := part(s)
+	if !ok || !strings.HasPrefix(rest, ".") {
+		return "", "", false
+	}
+	table, rest, ok = part(rest[1:])
+	return db, table, ok && rest == ""
+}
+
+// checkTables reports included tables without a primary key or without
+// SELECT, and a filter that matches nothing.
+func checkTables(conn *client.Conn, cfg Config, g grantSet) []Problem {
+	r, err := conn.Execute(`SELECT t.TABLE_SCHEMA, t.TABLE_NAME,
+  (SELECT COUNT(*) FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_NAME = 'PRIMARY')
+  FROM information_schema.TABLES t WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY 1, 2`)
+	if err != nil {
+		return []Problem{{Check: "tables", Detail: fmt.Sprintf("cannot list tables: %v", err), Fix: "grant SELECT on the included tables"}}
+	}
+	f := newFilter(cfg.Include, cfg.Exclude)
+	var out []Problem
+	var noKey, noSelect []string
+	n := 0
+	for i := 0; i < r.RowNumber(); i++ {
+		db, _ := r.GetString(i, 0)
+		table, _ := r.GetString(i, 1)
+		keys, _ := r.GetInt(i, 2)
+		if !f.match(db, table) {
+			continue
+		}
+		n++
+		name := db + "." + table
+		if keys == 0 {
+			noKey = append(noKey, name)
+		}
+		if !g.canSelect(db, table) {
+			noSelect = append(noSelect, name)
+		}
+	}
+	if len(noKey) > 0 {
+		out = append(out, Problem{Check: "primary_key",
+			Detail: fmt.Sprintf("included tables without a primary key (updates and deletes cannot be applied by key, a snapshot cannot resume inside them): %s", listSome(noKey)),
+			Fix:    "add a primary key to each (ALTER TABLE ... ADD PRIMARY KEY), or exclude them"})
+	}
+	if len(noSelect) > 0 {
+		out = append(out, Problem{Check: "privileges",
+			Detail: fmt.Sprintf("user %s lacks SELECT on included tables: %s", cfg.User, listSome(noSelect)),
+			Fix:    "GRANT SELECT ON the databases (db.*) or tables to the source's account"})
+	}
+	if n == 0 {
+		fix := "correct include/exclude, or GRANT SELECT on the tables (tables the account cannot access are invisible to it)"
+		out = append(out, Problem{Check: "tables", Warning: true,
+			Detail: fmt.Sprintf("no table the account can see matches include %q exclude %q", cfg.Include, cfg.Exclude), Fix: fix})
+	}
+	return out
+}
+
+func listSome(names []string) string {
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,104 @@
+package binlog
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+func failures(ps []Problem) []Problem {
+	var out []Problem
+	for _, p := range ps {
+		if !p.Warning {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func checkNow(t *testing.T, cfg Config) []Problem {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return Check(ctx, cfg)
+}
+
+func TestCheckGoodConfigPasses(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE items (id INT PRIMARY KEY)")
+	ps := checkNow(t, testConfig(env, db))
+	if f := failures(ps); len(f) > 0 {
+		t.Fatalf("a good config failed: %v", f)
+	}
+	for _, p := range ps {
+		if p.Check != "server_id" { // the CDC account may not list replicas
+			t.Errorf("unexpected warning: %v", p)
+		}
+	}
+}
+
+func TestCheckReportsProblems(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE items (id INT PRIMARY KEY)")
+	exec(t, c, "CREATE TABLE loose (a INT, b INT)")
+	user := fmt.Sprintf("chk%d", rand.IntN(1e9))
+	exec(t, c, fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY 'pw'", user))
+	t.Cleanup(func() { _, _ = c.Execute(fmt.Sprintf("DROP USER '%s'@'127.0.0.1'", user)) })
+	exec(t, c, fmt.Sprintf("GRANT SELECT, BINLOG MONITOR ON *.* TO '%s'@'127.0.0.1'", user))
+	cfg := testConfig(env, db)
+	cfg.User, cfg.Password = user, "pw"
+	text := fmt.Sprint(failures(checkNow(t, cfg)))
+	for _, want := range []string{"lacks REPLICATION SLAVE", "without a primary key", db + ".loose"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("problems %s do not mention %q", text, want)
+		}
+	}
+	if strings.Contains(text, "REPLICATION CLIENT") || strings.Contains(text, db+".items") {
+		t.Errorf("problems %s name a privilege or table that is fine", text)
+	}
+
+	// the server's own id, and the id of a connected replica (seen by an
+	// account allowed to list replicas)
+	admin := testConfig(env, db)
+	admin.User, admin.Password = env.admin, env.adminPass
+	admin.ServerID = 1
+	if r, err := c.Execute("SELECT @@server_id"); err == nil {
+		id, _ := r.GetUint(0, 0)
+		admin.ServerID = uint32(id)
+	}
+	if text := fmt.Sprint(failures(checkNow(t, admin))); !strings.Contains(text, "is the server's own") {
+		t.Errorf("own server_id not reported: %s", text)
+	}
+	running := testConfig(env, db)
+	src := openSource(t, running, nil)
+	_ = src
+	admin.ServerID = running.ServerID
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		text := fmt.Sprint(failures(checkNow(t, admin)))
+		if strings.Contains(text, "used by a connected replica") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server_id %d of a running source not reported: %s", running.ServerID, text)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// unreachable and bad login
+	bad := testConfig(env, db)
+	bad.Password = "wrong"
+	if text := fmt.Sprint(checkNow(t, bad)); !strings.Contains(text, "FAIL login") {
+		t.Errorf("bad password gave %s", text)
+	}
+	bad = testConfig(env, db)
+	bad.Port = 1
+	if text := fmt.Sprint(checkNow(t, bad)); !strings.Contains(text, "FAIL reachable") {
+		t.Errorf("closed port gave %s", text)
+	}
+}
