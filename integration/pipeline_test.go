@@ -76,7 +76,7 @@ func (w *workload) step(tx *sql.Tx) error {
 		id := w.nextID
 		w.nextID++
 		w.orders = append(w.orders, id)
-		_, err := tx.Exec("INSERT INTO "+w.name+".orders VALUES (?,?,?,?,?,?)", id, fmt.Sprintf("customer-%d", w.rnd.Intn(500)),
+		_, err := tx.Exec("INSERT INTO "+w.name+".orders (id, customer, amount, status, updated_at, note) VALUES (?,?,?,?,?,?)", id, fmt.Sprintf("customer-%d", w.rnd.Intn(500)),
 			fmt.Sprintf("%d.%02d", w.rnd.Intn(100000), w.rnd.Intn(100)), "new", ts.Format("2006-01-02 15:04:05.000000"), note)
 		return err
 	case r < 45:
@@ -170,6 +170,20 @@ func compare(my, pg *sql.DB, name string) (same bool, detail string, err error) 
 		}
 	}
 	return true, "", nil
+}
+
+// waitFor polls cond until it holds, failing with msg after 2 minutes or when
+// the pipeline stops by itself.
+func waitFor(t *testing.T, r *running, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		r.failIfStopped(t)
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func waitEqual(t *testing.T, my, pg *sql.DB, name string, p *running) {
