@@ -3,6 +3,7 @@ package sink
 import (
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,6 +61,27 @@ func (tp *tablePlan) set(c *change) {
 	}
 	tp.index[k] = len(tp.changes)
 	tp.changes = append(tp.changes, c)
+}
+
+// sortedChanges returns the changes in key order. Writes that lock the
+// same rows in the same order cannot deadlock each other: this matters when
+// several queues write the same keys at once (after a rebalance). Changes
+// of distinct keys are independent, so their order does not matter
+// otherwise.
+func (tp *tablePlan) sortedChanges() []*change {
+	if len(tp.changes) < 2 {
+		return tp.changes
+	}
+	keys := make([]string, 0, len(tp.index))
+	for k := range tp.index {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]*change, len(keys))
+	for i, k := range keys {
+		out[i] = tp.changes[tp.index[k]]
+	}
+	return out
 }
 
 // reduce folds recs (in order) into a plan. Markers and schema changes are

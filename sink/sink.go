@@ -581,7 +581,7 @@ func (s *Sink) applyTable(ctx context.Context, tx *sqlx.Tx, tp *tablePlan) error
 	// Deletes, grouped by key columns.
 	var dels []*change
 	var ups []*schema.Record
-	for _, c := range tp.changes {
+	for _, c := range tp.sortedChanges() {
 		if c.del {
 			dels = append(dels, c)
 		} else {
