@@ -3,6 +3,8 @@ package sink
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -78,5 +80,66 @@ func TestWriteTransactional(t *testing.T) {
 		s.testHook = nil
 		write(t, s, b3...)
 		wantRows(t, e, "tx", map[int64]string{1: "d", 2: "d", 3: "b", 4: "b", 5: "c", 9: "plain"})
+	})
+}
+
+// Random transactions cut by random batch boundaries: after every Write the
+// target equals the state after the source transactions that ended before
+// the batch's open tail, exactly; never a state inside a transaction.
+func TestWriteTransactionalRandomCuts(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		if e.dialect == DialectPostgres {
+			t.Cleanup(func() { e.db.Exec("DELETE FROM sluice_pending WHERE pipeline = $1", e.cfg.Pipeline) })
+		}
+		rng := rand.New(rand.NewPCG(42, uint64(len(e.dialect))))
+		s := e.open(t, func(c *Config) { c.Transactional = true })
+		// Build the stream and, after each whole transaction, the state.
+		var stream []schema.Record
+		var states []map[int64]string // states[i]: after the first i transactions
+		state := map[int64]string{}
+		states = append(states, maps.Clone(state))
+		var txEnd []int // txEnd[i]: stream length after transaction i+1
+		for tx := 0; tx < 60; tx++ {
+			size := 1 + rng.IntN(6)
+			for j := 0; j < size; j++ {
+				k := int64(rng.IntN(15))
+				v := fmt.Sprintf("t%d.%d", tx, j)
+				var r schema.Record
+				if _, ok := state[k]; ok && rng.IntN(4) == 0 {
+					r = cDel("rc", k)
+					delete(state, k)
+				} else {
+					r = cUpd("rc", k, k, "?", v)
+					state[k] = v
+				}
+				r.Transaction = &schema.Transaction{ID: fmt.Sprintf("tx%d", tx), TotalOrder: int64(j + 1)}
+				r.Delivery = &schema.Delivery{Topic: "rc", Queue: 0, Offset: int64(len(stream))}
+				stream = append(stream, r)
+			}
+			states = append(states, maps.Clone(state))
+			txEnd = append(txEnd, len(stream))
+		}
+		for pos := 0; pos < len(stream); {
+			n := 1 + rng.IntN(9)
+			end := min(pos+n, len(stream))
+			write(t, s, stream[pos:end]...)
+			// Whole transactions done: those that end at or before end and
+			// are followed by a record of another transaction in what was
+			// written (the last one written stays open).
+			done := 0
+			for i, te := range txEnd {
+				if te < end {
+					done = i + 1
+				}
+			}
+			if done == 0 {
+				pos = end
+				continue // nothing applied yet: the table may not exist
+			}
+			if got := e.rows(t, "rc"); !maps.Equal(got, states[done]) {
+				t.Fatalf("after records [0,%d): target %v\nwant the state after %d transactions %v", end, got, done, states[done])
+			}
+			pos = end
+		}
 	})
 }
