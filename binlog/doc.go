@@ -15,9 +15,15 @@
 //     record before it is delivered. Data records carry no position; an
 //     OpBegin marker opens each transaction and an OpCommit marker ends it.
 //     Statements logged as their own transaction (DDL) give an
-//     OpSchemaChange record followed by an OpCommit. Commit markers come for
-//     every transaction, also those of tables that are not captured, so
-//     that positions advance.
+//     OpSchemaChange record followed by an OpCommit; TRUNCATE gives an
+//     OpTruncate record for the table (with its schemas when a row event
+//     showed them) and an OpCommit. DDL naming tables (CREATE/ALTER/DROP/
+//     RENAME TABLE, CREATE/DROP INDEX, TRUNCATE) is kept only when one of
+//     them passes Include/Exclude; other DDL when its database may. Commit
+//     markers come for every transaction, also those of tables that are not
+//     captured, so that positions advance, and while the server is idle an
+//     OpHeartbeat record every Config.Heartbeat (default 10 s, from the
+//     server's heartbeat events) carries the current position.
 //  4. Treat ErrPositionPurged as fatal: the binlog at the stored position is
 //     gone and the tables must be snapshotted again.
 //

@@ -22,6 +22,7 @@ type mapper struct {
 	zeroAsNull bool
 	collations map[uint64]string // collation id -> charset
 	now        func() time.Time
+	heartbeats bool
 
 	file      string        // current binlog file
 	gset      mysql.GTIDSet // committed transactions
@@ -47,6 +48,7 @@ type mapperConfig struct {
 	ZeroAsNull bool
 	Collations map[uint64]string // nil: built-in table
 	Now        func() time.Time  // nil: time.Now
+	Heartbeats bool              // map the server's heartbeat events to OpHeartbeat records
 }
 
 // newMapper starts a mapper at a committed position.
@@ -57,7 +59,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	}
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
-		zeroAsNull: cfg.ZeroAsNull, collations: cfg.Collations, now: cfg.Now,
+		zeroAsNull: cfg.ZeroAsNull, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
 		file: start.File, gset: gset, committed: start,
 		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
 	}
@@ -123,17 +125,17 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		default:
 			// DDL and other statements logged as their own transaction.
 			m.thread = uint64(e.SlaveProxyID)
-			if m.filter.matchDatabase(string(e.Schema)) && !isNoise(q) {
-				rec := m.marker(schema.OpSchemaChange, h, nil)
-				rec.Table = schema.TableID{Database: string(e.Schema)}
-				rec.Source.Query = q
-				rec.Change = &schema.SchemaChange{DDL: q, Kind: ddlKind(q)}
-				out = append(out, rec)
+			if !isNoise(q) {
+				out = m.statement(h, q, string(e.Schema), out)
 			}
 			return m.commit(h, out)
 		}
 	case *replication.XIDEvent:
 		return m.commit(h, out)
+	case *replication.HeartbeatEvent:
+		if m.heartbeats && !m.inTx {
+			out = append(out, m.heartbeat())
+		}
 	case *replication.TableMapEvent:
 		return out, m.tableMap(e)
 	case *replication.RowsEvent:
@@ -371,4 +373,71 @@ func isNoise(q string) bool {
 func ddlKind(q string) string {
 	word, _, _ := strings.Cut(strings.ToUpper(q), " ")
 	return word
+}
+
+// heartbeat is an OpHeartbeat record at the committed position: the source
+// is idle, and lag and positions stay measurable.
+func (m *mapper) heartbeat() schema.Record {
+	now := m.now().UnixMilli()
+	return schema.Record{
+		Op: schema.OpHeartbeat,
+		Source: schema.Source{Connector: m.flavor, Name: m.serverName, TsMs: now,
+			GTID: m.committed.GTIDSet, File: m.committed.File, Pos: uint64(m.committed.Pos)},
+		TsMs:     now,
+		Position: EncodePosition(m.committed),
+	}
+}
+
+// statement maps a statement logged as its own transaction: TRUNCATE gives
+// an OpTruncate record per captured table, other DDL an OpSchemaChange
+// record when a table it names (or, for statements without one, its
+// database) is captured.
+func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out []schema.Record) []schema.Record {
+	kind, tables, parsed := ddlTables(q, defaultDB)
+	if kind == "TRUNCATE" && parsed {
+		for _, id := range tables {
+			if !m.filter.match(id.Database, id.Table) {
+				continue
+			}
+			rec := m.marker(schema.OpTruncate, h, nil)
+			m.txOrder++
+			m.tableOrder[id]++
+			rec.Transaction.TotalOrder, rec.Transaction.DataCollectionOrder = m.txOrder, m.tableOrder[id]
+			rec.Table = id
+			rec.Source.Query = q
+			if ti := m.tableByID(id); ti != nil {
+				rec.KeySchema, rec.ValueSchema = ti.keySchema, ti.valueSchema
+			}
+			out = append(out, rec)
+		}
+		return out
+	}
+	db := defaultDB
+	if parsed && len(tables) > 0 {
+		match := false
+		for _, id := range tables {
+			match = match || m.filter.match(id.Database, id.Table)
+		}
+		if !match {
+			return out
+		}
+		db = tables[0].Database
+	} else if !m.filter.matchDatabase(defaultDB) {
+		return out
+	}
+	rec := m.marker(schema.OpSchemaChange, h, nil)
+	rec.Table = schema.TableID{Database: db}
+	rec.Source.Query = q
+	rec.Change = &schema.SchemaChange{DDL: q, Kind: ddlKind(q)}
+	return append(out, rec)
+}
+
+// tableByID finds the cached shape of a captured table, or nil.
+func (m *mapper) tableByID(id schema.TableID) *tableInfo {
+	for _, ti := range m.tables {
+		if ti != nil && ti.id == id {
+			return ti
+		}
+	}
+	return nil
 }

@@ -145,7 +145,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	}
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
-		ZeroAsNull: s.cfg.zeroDateAsNull(), Collations: collations,
+		ZeroAsNull: s.cfg.zeroDateAsNull(), Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
 	}, start)
 	if err != nil {
 		if snap != nil {
@@ -269,11 +269,15 @@ func loadCollations(conn *client.Conn) (map[uint64]string, error) {
 }
 
 func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
+	hb := s.cfg.Heartbeat
+	if hb <= 0 {
+		hb = 10 * time.Second // still keeps the connection's read timeout meaningful
+	}
 	return replication.BinlogSyncerConfig{
 		ServerID: s.cfg.ServerID, Flavor: s.cfg.Flavor,
 		Host: s.cfg.Host, Port: uint16(s.cfg.Port), User: s.cfg.User, Password: s.cfg.Password,
 		UseDecimal: true, ParseTime: true,
-		HeartbeatPeriod: 10 * time.Second, ReadTimeout: 35 * time.Second,
+		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
 		Logger: s.log.With("component", "go-mysql"),
 	}
