@@ -1,0 +1,182 @@
+package rocketmq
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Message properties of a dead letter (besides KeyProperty, the converter's
+// key, as on every message).
+const (
+	DeadLetterErrorProperty  = "sluice_error"  // why the sink left the record out
+	DeadLetterTableProperty  = "sluice_table"  // db.table
+	DeadLetterTopicProperty  = "sluice_topic"  // where the record was consumed from, if known
+	DeadLetterQueueProperty  = "sluice_queue"  // its queue id
+	DeadLetterOffsetProperty = "sluice_offset" // its queue offset
+	// maxErrorProperty bounds sluice_error: the broker limits a message's
+	// properties to 32 KiB in all.
+	maxErrorProperty = 4096
+)
+
+// DeadLetterTopic is the dead-letter topic of a topic prefix: prefix_dlq,
+// made a valid topic name.
+func DeadLetterTopic(prefix string) string { return sanitizeName(prefix + "_dlq") }
+
+// DeadLetter publishes the records a sink rejects for good to the topic
+// DeadLetterTopic(cfg.TopicPrefix), one message per record: the body and
+// sluice_key are the codec's, as on the pipeline's topics (so Tail and the
+// codec read them back), plus the properties above. Its Send fits
+// sink.Config.DeadLetter. Safe for concurrent use.
+type DeadLetter struct {
+	cfg    Config
+	log    *slog.Logger
+	topic  string
+	prod   rmq.Producer
+	adm    interface{ Close() error }
+	topics *topicCache
+	once   sync.Once
+}
+
+// NewDeadLetter starts a producer and creates the dead-letter topic.
+func NewDeadLetter(ctx context.Context, cfg Config, log *slog.Logger) (*DeadLetter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	setClientLogger(log)
+	adm, err := newAdmin(cfg.NameServers)
+	if err != nil {
+		return nil, err
+	}
+	d := &DeadLetter{cfg: cfg, log: log, topic: DeadLetterTopic(cfg.TopicPrefix), adm: adm, topics: newTopicCache(cfg, adm)}
+	if _, err := d.topics.queues(ctx, d.topic); err != nil {
+		_ = adm.Close()
+		return nil, fmt.Errorf("rocketmq: dead-letter topic: %w", err)
+	}
+	prod, err := rmq.NewProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+		producer.WithGroupName(sanitizeName(cfg.Pipeline+"-dlq")),
+		producer.WithInstanceName(instanceName(cfg.Pipeline, "dlq")),
+		producer.WithRetry(0),
+		producer.WithQueueSelector(pinnedSelector{}),
+		producer.WithSendMsgTimeout(sendTimeout),
+	)
+	if err != nil {
+		_ = adm.Close()
+		return nil, fmt.Errorf("rocketmq: cannot create dead-letter producer: %w", err)
+	}
+	if err := prod.Start(); err != nil {
+		_ = adm.Close()
+		return nil, fmt.Errorf("rocketmq: cannot start dead-letter producer for name servers %v: %w", cfg.NameServers, err)
+	}
+	d.prod = prod
+	return d, nil
+}
+
+// Topic is the dead-letter topic.
+func (d *DeadLetter) Topic() string { return d.topic }
+
+// Send stores rec with the cause of its rejection and returns once the
+// broker confirmed it (retrying SendRetries times with a backoff). A record
+// the codec cannot encode is stored with its table, key and the encoding
+// error as its body, so that it is never lost silently.
+func (d *DeadLetter) Send(ctx context.Context, rec schema.Record, cause error) error {
+	msg := d.message(&rec, cause)
+	qs, err := d.topics.queues(ctx, d.topic)
+	if err != nil {
+		return err
+	}
+	if len(qs) == 0 {
+		return fmt.Errorf("rocketmq: dead-letter topic %q has no writable queue", d.topic)
+	}
+	q := qs[queueIndex(rec.Table, rec.KeyString(), len(qs))]
+	msg.Queue = &primitive.MessageQueue{Topic: d.topic, BrokerName: q.Broker, QueueId: q.ID}
+	delay := firstRetryDelay
+	var last error
+	for attempt := 0; attempt <= d.cfg.SendRetries; attempt++ {
+		res, err := d.prod.SendSync(ctx, msg)
+		if err == nil && res != nil && res.Status == primitive.SendOK {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("broker answered status %d", sendStatus(res))
+		}
+		last = err
+		if attempt == d.cfg.SendRetries {
+			break
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: dead letter of %s key %q to %q: %w", ErrSend, rec.Table, rec.KeyString(), d.topic, ctx.Err())
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+	return fmt.Errorf("%w: dead letter of %s key %q to %q after %d attempts: %w", ErrSend, rec.Table, rec.KeyString(), d.topic, d.cfg.SendRetries+1, last)
+}
+
+func (d *DeadLetter) message(rec *schema.Record, cause error) *primitive.Message {
+	key, val, err := d.cfg.Codec.Encode(rec)
+	if err != nil || len(val) == 0 {
+		if err == nil {
+			err = fmt.Errorf("empty value")
+		}
+		key = nil
+		val = []byte(fmt.Sprintf("sluice: %s record of %s key %q could not be encoded: %v", rec.Op, rec.Table, rec.KeyString(), err))
+	}
+	msg := primitive.NewMessage(d.topic, val)
+	if ks := rec.KeyString(); ks != "" && len(ks) <= maxIndexKey {
+		msg.WithKeys([]string{ks})
+	}
+	if rec.Table.Table != "" {
+		msg.WithTag(rec.Table.Table)
+	}
+	if key != nil {
+		msg.WithProperty(KeyProperty, string(key))
+	}
+	text := "unknown error"
+	if cause != nil {
+		text = cause.Error()
+	}
+	if len(text) > maxErrorProperty {
+		text = text[:maxErrorProperty]
+	}
+	// \x01 and \x02 separate properties on the wire.
+	text = strings.Map(func(r rune) rune {
+		if r == 1 || r == 2 {
+			return ' '
+		}
+		return r
+	}, text)
+	msg.WithProperty(DeadLetterErrorProperty, text)
+	msg.WithProperty(DeadLetterTableProperty, rec.Table.String())
+	if dl := rec.Delivery; dl != nil {
+		msg.WithProperty(DeadLetterTopicProperty, dl.Topic)
+		msg.WithProperty(DeadLetterQueueProperty, strconv.Itoa(dl.Queue))
+		msg.WithProperty(DeadLetterOffsetProperty, strconv.FormatInt(dl.Offset, 10))
+	}
+	return msg
+}
+
+// Close shuts the producer down. Safe to call more than once.
+func (d *DeadLetter) Close() error {
+	d.once.Do(func() {
+		_ = d.prod.Shutdown()
+		_ = d.adm.Close()
+	})
+	return nil
+}
