@@ -326,7 +326,13 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		saveErr = errors.Join(saveErr, err)
 	}
 	if waitErr != nil && readErr == nil && ctx.Err() != nil {
-		log.Warn("shutdown did not see every batch acknowledged; they will be read again at the next start", "err", waitErr)
+		// A batch cut off by the stop is not committed: it is read again at
+		// the next start, which is the at-least-once contract, not a fault.
+		level := slog.LevelWarn
+		if errors.Is(waitErr, context.Canceled) {
+			level = slog.LevelInfo
+		}
+		log.Log(ctx, level, "stopped with batches unacknowledged; they will be read again at the next start", "err", waitErr)
 		waitErr = nil
 	}
 	return errors.Join(readErr, waitErr, closeErr, saveErr)
