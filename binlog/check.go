@@ -101,6 +101,13 @@ func Check(ctx context.Context, cfg Config) []Problem {
 		warn("gtid", fmt.Sprintf("gtid_mode is %q: positions fall back to file and offset, which do not survive a failover", s),
 			"set gtid_mode=ON and enforce_gtid_consistency=ON in the server's config")
 	}
+	account := "the source's account"
+	if r, err := conn.Execute("SELECT CURRENT_USER()"); err == nil && r.RowNumber() > 0 {
+		cu, _ := r.GetString(0, 0)
+		if i := strings.LastIndexByte(cu, '@'); i > 0 {
+			account = fmt.Sprintf("'%s'@'%s'", cu[:i], cu[i+1:])
+		}
+	}
 	grants, err := showGrants(conn)
 	if err != nil {
 		add("privileges", fmt.Sprintf("cannot read the account's grants: %v", err), "run SHOW GRANTS as this user to see why")
@@ -109,14 +116,14 @@ func Check(ctx context.Context, cfg Config) []Problem {
 	for _, p := range []struct{ name, alias string }{{"REPLICATION SLAVE", "REPLICATION REPLICA"}, {"REPLICATION CLIENT", "BINLOG MONITOR"}} {
 		if !grants.global(p.name) && !grants.global(p.alias) {
 			add("privileges", fmt.Sprintf("user %s lacks %s", cfg.User, p.name),
-				fmt.Sprintf("GRANT %s ON *.* TO the source's account", p.name))
+				fmt.Sprintf("GRANT %s ON *.* TO %s", p.name, account))
 		}
 	}
 	if cfg.Flavor == FlavorMySQL && cfg.Snapshot != SnapshotNever && !grants.global("RELOAD") {
 		add("privileges", fmt.Sprintf("user %s lacks RELOAD, which the snapshot needs for FLUSH TABLES WITH READ LOCK", cfg.User),
-			"GRANT RELOAD ON *.* TO the source's account")
+			"GRANT RELOAD ON *.* TO "+account)
 	}
-	out = append(out, checkTables(conn, cfg, grants)...)
+	out = append(out, checkTables(conn, cfg, grants, account)...)
 	return out
 }
 
@@ -295,7 +302,7 @@ func splitScope(s string) (db, table string, ok bool) {
 
 // checkTables reports included tables without a primary key or without
 // SELECT, and a filter that matches nothing.
-func checkTables(conn *client.Conn, cfg Config, g grantSet) []Problem {
+func checkTables(conn *client.Conn, cfg Config, g grantSet, account string) []Problem {
 	r, err := conn.Execute(`SELECT t.TABLE_SCHEMA, t.TABLE_NAME,
   (SELECT COUNT(*) FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_NAME = 'PRIMARY')
   FROM information_schema.TABLES t WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY 1, 2`)
@@ -330,7 +337,7 @@ func checkTables(conn *client.Conn, cfg Config, g grantSet) []Problem {
 	if len(noSelect) > 0 {
 		out = append(out, Problem{Check: "privileges",
 			Detail: fmt.Sprintf("user %s lacks SELECT on included tables: %s", cfg.User, listSome(noSelect)),
-			Fix:    "GRANT SELECT ON the databases (db.*) or tables to the source's account"})
+			Fix:    "GRANT SELECT ON each database (db.*) or table TO " + account})
 	}
 	if n == 0 {
 		fix := "correct include/exclude, or GRANT SELECT on the tables (tables the account cannot access are invisible to it)"

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -538,11 +539,30 @@ func keyLiteral(c *column, cs, collation string, raw []byte) (string, error) {
 		return true
 	}
 	switch c.kind {
-	case kInt, kUint64, kDecimal, kYear, kFloat32, kFloat64:
-		if !only("0123456789+-.eE") {
+	case kInt, kYear:
+		n, err := strconv.ParseInt(string(raw), 10, 64)
+		if err != nil {
 			return bad()
 		}
-		return string(raw), nil
+		return strconv.FormatInt(n, 10), nil
+	case kUint64:
+		n, err := strconv.ParseUint(string(raw), 10, 64)
+		if err != nil {
+			return bad()
+		}
+		return strconv.FormatUint(n, 10), nil
+	case kDecimal:
+		d, err := schema.ParseDec(string(raw))
+		if err != nil {
+			return bad()
+		}
+		return d.String(), nil
+	case kFloat32, kFloat64:
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return bad()
+		}
+		return strconv.FormatFloat(f, 'e', -1, 64), nil // a DOUBLE literal
 	case kDate, kTime, kDatetime, kTimestamp:
 		if !only("0123456789-:. ") {
 			return bad()

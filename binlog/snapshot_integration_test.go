@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -344,6 +345,16 @@ func TestSnapshotCompositeStringKey(t *testing.T) {
 		}
 	}
 	exec(t, c, "INSERT INTO nopk VALUES (1, 'a'), (1, 'a'), (2, NULL)")
+	exec(t, c, "CREATE TABLE mk (f DOUBLE, d DECIMAL(6,2), t DATETIME(3), b VARBINARY(4), x BIT(3), PRIMARY KEY (f, d, t, b, x))")
+	mk := 0
+	for _, f := range []string{"-1e-5", "0.1e0", "3"} {
+		for _, d := range []string{"-1.5", "2"} {
+			for _, b := range []string{"x''", "x'00ff'"} {
+				exec(t, c, fmt.Sprintf("INSERT INTO mk VALUES (%s, %s, '2020-01-01 00:00:00.5', %s, b'101'), (%s, %s, '1969-12-31 23:59:59', %s, b'0')", f, d, b, f, d, b))
+				mk += 2
+			}
+		}
+	}
 	cfg := testConfig(env, db)
 	cfg.Snapshot, cfg.SnapshotChunk = SnapshotInitialOnly, 2
 	s := openSource(t, cfg, nil)
@@ -354,6 +365,9 @@ func TestSnapshotCompositeStringKey(t *testing.T) {
 		switch r.Table.Table {
 		case "ck":
 			got = append(got, fmt.Sprintf("%s|%d", r.After[0], r.After[1]))
+		case "mk":
+			got = append(got, fmt.Sprintf("mk|%v|%v|%v|%x|%v", r.After[0], r.After[1], r.After[2], r.After[3], r.After[4]))
+			mk--
 		case "nopk":
 			nopk++
 			if r.KeySchema != nil || r.Key != nil {
@@ -361,6 +375,18 @@ func TestSnapshotCompositeStringKey(t *testing.T) {
 			}
 		}
 	}
+	var dup []string
+	seen := map[string]bool{}
+	for _, g := range got {
+		if seen[g] {
+			dup = append(dup, g)
+		}
+		seen[g] = true
+	}
+	if mk != 0 || len(dup) > 0 {
+		t.Fatalf("mk: %d rows unaccounted for, duplicates %v", mk, dup)
+	}
+	got = slices.DeleteFunc(got, func(s string) bool { return strings.HasPrefix(s, "mk|") })
 	sort.Strings(got)
 	sort.Strings(want)
 	if !reflect.DeepEqual(got, want) {

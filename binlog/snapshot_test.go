@@ -135,3 +135,32 @@ func TestInfoColumnSpecMatchesTableMap(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// FuzzKeyLiteral: whatever bytes a stored position holds, an accepted key
+// literal cannot leave its quotes.
+func FuzzKeyLiteral(f *testing.F) {
+	for _, s := range []string{"42", "-1.5e3", "2020-01-01 00:00:00", "a'b", "1 OR 1=1", "\x00\xff"} {
+		f.Add(s, uint8(kInt))
+	}
+	f.Fuzz(func(t *testing.T, raw string, k uint8) {
+		c := &column{name: "k", kind: kind(k%uint8(kGeometry)) + 1}
+		lit, err := keyLiteral(c, "latin1", "latin1_swedish_ci", []byte(raw))
+		if err != nil {
+			return
+		}
+		inner, quoted := lit, true
+		switch {
+		case strings.HasPrefix(lit, "_latin1 X'"):
+			inner = strings.TrimSuffix(strings.TrimPrefix(lit, "_latin1 X'"), "' COLLATE latin1_swedish_ci")
+		case strings.HasPrefix(lit, "X'"):
+			inner = strings.TrimSuffix(strings.TrimPrefix(lit, "X'"), "'")
+		case strings.HasPrefix(lit, "'"):
+			inner = strings.TrimSuffix(strings.TrimPrefix(lit, "'"), "'")
+		default:
+			quoted = false
+		}
+		if strings.ContainsAny(inner, "'\\") || !quoted && (strings.ContainsAny(inner, "`;()/*# \n") || strings.Contains(inner, "--")) {
+			t.Fatalf("keyLiteral(%d, %q) = %q escapes its quotes", c.kind, raw, lit)
+		}
+	})
+}
