@@ -24,6 +24,8 @@ Usage:
   sluice validate --config FILE                   check the config file and exit
   sluice check --config FILE                      check the source server and account (binlog settings, privileges, keys)
   sluice positions show|reset --config FILE       read or reset the saved source position
+  sluice tail --config FILE [--from beginning|now] [--follow] [--table db.table] [--key K] [--limit N] [--schemas] [--dlq]
+                                                  print the records on the pipeline's RocketMQ topics as JSON lines (sink offsets untouched)
 `
 
 // Main runs the command line and returns the exit code.
@@ -43,6 +45,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdPositions(args[1:], stdout)
 	case "check":
 		err = cmdCheck(args[1:], stdout, log)
+	case "tail":
+		err = cmdTail(args[1:], stdout)
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -34,6 +35,15 @@ type jdbcSink struct {
 	AutoCreate *bool  `yaml:"auto_create"`
 	AutoEvolve *bool  `yaml:"auto_evolve"`
 	BatchSize  int    `yaml:"batch_size"`
+	OnError    string `yaml:"on_error"` // fail (default), skip, or dlq: rows the target rejects go to the RocketMQ topic <prefix>_dlq
+	// CopyThreshold: rows of one table in a batch from which PostgreSQL
+	// uses COPY into a staging table (0: default 1000; negative: never).
+	CopyThreshold  int    `yaml:"copy_threshold"`
+	ProgressTable  string `yaml:"progress_table"`
+	TimeAsInterval bool   `yaml:"time_as_interval"` // PostgreSQL: TIME columns as INTERVAL (negative and >24h values)
+	SchemaChanges  string `yaml:"schema_changes"`   // ignore | apply | fail
+	KeylessMode    string `yaml:"keyless_mode"`     // fail | append
+	Transactional  bool   `yaml:"transactional"`    // apply source transactions atomically
 }
 
 type embeddedTransport struct {
@@ -133,7 +143,18 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 				dialect = "mysql"
 			}
 			d.sink = &sink.Config{Dialect: dialect, DSN: c.DSN, Pipeline: cfg.Name, SchemaTemplate: c.Schema, TableTemplate: c.Table,
-				AutoCreate: truthy(c.AutoCreate, true), AutoEvolve: truthy(c.AutoEvolve, true), BatchSize: c.BatchSize}
+				AutoCreate: truthy(c.AutoCreate, true), AutoEvolve: truthy(c.AutoEvolve, true), BatchSize: c.BatchSize, OnError: c.OnError,
+				CopyThreshold: c.CopyThreshold, ProgressTable: c.ProgressTable, TimeAsInterval: c.TimeAsInterval,
+				SchemaChanges: c.SchemaChanges, KeylessMode: c.KeylessMode, Transactional: c.Transactional}
+			switch c.OnError {
+			case "", sink.OnErrorFail, sink.OnErrorSkip:
+			case sink.OnErrorDLQ:
+				if cfg.Transport.Type != "rocketmq" {
+					return nil, sectionErr(cfg.Sink, "on_error: dlq writes to a RocketMQ topic: it needs the rocketmq transport")
+				}
+			default:
+				return nil, sectionErr(cfg.Sink, fmt.Sprintf("on_error must be fail, skip or dlq, not %q", c.OnError))
+			}
 		default:
 			return nil, sectionErr(cfg.Sink, fmt.Sprintf("unknown sink type %q (known: postgres, mysql)", cfg.Sink.Type))
 		}
@@ -200,11 +221,24 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 		p.Positions = store
 	}
 	if d.sink != nil {
+		var dl *rocketmq.DeadLetter
+		if d.sink.OnError == sink.OnErrorDLQ {
+			if dl, err = rocketmq.NewDeadLetter(ctx, *d.rocketmq, log.With("component", "dead-letter")); err != nil {
+				return nil, err
+			}
+			d.sink.DeadLetter = dl.Send
+		}
 		s, err := sink.New(ctx, *d.sink, log.With("component", "sink"))
 		if err != nil {
+			if dl != nil {
+				_ = dl.Close()
+			}
 			return nil, err
 		}
 		p.Sink = s
+		if dl != nil {
+			p.Sink = sinkWithDeadLetter{s, dl}
+		}
 	}
 	switch {
 	case d.embedded != nil:
@@ -228,3 +262,11 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 	}
 	return p, nil
 }
+
+// sinkWithDeadLetter closes the dead-letter producer with the sink.
+type sinkWithDeadLetter struct {
+	runtime.Sink
+	dl *rocketmq.DeadLetter
+}
+
+func (s sinkWithDeadLetter) Close() error { return errors.Join(s.Sink.Close(), s.dl.Close()) }
