@@ -681,6 +681,13 @@ func (sn *snapshotter) run(ctx context.Context) error {
 		var rowsRead int64
 		for {
 			q, err := st.chunkQuery(key, limit)
+			if err != nil && rowsRead == 0 && key != nil {
+				// the key of the interrupted run no longer fits the table
+				// (its primary key changed): read the table from its start
+				s.log.Warn("binlog: snapshot: the saved key does not fit the table any more: reading it from the start", "table", id.String(), "err", err)
+				key = nil
+				q, err = st.chunkQuery(nil, limit)
+			}
 			if err != nil {
 				return err
 			}
