@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Factory builds a fresh pipeline, connecting to its servers. A worker calls
@@ -19,6 +20,16 @@ var ErrUnknownPipeline = errors.New("runtime: unknown pipeline")
 // Worker hosts pipelines and manages their lifecycle: start, stop, pause,
 // resume, restart, status and positions. It is what the REST API drives.
 type Worker struct {
+	// Restart policy for a pipeline whose run fails with a retriable error
+	// (IsFatal false): it is rebuilt with its factory after a backoff that
+	// starts at RestartBackoff (default 1s) and doubles up to
+	// MaxRestartBackoff (default 30s); a run that lasted MaxRestartBackoff
+	// or more starts the backoff over. MaxRestarts bounds consecutive
+	// restarts (0: no bound; negative: never restart). Set before Start.
+	RestartBackoff    time.Duration
+	MaxRestartBackoff time.Duration
+	MaxRestarts       int
+
 	mu    sync.Mutex
 	tasks map[string]*task
 	log   *slog.Logger
@@ -100,7 +111,7 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t.p, t.cancel, t.done, t.err = p, cancel, make(chan struct{}), nil
 	go func(t *task, done chan struct{}) {
-		err := p.Run(rctx)
+		err := w.runRestarting(rctx, name, t, p)
 		w.mu.Lock()
 		t.err = err
 		w.mu.Unlock()
@@ -114,6 +125,63 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 		}
 	}(t, t.done)
 	return nil
+}
+
+// runRestarting runs p, and rebuilds and reruns the pipeline after a
+// retriable failure, following the restart policy. It returns the last
+// run's result (nil when ctx ended a backoff: that is a stop).
+func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pipeline) error {
+	first := w.RestartBackoff
+	if first <= 0 {
+		first = time.Second
+	}
+	ceiling := w.MaxRestartBackoff
+	if ceiling <= 0 {
+		ceiling = 30 * time.Second
+	}
+	restarts := 0
+	for {
+		began := time.Now()
+		err := p.Run(ctx)
+		if err == nil || IsFatal(err) || ctx.Err() != nil || w.MaxRestarts < 0 {
+			return err
+		}
+		if time.Since(began) >= ceiling {
+			restarts = 0 // it ran healthy for a while: a new incident
+		}
+		for {
+			restarts++
+			if w.MaxRestarts > 0 && restarts > w.MaxRestarts {
+				return fmt.Errorf("gave up after %d restarts: %w", w.MaxRestarts, err)
+			}
+			delay := min(first<<min(restarts-1, 16), ceiling)
+			w.log.Warn("pipeline failed with a retriable error; restarting it", "pipeline", name, "in", delay, "restart", restarts, "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(delay):
+			}
+			np, ferr := t.factory(ctx)
+			if ferr != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if IsFatal(ferr) {
+					return ferr
+				}
+				err = ferr
+				continue
+			}
+			w.mu.Lock()
+			t.p = np
+			if np.Positions != nil {
+				t.store = np.Positions
+			}
+			w.mu.Unlock()
+			p = np
+			break
+		}
+	}
 }
 
 // Stop stops a pipeline gracefully and waits for it (bounded by ctx).
