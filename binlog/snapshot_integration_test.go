@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -557,7 +558,7 @@ func BenchmarkSnapshot100k(b *testing.B) {
 	cfg.Snapshot = SnapshotInitialOnly
 	b.Run("snapshot", func(b *testing.B) {
 		for b.Loop() {
-			s, err := NewSource(cfg, nil)
+			s, err := NewSource(cfg, slog.New(slog.DiscardHandler))
 			if err != nil {
 				b.Fatal(err)
 			}
