@@ -79,7 +79,13 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 			continue
 		}
 		q := QueueFor(&recs[i], n)
-		split[q] = append(split[q], recs[i])
+		r := recs[i]
+		if r.Delivery != nil {
+			d := *r.Delivery
+			d.Queue = q
+			r.Delivery = &d
+		}
+		split[q] = append(split[q], r)
 	}
 	var parts int32
 	for _, s := range split {

@@ -35,6 +35,10 @@ type Pipeline struct {
 	Positions  PositionStore
 	Log        *slog.Logger
 
+	// SourceFingerprint identifies what the source reads (its filters and
+	// server); when it changes, record sequences restart (see sequence.go).
+	SourceFingerprint string
+
 	MaxInFlight  int           // records published but not acknowledged; default 8192
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
 	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
@@ -270,14 +274,19 @@ func (p *Pipeline) InFlight() int {
 
 func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	log := p.log()
-	pos, err := p.Positions.Load(ctx, p.Name)
+	stored, err := p.Positions.Load(ctx, p.Name)
 	if err != nil {
 		return err
 	}
-	if pos != nil {
-		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos))
-	} else {
+	pos, seq, seqOK := decodeSaved(stored, p.SourceFingerprint)
+	if !seqOK {
+		seq = freshSeq()
+	}
+	if stored == nil {
+		pos = nil
 		log.Info("no saved position; starting from the source's configured start", "pipeline", p.Name)
+	} else {
+		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos), "sequence_continued", seqOK)
 	}
 	if err := p.Source.Open(ctx, pos); err != nil {
 		return fmt.Errorf("open source: %w", err)
@@ -309,7 +318,7 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		}
 	}()
 
-	readErr := p.readLoop(ctx, w)
+	readErr := p.readLoop(ctx, w, seq)
 
 	// Graceful stop: wait for what is in flight, then save the final position.
 	drain := p.DrainTimeout
@@ -347,12 +356,12 @@ func (p *Pipeline) save(ctx context.Context, w *window) error {
 		return fmt.Errorf("save position: %w", err)
 	}
 	p.stats.mu.Lock()
-	p.stats.position = pos
+	p.stats.position = SourcePosition(pos)
 	p.stats.mu.Unlock()
 	return nil
 }
 
-func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
+func (p *Pipeline) readLoop(ctx context.Context, w *window, seq int64) error {
 	for {
 		if err := p.waitResumed(ctx); err != nil {
 			return nil
@@ -367,11 +376,16 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 		if len(recs) == 0 {
 			continue
 		}
+		// Number the records; the newest resumable point of the batch is
+		// saved together with the number of the record that carries it.
 		var pos []byte
-		for i := len(recs) - 1; i >= 0; i-- {
+		for i := range recs {
+			seq++
+			if recs[i].Op != schema.OpRead && recs[i].Delivery == nil {
+				recs[i].Delivery = &schema.Delivery{Topic: EmbeddedTopic, Offset: seq}
+			}
 			if recs[i].Position != nil {
-				pos = recs[i].Position
-				break
+				pos = encodeSaved(recs[i].Position, seq, p.SourceFingerprint)
 			}
 		}
 		seq, err := w.add(ctx, len(recs), pos)

@@ -55,8 +55,9 @@ func NewRESTHandler(w *Worker, token string) http.Handler {
 		respond(rw, nil, w.Restart(ctx, r.PathValue("name")))
 	})
 	mux.HandleFunc("GET /connectors/{name}/offsets", func(rw http.ResponseWriter, r *http.Request) {
-		pos, err := w.Position(r.Context(), r.PathValue("name"))
-		respond(rw, map[string]any{"position": string(pos)}, err)
+		stored, err := w.Position(r.Context(), r.PathValue("name"))
+		_, seq, _ := decodeSaved(stored, "")
+		respond(rw, map[string]any{"position": string(SourcePosition(stored)), "sequence": seq}, err)
 	})
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", func(rw http.ResponseWriter, r *http.Request) {
 		respond(rw, nil, w.ResetPosition(r.Context(), r.PathValue("name"), nil))

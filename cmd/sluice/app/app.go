@@ -190,6 +190,6 @@ func cmdPositions(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s: no saved position\n", cfg.Name)
 		return nil
 	}
-	fmt.Fprintf(stdout, "%s\n", pos)
+	fmt.Fprintf(stdout, "%s\n", runtime.SourcePosition(pos))
 	return nil
 }

@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
@@ -25,6 +28,10 @@ type mysqlSource struct {
 	Include    []string `yaml:"include"`
 	Exclude    []string `yaml:"exclude"`
 	ZeroDates  string   `yaml:"zero_dates"` // "null" (default) or "keep"
+	// Snapshot: never (default) | initial | when_needed | initial_only.
+	Snapshot      string        `yaml:"snapshot"`
+	SnapshotChunk int           `yaml:"snapshot_chunk"` // rows per keyset query, default 2048
+	Heartbeat     time.Duration `yaml:"heartbeat"`      // default 10s; negative disables
 }
 
 // jdbcSink is the config of the PostgreSQL and MySQL sinks.
@@ -117,7 +124,8 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 				c.ServerName = cfg.Name
 			}
 			bc := &binlog.Config{Host: c.Host, Port: c.Port, User: c.User, Password: c.Password, ServerID: c.ServerID,
-				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude}
+				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude,
+				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, Heartbeat: c.Heartbeat}
 			switch c.ZeroDates {
 			case "", "null":
 			case "keep":
@@ -214,6 +222,7 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 			return nil, err
 		}
 		p.Source = src
+		p.SourceFingerprint = sourceFingerprint(d.source)
 		store, err := runtime.NewFileStore(d.positions.Dir)
 		if err != nil {
 			return nil, err
@@ -270,3 +279,10 @@ type sinkWithDeadLetter struct {
 }
 
 func (s sinkWithDeadLetter) Close() error { return errors.Join(s.Sink.Close(), s.dl.Close()) }
+
+// sourceFingerprint names what the source reads: when it changes, the
+// runtime restarts its record numbering (see runtime/sequence.go).
+func sourceFingerprint(c *binlog.Config) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%q|%q", c.Flavor, c.Host, c.Port, c.ServerName, c.Include, c.Exclude)))
+	return hex.EncodeToString(h[:8])
+}
