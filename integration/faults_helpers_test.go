@@ -1,0 +1,232 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/cmd/sluice/app"
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildSluice builds the sluice binary once per test run.
+func buildSluice(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sluice-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "sluice")
+		out, err := exec.Command("go", "build", "-o", builtBin, "github.com/sluicecdc/sluice/cmd/sluice").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtBin
+}
+
+// process is a `sluice run --only` child; it is also a *running so that the
+// harness's waits notice when it exits by itself.
+type process struct {
+	*running
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func startProcess(t *testing.T, bin, only, cfg string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--config", cfg, "--only", only)
+	cmd.Dir = filepath.Dir(cfg)
+	var logBuf bytes.Buffer
+	lw := &syncWriter{w: &logBuf}
+	cmd.Stdout, cmd.Stderr = lw, lw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{running: &running{p: &runtime.Pipeline{Name: only + " process"}, cancel: func() {}, errc: make(chan error, 1)},
+		cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		if err == nil {
+			err = errors.New("exited")
+		}
+		lw.mu.Lock()
+		tail := logBuf.String()
+		lw.mu.Unlock()
+		if len(tail) > 4000 {
+			tail = tail[len(tail)-4000:]
+		}
+		p.errc <- fmt.Errorf("%s process: %w; log tail:\n%s", only, err, tail)
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+// kill sends SIGKILL and waits for the exit.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+}
+
+// stopProcess sends SIGTERM and checks the process drains and exits 0.
+func (p *process) stopProcess(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatal("process did not stop within 90s of SIGTERM")
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("process exited %d after SIGTERM: %v", code, <-p.errc)
+	}
+}
+
+// Fault broker: a RocketMQ name server and broker of their own, which the
+// broker-restart test may stop and start without disturbing other tests.
+const (
+	faultRoot        = "/tmp/sluice-faults"
+	faultNamesrvPort = "29876"
+	faultBrokerPort  = "30911"
+	faultStore       = "/dev/shm/sluice-faults-store"
+)
+
+func faultEnv() []string {
+	return append(os.Environ(), "SLUICE_SERVERS_ROOT="+faultRoot, "SLUICE_ROCKETMQ_NAMESRV_PORT="+faultNamesrvPort,
+		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_STORE="+faultStore)
+}
+
+// faultBroker returns the env of the fault broker, or skips (fails in CI)
+// when it is not running.
+func faultBroker(t *testing.T) env {
+	t.Helper()
+	fe, _ := readEnvFile(filepath.Join(faultRoot, "servers.env"))
+	if fe["SLUICE_ROCKETMQ_NAMESRV"] == "" {
+		msg := fmt.Sprintf("no fault broker: start it with `SLUICE_SERVERS_ROOT=%s SLUICE_ROCKETMQ_NAMESRV_PORT=%s SLUICE_ROCKETMQ_BROKER_PORT=%s SLUICE_ROCKETMQ_STORE=%s scripts/servers.sh start rocketmq`",
+			faultRoot, faultNamesrvPort, faultBrokerPort, faultStore)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return fe
+}
+
+// faultServers runs scripts/servers.sh start|stop rocketmq on the fault broker.
+func faultServers(t *testing.T, verb string) {
+	t.Helper()
+	cmd := exec.Command("../scripts/servers.sh", verb, "rocketmq")
+	cmd.Env = faultEnv()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("servers.sh %s rocketmq (fault broker): %v\n%s", verb, err, out)
+	}
+}
+
+// startWorker runs the pipeline under a runtime.Worker, as `sluice run`
+// does, so that it is restarted after retriable failures. The returned
+// running reports a failure only once the worker gives up.
+func startWorker(t *testing.T, configPath string) *running {
+	t.Helper()
+	cfg, err := runtime.LoadConfig(configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := slog.LevelWarn
+	_ = level.UnmarshalText([]byte(os.Getenv("SLUICE_TEST_LOG")))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	w := runtime.NewWorker(log)
+	w.RestartBackoff = 500 * time.Millisecond
+	w.MaxRestartBackoff = 5 * time.Second
+	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return app.Build(ctx, cfg, "", log) })
+	if err := w.Start(context.Background(), cfg.Name); err != nil {
+		t.Fatal(err)
+	}
+	r := &running{p: &runtime.Pipeline{Name: cfg.Name}, errc: make(chan error, 1)}
+	stopped := make(chan struct{})
+	r.cancel = func() {
+		close(stopped)
+		err := w.StopAll(context.Background())
+		if st, _ := w.Status(cfg.Name); err == nil && st.State == runtime.StateFailed {
+			err = errors.New(st.LastError)
+		}
+		r.errc <- err
+	}
+	go func() {
+		select {
+		case <-w.Ended():
+			select {
+			case <-stopped:
+				return // a requested stop, reported by cancel
+			default:
+			}
+			st, _ := w.Status(cfg.Name)
+			r.errc <- fmt.Errorf("worker gave up: %s", st.LastError)
+		case <-stopped:
+		}
+	}()
+	return r
+}
+
+// ourGoroutines returns the stacks of goroutines (other than the caller's)
+// that mention this module's code.
+func ourGoroutines() []string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:goruntime.Stack(buf, true)]
+	self := make([]byte, 64)
+	self = self[:goruntime.Stack(self, false)]
+	selfHeader, _, _ := strings.Cut(string(self), " [")
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.HasPrefix(g, selfHeader+" [") {
+			continue
+		}
+		if strings.Contains(g, "github.com/sluicecdc/sluice/") && !strings.Contains(g, "testing.tRunner") {
+			out = append(out, g)
+		}
+	}
+	return out
+}

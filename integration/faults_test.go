@@ -1,0 +1,110 @@
+package integration
+
+import (
+	"maps"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFaultKillSinkProcess runs the source and the sink as two `sluice run
+// --only` processes over RocketMQ, kills the sink with SIGKILL while it is
+// applying a workload, writes more while it is down, starts a new sink
+// process and checks the target ends equal to the source: nothing is lost
+// (redelivered records are applied idempotently).
+func TestFaultKillSinkProcess(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
+	bin := buildSluice(t)
+	db := uniqueName("it_kill")
+	my := openDB(t, "mysql", e.mysqlDSN(""))
+	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
+	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
+	createSourceTables(t, my, db)
+	cfg := writeConfig(t, e, db, "rocketmq")
+	w := newWorkload(my, db)
+
+	src := startProcess(t, bin, "source", cfg)
+	snk := startProcess(t, bin, "sink", cfg)
+	waitStreaming(t, my, pg, db, snk.running)
+	w.run(t, 4000)
+	// Kill the sink while it is still behind the source.
+	var before int
+	_ = pg.QueryRow(`SELECT count(*) FROM "` + db + `"."orders"`).Scan(&before)
+	snk.kill(t)
+	t.Logf("sink killed with %d orders rows in the target", before)
+	w.run(t, 2000) // written while no sink runs
+	snk = startProcess(t, bin, "sink", cfg)
+	w.run(t, 2000)
+	waitEqual(t, my, pg, db, snk.running)
+	src.failIfStopped(t)
+	snk.stopProcess(t)
+	src.stopProcess(t)
+}
+
+// TestFaultBrokerRestart streams a workload through RocketMQ (a separate
+// broker, see faultBroker) while the broker and its name server are stopped
+// and started again. The worker restarts the failed pipeline by itself and
+// the target ends equal to the source.
+func TestFaultBrokerRestart(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	fe := faultBroker(t)
+	e2 := maps.Clone(e)
+	e2["SLUICE_ROCKETMQ_NAMESRV"] = fe["SLUICE_ROCKETMQ_NAMESRV"]
+	db := uniqueName("it_brk")
+	my := openDB(t, "mysql", e.mysqlDSN(""))
+	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
+	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
+	createSourceTables(t, my, db)
+	cfgPath := writeConfig(t, e2, db, "rocketmq")
+	w := newWorkload(my, db)
+
+	r := startWorker(t, cfgPath)
+	waitStreaming(t, my, pg, db, r)
+	w.run(t, 2000)
+	began := time.Now()
+	faultServers(t, "stop")
+	t.Logf("broker and name server stopped in %s", time.Since(began).Round(time.Millisecond))
+	w.run(t, 2000) // written while the broker is down
+	faultServers(t, "start")
+	up := time.Now()
+	t.Logf("broker back after %s down", up.Sub(began).Round(time.Millisecond))
+	w.run(t, 1000)
+	waitEqual(t, my, pg, db, r)
+	t.Logf("target equal to the source %s after the broker was back", time.Since(up).Round(time.Millisecond))
+	r.stop(t)
+}
+
+// TestFaultNoGoroutineLeak starts and stops an embedded pipeline in this
+// process and checks no goroutine of ours is left behind (the client
+// libraries' own goroutines are not counted).
+func TestFaultNoGoroutineLeak(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	db := uniqueName("it_leak")
+	my := openDB(t, "mysql", e.mysqlDSN(""))
+	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
+	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
+	createSourceTables(t, my, db)
+	cfg := writeConfig(t, e, db, "embedded")
+	if left := ourGoroutines(); len(left) > 0 {
+		t.Logf("goroutines of ours before the test (left by earlier tests, ignored): %d", len(left))
+	}
+	baseline := len(ourGoroutines())
+	w := newWorkload(my, db)
+	for round := range 2 {
+		r := startPipeline(t, cfg)
+		waitStreaming(t, my, pg, db, r)
+		if len(ourGoroutines()) <= baseline {
+			t.Fatal("no goroutine of the running pipeline is seen: this check could not detect a leak")
+		}
+		w.run(t, 300*(round+1))
+		waitEqual(t, my, pg, db, r)
+		r.stop(t)
+	}
+	var left []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if left = ourGoroutines(); len(left) <= baseline {
+			return
+		}
+	}
+	t.Fatalf("%d goroutines of sluice left after the pipeline stopped (baseline %d):\n%s", len(left), baseline, strings.Join(left, "\n\n"))
+}
