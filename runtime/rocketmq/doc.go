@@ -10,6 +10,12 @@
 //   - message: key = Record.KeyString(), tag = table name, body = the
 //     converter's value, property "sluice_key" = the converter's key.
 //
+// Tail reads the topics for audit and debugging ("sluice tail") by pulling
+// from the brokers directly: it joins no consumer group and commits no
+// offset, so the sink's progress never moves. DeadLetter stores the records
+// a sink rejects for good on the topic DeadLetterTopic(prefix), with the
+// cause and origin in message properties.
+//
 // Testing: the consumer tests cannot run under -race: the client has a known
 // data race in its process queue (apache/rocketmq-client-go#1213).
 //
