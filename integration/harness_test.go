@@ -15,9 +15,11 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/lib/pq"
+	"github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+	"github.com/testcontainers/testcontainers-go/wait"
 )
 
 // env holds the servers' settings, keyed like the env file.
@@ -88,8 +90,8 @@ func servers(t *testing.T, need ...string) env {
 	return loadedEnv
 }
 
-// startContainers starts MySQL 8.4 and PostgreSQL where a Docker daemon is
-// reachable. RocketMQ is not started this way: its tests need the env file.
+// startContainers starts MySQL 8.4, PostgreSQL and RocketMQ where a Docker
+// daemon is reachable.
 func startContainers(e env) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -123,6 +125,43 @@ func startContainers(e env) error {
 	e["SLUICE_MYSQL_CDC_USER"], e["SLUICE_MYSQL_CDC_PASSWORD"] = "root", "root"
 	e["SLUICE_MYSQL_FLAVOR"] = "mysql"
 	e["SLUICE_PG_DSN"] = dsn
+	if err := startRocketMQContainers(ctx, e); err != nil {
+		return fmt.Errorf("start rocketmq containers: %w", err)
+	}
+	return nil
+}
+
+// startRocketMQContainers runs a name server and a broker from the official
+// image as generic containers on the host network, bound to and advertising
+// 127.0.0.1 only (the same loopback rule as scripts/servers.sh). Written for
+// machines with Docker; the project's own machines have none, so there the
+// tests use scripts/servers.sh instead.
+func startRocketMQContainers(ctx context.Context, e env) error {
+	const image, nsPort, brokerPort = "apache/rocketmq:5.3.1", "49876", "50911"
+	host := func(hc *container.HostConfig) { hc.NetworkMode = "host" }
+	conf := func(path, text string) testcontainers.ContainerFile {
+		return testcontainers.ContainerFile{Reader: strings.NewReader(text), ContainerFilePath: path, FileMode: 0o644}
+	}
+	_, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{Started: true, ContainerRequest: testcontainers.ContainerRequest{
+		Image: image, HostConfigModifier: host, Cmd: []string{"sh", "mqnamesrv", "-c", "/tmp/namesrv.conf"},
+		Files:      []testcontainers.ContainerFile{conf("/tmp/namesrv.conf", "listenPort="+nsPort+"\nbindAddress=127.0.0.1\n")},
+		WaitingFor: wait.ForLog("The Name Server boot success").WithStartupTimeout(2 * time.Minute),
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{Started: true, ContainerRequest: testcontainers.ContainerRequest{
+		Image: image, HostConfigModifier: host, Cmd: []string{"sh", "mqbroker", "-c", "/tmp/broker.conf"},
+		Env: map[string]string{"JAVA_OPT_EXT": "-Xms512m -Xmx512m"},
+		Files: []testcontainers.ContainerFile{conf("/tmp/broker.conf", "brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\n"+
+			"namesrvAddr=127.0.0.1:"+nsPort+"\nbrokerIP1=127.0.0.1\nbrokerIP2=127.0.0.1\nbindAddress=127.0.0.1\nlistenPort="+brokerPort+
+			"\nautoCreateTopicEnable=true\n")},
+		WaitingFor: wait.ForLog("boot success").WithStartupTimeout(2 * time.Minute),
+	}})
+	if err != nil {
+		return err
+	}
+	e["SLUICE_ROCKETMQ_NAMESRV"] = "127.0.0.1:" + nsPort
 	return nil
 }
 
