@@ -140,18 +140,15 @@ func faultEnv() []string {
 		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_STORE="+faultStore)
 }
 
-// faultBroker returns the env of the fault broker, or skips (fails in CI)
-// when it is not running.
+// faultBroker starts the fault broker with the project's script (a no-op
+// when it runs already), stops it when the test ends, and returns its env.
 func faultBroker(t *testing.T) env {
 	t.Helper()
-	fe, _ := readEnvFile(filepath.Join(faultRoot, "servers.env"))
-	if fe["SLUICE_ROCKETMQ_NAMESRV"] == "" {
-		msg := fmt.Sprintf("no fault broker: start it with `SLUICE_SERVERS_ROOT=%s SLUICE_ROCKETMQ_NAMESRV_PORT=%s SLUICE_ROCKETMQ_BROKER_PORT=%s SLUICE_ROCKETMQ_STORE=%s scripts/servers.sh start rocketmq`",
-			faultRoot, faultNamesrvPort, faultBrokerPort, faultStore)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+	faultServers(t, "start")
+	t.Cleanup(func() { faultServers(t, "stop") })
+	fe, err := readEnvFile(filepath.Join(faultRoot, "servers.env"))
+	if err != nil || fe["SLUICE_ROCKETMQ_NAMESRV"] == "" {
+		t.Fatalf("fault broker started but %s/servers.env names no name server: %v", faultRoot, err)
 	}
 	return fe
 }

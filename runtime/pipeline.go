@@ -274,9 +274,16 @@ func (p *Pipeline) InFlight() int {
 
 func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	log := p.log()
+	// Until the read loop owns the publisher, an early return must close it
+	// (a restarted task builds a new one).
+	closePub := func(err error) error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return errors.Join(err, p.Publisher.Close(cctx))
+	}
 	stored, err := p.Positions.Load(ctx, p.Name)
 	if err != nil {
-		return err
+		return closePub(err)
 	}
 	pos, seq, seqOK := decodeSaved(stored, p.SourceFingerprint)
 	if !seqOK {
@@ -289,7 +296,7 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos), "sequence_continued", seqOK)
 	}
 	if err := p.Source.Open(ctx, pos); err != nil {
-		return fmt.Errorf("open source: %w", err)
+		return closePub(fmt.Errorf("open source: %w", err))
 	}
 	defer func() { err = errors.Join(err, p.Source.Close()) }()
 
