@@ -6,20 +6,30 @@ import (
 	"testing"
 )
 
-// TestReplayNeverRegressesRows models a crash after the sink applied changes
+// TestReplayNeverRegressesRows models, on each transport, a crash after the sink applied changes
 // but before the source position covering them was saved: the pipeline is
 // restarted from an older saved position, so it reads those changes again.
 // A trigger in PostgreSQL records every write that would move an order's
 // amount backwards (the workload only ever increases it); there must be none,
 // and the target must still end equal to the source.
 func TestReplayNeverRegressesRows(t *testing.T) {
-	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	for _, transport := range []string{"embedded", "rocketmq"} {
+		t.Run(transport, func(t *testing.T) { testReplayNeverRegresses(t, transport) })
+	}
+}
+
+func testReplayNeverRegresses(t *testing.T, transport string) {
+	need := []string{"SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"}
+	if transport == "rocketmq" {
+		need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
+	}
+	e := servers(t, need...)
 	db := uniqueName("it_replay")
 	my := openDB(t, "mysql", e.mysqlDSN(""))
 	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
 	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
 	createSourceTables(t, my, db)
-	cfg := writeConfig(t, e, db, "embedded")
+	cfg := writeConfig(t, e, db, transport)
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 	w := newWorkload(my, db)
 

@@ -26,6 +26,12 @@ const (
 	DefaultBatchSize   = 256
 	// KeyProperty is the message property holding the converter's key bytes.
 	KeyProperty = "sluice_key"
+	// SeqProperty carries the pipeline's record number (runtime/sequence.go).
+	// The subscriber hands it to the sink as the delivery offset instead of
+	// the queue offset: a record published twice (the source replayed it
+	// after a crash) then has the same offset both times, and the sink skips
+	// the second copy, so a row never goes back to an older version.
+	SeqProperty = "sluice_seq"
 	// maxNameLen is RocketMQ's limit on topic and group names.
 	maxNameLen = 127
 )

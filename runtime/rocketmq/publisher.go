@@ -265,6 +265,9 @@ func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Messag
 	if key != nil {
 		msg.WithProperty(KeyProperty, string(key))
 	}
+	if rec.Delivery != nil { // numbered by the pipeline
+		msg.WithProperty(SeqProperty, strconv.FormatInt(rec.Delivery.Offset, 10))
+	}
 	return msg, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -203,7 +204,15 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 	if err != nil {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
 	}
-	rec.Delivery = &schema.Delivery{Topic: m.Topic, Queue: queueID, Offset: m.QueueOffset}
+	offset := m.QueueOffset
+	if seq, ok := m.GetProperties()[SeqProperty]; ok {
+		n, err := strconv.ParseInt(seq, 10, 64)
+		if err != nil {
+			return rec, fmt.Errorf("%w: topic %q queue %d offset %d: property %s=%q is not a number", ErrDecode, m.Topic, queueID, m.QueueOffset, SeqProperty, seq)
+		}
+		offset = n
+	}
+	rec.Delivery = &schema.Delivery{Topic: m.Topic, Queue: queueID, Offset: offset}
 	return rec, nil
 }
 
