@@ -63,3 +63,10 @@ type PositionStore interface {
 	Load(ctx context.Context, pipeline string) ([]byte, error) // nil, nil when none
 	Save(ctx context.Context, pipeline string, pos []byte) error
 }
+
+// ProgressReporter is an optional capability of a Source: named gauges of
+// its progress (for the binlog source, snapshot_rows, snapshot_tables,
+// snapshot_tables_done, snapshot_running), exported as sluice_source_progress.
+type ProgressReporter interface {
+	Progress() map[string]float64
+}

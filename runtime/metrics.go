@@ -97,6 +97,22 @@ func WritePrometheus(w io.Writer, ps []*Pipeline) {
 		}
 		return "0"
 	})
+	fmt.Fprintf(w, "# HELP sluice_source_progress Progress a source reports, e.g. snapshot_rows, snapshot_tables_done.\n# TYPE sluice_source_progress gauge\n")
+	for _, p := range ps {
+		pr, ok := p.Source.(ProgressReporter)
+		if !ok {
+			continue
+		}
+		prog := pr.Progress()
+		names := make([]string, 0, len(prog))
+		for n := range prog {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "sluice_source_progress{pipeline=%q,name=%q} %g\n", p.Name, n, prog[n])
+		}
+	}
 	fmt.Fprintf(w, "# HELP sluice_errors_total Failed batches and task errors.\n# TYPE sluice_errors_total counter\n")
 	for _, p := range ps {
 		fmt.Fprintf(w, "sluice_errors_total{pipeline=%q} %d\n", p.Name, p.metrics().errors.Load())

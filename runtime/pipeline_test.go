@@ -25,6 +25,9 @@ type fakeSource struct {
 
 func (s *fakeSource) Open(_ context.Context, pos []byte) error { s.opened = pos; return nil }
 func (s *fakeSource) Close() error                             { return nil }
+func (s *fakeSource) Progress() map[string]float64 {
+	return map[string]float64{"rows": float64(s.next)}
+}
 func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
 	if s.next >= s.n {
 		<-ctx.Done()

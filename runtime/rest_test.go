@@ -75,7 +75,7 @@ func TestRESTLifecycle(t *testing.T) {
 		t.Fatalf("after resume: %+v", st)
 	}
 	_, metrics := call(t, srv, "GET", "/metrics", "")
-	for _, want := range []string{`sluice_records_in_total{pipeline="p",table="d.t"} 300`, `sluice_records_out_total{pipeline="p",table="d.t"} 300`, `sluice_apply_seconds_count{pipeline="p"}`} {
+	for _, want := range []string{`sluice_source_progress{pipeline="p",name="rows"} 300`, `sluice_records_in_total{pipeline="p",table="d.t"} 300`, `sluice_records_out_total{pipeline="p",table="d.t"} 300`, `sluice_apply_seconds_count{pipeline="p"}`} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("metrics lack %q:\n%s", want, metrics)
 		}

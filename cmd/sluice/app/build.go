@@ -221,7 +221,7 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 		if err != nil {
 			return nil, err
 		}
-		p.Source = src
+		p.Source = binlogSource{src}
 		p.SourceFingerprint = sourceFingerprint(d.source)
 		store, err := runtime.NewFileStore(d.positions.Dir)
 		if err != nil {
@@ -285,4 +285,20 @@ func (s sinkWithDeadLetter) Close() error { return errors.Join(s.Sink.Close(), s
 func sourceFingerprint(c *binlog.Config) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%q|%q", c.Flavor, c.Host, c.Port, c.ServerName, c.Include, c.Exclude)))
 	return hex.EncodeToString(h[:8])
+}
+
+// binlogSource adds the runtime's optional progress capability to the
+// binlog source, so snapshot progress shows in /metrics.
+type binlogSource struct{ *binlog.Source }
+
+var _ runtime.ProgressReporter = binlogSource{}
+
+func (b binlogSource) Progress() map[string]float64 {
+	st := b.SnapshotStats()
+	running := 0.0
+	if st.Running {
+		running = 1
+	}
+	return map[string]float64{"snapshot_rows": float64(st.Rows), "snapshot_tables": float64(st.Tables),
+		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running}
 }
