@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,17 +23,7 @@ func TestRejectedRowGoesToDeadLetterTopic(t *testing.T) {
 	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
 	createSourceTables(t, my, db)
 	path := writeConfig(t, e, db, "rocketmq")
-	cfgText, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	withDLQ := strings.Replace(string(cfgText), "  type: postgres\n", "  type: postgres\n  on_error: dlq\n", 1)
-	if withDLQ == string(cfgText) {
-		t.Fatal("could not add on_error to the sink section")
-	}
-	if err := os.WriteFile(path, []byte(withDLQ), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	editConfig(t, path, "  type: postgres\n", "  type: postgres\n  on_error: dlq\n")
 
 	r := startPipeline(t, path)
 	defer r.stop(t)
@@ -48,7 +37,7 @@ func TestRejectedRowGoesToDeadLetterTopic(t *testing.T) {
 	var got rocketmq.TailMessage
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	err = rocketmq.Tail(ctx, cfg, rocketmq.TailOptions{Topics: []string{rocketmq.DeadLetterTopic(db)}, Follow: true, Limit: 1},
+	err := rocketmq.Tail(ctx, cfg, rocketmq.TailOptions{Topics: []string{rocketmq.DeadLetterTopic(db)}, Follow: true, Limit: 1},
 		func(m rocketmq.TailMessage) error { got = m; return rocketmq.ErrTailDone })
 	if err != nil && !errors.Is(err, rocketmq.ErrTailDone) {
 		t.Fatalf("reading the dead-letter topic: %v", err)

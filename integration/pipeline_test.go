@@ -274,6 +274,22 @@ func waitStreaming(t *testing.T, my, pg *sql.DB, name string, r *running) {
 	t.Fatal("the canary row never reached the target: is the pipeline reading the binlog?")
 }
 
+// editConfig replaces the first old with new in a config file.
+func editConfig(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(b), old, new, 1)
+	if edited == string(b) {
+		t.Fatalf("config %s has no %q to replace", path, old)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeConfig(t *testing.T, e env, name, transport string) string {
 	t.Helper()
 	dir := t.TempDir()
