@@ -54,6 +54,15 @@ type Config struct {
 	// Heartbeat is how often an idle source emits an OpHeartbeat record
 	// carrying the current position (default 10s; negative disables).
 	Heartbeat time.Duration
+	// ExcludeColumns are "db.table.column" patterns (* matches any run of
+	// characters inside one part) of columns left out of every record:
+	// they disappear from the value schema and the rows, on the streaming
+	// and the snapshot path alike. Excluding a primary-key column is a
+	// configuration error (reported when the table is first seen).
+	ExcludeColumns []string
+	// Mask replaces the values of matching columns (see MaskRule); the
+	// first matching rule applies. An excluded column is not masked.
+	Mask []MaskRule
 }
 
 // Snapshot modes (Config.Snapshot).
@@ -121,6 +130,9 @@ func (c *Config) validate() error {
 		if _, err := path.Match(globToPath(p), "x.y"); err != nil {
 			return fmt.Errorf("%w: table pattern %q: %v", ErrConfig, p, err)
 		}
+	}
+	if _, err := compileColumnRules(c.ExcludeColumns, c.Mask); err != nil {
+		return err
 	}
 	return nil
 }

@@ -47,6 +47,16 @@
 // carries it. Tables without a primary key are read in one pass (a crash
 // reads them again). "initial_only" ends with ErrSnapshotDone.
 //
+// Column exclusion and masking (Config.ExcludeColumns, Config.Mask, for
+// audit and PII): excluded columns disappear from the value schema and from
+// every row; masked columns keep their type and carry a hex SHA-256 of salt
+// and value ("hash"), a constant ("fixed") or their first Length characters
+// ("truncate"). Both apply identically to snapshot and streamed records,
+// after the values are decoded. Excluding a primary-key column, masking a
+// column that is not a string or binary column, and a fixed/truncate mask
+// on a key column stop the source with ErrConfig when the table is first
+// seen.
+//
 // Delivery is at least once: after a lost connection the source reconnects
 // (bounded exponential backoff) from the last commit it read, so records of a
 // transaction cut short are read again.

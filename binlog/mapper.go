@@ -23,6 +23,7 @@ type mapper struct {
 	collations map[uint64]string // collation id -> charset
 	now        func() time.Time
 	heartbeats bool
+	columns    *columnRules
 
 	file      string        // current binlog file
 	gset      mysql.GTIDSet // committed transactions
@@ -49,6 +50,7 @@ type mapperConfig struct {
 	Collations map[uint64]string // nil: built-in table
 	Now        func() time.Time  // nil: time.Now
 	Heartbeats bool              // map the server's heartbeat events to OpHeartbeat records
+	Columns    *columnRules      // excluded and masked columns; nil: none
 }
 
 // newMapper starts a mapper at a committed position.
@@ -60,7 +62,8 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
 		zeroAsNull: cfg.ZeroAsNull, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
-		file: start.File, gset: gset, committed: start,
+		columns: cfg.Columns,
+		file:    start.File, gset: gset, committed: start,
 		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
 	}
 	m.committed.Version, m.committed.Flavor = PositionVersion, cfg.Flavor
@@ -223,6 +226,9 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 	if err != nil {
 		return err
 	}
+	if err := m.columns.apply(ti, m.serverName); err != nil {
+		return err
+	}
 	m.tables[e.TableID] = ti
 	return nil
 }
@@ -300,7 +306,7 @@ func (m *mapper) row(ti *tableInfo, raw []any) (schema.Row, error) {
 		}
 		row[i] = x
 	}
-	return row, nil
+	return ti.project(row), nil
 }
 
 // mapValue converts one decoded value of column c; the snapshot shares it.
@@ -341,11 +347,11 @@ func (m *mapper) record(h *replication.EventHeader, ti *tableInfo, op schema.Op,
 }
 
 func keyOf(ti *tableInfo, img schema.Row) schema.Row {
-	if len(ti.keyIdx) == 0 {
+	if len(ti.outKey) == 0 {
 		return nil
 	}
-	k := make(schema.Row, len(ti.keyIdx))
-	for i, j := range ti.keyIdx {
+	k := make(schema.Row, len(ti.outKey))
+	for i, j := range ti.outKey {
 		k[i] = img[j]
 	}
 	return k

@@ -305,6 +305,9 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 	if st.ti, err = buildTableSpecs(id, specs, pk, sn.s.cfg.ServerName); err != nil {
 		return nil, err
 	}
+	if err := sn.s.columns.apply(st.ti, sn.s.cfg.ServerName); err != nil {
+		return nil, err
+	}
 	list := make([]string, len(specs))
 	for i, c := range st.ti.cols {
 		list[i] = quoteIdent(c.name)
@@ -714,7 +717,7 @@ func (sn *snapshotter) run(ctx context.Context) error {
 						return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
 					}
 				}
-				rec := sn.record(st.ti, row, first)
+				rec := sn.record(st.ti, st.ti.project(row), first)
 				first = false
 				recs = append(recs, rec)
 				n++

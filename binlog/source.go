@@ -36,15 +36,16 @@ type Source struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
-	ch     chan batch
-	err    error // sticky error returned by Read
-	closed bool
-	rest   []schema.Record // records taken from ch but not yet returned
-	connID atomic.Uint32   // server thread id of the replication connection
-	snap   snapCounters
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	ch      chan batch
+	err     error // sticky error returned by Read
+	closed  bool
+	rest    []schema.Record // records taken from ch but not yet returned
+	columns *columnRules    // compiled ExcludeColumns and Mask
+	connID  atomic.Uint32   // server thread id of the replication connection
+	snap    snapCounters
 }
 
 type batch struct {
@@ -62,7 +63,13 @@ func NewSource(cfg Config, log *slog.Logger) (*Source, error) {
 	}
 	cfg.Include = append([]string(nil), cfg.Include...)
 	cfg.Exclude = append([]string(nil), cfg.Exclude...)
-	return &Source{cfg: cfg, log: log.With("source", cfg.ServerName)}, nil
+	cfg.ExcludeColumns = append([]string(nil), cfg.ExcludeColumns...)
+	cfg.Mask = append([]MaskRule(nil), cfg.Mask...)
+	cr, err := compileColumnRules(cfg.ExcludeColumns, cfg.Mask)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{cfg: cfg, log: log.With("source", cfg.ServerName), columns: cr}, nil
 }
 
 func (s *Source) addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port)) }
@@ -146,6 +153,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
+		Columns: s.columns,
 	}, start)
 	if err != nil {
 		if snap != nil {

@@ -55,6 +55,12 @@ type tableInfo struct {
 	keyIdx      []int
 	keySchema   *schema.Schema
 	valueSchema *schema.Schema
+	// Column rules (columns.go): the source columns emitted, in order (nil:
+	// all, unmasked), the mask of each emitted column, and the key's
+	// positions in an emitted row.
+	keep   []int
+	masks  []*MaskRule
+	outKey []int
 }
 
 // sameShape reports whether two table maps describe the same table shape,
@@ -182,6 +188,7 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 		t.PrimaryKey = append(t.PrimaryKey, specs[k].name)
 		ti.keyIdx = append(ti.keyIdx, k)
 	}
+	ti.outKey = ti.keyIdx
 	ti.table = t
 	prefix := serverName + "." + id.Database + "." + id.Table
 	ti.valueSchema = t.ValueSchema(prefix + ".Value")

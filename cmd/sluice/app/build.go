@@ -32,6 +32,18 @@ type mysqlSource struct {
 	Snapshot      string        `yaml:"snapshot"`
 	SnapshotChunk int           `yaml:"snapshot_chunk"` // rows per keyset query, default 2048
 	Heartbeat     time.Duration `yaml:"heartbeat"`      // default 10s; negative disables
+	// ExcludeColumns: "db.table.column" patterns of columns left out of records.
+	ExcludeColumns []string   `yaml:"exclude_columns"`
+	Mask           []maskRule `yaml:"mask"`
+}
+
+// maskRule is one entry of a MySQL source's mask list (binlog.MaskRule).
+type maskRule struct {
+	Columns string `yaml:"columns"`
+	Kind    string `yaml:"kind"` // hash | fixed | truncate
+	Salt    string `yaml:"salt"`
+	Value   string `yaml:"value"`
+	Length  int    `yaml:"length"`
 }
 
 // jdbcSink is the config of the PostgreSQL and MySQL sinks.
@@ -125,7 +137,11 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			}
 			bc := &binlog.Config{Host: c.Host, Port: c.Port, User: c.User, Password: c.Password, ServerID: c.ServerID,
 				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude,
-				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, Heartbeat: c.Heartbeat}
+				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, Heartbeat: c.Heartbeat,
+				ExcludeColumns: c.ExcludeColumns}
+			for _, m := range c.Mask {
+				bc.Mask = append(bc.Mask, binlog.MaskRule{Columns: m.Columns, Kind: m.Kind, Salt: m.Salt, Value: m.Value, Length: m.Length})
+			}
 			switch c.ZeroDates {
 			case "", "null":
 			case "keep":
