@@ -377,9 +377,24 @@ rmq_resolve() { # sets RMQ_LIB; tries the requested version, then newer ones
   die "rocketmq: no version could be resolved with maven"
 }
 
+# loopback_shim builds (once, into the cache) the LD_PRELOAD shim that makes
+# wildcard binds bind to loopback (scripts/loopback-bind.c) and prints its path.
+loopback_shim() {
+  local src="$SCRIPT_DIR/loopback-bind.c" so="$CACHE/loopback-bind.so"
+  if [[ ! -f "$so" || "$src" -nt "$so" ]]; then
+    command -v cc >/dev/null || ensure_apt gcc
+    mkdir -p "$CACHE"
+    cc -shared -fPIC -O2 -o "$so.tmp" "$src" -ldl && mv "$so.tmp" "$so" || die "cannot build $so from $src"
+  fi
+  echo "$so"
+}
+
 rmq_java() { # rmq_java LOGBACK_XML JVM_OPTS... -- MAINCLASS ARGS...
   local logback="$1"; shift
   command -v java >/dev/null || ensure_apt openjdk-17-jre-headless
+  # The broker binds its HA port (listenPort+1) to the wildcard address with
+  # no setting to change it; the shim keeps every listener on loopback.
+  export LD_PRELOAD="$RMQ_SHIM"
   # tls.server.mode=disabled: in the default "permissive" mode every server start generates a
   # self-signed RSA certificate, which took 45 s on a loaded 2-core machine.
   exec java "${JDK17_OPENS[@]}" -XX:+UseSerialGC \
@@ -458,6 +473,7 @@ rmq_cluster_ok() {
 start_rocketmq() {
   local t0 tns tbr i ok; t0="$(now)"
   rmq_resolve
+  RMQ_SHIM="$(loopback_shim)" && [[ -f "$RMQ_SHIM" ]] || die "rocketmq: no loopback-bind shim"
   mkdir -p "$RMQ_DIR" "$RMQ_HOME"
   rmq_write_conf
   rmq_write_admin
