@@ -225,8 +225,13 @@ func (r *Registry) Topic(id schema.TableID) (string, error) {
 	}
 	t := TopicName(r.prefix, id.Database, id.Table, r.mode)
 	src := fmt.Sprintf("table %q.%q", id.Database, id.Table)
-	if r.mode == TopicPerDatabase {
+	switch {
+	case r.mode == TopicPerDatabase:
 		src = fmt.Sprintf("database %q", id.Database)
+	case id.Table == "":
+		// Records of no table (schema changes) go to the topic named by the
+		// prefix alone, as Debezium's schema change topic is.
+		t, src = sanitizeName(r.prefix), "schema changes"
 	}
 	if prev, ok := r.owner[t]; ok && prev != src {
 		return "", fmt.Errorf("%w: %s and %s both map to topic %q: rename one, or change TopicMode or TopicPrefix", ErrTopicCollision, prev, src, t)

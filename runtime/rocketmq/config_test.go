@@ -139,3 +139,14 @@ func TestInstanceNamesAreUnique(t *testing.T) {
 		t.Errorf("instance names %q and %q", a, b)
 	}
 }
+
+func TestRegistrySchemaChangesGoToPrefixTopic(t *testing.T) {
+	r := NewRegistry("shop", TopicPerTable)
+	got, err := r.Topic(schema.TableID{Database: "db"})
+	if err != nil || got != "shop" {
+		t.Fatalf("schema-change topic %q %v, want shop", got, err)
+	}
+	if got, _ := r.Topic(schema.TableID{Database: "db", Table: "orders"}); got != "shop_db_orders" {
+		t.Fatalf("table topic %q", got)
+	}
+}
