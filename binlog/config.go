@@ -63,6 +63,18 @@ type Config struct {
 	// Mask replaces the values of matching columns (see MaskRule); the
 	// first matching rule applies. An excluded column is not masked.
 	Mask []MaskRule
+	// HistoryFile, when set, keeps a schema history in that file (JSON
+	// lines of HistoryEntry): the CREATE TABLE of every included table at
+	// first start and every later DDL statement on them with its position.
+	// Events then decode with the table shape in force when they were
+	// written, also where the table map lacks column names, keys or
+	// ENUM/SET labels (binlog_row_metadata MINIMAL or NO_LOG, MariaDB
+	// before 10.5), and Open accepts such servers.
+	HistoryFile string
+	// SkipDDL lists DDL statements (their exact text, or the GTID of their
+	// transaction) the schema history leaves out: the way past a statement
+	// it cannot parse that does not change a captured table's shape.
+	SkipDDL []string
 }
 
 // Snapshot modes (Config.Snapshot).

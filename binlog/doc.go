@@ -68,6 +68,33 @@
 // the server's 4-byte SRID prefix; zero dates are NULL (or the epoch in NOT
 // NULL columns, and everywhere with ZeroDateAsNull=false); text is converted
 // to UTF-8 from the column's charset (latin1 is Windows-1252, as in MySQL).
-// The table shape is the one in each TABLE_MAP event; there is no schema
-// history yet.
+// The table shape is the one in each TABLE_MAP event, completed from the
+// schema history when Config.HistoryFile is set.
+//
+// Schema history (Config.HistoryFile, yaml history_file): a file of JSON
+// lines {"position":{...},"db":"...","ddl":"..."}. At first start (empty or
+// missing file) it records SHOW CREATE TABLE of every included table at the
+// start position; then every DDL statement on included tables (and DROP
+// DATABASE) with the commit position just after it, written and synced
+// before any later position is handed on. Open replays the entries up to
+// the resume position, so events decode with the shape in force when they
+// were written. Column types always come from the table map; names,
+// primary key, signedness, charsets and ENUM/SET labels come from the
+// table map's metadata when present (a different column count from the
+// history's is logged as a warning) and from the history otherwise, so
+// binlog_row_metadata MINIMAL or NO_LOG (and MariaDB before 10.5) work.
+// A statement the stream meets again after a restart from an older
+// position is taken from the file, not parsed again. The parser knows
+// CREATE TABLE (also LIKE), ALTER TABLE ADD/DROP/MODIFY/CHANGE/RENAME
+// COLUMN, ADD/DROP PRIMARY KEY, RENAME TO, CONVERT TO CHARACTER SET, index,
+// constraint and table options, RENAME TABLE, DROP TABLE, TRUNCATE, CREATE/
+// DROP INDEX and DROP DATABASE. A DDL statement on an included table that
+// it cannot parse stops the source with ErrUnparsedDDL, quoting the
+// statement and its position; it is never skipped silently. To continue,
+// either (a) append to the history file a line with the position given in
+// the message and an equivalent statement the parser understands (e.g.
+// CREATE OR REPLACE TABLE with the new shape), and restart: the stream then
+// takes that line instead of parsing the statement; or (b) when the
+// statement does not change the shape of a captured table, add its exact
+// text or its GTID to Config.SkipDDL (yaml skip_ddl) and restart.
 package binlog

@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ type mapper struct {
 	now        func() time.Time
 	heartbeats bool
 	columns    *columnRules
+	hist       *schemaHistory
+	histFile   string
+	skipDDL    map[string]bool
+	log        *slog.Logger
 
 	file      string        // current binlog file
 	gset      mysql.GTIDSet // committed transactions
@@ -42,15 +47,19 @@ type mapper struct {
 }
 
 type mapperConfig struct {
-	Flavor     string
-	ServerName string
-	Include    []string
-	Exclude    []string
-	ZeroAsNull bool
-	Collations map[uint64]string // nil: built-in table
-	Now        func() time.Time  // nil: time.Now
-	Heartbeats bool              // map the server's heartbeat events to OpHeartbeat records
-	Columns    *columnRules      // excluded and masked columns; nil: none
+	Flavor      string
+	ServerName  string
+	Include     []string
+	Exclude     []string
+	ZeroAsNull  bool
+	Collations  map[uint64]string // nil: built-in table
+	Now         func() time.Time  // nil: time.Now
+	Heartbeats  bool              // map the server's heartbeat events to OpHeartbeat records
+	Columns     *columnRules      // excluded and masked columns; nil: none
+	History     *schemaHistory    // table shapes by position; nil: table maps only
+	HistoryFile string            // for messages
+	SkipDDL     []string          // statements or GTIDs the history leaves out
+	Log         *slog.Logger      // warnings (history/table map mismatches); nil: discarded
 }
 
 // newMapper starts a mapper at a committed position.
@@ -62,7 +71,8 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
 		zeroAsNull: cfg.ZeroAsNull, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
-		columns: cfg.Columns,
+		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log,
+		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start,
 		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
 	}
@@ -72,6 +82,12 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	}
 	if m.now == nil {
 		m.now = time.Now
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	for _, q := range cfg.SkipDDL {
+		m.skipDDL[strings.TrimSpace(q)] = true
 	}
 	return m, nil
 }
@@ -128,10 +144,29 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		default:
 			// DDL and other statements logged as their own transaction.
 			m.thread = uint64(e.SlaveProxyID)
-			if !isNoise(q) {
-				out = m.statement(h, q, string(e.Schema), out)
+			if isNoise(q) {
+				return m.commit(h, out)
 			}
-			return m.commit(h, out)
+			out = m.statement(h, q, string(e.Schema), out)
+			gtid := m.txGTID
+			out, err := m.commit(h, out)
+			if err != nil || m.hist == nil {
+				return out, err
+			}
+			changed, err := m.hist.ddl(q, string(e.Schema), m.committed, gtid, m.skipDDL,
+				func(id schema.TableID) bool {
+					if id.Table == "" {
+						return m.filter.matchDatabase(id.Database)
+					}
+					return m.filter.match(id.Database, id.Table)
+				}, m.histFile)
+			if err != nil {
+				return out, err
+			}
+			if changed {
+				clear(m.tables) // shapes changed: rebuild from the next table maps
+			}
+			return out, nil
 		}
 	case *replication.XIDEvent:
 		return m.commit(h, out)
@@ -222,7 +257,14 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 		m.tables[e.TableID] = nil
 		return nil
 	}
-	ti, err := buildTable(e, m.serverName, m.collations)
+	var ht *histTable
+	if m.hist != nil {
+		ht = m.hist.tables[schema.TableID{Database: string(e.Schema), Table: string(e.Table)}]
+	}
+	ti, warn, err := buildTable(e, m.serverName, m.collations, ht, m.hist != nil)
+	if warn != "" {
+		m.log.Warn("binlog: "+warn, "table", string(e.Schema)+"."+string(e.Table), "history", m.histFile)
+	}
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 			s.log.Info("binlog: resuming", "position", start.String())
 		}
 	}
-	if err := checkServer(conn); err != nil {
+	if err := checkServer(conn, s.cfg.HistoryFile != ""); err != nil {
 		return err
 	}
 	collations, err := loadCollations(conn)
@@ -150,10 +150,19 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		}
 		start = snap.start
 	}
+	var hist *schemaHistory
+	if s.cfg.HistoryFile != "" {
+		if hist, err = s.openHistory(conn, start); err != nil {
+			if snap != nil {
+				snap.close()
+			}
+			return err
+		}
+	}
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
-		Columns: s.columns,
+		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log,
 	}, start)
 	if err != nil {
 		if snap != nil {
@@ -236,7 +245,7 @@ func currentPosition(conn *client.Conn, flavor string) (Position, error) {
 }
 
 // checkServer fails early on settings that make the binlog unusable.
-func checkServer(conn *client.Conn) error {
+func checkServer(conn *client.Conn, history bool) error {
 	r, err := conn.Execute("SELECT @@binlog_format, @@binlog_row_image")
 	if err != nil {
 		return fmt.Errorf("binlog: read server settings: %w", err)
@@ -250,7 +259,7 @@ func checkServer(conn *client.Conn) error {
 		return fmt.Errorf("%w: binlog_row_image is %s; set binlog_row_image=FULL on the server", ErrUnsupported, image)
 	}
 	if r, err := conn.Execute("SELECT @@binlog_row_metadata"); err == nil {
-		if md, _ := r.GetString(0, 0); !strings.EqualFold(md, "FULL") {
+		if md, _ := r.GetString(0, 0); !strings.EqualFold(md, "FULL") && !history {
 			return fmt.Errorf("%w (it is %s)", ErrMissingMetadata, md)
 		}
 	}
@@ -313,7 +322,8 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 
 // classify wraps err, marking a purged position as ErrPositionPurged.
 func (s *Source) classify(err error, p Position) error {
-	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) {
+	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) ||
+		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
 		return err
 	}
 	if code, ok := serverErrorCode(err); ok && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
@@ -342,7 +352,8 @@ func serverErrorCode(err error) (uint16, bool) {
 }
 
 func isFatal(err error) bool {
-	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) {
+	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) ||
+		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
 		return true
 	}
 	if code, ok := serverErrorCode(err); ok {
@@ -411,6 +422,13 @@ func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.Binlog
 		recs, err := m.Map(ev, nil)
 		if err != nil {
 			return fmt.Errorf("binlog: at %s:%d: %w", m.file, ev.Header.LogPos, err)
+		}
+		if m.hist != nil && len(m.hist.pending) > 0 {
+			// on disk before any position after the statement is handed on
+			if err := appendHistory(s.cfg.HistoryFile, m.hist.pending); err != nil {
+				return fmt.Errorf("%w: %v", ErrUnsupported, err)
+			}
+			m.hist.pending = m.hist.pending[:0]
 		}
 		if len(recs) > 0 && !s.send(ctx, batch{recs: recs}) {
 			return ctx.Err()
@@ -513,4 +531,52 @@ func (s *Source) Close() error {
 		<-done
 	}
 	return nil
+}
+
+// openHistory loads the schema history up to start; an empty history is
+// seeded with the CREATE TABLE of every included table, at start.
+func (s *Source) openHistory(conn *client.Conn, start Position) (*schemaHistory, error) {
+	h, err := loadHistory(s.cfg.HistoryFile, start)
+	if err != nil {
+		return nil, err
+	}
+	if h.last != nil {
+		if comparePositions(*h.last, start) < 0 {
+			s.log.Info("binlog: schema history loaded", "file", s.cfg.HistoryFile, "tables", len(h.tables))
+		}
+		return h, nil
+	}
+	r, err := conn.Execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY TABLE_SCHEMA, TABLE_NAME")
+	if err != nil {
+		return nil, fmt.Errorf("binlog: schema history: list tables: %w", err)
+	}
+	f := newFilter(s.cfg.Include, s.cfg.Exclude)
+	var entries []HistoryEntry
+	for i := 0; i < r.RowNumber(); i++ {
+		db, _ := r.GetString(i, 0)
+		table, _ := r.GetString(i, 1)
+		if !f.match(db, table) {
+			continue
+		}
+		cr, err := conn.Execute("SHOW CREATE TABLE " + quoteIdent(db) + "." + quoteIdent(table))
+		if err != nil {
+			return nil, fmt.Errorf("binlog: schema history: SHOW CREATE TABLE %s.%s (grant SELECT): %w", db, table, err)
+		}
+		ddl, _ := cr.GetString(0, 1)
+		if err := h.apply(ddl, db); err != nil {
+			return nil, fmt.Errorf("%w: SHOW CREATE TABLE %s.%s gave %q: %v", ErrUnparsedDDL, db, table, ddl, err)
+		}
+		entries = append(entries, HistoryEntry{Position: start, DB: db, DDL: ddl})
+	}
+	if len(entries) == 0 {
+		// an entry that changes nothing marks the history as started
+		entries = append(entries, HistoryEntry{Position: start, DB: "", DDL: "-- schema history started"})
+	}
+	if err := appendHistory(s.cfg.HistoryFile, entries); err != nil {
+		return nil, err
+	}
+	p := start
+	h.last = &p
+	s.log.Info("binlog: schema history started", "file", s.cfg.HistoryFile, "tables", len(h.tables), "position", start.String())
+	return h, nil
 }

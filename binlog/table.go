@@ -80,14 +80,38 @@ func sameShape(a, b *replication.TableMapEvent) bool {
 
 func equalBytesList(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Equal) }
 
-// buildTable derives the columns, key and schemas of a table map. It needs
-// the optional metadata that binlog_row_metadata=FULL writes.
-func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string) (*tableInfo, error) {
+// buildTable derives the columns, key and schemas of a table map. Column
+// names, keys, signedness, charsets and ENUM/SET labels come from the
+// table map's optional metadata (binlog_row_metadata=FULL); what it lacks
+// comes from ht, the schema history's shape of the table (nil: none).
+// When both are present the table map wins, and a different column count
+// gives a warning. useHist says a history is kept (for messages).
+func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string, ht *histTable, useHist bool) (*tableInfo, string, error) {
 	id := schema.TableID{Database: string(tm.Schema), Table: string(tm.Table)}
 	n := int(tm.ColumnCount)
 	names := tm.ColumnNameString()
-	if len(names) != n || len(tm.ColumnType) != n || len(tm.ColumnMeta) != n {
-		return nil, fmt.Errorf("%w (table %s has %d columns, the table map names %d)", ErrMissingMetadata, id, n, len(names))
+	warn := ""
+	if len(tm.ColumnType) != n || len(tm.ColumnMeta) != n {
+		return nil, "", fmt.Errorf("%w: table map of %s is malformed", ErrUnsupported, id)
+	}
+	fromHist := false
+	if len(names) != n {
+		switch {
+		case ht != nil && len(ht.Cols) == n:
+			names, fromHist = make([]string, n), true
+			for i, c := range ht.Cols {
+				names[i] = c.Name
+			}
+		case ht != nil:
+			return nil, "", fmt.Errorf("%w (table %s: the table map has %d columns and no names, the schema history has %d columns: fix the history file or set binlog_row_metadata=FULL)", ErrMissingMetadata, id, n, len(ht.Cols))
+		case useHist:
+			return nil, "", fmt.Errorf("%w (table %s has no column names in the table map and none in the schema history: it was created or renamed in a way the history did not see)", ErrMissingMetadata, id)
+		default:
+			return nil, "", fmt.Errorf("%w (table %s has %d columns, the table map names %d)", ErrMissingMetadata, id, n, len(names))
+		}
+	} else if ht != nil && len(ht.Cols) != n {
+		warn = fmt.Sprintf("the table map has %d columns, the schema history %d: using the table map", n, len(ht.Cols))
+		ht = nil
 	}
 	unsigned := tm.UnsignedMap()
 	charsets := tm.CollationMap()
@@ -111,8 +135,19 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 	for i := 0; i < n; i++ {
 		_, nullable := tm.Nullable(i)
 		coll, hasColl := charsets[i]
-		sp := colSpec{name: names[i], typ: tm.ColumnType[i], meta: tm.ColumnMeta[i], unsigned: unsigned[i],
-			charset: charsetOf(collations, coll, hasColl), nullable: nullable}
+		cs := charsetOf(collations, coll, hasColl)
+		uns := unsigned[i]
+		if ht != nil {
+			hc := ht.Cols[i]
+			if unsigned == nil {
+				uns = hc.Unsigned
+			}
+			if !hasColl && charsets == nil && hc.Charset != "" {
+				cs = hc.Charset
+			}
+		}
+		sp := colSpec{name: names[i], typ: tm.ColumnType[i], meta: tm.ColumnMeta[i], unsigned: uns,
+			charset: cs, nullable: nullable}
 		labels, isSet := enums[i], false
 		if l, ok := sets[i]; ok {
 			labels, isSet = l, true
@@ -124,6 +159,8 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 			for j, l := range labels {
 				sp.labels[j] = decodeText([]byte(l), ecs)
 			}
+		} else if ht != nil && ht.Cols[i].Labels != nil {
+			sp.labels = ht.Cols[i].Labels
 		}
 		specs[i] = sp
 	}
@@ -131,12 +168,21 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 	for _, k := range tm.PrimaryKey {
 		pk = append(pk, int(k))
 	}
+	if fromHist && len(pk) == 0 {
+		for _, name := range ht.PK {
+			k := ht.colIndex(name)
+			if k < 0 {
+				return nil, "", fmt.Errorf("%w: schema history of %s: primary key column %s is not a column", ErrUnsupported, id, name)
+			}
+			pk = append(pk, k)
+		}
+	}
 	ti, err := buildTableSpecs(id, specs, pk, serverName)
 	if err != nil {
-		return nil, err
+		return nil, warn, err
 	}
 	ti.tm = tm
-	return ti, nil
+	return ti, warn, nil
 }
 
 // colSpec is one column as the binlog describes it: the table map's type

@@ -35,6 +35,10 @@ type mysqlSource struct {
 	// ExcludeColumns: "db.table.column" patterns of columns left out of records.
 	ExcludeColumns []string   `yaml:"exclude_columns"`
 	Mask           []maskRule `yaml:"mask"`
+	// HistoryFile: schema history (JSON lines) for servers whose table maps
+	// lack full metadata; SkipDDL: statements or GTIDs it leaves out.
+	HistoryFile string   `yaml:"history_file"`
+	SkipDDL     []string `yaml:"skip_ddl"`
 }
 
 // maskRule is one entry of a MySQL source's mask list (binlog.MaskRule).
@@ -138,7 +142,7 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			bc := &binlog.Config{Host: c.Host, Port: c.Port, User: c.User, Password: c.Password, ServerID: c.ServerID,
 				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude,
 				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, Heartbeat: c.Heartbeat,
-				ExcludeColumns: c.ExcludeColumns}
+				ExcludeColumns: c.ExcludeColumns, HistoryFile: c.HistoryFile, SkipDDL: c.SkipDDL}
 			for _, m := range c.Mask {
 				bc.Mask = append(bc.Mask, binlog.MaskRule{Columns: m.Columns, Kind: m.Kind, Salt: m.Salt, Value: m.Value, Length: m.Length})
 			}

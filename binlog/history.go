@@ -1,0 +1,246 @@
+package binlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// HistoryEntry is one line of the schema history file (Config.HistoryFile):
+// a DDL statement and the position just after it, or, at first start, the
+// SHOW CREATE TABLE text of an included table at the start position.
+type HistoryEntry struct {
+	Position Position `json:"position"`
+	DB       string   `json:"db"`
+	DDL      string   `json:"ddl"`
+}
+
+// schemaHistory is the table shapes the recorded DDL gives at the mapper's
+// position. The mapper changes it as DDL streams by; the Source persists
+// the new entries (pending) before it hands on the records.
+type schemaHistory struct {
+	tables  map[schema.TableID]*histTable
+	later   []HistoryEntry // entries of the file after the start position, in order
+	last    *Position      // the last entry in the file; nil when empty
+	pending []HistoryEntry // entries to append to the file
+}
+
+func newSchemaHistory() *schemaHistory {
+	return &schemaHistory{tables: map[schema.TableID]*histTable{}}
+}
+
+// comparePositions orders two positions by binlog file (numeric suffix)
+// and offset.
+func comparePositions(a, b Position) int {
+	base := func(f string) (string, int64) {
+		i := strings.LastIndexByte(f, '.')
+		if i < 0 {
+			return f, 0
+		}
+		n, err := strconv.ParseInt(f[i+1:], 10, 64)
+		if err != nil {
+			return f, 0
+		}
+		return f[:i], n
+	}
+	an, ai := base(a.File)
+	bn, bi := base(b.File)
+	if c := strings.Compare(an, bn); c != 0 {
+		return c
+	}
+	if ai != bi {
+		if ai < bi {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.Pos < b.Pos:
+		return -1
+	case a.Pos > b.Pos:
+		return 1
+	}
+	return 0
+}
+
+// apply changes the shapes by one statement.
+func (h *schemaHistory) apply(q, db string) error {
+	ch, err := parseDDL(q, db, h.tables)
+	if err != nil {
+		return err
+	}
+	h.change(ch)
+	return nil
+}
+
+func (h *schemaHistory) change(ch ddlChange) {
+	if ch.dropDB != "" {
+		for id := range h.tables {
+			if strings.EqualFold(id.Database, ch.dropDB) {
+				delete(h.tables, id)
+			}
+		}
+	}
+	for _, id := range ch.drop {
+		delete(h.tables, id)
+	}
+	for id, t := range ch.set {
+		h.tables[id] = t
+	}
+}
+
+// loadHistory reads the history file and replays the entries up to start.
+// A missing file gives an empty history.
+func loadHistory(file string, start Position) (*schemaHistory, error) {
+	h := newSchemaHistory()
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return h, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("binlog: read the schema history %s: %w", file, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var e HistoryEntry
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("%w: schema history %s line %d: %v; fix or remove the line", ErrConfig, file, line, err)
+		}
+		if h.last != nil && comparePositions(e.Position, *h.last) < 0 {
+			return nil, fmt.Errorf("%w: schema history %s line %d: position %s is before the line above it", ErrConfig, file, line, e.Position.String())
+		}
+		p := e.Position
+		h.last = &p
+		if comparePositions(e.Position, start) > 0 {
+			h.later = append(h.later, e)
+			continue
+		}
+		if err := h.apply(e.DDL, e.DB); err != nil {
+			return nil, fmt.Errorf("%w: schema history %s line %d: %q: %v", ErrUnparsedDDL, file, line, e.DDL, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("binlog: read the schema history %s: %w", file, err)
+	}
+	return h, nil
+}
+
+// appendHistory writes entries to the file and syncs it.
+func appendHistory(file string, entries []HistoryEntry) error {
+	f, err := os.OpenFile(file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("binlog: open the schema history %s: %w", file, err)
+	}
+	var b bytes.Buffer
+	for _, e := range entries {
+		line, err := json.Marshal(e)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("binlog: write the schema history %s: %w", file, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("binlog: sync the schema history %s: %w", file, err)
+	}
+	return f.Close()
+}
+
+// ddl records a statement that streamed by at position pos (the commit
+// position just after it). Statements the file already has (a restart from
+// an older position) are taken from the file, not parsed again, so that an
+// entry fixed by hand wins. tracked says whether a table matters: a
+// statement on such a table that cannot be parsed returns ErrUnparsedDDL.
+func (h *schemaHistory) ddl(q, db string, pos Position, gtid string, skip map[string]bool, tracked func(schema.TableID) bool, file string) (bool, error) {
+	if h.last != nil && comparePositions(pos, *h.last) <= 0 {
+		applied := false
+		for len(h.later) > 0 && comparePositions(h.later[0].Position, pos) <= 0 {
+			e := h.later[0]
+			h.later = h.later[1:]
+			if err := h.apply(e.DDL, e.DB); err != nil {
+				return applied, fmt.Errorf("%w: schema history %s: %q at %s: %v", ErrUnparsedDDL, file, e.DDL, e.Position.String(), err)
+			}
+			applied = true
+		}
+		return applied, nil
+	}
+	kind, ids, parsedNames := ddlTables(q, db)
+	relevant := false
+	for _, id := range ids {
+		relevant = relevant || tracked(id) || h.tables[id] != nil
+	}
+	switch kind {
+	case "CREATE", "ALTER", "DROP", "RENAME":
+		if !parsedNames && tracked(schema.TableID{Database: db}) && looksLikeTableDDL(q) {
+			relevant = true
+		}
+	}
+	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q)), "DROP DATABASE") || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q)), "DROP SCHEMA") {
+		relevant = true
+	}
+	if !relevant {
+		return false, nil
+	}
+	if skip[strings.TrimSpace(q)] || (gtid != "" && skip[gtid]) {
+		return false, nil
+	}
+	ch, err := parseDDL(q, db, h.tables)
+	if err != nil {
+		for _, id := range ids {
+			if !tracked(id) {
+				continue
+			}
+			return false, unparsedError(q, db, pos, gtid, file, err)
+		}
+		if len(ids) == 0 {
+			return false, unparsedError(q, db, pos, gtid, file, err)
+		}
+		// only tables nobody captures: forget them
+		for _, id := range ids {
+			delete(h.tables, id)
+		}
+		return true, nil
+	}
+	h.change(ch)
+	h.pending = append(h.pending, HistoryEntry{Position: pos, DB: db, DDL: q})
+	p := pos
+	h.last = &p
+	return true, nil
+}
+
+func looksLikeTableDDL(q string) bool {
+	u := strings.ToUpper(q)
+	return strings.Contains(u, "TABLE")
+}
+
+func unparsedError(q, db string, pos Position, gtid, file string, cause error) error {
+	line, _ := json.Marshal(HistoryEntry{Position: pos, DB: db, DDL: "<an equivalent statement: CREATE OR REPLACE TABLE ... with the new shape>"})
+	id := "its exact text"
+	if gtid != "" {
+		id = fmt.Sprintf("its GTID %q or its exact text", gtid)
+	}
+	return fmt.Errorf("%w: %q (default database %q, at %s): %v. To continue: either append to the schema history %s the line\n%s\n"+
+		"with a statement the history understands, and restart; or, if the statement does not change the shape of captured tables, add %s to skip_ddl (Config.SkipDDL) and restart",
+		ErrUnparsedDDL, q, db, pos.String(), cause, file, line, id)
+}
