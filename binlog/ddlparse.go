@@ -448,6 +448,12 @@ func (p *ddlParser) columnDef() (histCol, error) {
 			if p.done() {
 				return c, errDDLSyntax
 			}
+			if p.punct("(") { // (expression)
+				if err := p.skipParens(); err != nil {
+					return c, err
+				}
+				continue
+			}
 			p.i++ // a literal, a name, or a function name
 			if p.punct("(") {
 				if err := p.skipParens(); err != nil {
