@@ -69,7 +69,7 @@ INSERT INTO types VALUES
    'it''s "quoted" \\ back', '', X'', X'00', 'red', '', b'0', b'000000000001', 1901,
    '[]');
 INSERT INTO types (id, vc) VALUES (4, 'to be deleted');
-UPDATE types SET vc = 'updated', dec_small = 0.01, tm6 = '12:00:00.5', dtm6 = '2025-06-30 10:11:12.000100', e = 'blue', st = 'a,b,c', j = '{"k": "v"}' WHERE id = 1;
+UPDATE types SET txt = 'updated', dec_small = 0.01, tm6 = '12:00:00.5', dtm6 = '2025-06-30 10:11:12.000100', e = 'blue', st = 'a,b,c', j = '{"k": "v"}' WHERE id = 1;
 UPDATE types SET ti = 5, txt = 'was null', ts6 = '2030-01-01 00:00:00.000001', b12 = b'111111111111' WHERE id = 2;
 DELETE FROM types WHERE id = 4;
 BEGIN;
