@@ -18,6 +18,11 @@ env_file="${SLUICE_SERVERS_ROOT:-/tmp/sluice-servers}/servers.env"
 # is idempotent, so servers already running are reused.
 if [[ "${SLUICE_START_SERVERS:-1}" != 0 ]]; then
   scripts/servers.sh start all
+  # A second, scratch MariaDB whose global settings tests may change (e.g.
+  # binlog_row_metadata=MINIMAL, which MariaDB only has as a global).
+  SLUICE_SERVERS_ROOT="${SLUICE_SERVERS_ROOT:-/tmp/sluice-servers}-scratch" SLUICE_MARIADB_PORT="${SLUICE_SCRATCH_MARIADB_PORT:-23307}" \
+    scripts/servers.sh start mariadb
+  export SLUICE_MYSQL_SCRATCH_PORT="${SLUICE_SCRATCH_MARIADB_PORT:-23307}"
 fi
 if [[ -f "$env_file" ]]; then
   echo "== using server settings from $env_file"
