@@ -29,18 +29,21 @@ type SnapshotStats struct {
 	TablesDone int64 // tables finished
 	Rows       int64 // rows read so far
 	Running    bool  // a snapshot is in progress
+	// EstimatedRows is the server's estimate of the rows of all tables
+	// (information_schema.TABLES.TABLE_ROWS; approximate for InnoDB).
+	EstimatedRows int64
 }
 
 type snapCounters struct {
-	tables, tablesDone, rows atomic.Int64
-	running                  atomic.Bool
+	tables, tablesDone, rows, estRows atomic.Int64
+	running                           atomic.Bool
 }
 
 // SnapshotStats returns the progress of the initial snapshot (zero when the
 // source did not snapshot).
 func (s *Source) SnapshotStats() SnapshotStats {
 	return SnapshotStats{Tables: s.snap.tables.Load(), TablesDone: s.snap.tablesDone.Load(),
-		Rows: s.snap.rows.Load(), Running: s.snap.running.Load()}
+		Rows: s.snap.rows.Load(), Running: s.snap.running.Load(), EstimatedRows: s.snap.estRows.Load()}
 }
 
 // snapshotter reads the included tables inside one consistent-snapshot
@@ -643,6 +646,13 @@ func (sn *snapshotter) run(ctx context.Context) error {
 	s.snap.running.Store(true)
 	defer s.snap.running.Store(false)
 	s.snap.tables.Store(int64(len(sn.tables)))
+	var est int64 // the server's row estimates, for progress and ETA
+	for _, id := range sn.tables {
+		var n sql.NullInt64
+		_ = sn.conn.QueryRowContext(ctx, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", id.Database, id.Table).Scan(&n)
+		est += n.Int64
+	}
+	s.snap.estRows.Store(est)
 	limit := s.cfg.SnapshotChunk
 	zeroAsNull := s.cfg.zeroDateAsNull()
 	first := sn.fresh

@@ -117,6 +117,9 @@ func cmdRun(args []string, log *slog.Logger) error {
 	if err := w.Start(ctx, cfg.Name); err != nil {
 		return err
 	}
+	if isTerminal(os.Stderr) {
+		go showSnapshotProgress(ctx, os.Stderr, w)
+	}
 	select {
 	case <-ctx.Done():
 		stop() // a second signal now ends the process at once

@@ -320,5 +320,5 @@ func (b binlogSource) Progress() map[string]float64 {
 		running = 1
 	}
 	return map[string]float64{"snapshot_rows": float64(st.Rows), "snapshot_tables": float64(st.Tables),
-		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running}
+		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running, "snapshot_estimated_rows": float64(st.EstimatedRows)}
 }
