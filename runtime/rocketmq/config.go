@@ -24,6 +24,14 @@ const (
 	DefaultSendRetries = 3
 	DefaultMaxInFlight = 4096
 	DefaultBatchSize   = 256
+	// DefaultMaxMessageBytes is the broker's default maxMessageSize (4 MiB)
+	// less 64 KiB of headroom for the topic, the message header and what the
+	// client adds to the properties. A message is measured as body plus
+	// properties plus topic.
+	DefaultMaxMessageBytes = 4<<20 - 64<<10
+	// DroppedColumnsProperty lists, comma-separated, the columns that
+	// OversizePolicy "truncate_columns" set to NULL in a record.
+	DroppedColumnsProperty = "sluice_dropped_columns"
 	// KeyProperty is the message property holding the converter's key bytes.
 	KeyProperty = "sluice_key"
 	// SeqProperty carries the pipeline's record number (runtime/sequence.go).
@@ -34,6 +42,32 @@ const (
 	SeqProperty = "sluice_seq"
 	// maxNameLen is RocketMQ's limit on topic and group names.
 	maxNameLen = 127
+)
+
+// Oversize policies: what Publish does with a record whose message is
+// larger than Config.MaxMessageBytes.
+const (
+	// OversizeFail (the default) makes Publish return a fatal error wrapping
+	// ErrOversize that names the table, key and size; nothing of the batch is
+	// published. Raise the broker's maxMessageSize and MaxMessageBytes
+	// together, exclude or mask the column at the source, or pick another
+	// policy, then restart.
+	OversizeFail = "fail"
+	// OversizeDLQ sends the record to the dead-letter topic
+	// (DeadLetterTopic(TopicPrefix), as DeadLetter does) during Publish, with
+	// an error naming table, key and size, and leaves it out of the
+	// pipeline's topic; the batch is acked as usual. A dead letter too large
+	// itself carries only the table, key, source block and error. If the
+	// batch later fails, the source replays it and the dead letter may be
+	// sent again (at least once).
+	OversizeDLQ = "dlq"
+	// OversizeTruncateColumns sets the largest string and bytes values of
+	// nullable non-key columns to NULL, largest first, in both images, until
+	// the message fits, and lists those columns in the message property
+	// DroppedColumnsProperty (and Record.Headers). The row then lands in the
+	// target with NULL in those columns. If nothing is left to drop and the
+	// message is still too large, Publish fails as with OversizeFail.
+	OversizeTruncateColumns = "truncate_columns"
 )
 
 // Codec turns records into message key/value bytes and back.
@@ -65,6 +99,14 @@ type Config struct {
 	// Codec encodes and decodes records; default the JSON converter with
 	// schemas.
 	Codec Codec
+	// MaxMessageBytes is the largest message the publisher sends (body,
+	// properties and topic), default DefaultMaxMessageBytes. Keep it below
+	// the broker's maxMessageSize.
+	MaxMessageBytes int
+	// OversizePolicy decides what a larger record does: "fail" (default),
+	// "dlq" or "truncate_columns"; see OversizeFail, OversizeDLQ and
+	// OversizeTruncateColumns.
+	OversizePolicy string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -131,6 +173,16 @@ func (c Config) baseDefaults() (Config, error) {
 	}
 	if c.BatchSize > 1024 {
 		c.BatchSize = 1024
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	switch c.OversizePolicy {
+	case "":
+		c.OversizePolicy = OversizeFail
+	case OversizeFail, OversizeDLQ, OversizeTruncateColumns:
+	default:
+		return c, fmt.Errorf("%w: OversizePolicy %q: use %q, %q or %q", ErrConfig, c.OversizePolicy, OversizeFail, OversizeDLQ, OversizeTruncateColumns)
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -163,6 +164,20 @@ func (d *DeadLetter) message(rec *schema.Record, cause error) *primitive.Message
 		return r
 	}, text)
 	msg.WithProperty(DeadLetterErrorProperty, text)
+	if messageSize(msg)+len(rec.Table.String())+64 > d.cfg.MaxMessageBytes {
+		// Too large for the broker itself: keep what finds the row again.
+		small, _ := json.Marshal(struct {
+			Table  string        `json:"table"`
+			Op     string        `json:"op"`
+			Key    string        `json:"key"`
+			Source schema.Source `json:"source"`
+			Error  string        `json:"error"`
+		}{rec.Table.String(), rec.Op.String(), rec.KeyString(), rec.Source, text})
+		msg.Body = small
+		if len(key) > maxIndexKey {
+			msg.RemoveProperty(KeyProperty)
+		}
+	}
 	msg.WithProperty(DeadLetterTableProperty, rec.Table.String())
 	if dl := rec.Delivery; dl != nil {
 		msg.WithProperty(DeadLetterTopicProperty, dl.Topic)

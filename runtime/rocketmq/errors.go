@@ -16,4 +16,7 @@ var (
 	ErrDecode = errors.New("rocketmq: cannot decode message")
 	// ErrSend means the broker did not confirm a send after all retries.
 	ErrSend = errors.New("rocketmq: send failed")
+	// ErrOversize means a record's message is larger than
+	// Config.MaxMessageBytes (see Config.OversizePolicy).
+	ErrOversize = errors.New("rocketmq: record too large for a message")
 )

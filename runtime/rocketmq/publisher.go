@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +39,14 @@ type sender interface {
 	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
 }
 
+// deadLetterSender is what the oversize policy "dlq" needs; *DeadLetter
+// satisfies it.
+type deadLetterSender interface {
+	Send(ctx context.Context, rec schema.Record, cause error) error
+}
+
+var _ deadLetterSender = (*DeadLetter)(nil)
+
 // Publisher sends records to RocketMQ. See the package documentation for
 // its guarantees. It is safe for concurrent use, but order between
 // concurrent Publish calls is undefined.
@@ -48,6 +59,8 @@ type Publisher struct {
 	}
 	send    sender
 	cleanup func() // shuts the clients down
+	// dlq takes oversize records under OversizePolicy "dlq".
+	dlq deadLetterSender
 
 	win     *window
 	enqMu   sync.Mutex // orders enqueueing so that queues see Publish order
@@ -101,7 +114,23 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 		_ = prod.Shutdown()
 		_ = adm.Close()
 	}
+	var dlq *DeadLetter
+	if cfg.OversizePolicy == OversizeDLQ {
+		dlq, err = NewDeadLetter(ctx, cfg, log)
+		if err != nil {
+			cleanup()
+			return nil, fmt.Errorf("rocketmq: OversizePolicy %q needs the dead-letter topic: %w", OversizeDLQ, err)
+		}
+		cleanup = func() {
+			_ = prod.Shutdown()
+			_ = dlq.Close()
+			_ = adm.Close()
+		}
+	}
 	p := newPublisher(cfg, log, prod, newTopicCache(cfg, adm), cleanup)
+	if dlq != nil {
+		p.dlq = dlq
+	}
 	for _, id := range cfg.Tables {
 		topic, err := p.reg.Topic(id)
 		if err == nil {
@@ -204,9 +233,12 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		if len(qs) == 0 {
 			return fmt.Errorf("rocketmq: topic %q has no writable queue", topic)
 		}
-		msg, err := p.message(rec, topic)
+		msg, err := p.fitMessage(ctx, rec, topic)
 		if err != nil {
 			return err
+		}
+		if msg == nil { // sent to the dead-letter topic
+			continue
 		}
 		ks := rec.KeyString()
 		q := qs[queueIndex(rec.Table, ks, len(qs))]
@@ -269,6 +301,108 @@ func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Messag
 		msg.WithProperty(SeqProperty, strconv.FormatInt(rec.Delivery.Offset, 10))
 	}
 	return msg, nil
+}
+
+// messageSize is what a message weighs against MaxMessageBytes.
+func messageSize(m *primitive.Message) int {
+	return len(m.Body) + len(m.MarshallProperties()) + len(m.Topic)
+}
+
+// fitMessage returns rec's message, applying OversizePolicy when it is
+// larger than MaxMessageBytes. A nil message and nil error mean the record
+// went to the dead-letter topic.
+func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, error) {
+	msg, err := p.message(rec, topic)
+	if err != nil {
+		return nil, err
+	}
+	size := messageSize(msg)
+	if size <= p.cfg.MaxMessageBytes {
+		return msg, nil
+	}
+	tooBig := fmt.Errorf("%w: %s record of %s key %q is %d bytes, more than MaxMessageBytes %d (OversizePolicy %q)",
+		ErrOversize, rec.Op, rec.Table, rec.KeyString(), size, p.cfg.MaxMessageBytes, p.cfg.OversizePolicy)
+	switch p.cfg.OversizePolicy {
+	case OversizeDLQ:
+		if p.dlq == nil {
+			return nil, runtime.Fatal(fmt.Errorf("%w; no dead-letter sender is set up", tooBig))
+		}
+		if err := p.dlq.Send(ctx, *rec, tooBig); err != nil {
+			return nil, fmt.Errorf("rocketmq: oversize record of %s key %q to the dead-letter topic: %w", rec.Table, rec.KeyString(), err)
+		}
+		p.log.Warn("record too large, sent to the dead-letter topic", "table", rec.Table.String(), "key", rec.KeyString(), "bytes", size, "max", p.cfg.MaxMessageBytes)
+		return nil, nil
+	case OversizeTruncateColumns:
+		return p.truncateColumns(rec, topic, tooBig)
+	default:
+		return nil, runtime.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and MaxMessageBytes, exclude or mask the column at the source, or set OversizePolicy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
+	}
+}
+
+// truncateColumns sets the largest string/bytes values of nullable non-key
+// columns to nil (in a copy of rec), one column at a time, until the message
+// fits.
+func (p *Publisher) truncateColumns(orig *schema.Record, topic string, tooBig error) (*primitive.Message, error) {
+	if orig.ValueSchema == nil {
+		return nil, runtime.Fatal(fmt.Errorf("%w; the record has no value schema, so no column can be dropped", tooBig))
+	}
+	rec := *orig
+	rec.Before = slices.Clone(orig.Before)
+	rec.After = slices.Clone(orig.After)
+	isKey := map[string]bool{}
+	if rec.KeySchema != nil {
+		for _, f := range rec.KeySchema.Fields {
+			isKey[f.Name] = true
+		}
+	}
+	valueLen := func(row schema.Row, i int) int {
+		if i >= len(row) {
+			return 0
+		}
+		switch v := row[i].(type) {
+		case string:
+			return len(v)
+		case []byte:
+			return len(v)
+		}
+		return 0
+	}
+	var dropped []string
+	for {
+		best, bestLen := -1, 0
+		for i, f := range rec.ValueSchema.Fields {
+			if isKey[f.Name] || f.Schema == nil || !f.Schema.Optional {
+				continue
+			}
+			if n := valueLen(rec.Before, i) + valueLen(rec.After, i); n > bestLen {
+				best, bestLen = i, n
+			}
+		}
+		if best < 0 {
+			return nil, runtime.Fatal(fmt.Errorf("%w; still too large with columns %v set to NULL and no nullable string or bytes column left", tooBig, dropped))
+		}
+		if best < len(rec.Before) {
+			rec.Before[best] = nil
+		}
+		if best < len(rec.After) {
+			rec.After[best] = nil
+		}
+		dropped = append(dropped, rec.ValueSchema.Fields[best].Name)
+		rec.Headers = maps.Clone(orig.Headers)
+		if rec.Headers == nil {
+			rec.Headers = map[string]string{}
+		}
+		rec.Headers[DroppedColumnsProperty] = strings.Join(dropped, ",")
+		msg, err := p.message(&rec, topic)
+		if err != nil {
+			return nil, err
+		}
+		msg.WithProperty(DroppedColumnsProperty, rec.Headers[DroppedColumnsProperty])
+		if size := messageSize(msg); size <= p.cfg.MaxMessageBytes {
+			p.log.Warn("record too large, columns set to NULL", "table", rec.Table.String(), "key", rec.KeyString(), "columns", dropped, "bytes", size, "max", p.cfg.MaxMessageBytes)
+			return msg, nil
+		}
+	}
 }
 
 func (p *Publisher) workerFor(topic string, q queue) *worker {
