@@ -83,6 +83,9 @@ type rocketmqTransport struct {
 	Group       string   `yaml:"group"`
 	Cluster     string   `yaml:"cluster"`
 	Topics      []string `yaml:"topics"`
+	// MaxMessageBytes and OversizePolicy: see rocketmq.Config.
+	MaxMessageBytes int    `yaml:"max_message_bytes"`
+	OversizePolicy  string `yaml:"oversize_policy"`
 }
 
 type filePositions struct {
@@ -211,7 +214,8 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			}
 		}
 		d.rocketmq = &rocketmq.Config{NameServers: c.NameServers, Pipeline: cfg.Name, Queues: c.Queues, TopicMode: c.TopicMode,
-			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics}
+			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics,
+			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy}
 		if wantSink && len(c.Topics) == 0 {
 			return nil, sectionErr(cfg.Transport, "a sink on rocketmq needs transport.topics: the topics to consume")
 		}
