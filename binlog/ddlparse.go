@@ -544,6 +544,23 @@ func (p *ddlParser) tableOption(t *histTable) (bool, error) {
 // shape gives an empty change; one it cannot follow gives an error
 // wrapping errDDLSyntax.
 func parseDDL(q, defaultDB string, hist map[schema.TableID]*histTable) (ddlChange, error) {
+	ch, err := parseStatement(q, defaultDB, hist)
+	if err != nil {
+		return ch, err
+	}
+	// A key must name columns of its table: the server would have refused
+	// anything else, so such a statement was not read right.
+	for id, t := range ch.set {
+		for _, k := range t.PK {
+			if t.colIndex(k) < 0 {
+				return ch, fmt.Errorf("%w: primary key column %s is not a column of %s", errDDLSyntax, k, id)
+			}
+		}
+	}
+	return ch, nil
+}
+
+func parseStatement(q, defaultDB string, hist map[schema.TableID]*histTable) (ddlChange, error) {
 	ch := ddlChange{set: map[schema.TableID]*histTable{}}
 	toks, err := sqlTokens(q)
 	if err != nil {
@@ -656,7 +673,9 @@ func parseDDL(q, defaultDB string, hist map[schema.TableID]*histTable) (ddlChang
 			return ch, errDDLSyntax
 		}
 		for !p.done() {
-			p.acceptPunct(",")
+			if p.acceptPunct(",") && p.done() {
+				break // a trailing comma after the options
+			}
 			ok, err := p.tableOption(t)
 			if err != nil {
 				return ch, err
@@ -804,7 +823,9 @@ func (p *ddlParser) alterSpec(t *histTable) (*schema.TableID, error) {
 			if !p.is(0, "PRIMARY") {
 				p.i++
 			}
-			p.accept("PRIMARY", "KEY")
+			if !p.accept("PRIMARY", "KEY") {
+				return nil, fmt.Errorf("%w: ADD PRIMARY without KEY", errDDLSyntax)
+			}
 			for !p.punct("(") && !p.done() {
 				p.i++
 			}
