@@ -404,8 +404,8 @@ func TestPublisherEncodeErrorTakesNothing(t *testing.T) {
 	if p.win.inFlight() != 0 {
 		t.Errorf("refused batch holds %d tokens", p.win.inFlight())
 	}
-	collide := schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "db.t", Table: ""}}
-	_ = p.Publish(context.Background(), []schema.Record{{Op: schema.OpCreate, Table: schema.TableID{Database: "db", Table: "t."}}}, func(error) {})
+	collide := schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "db.t", Table: "x"}}
+	_ = p.Publish(context.Background(), []schema.Record{{Op: schema.OpCreate, Table: schema.TableID{Database: "db", Table: "t.x"}}}, func(error) {})
 	if err := p.Publish(context.Background(), []schema.Record{collide}, func(error) {}); !errors.Is(err, ErrTopicCollision) {
 		t.Errorf("colliding table: %v", err)
 	}
