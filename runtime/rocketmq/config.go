@@ -101,7 +101,10 @@ type Config struct {
 	Codec Codec
 	// MaxMessageBytes is the largest message the publisher sends (body,
 	// properties and topic), default DefaultMaxMessageBytes. Keep it below
-	// the broker's maxMessageSize.
+	// the broker's maxMessageSize. It is measured before the client
+	// zlib-compresses a message body over 4 KiB (the broker checks the
+	// compressed size), so a well-compressible record just over it would
+	// have fitted: the limit depends on the record, not on its entropy.
 	MaxMessageBytes int
 	// OversizePolicy decides what a larger record does: "fail" (default),
 	// "dlq" or "truncate_columns"; see OversizeFail, OversizeDLQ and
