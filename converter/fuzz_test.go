@@ -29,6 +29,9 @@ func FuzzDecode(f *testing.F) {
 		}
 	}
 	f.Add([]byte(debeziumKey), []byte(debeziumValue))
+	for _, ev := range debeziumRealEvents(f) { // written by Debezium itself
+		f.Add(ev[0], ev[1])
+	}
 	f.Add([]byte(nil), []byte(`{"op":"c","after":{"a":1,"b":"x","c":1.5,"d":[1]}}`))
 	f.Add([]byte(`{"id":1}`), []byte(`{"before":null,"after":null,"op":"d"}`))
 	f.Add([]byte(nil), []byte(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[`))
