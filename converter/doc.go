@@ -118,6 +118,13 @@
 //     JsonConverter) writes; note that JsonConverter itself reads them back
 //     as 0.
 //
+// Events written by Debezium itself decode too: the MariaDB connector of
+// Debezium 3.4.0.Final with every option at its default (TINYINT as int16,
+// BIGINT UNSIGNED as int64, DATETIME(0..3) in milliseconds, source schema
+// io.debezium.connector.mariadb.Source) — see debezium_real_test.go, and
+// integration/debezium_test.go, which applies such events with the
+// PostgreSQL sink (scripts/debezium-fixture makes them).
+//
 // Checked by hand with Kafka's own JsonConverter (connect-json 3.9.0,
 // schemas.enable=true): it reads every golden file in testdata, validates
 // the structs, and the bytes it writes back decode here to the same records.
