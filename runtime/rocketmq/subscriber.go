@@ -213,6 +213,12 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 		offset = n
 	}
 	rec.Delivery = &schema.Delivery{Topic: m.Topic, Queue: queueID, Offset: offset}
+	if dropped, ok := m.GetProperties()[DroppedColumnsProperty]; ok {
+		if rec.Headers == nil {
+			rec.Headers = map[string]string{}
+		}
+		rec.Headers[DroppedColumnsProperty] = dropped
+	}
 	return rec, nil
 }
 

@@ -113,3 +113,28 @@ func TestSubscriberCloseBeforeConsume(t *testing.T) {
 		t.Error("Consume after Close: no error")
 	}
 }
+
+// The record number property becomes the delivery offset (so replayed copies
+// are recognised), and dropped-column notes reach the record's headers.
+func TestSubscriberSeqAndDroppedColumns(t *testing.T) {
+	s := testSubscriber(t)
+	m := messageOf(t, rec(1, 0), 3, 7, 0)
+	m.WithProperty(SeqProperty, "1796073297165392400")
+	m.WithProperty(DroppedColumnsProperty, "payload")
+	var got []schema.Record
+	cctx, _ := orderlyCtx()
+	if res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, []*primitive.MessageExt{m}); res != consumer.ConsumeSuccess {
+		t.Fatalf("result %v", res)
+	}
+	if d := got[0].Delivery; d == nil || d.Offset != 1796073297165392400 || d.Queue != 3 {
+		t.Errorf("delivery %+v, want the record number as offset", d)
+	}
+	if got[0].Headers[DroppedColumnsProperty] != "payload" {
+		t.Errorf("headers %v", got[0].Headers)
+	}
+	bad := messageOf(t, rec(1, 0), 3, 8, 0)
+	bad.WithProperty(SeqProperty, "x")
+	if _, err := s.decode(bad); !errors.Is(err, ErrDecode) {
+		t.Errorf("bad %s: %v", SeqProperty, err)
+	}
+}
