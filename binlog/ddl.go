@@ -11,7 +11,13 @@ import (
 // ON. parsed is false for other statements and for text it cannot follow;
 // kind is the statement's first word, upper case.
 func ddlTables(q, defaultDB string) (kind string, tables []schema.TableID, parsed bool) {
-	toks := ddlTokens(q, 64)
+	toks, err := sqlTokens(q)
+	if err != nil {
+		if f := strings.Fields(q); len(f) > 0 {
+			kind = strings.ToUpper(f[0])
+		}
+		return kind, nil, false
+	}
 	if len(toks) == 0 {
 		return "", nil, false
 	}
@@ -29,7 +35,7 @@ func ddlTables(q, defaultDB string) (kind string, tables []schema.TableID, parse
 	}
 	// name reads [db.]table at i and returns the index after it.
 	name := func(i int) (schema.TableID, int, bool) {
-		if i >= len(toks) || toks[i].punct {
+		if i >= len(toks) || toks[i].punct || toks[i].str {
 			return schema.TableID{}, i, false
 		}
 		id := schema.TableID{Database: defaultDB, Table: toks[i].text}
@@ -106,74 +112,4 @@ func ddlTables(q, defaultDB string) (kind string, tables []schema.TableID, parse
 		}
 	}
 	return kind, nil, false
-}
-
-type ddlToken struct {
-	text   string
-	quoted bool // a `quoted` identifier
-	punct  bool // one of . , ( ) ;
-}
-
-// ddlTokens splits the start of q into words, `quoted` identifiers and
-// punctuation, skipping comments and string literals, up to max tokens.
-func ddlTokens(q string, max int) []ddlToken {
-	var out []ddlToken
-	for i := 0; i < len(q) && len(out) < max; {
-		c := q[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case strings.HasPrefix(q[i:], "/*"):
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				return out
-			}
-			i += end + 4
-		case strings.HasPrefix(q[i:], "-- ") || c == '#':
-			end := strings.IndexByte(q[i:], '\n')
-			if end < 0 {
-				return out
-			}
-			i += end + 1
-		case c == '`':
-			var b strings.Builder
-			j := i + 1
-			for ; j < len(q); j++ {
-				if q[j] == '`' {
-					if j+1 < len(q) && q[j+1] == '`' {
-						b.WriteByte('`')
-						j++
-						continue
-					}
-					break
-				}
-				b.WriteByte(q[j])
-			}
-			if j >= len(q) {
-				return out
-			}
-			out = append(out, ddlToken{text: b.String(), quoted: true})
-			i = j + 1
-		case c == '\'' || c == '"':
-			j := i + 1
-			for ; j < len(q) && q[j] != c; j++ {
-				if q[j] == '\\' {
-					j++
-				}
-			}
-			out = append(out, ddlToken{text: "'", punct: true})
-			i = j + 1
-		case strings.IndexByte(".,();", c) >= 0:
-			out = append(out, ddlToken{text: string(c), punct: true})
-			i++
-		default:
-			j := i
-			for j < len(q) && !strings.ContainsRune(" \t\r\n.,();`'\"", rune(q[j])) && !strings.HasPrefix(q[j:], "/*") {
-				j++
-			}
-			out = append(out, ddlToken{text: q[i:j]})
-			i = j
-		}
-	}
-	return out
 }
