@@ -12,7 +12,6 @@ import (
 
 	rmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -68,21 +67,10 @@ func NewDeadLetter(ctx context.Context, cfg Config, log *slog.Logger) (*DeadLett
 		_ = adm.Close()
 		return nil, fmt.Errorf("rocketmq: dead-letter topic: %w", err)
 	}
-	prod, err := rmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
-		producer.WithGroupName(sanitizeName(cfg.Pipeline+"-dlq")),
-		producer.WithInstanceName(instanceName(cfg.Pipeline, "dlq")),
-		producer.WithRetry(0),
-		producer.WithQueueSelector(pinnedSelector{}),
-		producer.WithSendMsgTimeout(sendTimeout),
-	)
+	prod, err := startProducer(cfg, "dlq", "dlq")
 	if err != nil {
 		_ = adm.Close()
-		return nil, fmt.Errorf("rocketmq: cannot create dead-letter producer: %w", err)
-	}
-	if err := prod.Start(); err != nil {
-		_ = adm.Close()
-		return nil, fmt.Errorf("rocketmq: cannot start dead-letter producer for name servers %v: %w", cfg.NameServers, err)
+		return nil, err
 	}
 	d.prod = prod
 	return d, nil

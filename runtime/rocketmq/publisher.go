@@ -94,21 +94,10 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 	if err != nil {
 		return nil, err
 	}
-	prod, err := rmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
-		producer.WithGroupName(sanitizeName(cfg.Pipeline+"-source")),
-		producer.WithInstanceName(instanceName(cfg.Pipeline, "pub")),
-		producer.WithRetry(0), // retried here, with a backoff, to the same queue
-		producer.WithQueueSelector(pinnedSelector{}),
-		producer.WithSendMsgTimeout(sendTimeout),
-	)
+	prod, err := startProducer(cfg, "source", "pub")
 	if err != nil {
 		_ = adm.Close()
-		return nil, fmt.Errorf("rocketmq: cannot create producer: %w", err)
-	}
-	if err := prod.Start(); err != nil {
-		_ = adm.Close()
-		return nil, fmt.Errorf("rocketmq: cannot start producer for name servers %v: %w", cfg.NameServers, err)
+		return nil, err
 	}
 	cleanup := func() {
 		_ = prod.Shutdown()
@@ -594,3 +583,24 @@ func (pinnedSelector) Select(msg *primitive.Message, mqs []*primitive.MessageQue
 }
 
 var _ producer.QueueSelector = pinnedSelector{}
+
+// startProducer starts a producer that sends to explicitly chosen queues
+// and leaves retries to its caller (with a backoff, to the same queue).
+// group and instance name its role, e.g. "source" and "pub".
+func startProducer(cfg Config, group, instance string) (rmq.Producer, error) {
+	prod, err := rmq.NewProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+		producer.WithGroupName(sanitizeName(cfg.Pipeline+"-"+group)),
+		producer.WithInstanceName(instanceName(cfg.Pipeline, instance)),
+		producer.WithRetry(0),
+		producer.WithQueueSelector(pinnedSelector{}),
+		producer.WithSendMsgTimeout(sendTimeout),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("rocketmq: cannot create %s producer: %w", group, err)
+	}
+	if err := prod.Start(); err != nil {
+		return nil, fmt.Errorf("rocketmq: cannot start %s producer for name servers %v: %w", group, cfg.NameServers, err)
+	}
+	return prod, nil
+}
