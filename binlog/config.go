@@ -36,6 +36,10 @@ type Config struct {
 	// ZeroDateAsNull maps zero dates ('0000-00-00', month or day 0) to NULL
 	// (default true). When false they map to the epoch (0).
 	ZeroDateAsNull *bool
+	// KeepZeroDates keeps the original text of zero dates available: each
+	// record with one gets the header sluice.zero_dates.before / .after,
+	// "column=0000-00-00[;...]" (the row still holds NULL or the epoch).
+	KeepZeroDates bool
 	// Snapshot says when the source reads the included tables whole before
 	// streaming (records with op "r"):
 	//   - "never" (the default, kept for existing configs): stream only, from

@@ -3,6 +3,7 @@ package binlog
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ type mapper struct {
 	serverName string
 	filter     filter
 	zeroAsNull bool
+	keepZero   bool              // note zero dates' original text in headers
 	collations map[uint64]string // collation id -> charset
 	now        func() time.Time
 	heartbeats bool
@@ -52,6 +54,7 @@ type mapperConfig struct {
 	Include     []string
 	Exclude     []string
 	ZeroAsNull  bool
+	KeepZero    bool              // note zero dates' original text in record headers
 	Collations  map[uint64]string // nil: built-in table
 	Now         func() time.Time  // nil: time.Now
 	Heartbeats  bool              // map the server's heartbeat events to OpHeartbeat records
@@ -70,7 +73,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	}
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
-		zeroAsNull: cfg.ZeroAsNull, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
+		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
 		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log,
 		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start,
@@ -313,9 +316,9 @@ func (m *mapper) rows(h *replication.EventHeader, e *replication.RowsEvent, out 
 		}
 		switch op {
 		case schema.OpCreate:
-			out = append(out, m.record(h, ti, op, i, nil, img, nil))
+			out = append(out, m.record(h, ti, op, i, nil, img, m.zeroHeaders(ti, nil, e.Rows[i])))
 		case schema.OpDelete:
-			out = append(out, m.record(h, ti, op, i, img, nil, nil))
+			out = append(out, m.record(h, ti, op, i, img, nil, m.zeroHeaders(ti, e.Rows[i], nil)))
 		case schema.OpUpdate:
 			after, err := m.row(ti, e.Rows[i+1])
 			if err != nil {
@@ -323,7 +326,7 @@ func (m *mapper) rows(h *replication.EventHeader, e *replication.RowsEvent, out 
 			}
 			oldKey, newKey := keyOf(ti, img), keyOf(ti, after)
 			if sameKey(oldKey, newKey) {
-				out = append(out, m.record(h, ti, op, i/2, img, after, nil))
+				out = append(out, m.record(h, ti, op, i/2, img, after, m.zeroHeaders(ti, e.Rows[i], e.Rows[i+1])))
 				break
 			}
 			// A changed primary key is a delete of the old row and a create
@@ -488,4 +491,56 @@ func (m *mapper) tableByID(id schema.TableID) *tableInfo {
 		}
 	}
 	return nil
+}
+
+// Headers that keep the original text of zero dates (KeepZeroDates): the
+// row holds NULL (or the epoch) there, since a zero date is no instant.
+const (
+	ZeroDatesBeforeHeader = "sluice.zero_dates.before"
+	ZeroDatesAfterHeader  = "sluice.zero_dates.after"
+)
+
+// zeroHeaders notes the zero dates of a row event's images, or nil.
+func (m *mapper) zeroHeaders(ti *tableInfo, before, after []any) map[string]string {
+	if !m.keepZero {
+		return nil
+	}
+	var h map[string]string
+	for _, img := range []struct {
+		raw []any
+		key string
+	}{{before, ZeroDatesBeforeHeader}, {after, ZeroDatesAfterHeader}} {
+		var notes []string
+		for i, v := range img.raw {
+			if s, ok := v.(string); ok {
+				notes = zeroDateNote(notes, ti, i, s)
+			}
+		}
+		if len(notes) > 0 {
+			if h == nil {
+				h = map[string]string{}
+			}
+			h[img.key] = strings.Join(notes, ";")
+		}
+	}
+	return h
+}
+
+// zeroDateNote appends "column=text" when column i of ti is a date or
+// datetime column kept in the record and s is a zero date.
+func zeroDateNote(notes []string, ti *tableInfo, i int, s string) []string {
+	c := &ti.cols[i]
+	var zero bool
+	switch c.kind {
+	case kDate:
+		_, mo, d, ok := parseYMD(s)
+		zero = ok && (mo == 0 || d == 0)
+	case kDatetime, kTimestamp:
+		_, z, ok := parseDatetime(s)
+		zero = ok && z
+	}
+	if !zero || ti.keep != nil && !slices.Contains(ti.keep, i) {
+		return notes
+	}
+	return append(notes, c.name+"="+s)
 }

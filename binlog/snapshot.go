@@ -721,13 +721,20 @@ func (sn *snapshotter) run(ctx context.Context) error {
 					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
 				}
 				row := make(schema.Row, len(raw))
+				var zeros []string
 				for i := range raw {
 					if row[i], err = textValue(&st.ti.cols[i], st.charsets[i], raw[i], zeroAsNull); err != nil {
 						rows.Close()
 						return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
 					}
+					if s.cfg.KeepZeroDates && raw[i] != nil {
+						zeros = zeroDateNote(zeros, st.ti, i, string(raw[i]))
+					}
 				}
 				rec := sn.record(st.ti, st.ti.project(row), first)
+				if len(zeros) > 0 {
+					rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(zeros, ";")}
+				}
 				first = false
 				recs = append(recs, rec)
 				n++

@@ -27,7 +27,7 @@ type mysqlSource struct {
 	ServerName string   `yaml:"server_name"`
 	Include    []string `yaml:"include"`
 	Exclude    []string `yaml:"exclude"`
-	ZeroDates  string   `yaml:"zero_dates"` // "null" (default) or "keep"
+	ZeroDates  string   `yaml:"zero_dates"` // null (default), epoch, or keep (NULL plus the original text in a header)
 	// Snapshot: never (default) | initial | when_needed | initial_only.
 	Snapshot      string        `yaml:"snapshot"`
 	SnapshotChunk int           `yaml:"snapshot_chunk"` // rows per keyset query, default 2048
@@ -151,11 +151,13 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			}
 			switch c.ZeroDates {
 			case "", "null":
-			case "keep":
+			case "epoch":
 				f := false
 				bc.ZeroDateAsNull = &f
+			case "keep": // NULL in the row, the original text in a header
+				bc.KeepZeroDates = true
 			default:
-				return nil, sectionErr(cfg.Source, "zero_dates must be null or keep")
+				return nil, sectionErr(cfg.Source, "zero_dates must be null, epoch or keep")
 			}
 			d.source = bc
 		default:
