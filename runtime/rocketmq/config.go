@@ -40,6 +40,9 @@ const (
 	// after a crash) then has the same offset both times, and the sink skips
 	// the second copy, so a row never goes back to an older version.
 	SeqProperty = "sluice_seq"
+	// HeaderPropertyPrefix prefixes the message properties that carry a
+	// record's headers (the JSON envelope has no place for them).
+	HeaderPropertyPrefix = "sluice_h_"
 	// maxNameLen is RocketMQ's limit on topic and group names.
 	maxNameLen = 127
 )

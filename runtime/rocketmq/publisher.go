@@ -286,6 +286,9 @@ func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Messag
 	if key != nil {
 		msg.WithProperty(KeyProperty, string(key))
 	}
+	for k, v := range rec.Headers {
+		msg.WithProperty(HeaderPropertyPrefix+k, v)
+	}
 	if rec.Delivery != nil { // numbered by the pipeline
 		msg.WithProperty(SeqProperty, strconv.FormatInt(rec.Delivery.Offset, 10))
 	}

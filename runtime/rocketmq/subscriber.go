@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -213,11 +214,18 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 		offset = n
 	}
 	rec.Delivery = &schema.Delivery{Topic: m.Topic, Queue: queueID, Offset: offset}
-	if dropped, ok := m.GetProperties()[DroppedColumnsProperty]; ok {
+	for k, v := range m.GetProperties() {
+		name, isHeader := strings.CutPrefix(k, HeaderPropertyPrefix)
+		if !isHeader && k != DroppedColumnsProperty {
+			continue
+		}
+		if !isHeader {
+			name = k
+		}
 		if rec.Headers == nil {
 			rec.Headers = map[string]string{}
 		}
-		rec.Headers[DroppedColumnsProperty] = dropped
+		rec.Headers[name] = v
 	}
 	return rec, nil
 }

@@ -121,6 +121,7 @@ func TestSubscriberSeqAndDroppedColumns(t *testing.T) {
 	m := messageOf(t, rec(1, 0), 3, 7, 0)
 	m.WithProperty(SeqProperty, "1796073297165392400")
 	m.WithProperty(DroppedColumnsProperty, "payload")
+	m.WithProperty(HeaderPropertyPrefix+"sluice.zero_dates.after", "d=0000-00-00")
 	var got []schema.Record
 	cctx, _ := orderlyCtx()
 	if res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, []*primitive.MessageExt{m}); res != consumer.ConsumeSuccess {
@@ -129,7 +130,7 @@ func TestSubscriberSeqAndDroppedColumns(t *testing.T) {
 	if d := got[0].Delivery; d == nil || d.Offset != 1796073297165392400 || d.Queue != 3 {
 		t.Errorf("delivery %+v, want the record number as offset", d)
 	}
-	if got[0].Headers[DroppedColumnsProperty] != "payload" {
+	if got[0].Headers[DroppedColumnsProperty] != "payload" || got[0].Headers["sluice.zero_dates.after"] != "d=0000-00-00" {
 		t.Errorf("headers %v", got[0].Headers)
 	}
 	bad := messageOf(t, rec(1, 0), 3, 8, 0)
