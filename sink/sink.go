@@ -34,7 +34,8 @@ type Sink struct {
 	pending  map[progressKey][]schema.Record // Transactional: held records per queue, as committed
 	closed   bool
 
-	stmts sync.Map // stmtKey -> statement text
+	stmts        sync.Map        // stmtKey -> statement text
+	noDirectCopy map[target]bool // tables where a direct COPY met existing keys (under mu)
 
 	// testHook, when set by tests, runs at named stages inside Write's
 	// transaction ("applied": after the data statements, before progress).
