@@ -2,11 +2,8 @@ package sink
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
-
-	"github.com/lib/pq"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -86,7 +83,7 @@ func BenchmarkInsertPostgres(b *testing.B) {
 		tSink += time.Since(start)
 
 		start = time.Now()
-		if err := plainCopy(ctx, e.db, e.schema, "ins_raw", rows); err != nil {
+		if err := rawCopy(ctx, e.db, e.table("ins_raw"), rows, false); err != nil {
 			b.Fatal(err)
 		}
 		tRaw += time.Since(start)
@@ -100,29 +97,4 @@ func BenchmarkInsertPostgres(b *testing.B) {
 	if err := e.db.QueryRow("SELECT (SELECT count(*) FROM "+e.table("ins_sink")+"), (SELECT count(*) FROM "+e.table("ins_raw")+")").Scan(&got, &want); err != nil || got != n || want != n {
 		b.Fatalf("loaded %d rows through the sink and %d by COPY, want %d each (%v)", got, want, n, err)
 	}
-}
-
-// plainCopy COPYs rows into schema.table in one transaction.
-func plainCopy(ctx context.Context, db *sql.DB, schemaName, table string, rows [][]any) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, pq.CopyInSchema(schemaName, table, "id", "name", "amount", "created", "flag", "payload"))
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, r...); err != nil {
-			return err
-		}
-	}
-	if _, err := stmt.ExecContext(ctx); err != nil {
-		return err
-	}
-	if err := stmt.Close(); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
