@@ -35,6 +35,17 @@ func benchRows(table string, n, round int) []schema.Record {
 	return recs
 }
 
+// driverRows gives benchRows' after images in driver form, for the raw
+// baselines (values pre-converted outside their timing).
+func driverRows(recs []schema.Record) [][]any {
+	rows := make([][]any, len(recs))
+	for j, r := range recs {
+		rows[j] = []any{r.After[0], r.After[1], r.After[2].(schema.Dec).String(),
+			time.UnixMicro(r.After[3].(int64)).UTC().Format("2006-01-02 15:04:05.999999"), r.After[4], r.After[5]}
+	}
+	return rows
+}
+
 // rawUpsert is the baseline: the same rows written with hand-written
 // multi-row INSERT … ON CONFLICT statements of 500 rows through lib/pq in one
 // transaction, values pre-converted outside the timed region's sink logic.
@@ -152,11 +163,7 @@ func BenchmarkApplyPostgres(b *testing.B) {
 		// The baseline gets values already in driver form: it measures the
 		// database round trips only.
 		recs = benchRows("bench_raw", n, round)
-		rows := make([][]any, n)
-		for j, r := range recs {
-			rows[j] = []any{r.After[0], r.After[1], r.After[2].(schema.Dec).String(),
-				time.UnixMicro(r.After[3].(int64)).UTC().Format("2006-01-02 15:04:05.999999"), r.After[4], r.After[5]}
-		}
+		rows := driverRows(recs)
 		start = time.Now()
 		if err := rawUpsert(ctx, e.db, e.table("bench_raw"), rows); err != nil {
 			b.Fatal(err)
@@ -228,11 +235,7 @@ func BenchmarkApplyMySQL(b *testing.B) {
 		tSink += time.Since(start)
 
 		recs = benchRows("bench_raw", n, round)
-		rows := make([][]any, n)
-		for j, r := range recs {
-			rows[j] = []any{r.After[0], r.After[1], r.After[2].(schema.Dec).String(),
-				time.UnixMicro(r.After[3].(int64)).UTC().Format("2006-01-02 15:04:05.999999"), r.After[4], r.After[5]}
-		}
+		rows := driverRows(recs)
 		start = time.Now()
 		if err := rawMySQLUpsert(ctx, raw, e.table("bench_raw"), rows); err != nil {
 			b.Fatal(err)

@@ -69,11 +69,7 @@ func BenchmarkInsertPostgres(b *testing.B) {
 			}
 		}
 		recs := asInserts(benchRows("ins_sink", n, i), schema.OpRead)
-		rows := make([][]any, n)
-		for j, r := range recs {
-			rows[j] = []any{r.After[0], r.After[1], r.After[2].(schema.Dec).String(),
-				time.UnixMicro(r.After[3].(int64)).UTC().Format("2006-01-02 15:04:05.999999"), r.After[4], r.After[5]}
-		}
+		rows := driverRows(recs)
 		b.StartTimer()
 
 		start := time.Now()
