@@ -63,9 +63,12 @@ mysql_root -v -e "
   DELETE FROM shop.orders WHERE id = 2; DELETE FROM shop.items WHERE order_id = 2;"
 
 step "Waiting for PostgreSQL to match"
-want="$(mysql_root -N -e "SELECT id, customer, amount, status FROM shop.orders ORDER BY id" | tr '\t' '|')"
-for i in $(seq 1 60); do
-  got="$(pg -tAc "SELECT id, customer, amount, status FROM shop.orders ORDER BY id" 2>/dev/null || true)"
+# Both tables: their changes travel on separate topics and may arrive apart.
+q_orders="SELECT id, customer, amount, status FROM shop.orders ORDER BY id"
+q_items="SELECT order_id, sku, qty FROM shop.items ORDER BY order_id, sku"
+want="$(mysql_root -N -e "$q_orders; $q_items" | tr '\t' '|')"
+for i in $(seq 1 120); do
+  got="$( { pg -tAc "$q_orders" && pg -tAc "$q_items"; } 2>/dev/null || true)"
   [ "$got" = "$want" ] && break
   sleep 0.5
 done
