@@ -169,7 +169,7 @@ func cmdPositions(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d, err := decodeAll(cfg, "source")
+	d, err := decodeAll(cfg, "")
 	if err != nil {
 		return err
 	}

@@ -49,3 +49,23 @@ func TestValidateReportsKeyAndLine(t *testing.T) {
 		t.Fatalf("--only with embedded: exit %d, %s", code, errOut.String())
 	}
 }
+
+// positions show/reset work for every transport, the embedded one included.
+func TestPositionsCommandEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.yaml")
+	writeFile(t, path, "name: p1\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: 7\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: d\npositions:\n  type: file\n  dir: "+dir+"\n")
+	writeFile(t, filepath.Join(dir, "p1.position"), `{"sluice_position":1,"source":"{\"v\":1}","seq":42}`)
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"positions", "show", "--config", path}, &out, &errOut); code != 0 || strings.TrimSpace(out.String()) != `{"v":1}` {
+		t.Fatalf("show: exit %d, out %q, err %q", code, out.String(), errOut.String())
+	}
+	out.Reset()
+	if code := Main([]string{"positions", "reset", "--config", path}, &out, &errOut); code != 0 {
+		t.Fatalf("reset: exit %d, err %q", code, errOut.String())
+	}
+	out.Reset()
+	if code := Main([]string{"positions", "show", "--config", path}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "no saved position") {
+		t.Fatalf("show after reset: exit %d, out %q", code, out.String())
+	}
+}
