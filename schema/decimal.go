@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -75,18 +76,45 @@ func (d Dec) unscaled() *big.Int {
 
 // String renders the number with exactly Scale fraction digits.
 func (d Dec) String() string {
+	var b [24]byte
+	return string(d.Append(b[:0]))
+}
+
+// Append appends String's text to buf. Numbers whose unscaled value fits
+// an int64 (every DECIMAL up to 18 digits) take no big.Int arithmetic.
+func (d Dec) Append(buf []byte) []byte {
 	u := d.unscaled()
-	s := new(big.Int).Abs(u).String()
-	if d.Scale > 0 {
-		if len(s) <= int(d.Scale) {
-			s = strings.Repeat("0", int(d.Scale)-len(s)+1) + s
+	var digits []byte
+	var tmp [20]byte
+	if u.IsInt64() {
+		v := u.Int64()
+		if v < 0 {
+			buf = append(buf, '-')
+			// -MinInt64 overflows; its magnitude as uint64 does not.
+			digits = strconv.AppendUint(tmp[:0], uint64(-(v+1))+1, 10)
+		} else {
+			digits = strconv.AppendUint(tmp[:0], uint64(v), 10)
 		}
-		s = s[:len(s)-int(d.Scale)] + "." + s[len(s)-int(d.Scale):]
+	} else {
+		if u.Sign() < 0 {
+			buf = append(buf, '-')
+		}
+		digits = new(big.Int).Abs(u).Append(nil, 10)
 	}
-	if u.Sign() < 0 {
-		s = "-" + s
+	if d.Scale <= 0 {
+		return append(buf, digits...)
 	}
-	return s
+	scale := int(d.Scale)
+	if len(digits) <= scale {
+		buf = append(buf, '0', '.')
+		for range scale - len(digits) {
+			buf = append(buf, '0')
+		}
+		return append(buf, digits...)
+	}
+	buf = append(buf, digits[:len(digits)-scale]...)
+	buf = append(buf, '.')
+	return append(buf, digits[len(digits)-scale:]...)
 }
 
 // Equal reports numeric and scale equality.

@@ -2,11 +2,12 @@ package sink
 
 import (
 	"context"
+	"database/sql/driver"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync/atomic"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -17,7 +18,7 @@ var stageSeq atomic.Uint64
 // a temporary table (dropped at commit) shaped like the target's columns,
 // then one INSERT … SELECT … ON CONFLICT DO UPDATE. Keys are unique within a
 // group (the reducer made them so), which ON CONFLICT requires.
-func (s *Sink) copyUpsert(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup) error {
+func (s *Sink) copyUpsert(ctx context.Context, tx *txn, t target, g *rowGroup) error {
 	d := s.d
 	cols := columnList(d, g.cols)
 	if s.tryDirectCopy(ctx, tx, t, g, cols) {
@@ -40,30 +41,126 @@ func (s *Sink) copyUpsert(ctx context.Context, tx *sqlx.Tx, t target, g *rowGrou
 	return nil
 }
 
-// copyInto COPYs the after images of g into the table named into.
-func (s *Sink) copyInto(ctx context.Context, tx *sqlx.Tx, into, cols string, t target, g *rowGroup) error {
-	stmt, err := tx.PrepareContext(ctx, "COPY "+into+" ("+cols+") FROM STDIN")
-	if err != nil {
-		return fmt.Errorf("sink: start COPY for %s: %w", t, wrapDB(err))
-	}
-	defer stmt.Close()
-	row := make([]any, len(g.cols))
-	for _, r := range g.recs {
-		for j, f := range r.ValueSchema.Fields {
-			v, err := s.d.convert(f.Name, f.Schema, r.After[j])
-			if err != nil {
-				return newRowError(r, t, err, fmt.Sprintf("sink: table %s, key %s", t, recKey(r)))
+// copyInto COPYs the after images of g into the table named into. Rows are
+// encoded here in COPY's text format and handed to lib/pq in chunks through
+// the driver connection: going through database/sql a row at a time cost
+// more client CPU than PostgreSQL spends storing the row.
+func (s *Sink) copyInto(ctx context.Context, tx *txn, into, cols string, t target, g *rowGroup) error {
+	err := tx.conn.Raw(func(dc any) error {
+		pc, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return fatal(fmt.Errorf("sink: the PostgreSQL driver %T cannot prepare COPY with a context (sluice needs lib/pq)", dc))
+		}
+		st, err := pc.PrepareContext(ctx, "COPY "+into+" ("+cols+") FROM STDIN")
+		if err != nil {
+			return fmt.Errorf("sink: start COPY for %s: %w", t, wrapDB(err))
+		}
+		defer st.Close()
+		w, ok := st.(copyDataWriter)
+		if !ok {
+			return fatal(fmt.Errorf("sink: the PostgreSQL driver's COPY statement %T takes no raw data (sluice needs the lib/pq version its go.mod names)", st))
+		}
+		buf := make([]byte, 0, copyChunk+4096)
+		for _, r := range g.recs {
+			for j, f := range r.ValueSchema.Fields {
+				v, err := s.d.convert(f.Name, f.Schema, r.After[j])
+				if err == nil {
+					if j > 0 {
+						buf = append(buf, '\t')
+					}
+					buf, err = appendCopyText(buf, v)
+				}
+				if err != nil {
+					return newRowError(r, t, err, fmt.Sprintf("sink: table %s, key %s", t, recKey(r)))
+				}
 			}
-			row[j] = v
+			buf = append(buf, '\n')
+			if len(buf) >= copyChunk {
+				// CopyData adds the final newline itself.
+				if _, err := w.CopyData(ctx, string(buf[:len(buf)-1])); err != nil {
+					return fmt.Errorf("sink: COPY rows into %s (from key %s): %w", into, recKey(r), wrapDB(err))
+				}
+				buf = buf[:0]
+			}
 		}
-		if _, err := stmt.ExecContext(ctx, row...); err != nil {
-			return fmt.Errorf("sink: COPY row into %s (key %s): %w", into, recKey(r), wrapDB(err))
+		if len(buf) > 0 {
+			if _, err := w.CopyData(ctx, string(buf[:len(buf)-1])); err != nil {
+				return fmt.Errorf("sink: COPY rows into %s: %w", into, wrapDB(err))
+			}
 		}
+		// An empty Exec ends the COPY and reports what the server refused.
+		if _, err := st.Exec(nil); err != nil { //nolint:staticcheck // lib/pq's COPY ends only through Exec
+			return errCopyEnd{err}
+		}
+		return nil
+	})
+	var end errCopyEnd
+	if errors.As(err, &end) {
+		return s.rowsError(ctx, end.err, t, g, g.recs, true)
 	}
-	if _, err := stmt.ExecContext(ctx); err != nil {
-		return s.rowsError(ctx, err, t, g, g.recs, true)
+	return err
+}
+
+// copyChunk is how many bytes of rows go to the driver at once.
+const copyChunk = 64 << 10
+
+// copyDataWriter is lib/pq's COPY statement: CopyData queues raw lines of
+// COPY text.
+type copyDataWriter interface {
+	CopyData(ctx context.Context, line string) (driver.Result, error)
+}
+
+// errCopyEnd carries the server's answer to the end of a COPY out of the
+// driver callback, to be diagnosed row by row.
+type errCopyEnd struct{ err error }
+
+func (e errCopyEnd) Error() string { return e.err.Error() }
+func (e errCopyEnd) Unwrap() error { return e.err }
+
+// appendCopyText appends v, a value as the PostgreSQL dialect's convert
+// returns it, in COPY's text format: NULL as \N; backslash, newline,
+// carriage return and tab escaped; bytea in hex form.
+func appendCopyText(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(buf, `\N`...), nil
+	case string:
+		return appendCopyEscaped(buf, x), nil
+	case int64:
+		return strconv.AppendInt(buf, x, 10), nil
+	case bool:
+		return strconv.AppendBool(buf, x), nil
+	case []byte:
+		// \x then hex digits; the backslash itself is escaped for COPY.
+		buf = append(buf, `\\x`...)
+		return hex.AppendEncode(buf, x), nil
+	case float64:
+		return strconv.AppendFloat(buf, x, 'g', -1, 64), nil
 	}
-	return nil
+	return buf, fmt.Errorf("%w: no COPY text form for Go type %T", ErrValue, v)
+}
+
+func appendCopyEscaped(buf []byte, s string) []byte {
+	last := 0
+	for i := 0; i < len(s); i++ {
+		var esc byte
+		switch s[i] {
+		case '\\':
+			esc = '\\'
+		case '\n':
+			esc = 'n'
+		case '\r':
+			esc = 'r'
+		case '\t':
+			esc = 't'
+		default:
+			continue
+		}
+		buf = append(buf, s[last:i]...)
+		buf = append(buf, '\\', esc)
+		last = i + 1
+	}
+	return append(buf, s[last:]...)
 }
 
 // tryDirectCopy is the fastest path, for groups of inserts only (a
@@ -71,7 +168,7 @@ func (s *Sink) copyInto(ctx context.Context, tx *sqlx.Tx, into, cols string, t t
 // Any failure (typically a key that already exists, after a replay) rolls
 // back to the savepoint and reports false, so the caller merges through a
 // staging table instead; after a conflict the table is not tried again.
-func (s *Sink) tryDirectCopy(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup, cols string) bool {
+func (s *Sink) tryDirectCopy(ctx context.Context, tx *txn, t target, g *rowGroup, cols string) bool {
 	for _, r := range g.recs {
 		if r.Op != schema.OpCreate && r.Op != schema.OpRead {
 			return false

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -337,7 +336,7 @@ func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 			return fmt.Errorf("sink: apply %s to %s: %w", a.kind, st.table, wrapDB(err))
 		}
 	}
-	err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := s.inTx(ctx, func(tx *txn) error {
 		for _, st := range stmts {
 			if !st.inTx && !pg {
 				continue

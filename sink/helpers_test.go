@@ -2,10 +2,8 @@ package sink
 
 import (
 	"errors"
-
-	"github.com/jmoiron/sqlx"
 )
 
-type sqlxTx = sqlx.Tx
+type sqlxTx = txn
 
 func asFatal(err error, f *interface{ Fatal() bool }) bool { return errors.As(err, f) }

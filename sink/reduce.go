@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -67,21 +69,55 @@ func (tp *tablePlan) set(c *change) {
 // same rows in the same order cannot deadlock each other: this matters when
 // several queues write the same keys at once (after a rebalance). Changes
 // of distinct keys are independent, so their order does not matter
-// otherwise.
+// otherwise. Any fixed total order does; comparing typed values (numbers as
+// numbers) lets a batch already in key order, as a snapshot's chunks are,
+// pass after one linear check.
 func (tp *tablePlan) sortedChanges() []*change {
-	if len(tp.changes) < 2 {
+	if slices.IsSortedFunc(tp.changes, compareChanges) {
 		return tp.changes
 	}
-	keys := make([]string, 0, len(tp.index))
-	for k := range tp.index {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([]*change, len(keys))
-	for i, k := range keys {
-		out[i] = tp.changes[tp.index[k]]
-	}
+	out := slices.Clone(tp.changes)
+	slices.SortFunc(out, compareChanges)
 	return out
+}
+
+func compareChanges(a, b *change) int {
+	if c := cmp.Compare(len(a.key), len(b.key)); c != 0 {
+		return c
+	}
+	for i := range a.key {
+		if c := strings.Compare(a.keyCols[i], b.keyCols[i]); c != 0 {
+			return c
+		}
+		if c := compareKeyValues(a.key[i], b.key[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func compareKeyValues(a, b any) int {
+	switch x := a.(type) {
+	case int64:
+		if y, ok := b.(int64); ok {
+			return cmp.Compare(x, y)
+		}
+	case uint64:
+		if y, ok := b.(uint64); ok {
+			return cmp.Compare(x, y)
+		}
+	case string:
+		if y, ok := b.(string); ok {
+			return strings.Compare(x, y)
+		}
+	case []byte:
+		if y, ok := b.([]byte); ok {
+			return bytes.Compare(x, y)
+		}
+	}
+	// Other types, and mixed ones (a column's values share one type, so
+	// this is rare): their canonical text decides.
+	return strings.Compare(keyString([]string{""}, []any{a}), keyString([]string{""}, []any{b}))
 }
 
 // reduce folds recs (in order) into a plan. Markers and schema changes are

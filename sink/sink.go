@@ -39,7 +39,7 @@ type Sink struct {
 
 	// testHook, when set by tests, runs at named stages inside Write's
 	// transaction ("applied": after the data statements, before progress).
-	testHook func(ctx context.Context, stage string, tx *sqlx.Tx) error
+	testHook func(ctx context.Context, stage string, tx *txn) error
 }
 
 type tableMeta struct {
@@ -288,11 +288,11 @@ func (s *Sink) leaveOut(ctx context.Context, b badRow) error {
 // txExtra is work a data step's transaction does besides the rows (the
 // pending records of transactional mode) and the offsets it saves with them.
 type txExtra struct {
-	run     func(tx *sqlx.Tx) error
+	run     func(tx *txn) error
 	offsets map[progressKey]int64
 }
 
-func (x *txExtra) fn() func(tx *sqlx.Tx) error {
+func (x *txExtra) fn() func(tx *txn) error {
 	if x == nil {
 		return nil
 	}
@@ -344,14 +344,14 @@ func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64)
 
 // applyWith is apply with extra work done inside the transaction, before
 // the progress rows.
-func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]int64, extra func(tx *sqlx.Tx) error) error {
+func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]int64, extra func(tx *txn) error) error {
 	metas, err := s.prepareTables(ctx, p)
 	if err != nil {
 		s.forgetTables(p)
 		return err
 	}
 	committing := false
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+	err = s.inTx(ctx, func(tx *txn) error {
 		for i, tp := range p.tables {
 			if metas[i] == nil {
 				continue // table absent and nothing to write into it
@@ -404,7 +404,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 	return nil
 }
 
-func (s *Sink) saveProgress(ctx context.Context, tx *sqlx.Tx, maxOff map[progressKey]int64) error {
+func (s *Sink) saveProgress(ctx context.Context, tx *txn, maxOff map[progressKey]int64) error {
 	for k, off := range maxOff {
 		if _, err := tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue, off); err != nil {
 			return fmt.Errorf("sink: save progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
@@ -433,8 +433,8 @@ func (s *Sink) forgetProgress(maxOff map[progressKey]int64) {
 	}
 }
 
-func (s *Sink) inTx(ctx context.Context, f func(tx *sqlx.Tx) error) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
+func (s *Sink) inTx(ctx context.Context, f func(tx *txn) error) error {
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("sink: begin transaction: %w", wrapDB(err))
 	}
@@ -446,6 +446,39 @@ func (s *Sink) inTx(ctx context.Context, f func(tx *sqlx.Tx) error) error {
 		return fmt.Errorf("sink: commit: %w", wrapDB(err))
 	}
 	return nil
+}
+
+// txn is a transaction pinned to one connection: the embedded Tx runs
+// statements, and conn reaches the driver itself for streaming COPY data
+// (copy.go) without database/sql's per-row work.
+type txn struct {
+	*sqlx.Tx
+	conn *sqlx.Conn
+}
+
+func (s *Sink) begin(ctx context.Context) (*txn, error) {
+	conn, err := s.db.Connx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &txn{Tx: tx, conn: conn}, nil
+}
+
+// Commit commits and returns the connection to the pool.
+func (t *txn) Commit() error {
+	defer t.conn.Close()
+	return t.Tx.Commit()
+}
+
+// Rollback rolls back (a no-op after Commit) and returns the connection.
+func (t *txn) Rollback() error {
+	defer t.conn.Close()
+	return t.Tx.Rollback()
 }
 
 // lastOffsets returns the committed offsets of the queues recs come from,
@@ -573,7 +606,7 @@ func sameNames(s *schema.Schema, names []string) bool {
 
 const maxStatementBytes = 8 << 20 // cut statements well below max_allowed_packet
 
-func (s *Sink) applyTable(ctx context.Context, tx *sqlx.Tx, tp *tablePlan) error {
+func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan) error {
 	if tp.truncate != nil {
 		if _, err := tx.ExecContext(ctx, s.d.truncate(tp.target)); err != nil {
 			return fmt.Errorf("sink: truncate %s: %w", tp.target, wrapDB(err))
@@ -605,7 +638,7 @@ func (s *Sink) applyTable(ctx context.Context, tx *sqlx.Tx, tp *tablePlan) error
 	return nil
 }
 
-func (s *Sink) writeRows(ctx context.Context, tx *sqlx.Tx, t target, g *rowGroup, upsert bool) error {
+func (s *Sink) writeRows(ctx context.Context, tx *txn, t target, g *rowGroup, upsert bool) error {
 	if upsert && s.cfg.CopyThreshold > 0 && len(g.recs) >= s.cfg.CopyThreshold {
 		if _, ok := s.d.(postgres); ok {
 			return s.copyUpsert(ctx, tx, t, g)
@@ -740,7 +773,7 @@ func (s *Sink) offendingRows(ctx context.Context, t target, g *rowGroup, recs []
 	if len(recs) > maxDiagnoseRows {
 		recs = recs[:maxDiagnoseRows]
 	}
-	tx, err := s.db.BeginTxx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil
 	}
@@ -834,7 +867,7 @@ func recKey(r *schema.Record) string {
 
 const deleteChunk = 1000
 
-func (s *Sink) applyDeletes(ctx context.Context, tx *sqlx.Tx, t target, dels []*change) error {
+func (s *Sink) applyDeletes(ctx context.Context, tx *txn, t target, dels []*change) error {
 	if len(dels) == 0 {
 		return nil
 	}
@@ -889,7 +922,7 @@ func (s *Sink) applyDeletes(ctx context.Context, tx *sqlx.Tx, t target, dels []*
 // deleteAny deletes by a single-column key with one array parameter:
 // DELETE … WHERE k = ANY($1). The array travels as text; PostgreSQL parses
 // it as an array of the column's type.
-func (s *Sink) deleteAny(ctx context.Context, tx *sqlx.Tx, t target, col string, g []*change, conv [][]any) error {
+func (s *Sink) deleteAny(ctx context.Context, tx *txn, t target, col string, g []*change, conv [][]any) error {
 	const per = 10000
 	for start := 0; start < len(conv); start += per {
 		end := min(start+per, len(conv))

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -176,7 +174,7 @@ func TestWriteRollsBackOnLostConnection(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
 		s := e.open(t, nil)
 		write(t, s, cIns("lc", 1, "before"))
-		s.testHook = func(ctx context.Context, stage string, tx *sqlx.Tx) error {
+		s.testHook = func(ctx context.Context, stage string, tx *txn) error {
 			if e.dialect == DialectPostgres {
 				var pid int
 				if err := tx.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -248,7 +246,7 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 		}
 	}
 	hadPending := len(held) > 0
-	storeTail := func(tx *sqlx.Tx) error {
+	storeTail := func(tx *txn) error {
 		if len(tail) > 0 {
 			_, err := tx.ExecContext(ctx, s.pendingSQL("upsert"), s.cfg.Pipeline, k.Topic, k.Queue, txID(&tail[len(tail)-1]), len(tail), data)
 			if err != nil {
@@ -288,7 +286,7 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 			extra = &txExtra{run: storeTail, offsets: tailOff}
 			doneTail = true
 		case i == 0 && hadPending:
-			extra = &txExtra{run: func(tx *sqlx.Tx) error {
+			extra = &txExtra{run: func(tx *txn) error {
 				_, err := tx.ExecContext(ctx, s.pendingSQL("delete"), s.cfg.Pipeline, k.Topic, k.Queue)
 				return wrapDB(err)
 			}}
@@ -299,7 +297,7 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 		}
 	}
 	if !doneTail && (len(tail) > 0 || hadPending) {
-		err := s.inTx(ctx, func(tx *sqlx.Tx) error {
+		err := s.inTx(ctx, func(tx *txn) error {
 			if err := storeTail(tx); err != nil {
 				return err
 			}
