@@ -58,12 +58,18 @@ func NewEmbedded(n, depth int) *Embedded {
 // Publisher returns the source side.
 func (e *Embedded) Publisher() Publisher { return embeddedPub{e} }
 
-// Subscriber returns the sink side.
-func (e *Embedded) Subscriber(maxBatch int) Subscriber {
+// Subscriber returns the sink side: each Handler call gets what is queued,
+// up to maxBatch records (default 2048), without waiting for more.
+func (e *Embedded) Subscriber(maxBatch int) Subscriber { return e.LingerSubscriber(maxBatch, 0) }
+
+// LingerSubscriber is Subscriber that, when fewer than maxBatch records are
+// queued, waits up to linger for more before calling the Handler: fewer,
+// larger target transactions for at most linger of extra latency.
+func (e *Embedded) LingerSubscriber(maxBatch int, linger time.Duration) Subscriber {
 	if maxBatch <= 0 {
 		maxBatch = 2048
 	}
-	return &embeddedSub{e: e, maxBatch: maxBatch}
+	return &embeddedSub{e: e, maxBatch: maxBatch, linger: max(linger, 0)}
 }
 
 type embeddedPub struct{ e *Embedded }
@@ -127,6 +133,7 @@ func (p embeddedPub) Close(context.Context) error { return nil }
 type embeddedSub struct {
 	e        *Embedded
 	maxBatch int
+	linger   time.Duration
 }
 
 // Consume runs one goroutine per queue; each applies batches in order and
@@ -165,6 +172,9 @@ func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h Handler) {
 				break more
 			}
 		}
+		if n < s.maxBatch && s.linger > 0 {
+			batch, n = s.lingerFor(ctx, ch, batch, n)
+		}
 		recs := batch[0].recs
 		if len(batch) > 1 {
 			recs = make([]schema.Record, 0, n)
@@ -180,6 +190,26 @@ func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h Handler) {
 			return
 		}
 	}
+}
+
+// lingerFor adds parts to batch as they arrive, until it holds maxBatch
+// records, linger has passed, or ctx ends (what is gathered is still
+// applied: its sources wait for the acknowledgement).
+func (s *embeddedSub) lingerFor(ctx context.Context, ch <-chan part, batch []part, n int) ([]part, int) {
+	t := time.NewTimer(s.linger)
+	defer t.Stop()
+	for n < s.maxBatch {
+		select {
+		case p := <-ch:
+			batch = append(batch, p)
+			n += len(p.recs)
+		case <-t.C:
+			return batch, n
+		case <-ctx.Done():
+			return batch, n
+		}
+	}
+	return batch, n
 }
 
 // applyWithRetry calls h until it succeeds or ctx ends, backing off

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -99,6 +100,12 @@ type Config struct {
 	// BatchSize is the most records handed to one Handler call, default 256
 	// (the client's limit is 1024).
 	BatchSize int
+	// Linger is how long the consumer waits between two pulls from one
+	// queue, so that records arriving meanwhile reach the sink as one batch
+	// (one target transaction) instead of many: up to Linger of extra
+	// latency, and at most BatchSize records per Linger per queue. Zero
+	// (the default) pulls again at once; the limit is 65.535s.
+	Linger time.Duration
 	// Codec encodes and decodes records; default the JSON converter with
 	// schemas.
 	Codec Codec
@@ -113,6 +120,13 @@ type Config struct {
 	// "dlq" or "truncate_columns"; see OversizeFail, OversizeDLQ and
 	// OversizeTruncateColumns.
 	OversizePolicy string
+}
+
+// Validate reports the first setting that NewPublisher or NewSubscriber
+// would refuse, without contacting any server.
+func (c Config) Validate() error {
+	_, err := c.baseDefaults()
+	return err
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -179,6 +193,9 @@ func (c Config) baseDefaults() (Config, error) {
 	}
 	if c.BatchSize > 1024 {
 		c.BatchSize = 1024
+	}
+	if c.Linger < 0 || c.Linger > 65535*time.Millisecond {
+		return c, fmt.Errorf("%w: Linger %s: use 0 to 65.535s", ErrConfig, c.Linger)
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes

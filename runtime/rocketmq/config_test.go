@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -118,6 +119,8 @@ func TestConfigDefaults(t *testing.T) {
 		{NameServers: []string{"127.0.0.1:1"}},
 		{NameServers: []string{"127.0.0.1:1"}, Pipeline: "p", TopicMode: "tables"},
 		{NameServers: []string{"127.0.0.1:1"}, Pipeline: "p", Queues: -1},
+		{NameServers: []string{"127.0.0.1:1"}, Pipeline: "p", Linger: -time.Millisecond},
+		{NameServers: []string{"127.0.0.1:1"}, Pipeline: "p", Linger: 66 * time.Second},
 	} {
 		bad.Codec = testCodec{}
 		if _, err := bad.withDefaults(); !errors.Is(err, ErrConfig) {

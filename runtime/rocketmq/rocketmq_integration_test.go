@@ -574,17 +574,7 @@ func TestIntegrationResumeAfterClose(t *testing.T) {
 				return nil
 			})
 		}()
-		select {
-		case <-enough:
-		case <-time.After(90 * time.Second):
-			t.Fatalf("consumed %d records, want %d", total, stopAfter)
-		}
-		if err := s.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-consumed; err != nil {
-			t.Fatal(err)
-		}
+		closeWhen(ctx, t, enough, s, consumed, func() string { return fmt.Sprintf("consumed %d records, want %d", total, stopAfter) })
 		mu.Lock()
 		defer mu.Unlock()
 		return spans, total
@@ -611,4 +601,99 @@ func TestIntegrationResumeAfterClose(t *testing.T) {
 		}
 	}
 	t.Logf("first run %d records %v; second run %d records, starting at %v", got1, first, got2, second)
+}
+
+// TestIntegrationLingerBatches sends records one at a time, 30ms apart, to
+// one queue while the consumer runs: with Linger the consumer pulls at most
+// once per Linger, so they reach the handler in a few batches, not one each
+// (the run without linger is the logged control).
+func TestIntegrationLingerBatches(t *testing.T) {
+	skipUnderRace(t)
+	for _, tc := range []struct {
+		linger   time.Duration
+		maxCalls int // -1: only logged, the control without linger
+	}{{0, -1}, {2 * time.Second, 4}} {
+		t.Run(tc.linger.String(), func(t *testing.T) {
+			id := schema.TableID{Database: "db", Table: "linger"}
+			cfg := itConfig(t, id)
+			cfg.Linger = tc.linger
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			p, err := NewPublisher(ctx, cfg, quietLog())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close(ctx)
+			send := func(v int64) {
+				acked := make(chan error, 1)
+				if err := p.Publish(ctx, []schema.Record{testRecord(id, 1, v)}, func(err error) { acked <- err }); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-acked; err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := NewSubscriber(ctx, cfg, quietLog())
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 30
+			var mu sync.Mutex
+			var calls []int
+			first, all := make(chan struct{}), make(chan struct{})
+			got := 0
+			consumed := make(chan error, 1)
+			go func() {
+				consumed <- s.Consume(ctx, func(_ context.Context, rs []schema.Record) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if got == 0 {
+						close(first)
+					}
+					got += len(rs)
+					if got > 1 {
+						calls = append(calls, len(rs))
+					}
+					if got == n+1 {
+						close(all)
+					}
+					return nil
+				})
+			}()
+			send(0) // the consumer is running once this arrives
+			select {
+			case <-first:
+			case <-time.After(90 * time.Second):
+				t.Fatal("the first record never arrived")
+			}
+			for v := range int64(n) { // over about 0.9s, well inside the linger
+				time.Sleep(30 * time.Millisecond)
+				send(v + 1)
+			}
+			closeWhen(ctx, t, all, s, consumed, func() string { return "not every record arrived" })
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("linger %s: %d records sent one at a time reached the handler in %d calls %v", tc.linger, n, len(calls), calls)
+			if tc.maxCalls >= 0 && len(calls) > tc.maxCalls {
+				t.Errorf("linger %s: %d calls for %d records, want at most %d", tc.linger, len(calls), n, tc.maxCalls)
+			}
+		})
+	}
+}
+
+// closeWhen waits (at most 90s) for done, then closes s and checks what
+// its Consume returned; on timeout it fails with why().
+func closeWhen(ctx context.Context, t testing.TB, done <-chan struct{}, s *Subscriber, consumed <-chan error, why func() string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal(why())
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-consumed; err != nil {
+		t.Fatal(err)
+	}
 }

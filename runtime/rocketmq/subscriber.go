@@ -107,6 +107,7 @@ func (s *Subscriber) Consume(ctx context.Context, h runtime.Handler) error {
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 		consumer.WithConsumeMessageBatchMaxSize(s.cfg.BatchSize),
 		consumer.WithPullBatchSize(int32(s.cfg.BatchSize)),
+		consumer.WithPullInterval(s.cfg.Linger),
 		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
 		consumer.WithAutoCommit(true), // false is broken in the client: see the notes
 	)

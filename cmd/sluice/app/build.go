@@ -70,9 +70,10 @@ type jdbcSink struct {
 }
 
 type embeddedTransport struct {
-	Queues   int `yaml:"queues"`
-	Depth    int `yaml:"depth"`
-	MaxBatch int `yaml:"max_batch"`
+	Queues   int           `yaml:"queues"`
+	Depth    int           `yaml:"depth"`
+	MaxBatch int           `yaml:"max_batch"` // records per sink transaction, default 2048
+	Linger   time.Duration `yaml:"linger"`    // wait this long for a fuller batch, default 0
 }
 
 type rocketmqTransport struct {
@@ -86,6 +87,11 @@ type rocketmqTransport struct {
 	// MaxMessageBytes and OversizePolicy: see rocketmq.Config.
 	MaxMessageBytes int    `yaml:"max_message_bytes"`
 	OversizePolicy  string `yaml:"oversize_policy"`
+	// BatchSize (records per sink transaction, default 256, at most 1024)
+	// and Linger (pause between pulls of one queue, default 0): see
+	// rocketmq.Config.
+	BatchSize int           `yaml:"batch_size"`
+	Linger    time.Duration `yaml:"linger"`
 }
 
 type filePositions struct {
@@ -204,6 +210,9 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		if err := cfg.Transport.Decode(&c); err != nil {
 			return nil, err
 		}
+		if c.Linger < 0 {
+			return nil, sectionErr(cfg.Transport, fmt.Sprintf("linger %s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
+		}
 		d.embedded = &c
 	case "rocketmq":
 		var c rocketmqTransport
@@ -217,7 +226,10 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		}
 		d.rocketmq = &rocketmq.Config{NameServers: c.NameServers, Pipeline: cfg.Name, Queues: c.Queues, TopicMode: c.TopicMode,
 			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics,
-			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy}
+			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger}
+		if err := d.rocketmq.Validate(); err != nil {
+			return nil, sectionErr(cfg.Transport, err.Error())
+		}
 		if wantSink && len(c.Topics) == 0 {
 			return nil, sectionErr(cfg.Transport, "a sink on rocketmq needs transport.topics: the topics to consume")
 		}
@@ -278,7 +290,7 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 	switch {
 	case d.embedded != nil:
 		e := runtime.NewEmbedded(d.embedded.Queues, d.embedded.Depth)
-		p.Publisher, p.Subscriber = e.Publisher(), e.Subscriber(d.embedded.MaxBatch)
+		p.Publisher, p.Subscriber = e.Publisher(), e.LingerSubscriber(d.embedded.MaxBatch, d.embedded.Linger)
 	case d.rocketmq != nil:
 		if p.Source != nil {
 			pub, err := rocketmq.NewPublisher(ctx, *d.rocketmq, log.With("component", "publisher"))
