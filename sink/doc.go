@@ -22,8 +22,12 @@
 //     tables without key, and the progress rows (which never move
 //     backwards). Rows are written in key order, so Writes of several queues
 //     on the same keys lock them in one order and do not deadlock. On
-//     PostgreSQL, groups of CopyThreshold rows or more go through COPY into
-//     a temporary table and one INSERT … SELECT … ON CONFLICT. Values are
+//     PostgreSQL, groups of CopyThreshold rows or more go through COPY:
+//     straight into the table when every row is an insert (a snapshot; on a
+//     key that exists it rolls back to a savepoint and that table merges
+//     from then on), otherwise into a temporary table and one INSERT …
+//     SELECT … ON CONFLICT. The COPY text is encoded here and streamed
+//     through the driver connection in 64 KiB chunks. Values are
 //     always bound parameters (or COPY data); identifiers are always quoted,
 //     embedded quote characters doubled.
 //
