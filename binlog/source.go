@@ -209,6 +209,27 @@ func (s *Source) snapshotThenStream(ctx context.Context, m *mapper, snap *snapsh
 }
 
 // currentPosition asks the server where its binlog ends now.
+// CurrentPosition returns the server's current binlog position, encoded as
+// Open takes it: a source opened there reads only what is committed after
+// this call. Tools use it to mark a point before a load (sluice bench) or
+// to move a pipeline to the present by hand.
+func CurrentPosition(ctx context.Context, cfg Config) ([]byte, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("binlog: connect to %s as %s: %w", addr, cfg.User, err)
+	}
+	defer conn.Close()
+	p, err := currentPosition(conn, cfg.Flavor)
+	if err != nil {
+		return nil, err
+	}
+	return EncodePosition(p), nil
+}
+
 func currentPosition(conn *client.Conn, flavor string) (Position, error) {
 	p := Position{Version: PositionVersion, Flavor: flavor}
 	var r *mysql.Result

@@ -26,6 +26,9 @@ Usage:
   sluice positions show|reset --config FILE       read or reset the saved source position
   sluice tail --config FILE [--from beginning|now] [--follow] [--table db.table] [--key K] [--limit N] [--schemas] [--dlq]
                                                   print the records on the pipeline's RocketMQ topics as JSON lines (sink offsets untouched)
+  sluice bench [--rows N] [--txn N] [--updates F] [--transport embedded|rocketmq] [--debezium DIR] [--json FILE]
+                                                  end-to-end benchmark on the servers of scripts/servers.sh's env file:
+                                                  throughput against raw limits measured in the same run, lag, memory
 `
 
 // Main runs the command line and returns the exit code.
@@ -47,6 +50,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdCheck(args[1:], stdout, log)
 	case "tail":
 		err = cmdTail(args[1:], stdout)
+	case "bench":
+		err = cmdBench(args[1:], stdout, log)
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2

@@ -1,0 +1,766 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
+	"github.com/lib/pq"
+	"gopkg.in/yaml.v3"
+
+	"github.com/sluicecdc/sluice/binlog"
+	"github.com/sluicecdc/sluice/converter"
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// benchDB and benchTable are what sluice bench loads; the database is
+// dropped and created again on every run.
+const (
+	benchDB    = "sluice_bench"
+	benchTable = "events"
+)
+
+type benchOpts struct {
+	rows, txn, queues int
+	updates           float64 // updated rows as a fraction of rows
+	transport         string
+	liveRate          int
+	liveFor           time.Duration
+	debezium          string // folder of scripts/debezium-fixture; "" skips Debezium
+	jsonOut           string
+	timeout           time.Duration
+}
+
+// benchEnv is where the servers are: the variables of scripts/servers.sh's
+// env file.
+type benchEnv struct {
+	host, user, password, cdcUser, cdcPassword, flavor, pgDSN, nameServer string
+	port                                                                  int
+}
+
+func benchEnvFromOS() (benchEnv, error) {
+	e := benchEnv{host: os.Getenv("SLUICE_MYSQL_HOST"), user: os.Getenv("SLUICE_MYSQL_USER"), password: os.Getenv("SLUICE_MYSQL_PASSWORD"),
+		cdcUser: os.Getenv("SLUICE_MYSQL_CDC_USER"), cdcPassword: os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"), flavor: os.Getenv("SLUICE_MYSQL_FLAVOR"),
+		pgDSN: os.Getenv("SLUICE_PG_DSN"), nameServer: os.Getenv("SLUICE_ROCKETMQ_NAMESRV")}
+	e.port, _ = strconv.Atoi(os.Getenv("SLUICE_MYSQL_PORT"))
+	if e.host == "" || e.port == 0 || e.user == "" || e.cdcUser == "" || e.pgDSN == "" {
+		return e, fmt.Errorf("sluice bench reads the servers from SLUICE_MYSQL_HOST, SLUICE_MYSQL_PORT, SLUICE_MYSQL_USER, SLUICE_MYSQL_CDC_USER and SLUICE_PG_DSN (and their passwords): source the env file of scripts/servers.sh, or run scripts/bench.sh: %w", runtime.ErrConfig)
+	}
+	if e.flavor == "" {
+		e.flavor = binlog.FlavorMariaDB
+	}
+	return e, nil
+}
+
+// benchReport is what sluice bench prints, and writes as JSON with --json.
+type benchReport struct {
+	Rows        int     `json:"rows"`
+	Updates     int     `json:"updates"`
+	Events      int     `json:"events"`
+	TxnRows     int     `json:"txn_rows"`
+	Transport   string  `json:"transport"`
+	Queues      int     `json:"queues"`
+	LoadSeconds float64 `json:"load_seconds"`
+
+	RawSourceSeconds float64 `json:"raw_source_seconds"` // go-mysql reading and decoding the same events
+	RawTargetSeconds float64 `json:"raw_target_seconds"` // lib/pq COPY and COPY merge of the same rows
+	SluiceSeconds    float64 `json:"sluice_seconds"`     // end to end, catching up on the loaded binlog
+	SluicePeakRSSMiB float64 `json:"sluice_peak_rss_mib"`
+	SluicePeakHeap   float64 `json:"sluice_peak_heap_mib"`
+
+	SourceJSONSeconds float64         `json:"source_json_seconds"` // sluice's source and JSON converter alone
+	Debezium          *debeziumResult `json:"debezium,omitempty"`
+
+	LiveRows  int                `json:"live_rows,omitempty"`
+	LiveRate  int                `json:"live_rate,omitempty"`
+	LagMillis map[string]float64 `json:"lag_ms,omitempty"` // p50, p95, p99, max
+
+	Verified string `json:"verified"` // what was compared between source and target
+}
+
+type debeziumResult struct {
+	Events          int     `json:"events"`
+	Expected        int     `json:"expected"`
+	SecondsFirstTo  float64 `json:"seconds_first_to_last"`
+	SecondsStartTo  float64 `json:"seconds_start_to_last"`
+	EventsPerSecond float64 `json:"events_per_second"`
+	PeakRSSKiB      float64 `json:"peak_rss_kib"`
+}
+
+func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var o benchOpts
+	fs.IntVar(&o.rows, "rows", 200000, "rows inserted into the source table")
+	fs.Float64Var(&o.updates, "updates", 0.5, "rows then updated, as a fraction of --rows")
+	fs.IntVar(&o.txn, "txn", 100, "rows per source transaction")
+	fs.StringVar(&o.transport, "transport", "embedded", "embedded or rocketmq")
+	fs.IntVar(&o.queues, "queues", 4, "queues of the transport")
+	fs.IntVar(&o.liveRate, "live-rate", 2000, "rows/s written while measuring lag (0 skips the lag phase)")
+	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long the lag phase writes")
+	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
+	fs.StringVar(&o.jsonOut, "json", "", "also write the report as JSON to this file")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.rows <= 0 || o.txn <= 0 || o.updates < 0 || o.updates > 1 || o.queues <= 0 || (o.transport != "embedded" && o.transport != "rocketmq") {
+		return fmt.Errorf("bench: need --rows > 0, --txn > 0, 0 <= --updates <= 1, --queues > 0 and --transport embedded|rocketmq: %w", runtime.ErrConfig)
+	}
+	env, err := benchEnvFromOS()
+	if err != nil {
+		return err
+	}
+	if o.transport == "rocketmq" && env.nameServer == "" {
+		return fmt.Errorf("bench: --transport rocketmq needs SLUICE_ROCKETMQ_NAMESRV: %w", runtime.ErrConfig)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	rep, err := runBench(ctx, env, o, log)
+	if err != nil {
+		return err
+	}
+	printBenchReport(stdout, rep)
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(o.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("bench: write %s: %w", o.jsonOut, err)
+		}
+	}
+	return nil
+}
+
+func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) (*benchReport, error) {
+	updates := int(float64(o.rows) * o.updates)
+	rep := &benchReport{Rows: o.rows, Updates: updates, Events: o.rows + updates, TxnRows: o.txn, Transport: o.transport, Queues: o.queues}
+	src, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s:%d)/?interpolateParams=true&multiStatements=false", env.user, env.password, env.host, env.port))
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	tgt, err := sql.Open("postgres", env.pgDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer tgt.Close()
+	if err := benchSetup(ctx, src, tgt); err != nil {
+		return nil, err
+	}
+	bcfg := binlog.Config{Host: env.host, Port: env.port, User: env.cdcUser, Password: env.cdcPassword, Flavor: env.flavor,
+		ServerID: 5000 + rand.Uint32N(10000), ServerName: "sluice-bench", Include: []string{benchDB + "." + benchTable}}
+	start, err := binlog.CurrentPosition(ctx, bcfg)
+	if err != nil {
+		return nil, err
+	}
+
+	log.Info("bench: loading the source", "rows", o.rows, "updates", updates, "txn", o.txn)
+	t0 := time.Now()
+	if err := benchLoad(ctx, src, o.rows, updates, o.txn); err != nil {
+		return nil, err
+	}
+	rep.LoadSeconds = time.Since(t0).Seconds()
+
+	log.Info("bench: raw baselines")
+	if rep.RawSourceSeconds, err = rawBinlogRead(ctx, bcfg, start, rep.Events); err != nil {
+		return nil, fmt.Errorf("bench: raw binlog read: %w", err)
+	}
+	if rep.RawTargetSeconds, err = rawTargetWrite(ctx, tgt, o.rows, updates, 2048); err != nil {
+		return nil, fmt.Errorf("bench: raw target write: %w", err)
+	}
+	if rep.SourceJSONSeconds, err = sourceJSONRead(ctx, bcfg, start, rep.Events, log); err != nil {
+		return nil, fmt.Errorf("bench: source with JSON: %w", err)
+	}
+
+	log.Info("bench: sluice end to end", "transport", o.transport)
+	live, err := startBenchPipeline(ctx, env, o, bcfg, start, log)
+	if err != nil {
+		return nil, err
+	}
+	defer live.stop()
+	mem := watchMemory()
+	t0 = time.Now()
+	if err := live.sink.await(ctx, int64(rep.Events)); err != nil {
+		return nil, fmt.Errorf("bench: sluice catching up: %w (%s)", err, live.status())
+	}
+	rep.SluiceSeconds = time.Since(t0).Seconds()
+	rep.SluicePeakRSSMiB, rep.SluicePeakHeap = mem.stop()
+
+	if o.liveRate > 0 && o.liveFor > 0 {
+		log.Info("bench: lag under a steady load", "rate", o.liveRate, "for", o.liveFor)
+		live.sink.liveFrom.Store(int64(o.rows) + 1)
+		n, err := benchLive(ctx, src, o.rows, o.liveRate, o.liveFor)
+		if err != nil {
+			return nil, err
+		}
+		if err := live.sink.await(ctx, int64(rep.Events+n)); err != nil {
+			return nil, fmt.Errorf("bench: sluice under live load: %w (%s)", err, live.status())
+		}
+		rep.LiveRows, rep.LiveRate = n, o.liveRate
+		rep.LagMillis = live.sink.lagPercentiles()
+	}
+	live.stop()
+	if rep.Verified, err = benchVerify(ctx, src, tgt); err != nil {
+		return nil, err
+	}
+	if o.debezium != "" {
+		log.Info("bench: Debezium on the same binlog", "folder", o.debezium)
+		if rep.Debezium, err = runDebezium(ctx, o.debezium, env, rep.Events); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func benchSetup(ctx context.Context, src, tgt *sql.DB) error {
+	for _, q := range []string{
+		"DROP DATABASE IF EXISTS " + benchDB,
+		"CREATE DATABASE " + benchDB,
+		"CREATE TABLE " + benchDB + "." + benchTable + " (id BIGINT PRIMARY KEY, account INT NOT NULL, amount DECIMAL(12,2) NOT NULL, note VARCHAR(64), created DATETIME(6) NOT NULL)",
+	} {
+		if _, err := src.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("bench: prepare the source (%s): %w", q, err)
+		}
+	}
+	for _, q := range []string{
+		"DROP SCHEMA IF EXISTS " + benchDB + " CASCADE",
+		"DROP SCHEMA IF EXISTS " + benchDB + "_raw CASCADE",
+		"CREATE SCHEMA " + benchDB + "_raw",
+		"CREATE TABLE " + benchDB + "_raw.events (id BIGINT PRIMARY KEY, account INT NOT NULL, amount NUMERIC(12,2) NOT NULL, note TEXT, created TIMESTAMP(6) NOT NULL)",
+	} {
+		if _, err := tgt.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("bench: prepare the target (%s): %w", q, err)
+		}
+	}
+	return nil
+}
+
+// benchRow is row i of the load (1-based), as the source holds it after
+// the insert; round 1 is the update.
+func benchRow(i, round int) (account int, amount, note string) {
+	cents := (i*7919 + round) % 10_000_000
+	return i % 1000, fmt.Sprintf("%d.%02d", cents/100, cents%100), fmt.Sprintf("note %d/%d", i, round)
+}
+
+// benchLoad inserts rows in transactions of txn rows, then updates the
+// first updates of them, txn rows a statement.
+func benchLoad(ctx context.Context, db *sql.DB, rows, updates, txn int) error {
+	ins := func(from, to int) error {
+		var b strings.Builder
+		args := make([]any, 0, (to-from)*4)
+		b.WriteString("INSERT INTO " + benchDB + "." + benchTable + " (id, account, amount, note, created) VALUES ")
+		for i := from; i < to; i++ {
+			if i > from {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?,UTC_TIMESTAMP(6))")
+			acc, amt, note := benchRow(i, 0)
+			args = append(args, i, acc, amt, note)
+		}
+		_, err := db.ExecContext(ctx, b.String(), args...)
+		return err
+	}
+	for from := 1; from <= rows; from += txn {
+		if err := ins(from, min(from+txn, rows+1)); err != nil {
+			return fmt.Errorf("bench: load rows from %d: %w", from, err)
+		}
+	}
+	for from := 1; from <= updates; from += txn {
+		to := min(from+txn, updates+1) - 1
+		// One statement a transaction; amount and note become round 1's.
+		q := "UPDATE " + benchDB + "." + benchTable + " SET amount = MOD(id*7919 + 1, 10000000) / 100, note = CONCAT('note ', id, '/1') WHERE id BETWEEN ? AND ?"
+		if _, err := db.ExecContext(ctx, q, from, to); err != nil {
+			return fmt.Errorf("bench: update rows from %d: %w", from, err)
+		}
+	}
+	return nil
+}
+
+// benchLive inserts new rows (ids after the load) at rate rows/s for d,
+// in transactions of about rate/100 rows every 10ms, created set to the
+// server's UTC clock so the sink side can measure each row's lag.
+func benchLive(ctx context.Context, db *sql.DB, after, rate int, d time.Duration) (int, error) {
+	per := max(1, rate/100)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	end := time.Now().Add(d)
+	next := after + 1
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-tick.C:
+		}
+		var b strings.Builder
+		args := make([]any, 0, per*4)
+		b.WriteString("INSERT INTO " + benchDB + "." + benchTable + " (id, account, amount, note, created) VALUES ")
+		for i := range per {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString("(?,?,?,?,UTC_TIMESTAMP(6))")
+			acc, amt, note := benchRow(next, 0)
+			args = append(args, next, acc, amt, note)
+			next++
+		}
+		if _, err := db.ExecContext(ctx, b.String(), args...); err != nil {
+			return 0, fmt.Errorf("bench: live insert: %w", err)
+		}
+	}
+	return next - after - 1, nil
+}
+
+// benchVerify compares source and target row by row through a digest of
+// every column sluice copied.
+func benchVerify(ctx context.Context, src, tgt *sql.DB) (string, error) {
+	var srcN, tgtN int
+	var srcSum, tgtSum string
+	conn, err := src.Conn(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION group_concat_max_len = 1073741824"); err != nil {
+		return "", err
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*), MD5(GROUP_CONCAT(CONCAT_WS(':', id, account, amount, note, DATE_FORMAT(created, '%Y-%m-%d %H:%i:%s.%f')) ORDER BY id SEPARATOR ',')) FROM "+benchDB+"."+benchTable).Scan(&srcN, &srcSum); err != nil {
+		return "", fmt.Errorf("bench: digest of the source: %w", err)
+	}
+	if err := tgt.QueryRowContext(ctx, "SELECT COUNT(*), md5(string_agg(concat_ws(':', id, account, amount, note, to_char(created, 'YYYY-MM-DD HH24:MI:SS.US')), ',' ORDER BY id)) FROM "+benchDB+"."+benchTable).Scan(&tgtN, &tgtSum); err != nil {
+		return "", fmt.Errorf("bench: digest of the target: %w", err)
+	}
+	if srcN != tgtN || srcSum != tgtSum {
+		return "", fmt.Errorf("bench: the target differs from the source: %d rows (digest %s) against %d (digest %s)", tgtN, tgtSum, srcN, srcSum)
+	}
+	return fmt.Sprintf("%d rows equal (md5 of every column: %s)", srcN, srcSum), nil
+}
+
+// benchPipeline is sluice running the bench table, built from a config as
+// `sluice run` builds it.
+type benchPipeline struct {
+	w      *runtime.Worker
+	name   string
+	sink   *countingSink
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (b *benchPipeline) stop() {
+	b.once.Do(func() {
+		_ = b.w.StopAll(context.Background())
+		b.cancel()
+	})
+}
+
+func (b *benchPipeline) status() string {
+	st, _ := b.w.Status(b.name)
+	return fmt.Sprintf("pipeline %s, %d records read, %d applied, error %q", st.State, st.RecordsRead, st.RecordsApplied, st.LastError)
+}
+
+func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Config, start []byte, log *slog.Logger) (*benchPipeline, error) {
+	name := fmt.Sprintf("sluice-bench-%d", rand.Uint32())
+	dir, err := os.MkdirTemp("", "sluice-bench-")
+	if err != nil {
+		return nil, err
+	}
+	store, err := runtime.NewFileStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.Save(ctx, name, start); err != nil {
+		return nil, err
+	}
+	transport := map[string]any{"type": o.transport, "queues": o.queues}
+	if o.transport == "rocketmq" {
+		transport["name_servers"] = []string{env.nameServer}
+		transport["topic_prefix"] = strings.ReplaceAll(name, "-", "_")
+		transport["topics"] = []string{rocketmq.TopicName(strings.ReplaceAll(name, "-", "_"), benchDB, benchTable, rocketmq.TopicPerTable)}
+		transport["batch_size"] = 1024
+	}
+	doc := map[string]any{
+		"name": name,
+		"source": map[string]any{"type": env.flavor, "host": env.host, "port": env.port, "user": bcfg.User, "password": bcfg.Password,
+			"server_id": bcfg.ServerID, "include": bcfg.Include},
+		"transport": transport,
+		"sink":      map[string]any{"type": "postgres", "dsn": env.pgDSN},
+		"positions": map[string]any{"type": "file", "dir": dir},
+	}
+	text, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := runtime.ParseConfig(text, "bench.yaml")
+	if err != nil {
+		return nil, err
+	}
+	counting := newCountingSink()
+	quiet := log.With("component", "bench-pipeline")
+	w := runtime.NewWorker(quiet)
+	w.Add(name, nil, func(ctx context.Context) (*runtime.Pipeline, error) {
+		p, err := Build(ctx, cfg, "", quiet)
+		if err != nil {
+			return nil, err
+		}
+		counting.Sink = p.Sink
+		p.Sink = counting
+		return p, nil
+	})
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if err := w.Start(wctx, name); err != nil {
+		cancel()
+		return nil, err
+	}
+	return &benchPipeline{w: w, name: name, sink: counting, cancel: cancel}, nil
+}
+
+// countingSink counts the data records the real sink applied and measures,
+// for rows written during the live phase, the time from their source
+// commit (column created) to the sink's commit.
+type countingSink struct {
+	runtime.Sink
+	applied  atomic.Int64
+	liveFrom atomic.Int64 // ids from here on are the live phase's; 0: none yet
+	mu       sync.Mutex
+	changed  chan struct{} // closed and replaced on every applied batch
+	lagUS    []int64
+}
+
+func newCountingSink() *countingSink { return &countingSink{changed: make(chan struct{})} }
+
+func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
+	if err := c.Sink.Write(ctx, recs); err != nil {
+		return err
+	}
+	now := time.Now().UnixMicro()
+	var n int64
+	c.mu.Lock()
+	for i := range recs {
+		r := &recs[i]
+		if !r.Op.IsData() {
+			continue
+		}
+		n++
+		if from := c.liveFrom.Load(); from > 0 && r.Op == schema.OpCreate && len(r.After) == 5 {
+			id, _ := r.After[0].(int64)
+			if created, ok := r.After[4].(int64); ok && id >= from {
+				c.lagUS = append(c.lagUS, now-created)
+			}
+		}
+	}
+	c.applied.Add(n)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	return nil
+}
+
+// await waits until at least n data records were applied.
+func (c *countingSink) await(ctx context.Context, n int64) error {
+	for {
+		c.mu.Lock()
+		ch := c.changed
+		c.mu.Unlock()
+		if c.applied.Load() >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d records applied: %w", c.applied.Load(), n, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// lagPercentiles summarises the lag of the live phase's rows.
+func (c *countingSink) lagPercentiles() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return percentilesMS(c.lagUS)
+}
+
+func percentilesMS(us []int64) map[string]float64 {
+	if len(us) == 0 {
+		return nil
+	}
+	s := slices.Clone(us)
+	slices.Sort(s)
+	at := func(q float64) float64 { return float64(s[min(len(s)-1, int(q*float64(len(s))))]) / 1000 }
+	return map[string]float64{"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "max": float64(s[len(s)-1]) / 1000}
+}
+
+// memWatch samples the Go heap and reports the process's peak RSS since it
+// started (the kernel's high-water mark is reset first where Linux allows).
+type memWatch struct {
+	done chan struct{}
+	peak atomic.Uint64
+	wg   sync.WaitGroup
+}
+
+func watchMemory() *memWatch {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset VmHWM
+	m := &memWatch{done: make(chan struct{})}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		var ms goruntime.MemStats
+		for {
+			goruntime.ReadMemStats(&ms)
+			if ms.HeapInuse > m.peak.Load() {
+				m.peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-m.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return m
+}
+
+// stop returns peak RSS and peak heap in MiB.
+func (m *memWatch) stop() (float64, float64) {
+	close(m.done)
+	m.wg.Wait()
+	return float64(procStatusKiB("VmHWM")) / 1024, float64(m.peak.Load()) / (1 << 20)
+}
+
+func procStatusKiB(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// sourceJSONRead is sluice's half of the Debezium comparison: the binlog
+// source reading the load and every data record encoded as Debezium JSON
+// (key and value, schemas on), as Debezium's embedded engine does.
+func sourceJSONRead(ctx context.Context, cfg binlog.Config, start []byte, events int, log *slog.Logger) (float64, error) {
+	cfg.ServerID++
+	src, err := binlog.NewSource(cfg, log.With("component", "bench-source"))
+	if err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	if err := src.Open(ctx, start); err != nil {
+		return 0, err
+	}
+	enc := converter.NewJSON(converter.DefaultOptions())
+	t0 := time.Now()
+	var n, bytes int
+	for n < events {
+		recs, err := src.Read(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for i := range recs {
+			if !recs[i].Op.IsData() {
+				continue
+			}
+			k, v, err := enc.Encode(&recs[i])
+			if err != nil {
+				return 0, err
+			}
+			bytes += len(k) + len(v)
+			n++
+		}
+	}
+	if bytes == 0 {
+		return 0, errors.New("encoded nothing")
+	}
+	return time.Since(t0).Seconds(), nil
+}
+
+// runDebezium runs scripts/debezium-fixture/bench.sh on the bench table.
+func runDebezium(ctx context.Context, dir string, env benchEnv, events int) (*debeziumResult, error) {
+	work, err := os.MkdirTemp("", "sluice-bench-debezium-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "bench.sh"), env.host, strconv.Itoa(env.port), env.cdcUser, env.cdcPassword,
+		benchDB, benchTable, strconv.Itoa(events), "600", work)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	runErr := cmd.Run()
+	var r debeziumResult
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		tail := errOut.String()
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		return nil, fmt.Errorf("bench: Debezium printed no result (%v): %s", runErr, tail)
+	}
+	if r.Events < r.Expected {
+		return nil, fmt.Errorf("bench: Debezium saw %d of %d events before its timeout", r.Events, r.Expected)
+	}
+	return &r, nil
+}
+
+func printBenchReport(w io.Writer, r *benchReport) {
+	rate := func(n int, s float64) string {
+		if s <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0fk/s", float64(n)/s/1000)
+	}
+	fmt.Fprintf(w, "sluice bench: %d inserts + %d updates (%d change events) in source transactions of %d rows; transport %s, %d queues; target PostgreSQL\n\n",
+		r.Rows, r.Updates, r.Events, r.TxnRows, r.Transport, r.Queues)
+	fmt.Fprintf(w, "%-44s %9s %10s\n", "phase", "seconds", "events")
+	row := func(name string, s float64, extra string) {
+		fmt.Fprintf(w, "%-44s %9.2f %10s  %s\n", name, s, rate(r.Events, s), extra)
+	}
+	row("load the source (MariaDB client)", r.LoadSeconds, "")
+	row("raw source: go-mysql reads + decodes", r.RawSourceSeconds, "")
+	row("raw target: lib/pq COPY + COPY merge", r.RawTargetSeconds, "")
+	limit := max(r.RawSourceSeconds, r.RawTargetSeconds)
+	row("sluice end to end (catch-up)", r.SluiceSeconds, fmt.Sprintf("%.2f of the slower raw side; peak RSS %.0f MiB, peak heap %.0f MiB",
+		limit/r.SluiceSeconds, r.SluicePeakRSSMiB, r.SluicePeakHeap))
+	row("sluice source + Debezium JSON", r.SourceJSONSeconds, "")
+	if d := r.Debezium; d != nil {
+		fmt.Fprintf(w, "%-44s %9.2f %10s  sluice is %.2fx its rate; Debezium peak RSS %.0f MiB (%.1f s from engine start)\n",
+			"Debezium 3.4 embedded, JSON (first to last)", d.SecondsFirstTo, rate(d.Events, d.SecondsFirstTo),
+			d.SecondsFirstTo/r.SourceJSONSeconds, d.PeakRSSKiB/1024, d.SecondsStartTo)
+	}
+	if r.LagMillis != nil {
+		fmt.Fprintf(w, "\nlag from source commit to target commit, %d rows at %d rows/s: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+			r.LiveRows, r.LiveRate, r.LagMillis["p50"], r.LagMillis["p95"], r.LagMillis["p99"], r.LagMillis["max"])
+	}
+	fmt.Fprintf(w, "\nverified: %s\n", r.Verified)
+}
+
+// rawBinlogRead is the source's raw limit: go-mysql's own replication client
+// reading the load from start and decoding every rows event, no mapping.
+func rawBinlogRead(ctx context.Context, cfg binlog.Config, start []byte, events int) (float64, error) {
+	pos, err := binlog.ParsePosition(start)
+	if err != nil {
+		return 0, err
+	}
+	syncer := replication.NewBinlogSyncer(replication.BinlogSyncerConfig{ServerID: cfg.ServerID + 2, Flavor: cfg.Flavor, Host: cfg.Host,
+		Port: uint16(cfg.Port), User: cfg.User, Password: cfg.Password, UseDecimal: true, ParseTime: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer syncer.Close()
+	t0 := time.Now()
+	streamer, err := syncer.StartSync(gomysql.Position{Name: pos.File, Pos: pos.Pos})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < events {
+		ev, err := streamer.GetEvent(ctx)
+		if err != nil {
+			return 0, err
+		}
+		re, ok := ev.Event.(*replication.RowsEvent)
+		if !ok || string(re.Table.Schema) != benchDB {
+			continue
+		}
+		switch ev.Header.EventType {
+		case replication.UPDATE_ROWS_EVENTv1, replication.UPDATE_ROWS_EVENTv2:
+			n += len(re.Rows) / 2
+		default:
+			n += len(re.Rows)
+		}
+	}
+	return time.Since(t0).Seconds(), nil
+}
+
+// rawTargetWrite is the target's raw limit: the same final rows written by
+// hand-written lib/pq code, batch rows a transaction: plain COPY for the
+// inserts, COPY into a temporary table and one INSERT … ON CONFLICT for the
+// updates. Values are made before the clock starts.
+func rawTargetWrite(ctx context.Context, db *sql.DB, rows, updates, batch int) (float64, error) {
+	created := time.Now().UTC().Format("2006-01-02 15:04:05.999999")
+	mk := func(from, to, round int) [][]any {
+		out := make([][]any, 0, to-from)
+		for i := from; i < to; i++ {
+			acc, amt, note := benchRow(i, round)
+			out = append(out, []any{int64(i), int64(acc), amt, note, created})
+		}
+		return out
+	}
+	type chunk struct {
+		rows  [][]any
+		merge bool
+	}
+	var chunks []chunk
+	for from := 1; from <= rows; from += batch {
+		chunks = append(chunks, chunk{mk(from, min(from+batch, rows+1), 0), false})
+	}
+	for from := 1; from <= updates; from += batch {
+		chunks = append(chunks, chunk{mk(from, min(from+batch, updates+1), 1), true})
+	}
+	cols := []string{"id", "account", "amount", "note", "created"}
+	t0 := time.Now()
+	for _, c := range chunks {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return 0, err
+		}
+		into := pq.CopyInSchema(benchDB+"_raw", "events", cols...)
+		if c.merge {
+			if _, err := tx.ExecContext(ctx, "CREATE TEMP TABLE raw_stage (LIKE "+benchDB+"_raw.events) ON COMMIT DROP"); err != nil {
+				tx.Rollback()
+				return 0, err
+			}
+			into = pq.CopyIn("raw_stage", cols...)
+		}
+		if err := copyRows(ctx, tx, into, c.rows); err != nil {
+			tx.Rollback()
+			return 0, err
+		}
+		if c.merge {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO "+benchDB+"_raw.events SELECT * FROM raw_stage ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, amount = EXCLUDED.amount, note = EXCLUDED.note, created = EXCLUDED.created"); err != nil {
+				tx.Rollback()
+				return 0, err
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(t0).Seconds(), nil
+}
+
+func copyRows(ctx context.Context, tx *sql.Tx, copyStmt string, rows [][]any) error {
+	stmt, err := tx.PrepareContext(ctx, copyStmt)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, r...); err != nil {
+			return err
+		}
+	}
+	_, err = stmt.ExecContext(ctx)
+	return err
+}

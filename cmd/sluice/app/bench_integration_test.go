@@ -1,0 +1,65 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sluice bench on the test servers, small: every phase runs, the target
+// ends equal to the source, lag is measured, and the digest comparison
+// does catch a changed row.
+func TestBenchSmall(t *testing.T) {
+	checkServer(t) // skips (fails in CI) without servers
+	env, err := benchEnvFromOS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := benchOpts{rows: 3000, txn: 50, updates: 0.5, queues: 2, transport: "embedded", liveRate: 500, liveFor: time.Second}
+	rep, err := runBench(ctx, env, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Events != 4500 || rep.LiveRows < 100 || !strings.HasPrefix(rep.Verified, "3") {
+		t.Fatalf("report: %+v", rep)
+	}
+	for name, s := range map[string]float64{"load": rep.LoadSeconds, "raw source": rep.RawSourceSeconds, "raw target": rep.RawTargetSeconds,
+		"sluice": rep.SluiceSeconds, "source JSON": rep.SourceJSONSeconds} {
+		if s <= 0 {
+			t.Errorf("%s took %v s", name, s)
+		}
+	}
+	if rep.LagMillis["p50"] <= 0 || rep.LagMillis["max"] < rep.LagMillis["p99"] || rep.SluicePeakHeap <= 0 {
+		t.Errorf("lag %v, heap %v", rep.LagMillis, rep.SluicePeakHeap)
+	}
+	var out bytes.Buffer
+	printBenchReport(&out, rep)
+	if !strings.Contains(out.String(), "sluice end to end (catch-up)") || !strings.Contains(out.String(), "verified: ") {
+		t.Errorf("report text:\n%s", out.String())
+	}
+
+	src, err := sql.Open("mysql", env.user+":"+env.password+"@tcp("+env.host+":"+strconv.Itoa(env.port)+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	tgt, err := sql.Open("postgres", env.pgDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	if _, err := tgt.Exec("UPDATE " + benchDB + "." + benchTable + " SET note = 'changed' WHERE id = 7"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := benchVerify(ctx, src, tgt); err == nil || !strings.Contains(err.Error(), "differs") {
+		t.Fatalf("a changed target row was not noticed: %v", err)
+	}
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The end-to-end benchmark on fresh throwaway servers of its own (own data
+# folders and ports, so a fresh binlog holds only the benchmark's load):
+# builds sluice, runs `sluice bench` with the arguments given, and runs
+# Debezium 3.4 beside it on the same binlog when Java and Maven are present.
+#   scripts/bench.sh                          200k inserts + 100k updates, embedded transport
+#   scripts/bench.sh --transport rocketmq     through a RocketMQ broker
+#   scripts/bench.sh --rows 1000000 --json /tmp/bench.json
+# SLUICE_BENCH_DEBEZIUM=0 skips Debezium; SLUICE_BENCH_KEEP=1 keeps the servers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SLUICE_SERVERS_ROOT=${SLUICE_BENCH_ROOT:-/tmp/sluice-bench-servers}
+export SLUICE_MARIADB_PORT=${SLUICE_BENCH_MARIADB_PORT:-43306}
+export SLUICE_POSTGRES_PORT=${SLUICE_BENCH_POSTGRES_PORT:-45432}
+export SLUICE_ROCKETMQ_NAMESRV_PORT=${SLUICE_BENCH_NAMESRV_PORT:-49876}
+export SLUICE_ROCKETMQ_BROKER_PORT=${SLUICE_BENCH_BROKER_PORT:-50911}
+export SLUICE_ROCKETMQ_STORE=${SLUICE_BENCH_STORE:-/dev/shm/sluice-bench-store}
+
+servers=(mariadb postgres)
+case " $* " in *" --transport rocketmq "*|*" --transport=rocketmq "*) servers+=(rocketmq) ;; esac
+
+cleanup() {
+  if [ "${SLUICE_BENCH_KEEP:-0}" != 1 ]; then scripts/servers.sh clean >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+scripts/servers.sh clean >/dev/null 2>&1 || true # a fresh binlog: Debezium reads it from its start
+for s in "${servers[@]}"; do scripts/servers.sh start "$s"; done
+set -a; . "$(scripts/servers.sh env)"; set +a
+
+work=$(mktemp -d /tmp/sluice-bench.XXXXXX)
+go build -o "$work/sluice" ./cmd/sluice
+
+extra=()
+if [ "${SLUICE_BENCH_DEBEZIUM:-1}" = 1 ] && command -v java >/dev/null && command -v mvn >/dev/null && [ -x scripts/debezium-fixture/bench.sh ]; then
+  extra+=(--debezium scripts/debezium-fixture)
+fi
+SLUICE_LOG_LEVEL=${SLUICE_LOG_LEVEL:-warn} "$work/sluice" bench "${extra[@]}" "$@"
