@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ type benchOpts struct {
 	liveFor           time.Duration
 	debezium          string // folder of scripts/debezium-fixture; "" skips Debezium
 	jsonOut           string
+	cpuProfile        string // CPU profile of the catch-up phase
 	timeout           time.Duration
 }
 
@@ -87,6 +89,8 @@ type benchReport struct {
 	SluiceSeconds    float64 `json:"sluice_seconds"`     // end to end, catching up on the loaded binlog
 	SluicePeakRSSMiB float64 `json:"sluice_peak_rss_mib"`
 	SluicePeakHeap   float64 `json:"sluice_peak_heap_mib"`
+	SluiceBatches    int64   `json:"sluice_sink_batches"` // sink transactions while catching up
+	SluiceSinkBusy   float64 `json:"sluice_sink_busy_seconds"` // summed over queues
 
 	SourceJSONSeconds float64         `json:"source_json_seconds"` // sluice's source and JSON converter alone
 	Debezium          *debeziumResult `json:"debezium,omitempty"`
@@ -119,6 +123,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long the lag phase writes")
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of sluice catching up to this file")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -197,11 +202,19 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	}
 	defer live.stop()
 	mem := watchMemory()
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
 	t0 = time.Now()
-	if err := live.sink.await(ctx, int64(rep.Events)); err != nil {
+	err = live.sink.await(ctx, int64(rep.Events))
+	rep.SluiceSeconds = time.Since(t0).Seconds()
+	rep.SluiceBatches = live.sink.batches.Load()
+	rep.SluiceSinkBusy = time.Duration(live.sink.busy.Load()).Seconds()
+	stopProfile()
+	if err != nil {
 		return nil, fmt.Errorf("bench: sluice catching up: %w (%s)", err, live.status())
 	}
-	rep.SluiceSeconds = time.Since(t0).Seconds()
 	rep.SluicePeakRSSMiB, rep.SluicePeakHeap = mem.stop()
 
 	if o.liveRate > 0 && o.liveFor > 0 {
@@ -437,6 +450,8 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 type countingSink struct {
 	runtime.Sink
 	applied  atomic.Int64
+	batches  atomic.Int64
+	busy     atomic.Int64 // nanoseconds inside the real sink's Write
 	liveFrom atomic.Int64 // ids from here on are the live phase's; 0: none yet
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every applied batch
@@ -446,9 +461,11 @@ type countingSink struct {
 func newCountingSink() *countingSink { return &countingSink{changed: make(chan struct{})} }
 
 func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
+	t0 := time.Now()
 	if err := c.Sink.Write(ctx, recs); err != nil {
 		return err
 	}
+	c.busy.Add(int64(time.Since(t0)))
 	now := time.Now().UnixMicro()
 	var n int64
 	c.mu.Lock()
@@ -466,6 +483,7 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 		}
 	}
 	c.applied.Add(n)
+	c.batches.Add(1)
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
@@ -642,8 +660,8 @@ func printBenchReport(w io.Writer, r *benchReport) {
 	row("raw source: go-mysql reads + decodes", r.RawSourceSeconds, "")
 	row("raw target: lib/pq COPY + COPY merge", r.RawTargetSeconds, "")
 	limit := max(r.RawSourceSeconds, r.RawTargetSeconds)
-	row("sluice end to end (catch-up)", r.SluiceSeconds, fmt.Sprintf("%.2f of the slower raw side; peak RSS %.0f MiB, peak heap %.0f MiB",
-		limit/r.SluiceSeconds, r.SluicePeakRSSMiB, r.SluicePeakHeap))
+	row("sluice end to end (catch-up)", r.SluiceSeconds, fmt.Sprintf("%.2f of the slower raw side; %d sink transactions busy %.2f s; peak RSS %.0f MiB, heap %.0f MiB",
+		limit/r.SluiceSeconds, r.SluiceBatches, r.SluiceSinkBusy, r.SluicePeakRSSMiB, r.SluicePeakHeap))
 	row("sluice source + Debezium JSON", r.SourceJSONSeconds, "")
 	if d := r.Debezium; d != nil {
 		fmt.Fprintf(w, "%-44s %9.2f %10s  sluice is %.2fx its rate; Debezium peak RSS %.0f MiB (%.1f s from engine start)\n",
@@ -763,4 +781,19 @@ func copyRows(ctx context.Context, tx *sql.Tx, copyStmt string, rows [][]any) er
 	}
 	_, err = stmt.ExecContext(ctx)
 	return err
+}
+
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
