@@ -89,7 +89,7 @@ type benchReport struct {
 	SluiceSeconds    float64 `json:"sluice_seconds"`     // end to end, catching up on the loaded binlog
 	SluicePeakRSSMiB float64 `json:"sluice_peak_rss_mib"`
 	SluicePeakHeap   float64 `json:"sluice_peak_heap_mib"`
-	SluiceBatches    int64   `json:"sluice_sink_batches"` // sink transactions while catching up
+	SluiceBatches    int64   `json:"sluice_sink_batches"`      // sink transactions while catching up
 	SluiceSinkBusy   float64 `json:"sluice_sink_busy_seconds"` // summed over queues
 
 	SourceJSONSeconds float64         `json:"source_json_seconds"` // sluice's source and JSON converter alone
