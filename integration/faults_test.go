@@ -2,6 +2,8 @@ package integration
 
 import (
 	"maps"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +109,71 @@ func TestFaultNoGoroutineLeak(t *testing.T) {
 		}
 	}
 	t.Fatalf("%d goroutines of sluice left after the pipeline stopped (baseline %d):\n%s", len(left), baseline, strings.Join(left, "\n\n"))
+}
+
+// TestFaultConnectionCuts runs a workload while the source's connection to
+// MariaDB and the sink's connections to PostgreSQL are reset again and
+// again, and each server is unreachable for a second now and then (TCP
+// proxies between sluice and the servers). Nothing may be lost and no row
+// may move back to an older version while sluice reconnects and replays.
+func TestFaultConnectionCuts(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	db := uniqueName("it_cut")
+	my := openDB(t, "mysql", e.mysqlDSN(""))
+	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
+	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
+	createSourceTables(t, my, db)
+
+	myProxy := newFaultProxy(t, net.JoinHostPort(e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"]))
+	pgURL, err := url.Parse(e["SLUICE_PG_DSN"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgProxy := newFaultProxy(t, pgURL.Host)
+	viaProxies := maps.Clone(e)
+	viaProxies["SLUICE_MYSQL_HOST"], viaProxies["SLUICE_MYSQL_PORT"], _ = strings.Cut(myProxy.addr(), ":")
+	pgURL.Host = pgProxy.addr()
+	viaProxies["SLUICE_PG_DSN"] = pgURL.String()
+	cfg := writeConfig(t, viaProxies, db, "embedded")
+
+	r := startWorker(t, cfg)
+	waitStreaming(t, my, pg, db, r)
+	assertNoRegressions := watchRegressions(t, pg, db)
+	stop := make(chan struct{})
+	chaosDone := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			p := myProxy
+			if i%2 == 0 {
+				p = pgProxy
+			}
+			p.cut()
+			if i%7 == 0 { // unreachable for a second
+				p.setDown(true)
+				select {
+				case <-stop:
+				case <-time.After(time.Second):
+				}
+				p.setDown(false)
+			}
+		}
+	}()
+	w := newWorkload(my, db)
+	w.run(t, 20000)
+	close(stop)
+	<-chaosDone
+	waitEqual(t, my, pg, db, r)
+	r.stop(t)
+	assertNoRegressions(t)
+	t.Logf("MariaDB: %d connections reset, %d opened; PostgreSQL: %d reset, %d opened",
+		myProxy.cuts.Load(), myProxy.served.Load(), pgProxy.cuts.Load(), pgProxy.served.Load())
+	if myProxy.cuts.Load() < 3 || pgProxy.cuts.Load() < 3 || myProxy.served.Load() < 4 || pgProxy.served.Load() < 4 {
+		t.Fatal("too few connections were reset and reopened for this test to mean anything")
+	}
 }

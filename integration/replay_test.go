@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,16 +36,7 @@ func testReplayNeverRegresses(t *testing.T, transport string) {
 
 	r := startPipeline(t, cfg)
 	waitStreaming(t, my, pg, db, r)
-	mustExec(t, pg, `CREATE TABLE "`+db+`".regressions (id BIGINT, old_amount NUMERIC, new_amount NUMERIC)`)
-	mustExec(t, pg, `CREATE FUNCTION "`+db+`".no_regress() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF NEW.amount < OLD.amount THEN
-				INSERT INTO "`+db+`".regressions VALUES (OLD.id, OLD.amount, NEW.amount);
-			END IF;
-			RETURN NEW;
-		END $$`)
-	mustExec(t, pg, `CREATE TRIGGER no_regress BEFORE UPDATE ON "`+db+`".orders FOR EACH ROW EXECUTE FUNCTION "`+db+`".no_regress()`)
-
+	assertNoRegressions := watchRegressions(t, pg, db)
 	w.run(t, 1000)
 	waitEqual(t, my, pg, db, r)
 	old, err := os.ReadFile(posFile)
@@ -64,12 +56,33 @@ func testReplayNeverRegresses(t *testing.T, transport string) {
 	waitEqual(t, my, pg, db, r)
 	r.stop(t)
 
-	var n int
-	if err := pg.QueryRow(`SELECT count(*) FROM "` + db + `".regressions`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	if n > 0 {
-		rows, _ := dump(pg, `SELECT * FROM "`+db+`".regressions LIMIT 5`)
-		t.Fatalf("%d writes moved a row back to an older version during the replay, e.g. %v", n, rows)
+	assertNoRegressions(t)
+}
+
+// watchRegressions installs a trigger on the target's orders table that
+// records every update moving an order's amount backwards (the workload
+// only ever increases amounts); the returned check fails the test if any
+// was recorded.
+func watchRegressions(t *testing.T, pg *sql.DB, db string) func(*testing.T) {
+	t.Helper()
+	mustExec(t, pg, `CREATE TABLE "`+db+`".regressions (id BIGINT, old_amount NUMERIC, new_amount NUMERIC)`)
+	mustExec(t, pg, `CREATE FUNCTION "`+db+`".no_regress() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.amount < OLD.amount THEN
+				INSERT INTO "`+db+`".regressions VALUES (OLD.id, OLD.amount, NEW.amount);
+			END IF;
+			RETURN NEW;
+		END $$`)
+	mustExec(t, pg, `CREATE TRIGGER no_regress BEFORE UPDATE ON "`+db+`".orders FOR EACH ROW EXECUTE FUNCTION "`+db+`".no_regress()`)
+	return func(t *testing.T) {
+		t.Helper()
+		var n int
+		if err := pg.QueryRow(`SELECT count(*) FROM "` + db + `".regressions`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			rows, _ := dump(pg, `SELECT * FROM "`+db+`".regressions LIMIT 5`)
+			t.Fatalf("%d writes moved a row back to an older version, e.g. %v", n, rows)
+		}
 	}
 }
