@@ -10,11 +10,7 @@ import (
 // schema-change record must not stop the pipeline.
 func TestAddColumnWhileStreaming(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
-	db := uniqueName("it_ddl")
-	my := openDB(t, "mysql", e.mysqlDSN(""))
-	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-	createSourceTables(t, my, db)
+	db, my, pg := sourceAndTarget(t, e, "it_ddl")
 	r := startPipeline(t, writeConfig(t, e, db, "embedded"))
 	defer r.stop(t)
 	waitStreaming(t, my, pg, db, r)

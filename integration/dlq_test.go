@@ -17,11 +17,7 @@ import (
 // other row must still reach the target.
 func TestRejectedRowGoesToDeadLetterTopic(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
-	db := uniqueName("it_dlq")
-	my := openDB(t, "mysql", e.mysqlDSN(""))
-	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-	createSourceTables(t, my, db)
+	db, my, pg := sourceAndTarget(t, e, "it_dlq")
 	path := writeConfig(t, e, db, "rocketmq")
 	editConfig(t, path, "  type: postgres\n", "  type: postgres\n  on_error: dlq\n")
 

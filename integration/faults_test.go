@@ -17,11 +17,7 @@ import (
 func TestFaultKillSinkProcess(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
 	bin := buildSluice(t)
-	db := uniqueName("it_kill")
-	my := openDB(t, "mysql", e.mysqlDSN(""))
-	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-	createSourceTables(t, my, db)
+	db, my, pg := sourceAndTarget(t, e, "it_kill")
 	cfg := writeConfig(t, e, db, "rocketmq")
 	w := newWorkload(my, db)
 
@@ -52,11 +48,7 @@ func TestFaultBrokerRestart(t *testing.T) {
 	fe := faultBroker(t)
 	e2 := maps.Clone(e)
 	e2["SLUICE_ROCKETMQ_NAMESRV"] = fe["SLUICE_ROCKETMQ_NAMESRV"]
-	db := uniqueName("it_brk")
-	my := openDB(t, "mysql", e.mysqlDSN(""))
-	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-	createSourceTables(t, my, db)
+	db, my, pg := sourceAndTarget(t, e, "it_brk")
 	cfgPath := writeConfig(t, e2, db, "rocketmq")
 	w := newWorkload(my, db)
 
@@ -81,11 +73,7 @@ func TestFaultBrokerRestart(t *testing.T) {
 // libraries' own goroutines are not counted).
 func TestFaultNoGoroutineLeak(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
-	db := uniqueName("it_leak")
-	my := openDB(t, "mysql", e.mysqlDSN(""))
-	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-	createSourceTables(t, my, db)
+	db, my, pg := sourceAndTarget(t, e, "it_leak")
 	cfg := writeConfig(t, e, db, "embedded")
 	if left := ourGoroutines(); len(left) > 0 {
 		t.Logf("goroutines of ours before the test (left by earlier tests, ignored): %d", len(left))
@@ -118,11 +106,7 @@ func TestFaultNoGoroutineLeak(t *testing.T) {
 // may move back to an older version while sluice reconnects and replays.
 func TestFaultConnectionCuts(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
-	db := uniqueName("it_cut")
-	my := openDB(t, "mysql", e.mysqlDSN(""))
-	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-	createSourceTables(t, my, db)
+	db, my, pg := sourceAndTarget(t, e, "it_cut")
 
 	myProxy := newFaultProxy(t, net.JoinHostPort(e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"]))
 	pgURL, err := url.Parse(e["SLUICE_PG_DSN"])

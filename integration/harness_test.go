@@ -196,3 +196,16 @@ func mustExec(t *testing.T, db *sql.DB, q string, args ...any) {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
+
+// sourceAndTarget makes a fresh database with the workload's tables in
+// MariaDB and returns its name and connections to both servers; the
+// database and its PostgreSQL schema are dropped when the test ends.
+func sourceAndTarget(t *testing.T, e env, prefix string) (db string, my, pg *sql.DB) {
+	t.Helper()
+	db = uniqueName(prefix)
+	my = openDB(t, "mysql", e.mysqlDSN(""))
+	pg = openDB(t, "postgres", e["SLUICE_PG_DSN"])
+	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
+	createSourceTables(t, my, db)
+	return db, my, pg
+}

@@ -342,11 +342,7 @@ func TestEndToEnd(t *testing.T) {
 					need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
 				}
 				e := servers(t, need...)
-				db := uniqueName("it_" + transport[:3])
-				my := openDB(t, "mysql", e.mysqlDSN(""))
-				pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-				t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-				createSourceTables(t, my, db)
+				db, my, pg := sourceAndTarget(t, e, "it_" + transport[:3])
 				cfg := writeConfig(t, e, db, transport)
 				w := newWorkload(my, db)
 

@@ -25,11 +25,7 @@ func testReplayNeverRegresses(t *testing.T, transport string) {
 		need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
 	}
 	e := servers(t, need...)
-	db := uniqueName("it_replay")
-	my := openDB(t, "mysql", e.mysqlDSN(""))
-	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-	t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-	createSourceTables(t, my, db)
+	db, my, pg := sourceAndTarget(t, e, "it_replay")
 	cfg := writeConfig(t, e, db, transport)
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 	w := newWorkload(my, db)

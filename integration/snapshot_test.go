@@ -14,11 +14,7 @@ func TestInitialSnapshotThenStream(t *testing.T) {
 				need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
 			}
 			e := servers(t, need...)
-			db := uniqueName("it_snap")
-			my := openDB(t, "mysql", e.mysqlDSN(""))
-			pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
-			t.Cleanup(func() { pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`) })
-			createSourceTables(t, my, db)
+			db, my, pg := sourceAndTarget(t, e, "it_snap")
 			w := newWorkload(my, db)
 			w.run(t, 5000) // before sluice ever ran
 			path := writeConfig(t, e, db, transport)
