@@ -342,7 +342,7 @@ func TestEndToEnd(t *testing.T) {
 					need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
 				}
 				e := servers(t, need...)
-				db, my, pg := sourceAndTarget(t, e, "it_" + transport[:3])
+				db, my, pg := sourceAndTarget(t, e, "it_"+transport[:3])
 				cfg := writeConfig(t, e, db, transport)
 				w := newWorkload(my, db)
 

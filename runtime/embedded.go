@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,11 +81,17 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 	}
 	n := len(p.e.queues)
 	split := make([][]schema.Record, n)
+	queueOf := make([]int, len(recs))
+	for i := range recs {
+		queueOf[i] = QueueFor(&recs[i], n)
+	}
+	recs = slices.Clone(recs) // the marks below are the transport's, not the caller's
+	MarkTransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], true })
 	for i := range recs {
 		if recs[i].Op.IsMarker() {
 			continue
 		}
-		q := QueueFor(&recs[i], n)
+		q := queueOf[i]
 		r := recs[i]
 		if r.Delivery != nil {
 			d := *r.Delivery

@@ -112,6 +112,13 @@ type Record struct {
 	Delivery *Delivery
 }
 
+// HeaderTxEnd, set to "true" by a transport on a data record, says it is
+// the last record of its source transaction on its queue: the transaction's
+// commit was published with it. Transports drop commit markers, so this is
+// how a transaction-consistent sink knows a queue's tail is complete without
+// waiting for the next transaction.
+const HeaderTxEnd = "sluice.tx_end"
+
 // Delivery locates a record on a transport (Kafka Connect's topic, partition
 // and offset).
 type Delivery struct {

@@ -115,9 +115,11 @@
 // Limits: the guarantee holds per queue; a source transaction whose rows a
 // transport spreads over several queues (routing by key) commits per queue.
 // For whole-transaction consistency route the pipeline through one queue.
-// Since transports drop BEGIN/COMMIT markers and sources put a Position only
-// on the commit marker today, the last transaction of a queue stays pending
-// until a record of the next transaction arrives on that queue. A
+// Transports drop BEGIN/COMMIT markers, but mark the last record of a
+// transaction on each queue with schema.HeaderTxEnd when its commit came in
+// the same batch; a transaction cut from its commit by a batch boundary
+// (thousands of rows) stays pending until a record of the next transaction
+// arrives on that queue. A
 // transaction longer than 200,000 records is applied in parts, with a
 // warning. Cost, measured with BenchmarkTransactionalPostgres (10,000
 // updates a Write, 7-record transactions, so every batch has a held tail):

@@ -122,7 +122,8 @@ func txID(r *schema.Record) string {
 // starts (len(recs) when none is open). A transaction is known finished
 // when a record of another transaction or a commit marker follows it, when
 // its last record carries a Position (sources set one only at transaction
-// boundaries), or when it is a schema change.
+// boundaries) or the transport's schema.HeaderTxEnd mark, or when it is a
+// schema change.
 func openTail(recs []schema.Record) int {
 	n := len(recs)
 	end := n - 1
@@ -137,7 +138,7 @@ func openTail(recs []schema.Record) int {
 	}
 	last := &recs[end]
 	id := txID(last)
-	if id == "" || last.Position != nil || last.Op == schema.OpSchemaChange {
+	if id == "" || last.Position != nil || last.Op == schema.OpSchemaChange || last.Headers[schema.HeaderTxEnd] != "" {
 		return n
 	}
 	start := end

@@ -20,6 +20,8 @@ func TestOpenTail(t *testing.T) {
 	commit := schema.Record{Op: schema.OpCommit}
 	withPos := txRec("b")
 	withPos.Position = []byte("pos")
+	marked := txRec("b")
+	marked.Headers = map[string]string{schema.HeaderTxEnd: "true"}
 	ddl := txRec("b")
 	ddl.Op = schema.OpSchemaChange
 	cases := []struct {
@@ -34,6 +36,8 @@ func TestOpenTail(t *testing.T) {
 		{"commit marker closes it", []schema.Record{txRec("a"), txRec("b"), commit}, 3},
 		{"marker after commit", []schema.Record{txRec("a"), commit, {Op: schema.OpBegin}}, 3},
 		{"position closes it", []schema.Record{txRec("a"), txRec("b"), withPos}, 3},
+		{"transport's end mark closes it", []schema.Record{txRec("a"), txRec("b"), marked}, 3},
+		{"an earlier end mark closes nothing later", []schema.Record{marked, txRec("c")}, 1},
 		{"schema change is whole", []schema.Record{txRec("a"), ddl}, 2},
 		{"commit then new open", []schema.Record{txRec("b"), commit, txRec("b")}, 2},
 	}

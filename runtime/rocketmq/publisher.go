@@ -205,6 +205,11 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	var parts []*part
 	index := map[pk]*part{}
 	data := 0
+	type sent struct {
+		to  pk
+		msg *primitive.Message
+	}
+	dest := make([]sent, len(recs)) // msg nil: not sent
 	for i := range recs {
 		rec := &recs[i]
 		if rec.Op.IsMarker() {
@@ -240,6 +245,16 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 			parts = append(parts, pt)
 		}
 		pt.msgs = append(pt.msgs, msg)
+		dest[i] = sent{k, msg}
+	}
+	// Mark the last message of each transaction per queue whose commit is in
+	// this batch (see runtime.MarkTransactionEnds), on copies of the records.
+	marked := slices.Clone(recs)
+	runtime.MarkTransactionEnds(marked, func(i int) (pk, bool) { return dest[i].to, dest[i].msg != nil })
+	for i := range marked {
+		if dest[i].msg != nil && marked[i].Headers[schema.HeaderTxEnd] != "" && recs[i].Headers[schema.HeaderTxEnd] == "" {
+			dest[i].msg.WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, marked[i].Headers[schema.HeaderTxEnd])
+		}
 	}
 	tokens := max(1, data)
 	if err := p.win.acquire(ctx, tokens); err != nil {
