@@ -209,3 +209,17 @@ func sourceAndTarget(t *testing.T, e env, prefix string) (db string, my, pg *sql
 	createSourceTables(t, my, db)
 	return db, my, pg
 }
+
+// onEachTransport runs f as a subtest per transport, with the servers each
+// needs (failing in CI, skipping elsewhere, when one is missing).
+func onEachTransport(t *testing.T, f func(t *testing.T, transport string, e env)) {
+	for _, transport := range []string{"embedded", "rocketmq"} {
+		t.Run(transport, func(t *testing.T) {
+			need := []string{"SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"}
+			if transport == "rocketmq" {
+				need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
+			}
+			f(t, transport, servers(t, need...))
+		})
+	}
+}

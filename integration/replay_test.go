@@ -14,17 +14,10 @@ import (
 // amount backwards (the workload only ever increases it); there must be none,
 // and the target must still end equal to the source.
 func TestReplayNeverRegressesRows(t *testing.T) {
-	for _, transport := range []string{"embedded", "rocketmq"} {
-		t.Run(transport, func(t *testing.T) { testReplayNeverRegresses(t, transport) })
-	}
+	onEachTransport(t, testReplayNeverRegresses)
 }
 
-func testReplayNeverRegresses(t *testing.T, transport string) {
-	need := []string{"SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"}
-	if transport == "rocketmq" {
-		need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
-	}
-	e := servers(t, need...)
+func testReplayNeverRegresses(t *testing.T, transport string, e env) {
 	db, my, pg := sourceAndTarget(t, e, "it_replay")
 	cfg := writeConfig(t, e, db, transport)
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")

@@ -12,52 +12,45 @@ import (
 // each queue's last record of a transaction whose commit they published),
 // and all of it at once (one queue: across queues it commits per queue).
 func TestTransactionalLastTransactionVisible(t *testing.T) {
-	for _, transport := range []string{"embedded", "rocketmq"} {
-		t.Run(transport, func(t *testing.T) {
-			need := []string{"SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"}
-			if transport == "rocketmq" {
-				need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
-			}
-			e := servers(t, need...)
-			db, my, pg := sourceAndTarget(t, e, "it_txq")
-			cfg := writeConfig(t, e, db, transport)
-			editConfig(t, cfg, "sink:\n  type: postgres\n", "sink:\n  type: postgres\n  transactional: true\n")
-			editConfig(t, cfg, "queues: 4", "queues: 1")
-			r := startPipeline(t, cfg)
-			waitStreaming(t, my, pg, db, r)
-			const n = 60
-			tx, err := my.Begin()
-			if err != nil {
+	onEachTransport(t, func(t *testing.T, transport string, e env) {
+		db, my, pg := sourceAndTarget(t, e, "it_txq")
+		cfg := writeConfig(t, e, db, transport)
+		editConfig(t, cfg, "sink:\n  type: postgres\n", "sink:\n  type: postgres\n  transactional: true\n")
+		editConfig(t, cfg, "queues: 4", "queues: 1")
+		r := startPipeline(t, cfg)
+		waitStreaming(t, my, pg, db, r)
+		const n = 60
+		tx, err := my.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= n; i++ {
+			if _, err := tx.Exec("INSERT INTO "+db+".orders VALUES (?, 'tx', 1.00, 'new', '2024-01-01 00:00:00', NULL)", 1000+i); err != nil {
 				t.Fatal(err)
 			}
-			for i := 1; i <= n; i++ {
-				if _, err := tx.Exec("INSERT INTO "+db+".orders VALUES (?, 'tx', 1.00, 'new', '2024-01-01 00:00:00', NULL)", 1000+i); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := tx.Commit(); err != nil {
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		// Nothing is written after it. Every poll must see none or all.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var got int
+			if err := pg.QueryRow(fmt.Sprintf(`SELECT count(*) FROM %q.orders WHERE customer = 'tx'`, db)).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
-			// Nothing is written after it. Every poll must see none or all.
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				var got int
-				if err := pg.QueryRow(fmt.Sprintf(`SELECT count(*) FROM %q.orders WHERE customer = 'tx'`, db)).Scan(&got); err != nil {
-					t.Fatal(err)
-				}
-				if got == n {
-					break
-				}
-				if got != 0 {
-					t.Fatalf("a reader saw %d of the transaction's %d rows", got, n)
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the last transaction never became visible: the sink is still waiting for a later one")
-				}
-				r.failIfStopped(t)
-				time.Sleep(50 * time.Millisecond)
+			if got == n {
+				break
 			}
-			r.stop(t)
-		})
-	}
+			if got != 0 {
+				t.Fatalf("a reader saw %d of the transaction's %d rows", got, n)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the last transaction never became visible: the sink is still waiting for a later one")
+			}
+			r.failIfStopped(t)
+			time.Sleep(50 * time.Millisecond)
+		}
+		r.stop(t)
+	})
 }
