@@ -26,8 +26,14 @@ type Config struct {
 	SchemaTemplate string
 	TableTemplate  string // target table name; default "${table}"
 	AutoCreate     bool   // create missing schemas and tables (with primary key)
-	AutoEvolve     bool   // add columns that records carry and the table lacks
-	BatchSize      int    // rows per statement, default 500
+	// AutoEvolve adds columns that records carry and the table lacks, and
+	// widens a column when a record's type is a safe widening of it (INT to
+	// BIGINT, DECIMAL(5,2) to DECIMAL(10,2), VARCHAR(10) to VARCHAR(50),
+	// labels added at the end of an ENUM or SET, …; see
+	// docs/type-mapping.md). Other type differences are logged once per
+	// column and type pair and left to the operator.
+	AutoEvolve bool
+	BatchSize  int // rows per statement, default 500
 	// ProgressTable is the name of the progress table in the connection's
 	// default schema or database; default "sluice_progress".
 	ProgressTable string
@@ -45,6 +51,14 @@ type Config struct {
 	// keeps its type. MySQL targets always use TIME(6), which holds the
 	// whole source range.
 	TimeAsInterval bool
+	// EnumCheck gives ENUM columns that PostgreSQL tables get as TEXT a
+	// named CHECK constraint (<column>_enum_<hash>) that admits the source's
+	// labels and NULL, when the sink creates the table or adds the column.
+	// With AutoEvolve, labels added by the source replace the constraint.
+	// A row with another label (MySQL's '' for an invalid value, too) is
+	// then rejected by PostgreSQL and handled by OnError. MySQL targets
+	// ignore it: they keep the source's ENUM type.
+	EnumCheck bool
 	// SchemaChanges decides what schema-change records (schema.OpSchemaChange)
 	// do: "ignore" (the default, also ""), "apply" (see the package doc:
 	// TRUNCATE, DROP TABLE, ALTER TABLE … DROP COLUMN and RENAME COLUMN are

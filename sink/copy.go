@@ -63,7 +63,7 @@ func (s *Sink) copyInto(ctx context.Context, tx *txn, into, cols string, t targe
 		buf := make([]byte, 0, copyChunk+4096)
 		for _, r := range g.recs {
 			for j, f := range r.ValueSchema.Fields {
-				v, err := s.d.convert(f.Name, f.Schema, r.After[j])
+				v, err := s.value(g.view, f, r.After[j])
 				if err == nil {
 					if j > 0 {
 						buf = append(buf, '\t')

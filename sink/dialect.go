@@ -24,14 +24,37 @@ type dialect interface {
 	progressDDL(table string) string
 	progressSelect(table string) string
 	progressUpsert(table string) string
-	columnsQuery() string // args: schema ("" = default), table; rows: column name, data type
-	foldCase() bool       // column names compare case-insensitively
+	// columnsQuery reads a table's columns. Args: schema ("" = default),
+	// table. Rows: name, full type, not null, default, extra, character set,
+	// collation, comment (the last five for MySQL's MODIFY COLUMN; NULL or
+	// '' on PostgreSQL).
+	columnsQuery() string
+	foldCase() bool // column names compare case-insensitively
+	// widen decides what changing a column of type cur into want means.
+	widen(cur, want string) typeChange
+	// alterType changes column col to type want, keeping what the column
+	// has besides its type; why is set instead when that cannot be done
+	// safely.
+	alterType(t target, col, want string, c colInfo) (stmt, why string)
 }
 
 type colDef struct {
 	Name    string
 	Type    string
 	NotNull bool
+	Check   string // a column constraint, e.g. an ENUM's CHECK
+}
+
+// colInfo is a target column as the database describes it.
+type colInfo struct {
+	typ     string // full type: format_type on PostgreSQL, COLUMN_TYPE on MySQL
+	notNull bool
+	// MySQL only: what MODIFY COLUMN would have to repeat.
+	hasDefault bool
+	extra      string // EXTRA: auto_increment, on update …, generated …
+	charset    string
+	collation  string
+	comment    bool
 }
 
 func qualified(d dialect, t target) string {
@@ -109,8 +132,9 @@ func isKey(keyCols []string, c string) bool {
 // ---- PostgreSQL ----
 
 // postgres builds PostgreSQL SQL. interval maps schema.Time to INTERVAL
-// (Config.TimeAsInterval) instead of TIME(6).
-type postgres struct{ interval bool }
+// (Config.TimeAsInterval) instead of TIME(6); checkEnums gives ENUM
+// columns a CHECK constraint (Config.EnumCheck).
+type postgres struct{ interval, checkEnums bool }
 
 func (postgres) quote(id string) string   { return `"` + strings.ReplaceAll(id, `"`, `""`) + `"` }
 func (postgres) placeholder(n int) string { return "$" + strconv.Itoa(n) }
@@ -150,7 +174,7 @@ func (d postgres) createTable(t target, cols []colDef, keyCols []string) string 
 }
 
 func (d postgres) addColumn(t target, c colDef) string {
-	return "ALTER TABLE " + qualified(d, t) + " ADD COLUMN IF NOT EXISTS " + d.quote(c.Name) + " " + c.Type
+	return "ALTER TABLE " + qualified(d, t) + " ADD COLUMN IF NOT EXISTS " + columnDef(d, c)
 }
 
 func (d postgres) truncate(t target) string { return "TRUNCATE TABLE " + qualified(d, t) }
@@ -169,7 +193,50 @@ func (d postgres) progressUpsert(table string) string {
 }
 
 func (postgres) columnsQuery() string {
-	return "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = COALESCE(NULLIF($1, ''), current_schema()) AND table_name = $2"
+	return `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, NULL, '', NULL, NULL, ''
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = COALESCE(NULLIF($1, ''), current_schema()) AND c.relname = $2 AND c.relkind IN ('r', 'p', 'v', 'f', 'm')
+AND a.attnum > 0 AND NOT a.attisdropped`
+}
+
+// checksQuery reads a table's one-column CHECK constraints. Args as
+// columnsQuery; rows: constraint name, column name, definition,
+// standard_conforming_strings.
+func (postgres) checksQuery() string {
+	return `SELECT con.conname, a.attname, pg_get_constraintdef(con.oid), current_setting('standard_conforming_strings') = 'on'
+FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
+WHERE n.nspname = COALESCE(NULLIF($1, ''), current_schema()) AND c.relname = $2 AND con.contype = 'c' AND cardinality(con.conkey) = 1`
+}
+
+func (postgres) widen(cur, want string) typeChange { return widenPG(cur, want) }
+
+// alterType keeps defaults, NOT NULL and constraints: PostgreSQL changes
+// only the type (rewriting the table when the storage changes).
+func (d postgres) alterType(t target, col, want string, _ colInfo) (string, string) {
+	return "ALTER TABLE " + qualified(d, t) + " ALTER COLUMN " + d.quote(col) + " TYPE " + want, ""
+}
+
+// alterEnumCheck replaces the CHECK constraint old of col by one for labels,
+// in one statement.
+func (d postgres) alterEnumCheck(t target, col, old string, labels []string) (string, error) {
+	check, err := d.enumCheck(col, labels)
+	if err != nil {
+		return "", err
+	}
+	return "ALTER TABLE " + qualified(d, t) + " DROP CONSTRAINT " + d.quote(old) + ", ADD " + check, nil
+}
+
+// columnDef renders a column definition: name, type, NOT NULL, constraint.
+func columnDef(d dialect, c colDef) string {
+	s := d.quote(c.Name) + " " + c.Type
+	if c.NotNull {
+		s += " NOT NULL"
+	}
+	if c.Check != "" {
+		s += " " + c.Check
+	}
+	return s
 }
 
 func createTableSQL(d dialect, t target, cols []colDef, keyCols []string, suffix string) string {
@@ -179,10 +246,7 @@ func createTableSQL(d dialect, t target, cols []colDef, keyCols []string, suffix
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(d.quote(c.Name) + " " + c.Type)
-		if c.NotNull {
-			b.WriteString(" NOT NULL")
-		}
+		b.WriteString(columnDef(d, c))
 	}
 	if len(keyCols) > 0 {
 		b.WriteString(", PRIMARY KEY (" + columnList(d, keyCols) + ")")
@@ -218,8 +282,10 @@ func (d postgres) columnType(col string, s *schema.Schema, key bool) (string, er
 		return "TIMESTAMPTZ(6)", nil
 	case schema.Json:
 		return "JSONB", nil
-	case schema.Enum, schema.Set:
+	case schema.Enum:
 		return "TEXT", nil
+	case schema.Set:
+		return "TEXT[]", nil
 	case schema.Bits:
 		return fmt.Sprintf("BIT VARYING(%d)", bitLength(s)), nil
 	case schema.Year:
@@ -318,7 +384,7 @@ func (d mysql) createTable(t target, cols []colDef, keyCols []string) string {
 // addColumn has no IF NOT EXISTS (MySQL 8 lacks it): a duplicate column
 // error (1060) is taken as success by the caller.
 func (d mysql) addColumn(t target, c colDef) string {
-	return "ALTER TABLE " + qualified(d, t) + " ADD COLUMN " + d.quote(c.Name) + " " + c.Type
+	return "ALTER TABLE " + qualified(d, t) + " ADD COLUMN " + columnDef(d, c)
 }
 
 func (d mysql) progressDDL(table string) string {
@@ -334,7 +400,63 @@ func (d mysql) progressUpsert(table string) string {
 }
 
 func (mysql) columnsQuery() string {
-	return "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?"
+	return "SELECT COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE = 'NO', COLUMN_DEFAULT, EXTRA, CHARACTER_SET_NAME, COLLATION_NAME, COLUMN_COMMENT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?"
+}
+
+func (mysql) widen(cur, want string) typeChange { return widenMySQL(cur, want) }
+
+// alterType is MODIFY COLUMN, which restates the whole column: NULL or NOT
+// NULL, character set and collation of text columns and AUTO_INCREMENT are
+// repeated as they were. A default, a comment or another EXTRA (generated
+// column, ON UPDATE) would have to be restated from the catalogue's text:
+// such columns are left to the operator.
+func (d mysql) alterType(t target, col, want string, c colInfo) (string, string) {
+	switch {
+	case c.hasDefault:
+		return "", "the column has a default, which MODIFY COLUMN would have to restate"
+	case c.comment:
+		return "", "the column has a comment, which MODIFY COLUMN would have to restate"
+	case c.extra != "" && !strings.EqualFold(c.extra, "auto_increment"):
+		return "", "the column has " + c.extra + ", which MODIFY COLUMN would have to restate"
+	}
+	typ := strings.TrimSpace(want)
+	if len(typ) > 5 && strings.EqualFold(typ[len(typ)-5:], " NULL") {
+		typ = strings.TrimSpace(typ[:len(typ)-5])
+	}
+	q := "ALTER TABLE " + qualified(d, t) + " MODIFY COLUMN " + d.quote(col) + " " + typ
+	if w, ok := parseMySQLType(typ); ok && isMySQLText(w.base) && c.charset != "" && c.collation != "" {
+		if !plainName(c.charset) || !plainName(c.collation) {
+			return "", "its character set or collation has an unexpected name"
+		}
+		q += " CHARACTER SET " + c.charset + " COLLATE " + c.collation
+	}
+	if c.notNull {
+		q += " NOT NULL"
+	} else {
+		q += " NULL"
+	}
+	if c.extra != "" {
+		q += " AUTO_INCREMENT"
+	}
+	return q, ""
+}
+
+func isMySQLText(base string) bool {
+	switch base {
+	case "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set":
+		return true
+	}
+	return false
+}
+
+// plainName reports a character set or collation name: letters, digits, _.
+func plainName(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // columnType keeps the source column type when the schema carries one that

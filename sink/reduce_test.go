@@ -247,7 +247,7 @@ func TestGroupRowsByColumnNames(t *testing.T) {
 	wide.ValueSchema.Fields = append(wide.ValueSchema.Fields, schema.Field{Name: "extra", Schema: schema.Primitive(schema.String, true)})
 	wide.After = append(wide.After, "e")
 	recs = append(recs[:2], &wide, recs[2])
-	groups := groupRows(recs, true)
+	groups := groupRows(recs, true, nil)
 	if len(groups) != 2 || len(groups[0].recs) != 3 || len(groups[1].recs) != 1 || len(groups[1].cols) != 3 {
 		t.Fatalf("got %d groups: %+v", len(groups), groups)
 	}

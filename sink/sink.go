@@ -27,6 +27,9 @@ type Sink struct {
 	log *slog.Logger
 
 	ddlMu sync.Mutex // serialises table creation and evolution
+	// typeWarned holds (table, column, current, wanted) already warned
+	// about (under ddlMu).
+	typeWarned map[string]bool
 
 	mu       sync.Mutex
 	tables   map[target]*tableMeta
@@ -42,9 +45,47 @@ type Sink struct {
 	testHook func(ctx context.Context, stage string, tx *txn) error
 }
 
+// tableMeta is the sink's picture of a target table, read and changed under
+// ddlMu.
 type tableMeta struct {
-	cols    map[string]string // column name (lower-cased where the dialect folds case) -> data type
+	cols    map[string]colInfo // column name (lower-cased where the dialect folds case) -> column
 	checked map[*schema.Schema]bool
+	// typed holds (column, current type, wanted type) already compared,
+	// and the ENUM labels already compared with a column's CHECK.
+	typed map[string]bool
+	// checks: PostgreSQL with EnumCheck, the ENUM CHECK constraint of a
+	// column (by folded name), as the sink names them.
+	checks map[string]enumCheckInfo
+	view   *tableView // rebuilt whenever cols change; never modified
+}
+
+// enumCheckInfo is an ENUM column's CHECK constraint: its name and labels
+// (ok false when its definition is not one the sink writes).
+type enumCheckInfo struct {
+	name   string
+	labels []string
+	ok     bool
+}
+
+// tableView is what writing rows needs to know of a table's columns. It is
+// immutable, so writers use it without locks while DDL replaces it.
+type tableView struct {
+	arrays map[string]bool // folded names of array columns (PostgreSQL SET columns as TEXT[])
+}
+
+func (v *tableView) array(col string) bool { return v != nil && v.arrays[col] }
+
+func (m *tableMeta) refreshView() {
+	v := &tableView{}
+	for name, c := range m.cols {
+		if strings.HasSuffix(c.typ, "[]") {
+			if v.arrays == nil {
+				v.arrays = map[string]bool{}
+			}
+			v.arrays[name] = true
+		}
+	}
+	m.view = v
 }
 
 // New connects to the target, verifies it and creates the progress table.
@@ -73,7 +114,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		driver, dsn = "mysql", mc.FormatDSN()
 		s.d = mysql{}
 	} else {
-		s.d = postgres{interval: cfg.TimeAsInterval}
+		s.d = postgres{interval: cfg.TimeAsInterval, checkEnums: cfg.EnumCheck}
 	}
 	db, err := sqlx.ConnectContext(ctx, driver, dsn)
 	if err != nil {
@@ -345,7 +386,7 @@ func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64)
 // applyWith is apply with extra work done inside the transaction, before
 // the progress rows.
 func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]int64, extra func(tx *txn) error) error {
-	metas, err := s.prepareTables(ctx, p)
+	views, err := s.prepareTables(ctx, p)
 	if err != nil {
 		s.forgetTables(p)
 		return err
@@ -353,10 +394,10 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 	committing := false
 	err = s.inTx(ctx, func(tx *txn) error {
 		for i, tp := range p.tables {
-			if metas[i] == nil {
+			if views[i] == nil {
 				continue // table absent and nothing to write into it
 			}
-			if err := s.applyTable(ctx, tx, tp); err != nil {
+			if err := s.applyTable(ctx, tx, tp, views[i]); err != nil {
 				return err
 			}
 		}
@@ -549,10 +590,11 @@ type rowGroup struct {
 	cols           []string
 	keyCols        []string
 	recs           []*schema.Record
-	colSig, keySig string // joined names, for the statement cache
+	colSig, keySig string     // joined names, for the statement cache
+	view           *tableView // the target's columns, for converting values
 }
 
-func groupRows(recs []*schema.Record, keyed bool) []*rowGroup {
+func groupRows(recs []*schema.Record, keyed bool, view *tableView) []*rowGroup {
 	var groups []*rowGroup
 	by := map[string]*rowGroup{}
 	var lastSchema *schema.Schema
@@ -576,7 +618,7 @@ func groupRows(recs []*schema.Record, keyed bool) []*rowGroup {
 		}
 		g, ok := by[sig.String()]
 		if !ok {
-			g = &rowGroup{cols: make([]string, len(r.ValueSchema.Fields))}
+			g = &rowGroup{cols: make([]string, len(r.ValueSchema.Fields)), view: view}
 			for i, f := range r.ValueSchema.Fields {
 				g.cols[i] = f.Name
 			}
@@ -606,7 +648,23 @@ func sameNames(s *schema.Schema, names []string) bool {
 
 const maxStatementBytes = 8 << 20 // cut statements well below max_allowed_packet
 
-func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan) error {
+// value converts v for column f of a table whose columns view describes:
+// the dialect's conversion, and for a SET written into an array column
+// (PostgreSQL TEXT[]) the array literal instead of the joined labels.
+// Columns of older tables that hold SETs as text keep the joined labels.
+func (s *Sink) value(view *tableView, f schema.Field, v any) (any, error) {
+	out, err := s.d.convert(f.Name, f.Schema, v)
+	if err != nil || f.Schema.Logical != schema.Set || out == nil || !view.array(s.fold(f.Name)) {
+		return out, err
+	}
+	str, ok := out.(string)
+	if !ok {
+		return nil, valueErr(f.Name, f.Schema, v, "want string")
+	}
+	return setArrayLiteral(str), nil
+}
+
+func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan, view *tableView) error {
 	if tp.truncate != nil {
 		if _, err := tx.ExecContext(ctx, s.d.truncate(tp.target)); err != nil {
 			return fmt.Errorf("sink: truncate %s: %w", tp.target, wrapDB(err))
@@ -622,15 +680,15 @@ func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan) error {
 			ups = append(ups, c.rec)
 		}
 	}
-	if err := s.applyDeletes(ctx, tx, tp.target, dels); err != nil {
+	if err := s.applyDeletes(ctx, tx, tp.target, dels, view); err != nil {
 		return err
 	}
-	for _, g := range groupRows(ups, true) {
+	for _, g := range groupRows(ups, true, view) {
 		if err := s.writeRows(ctx, tx, tp.target, g, true); err != nil {
 			return err
 		}
 	}
-	for _, g := range groupRows(tp.inserts, false) {
+	for _, g := range groupRows(tp.inserts, false, view) {
 		if err := s.writeRows(ctx, tx, tp.target, g, false); err != nil {
 			return err
 		}
@@ -667,7 +725,7 @@ func (s *Sink) writeRows(ctx context.Context, tx *txn, t target, g *rowGroup, up
 			first = i
 		}
 		for j, f := range r.ValueSchema.Fields {
-			v, err := s.d.convert(f.Name, f.Schema, r.After[j])
+			v, err := s.value(g.view, f, r.After[j])
 			if err != nil {
 				return newRowError(r, t, err, fmt.Sprintf("sink: table %s, key %s", t, recKey(r)))
 			}
@@ -784,7 +842,7 @@ func (s *Sink) offendingRows(ctx context.Context, t target, g *rowGroup, recs []
 	for _, r := range recs {
 		var cerr error
 		for j, f := range r.ValueSchema.Fields {
-			if args[j], cerr = s.d.convert(f.Name, f.Schema, r.After[j]); cerr != nil {
+			if args[j], cerr = s.value(g.view, f, r.After[j]); cerr != nil {
 				break
 			}
 		}
@@ -867,7 +925,7 @@ func recKey(r *schema.Record) string {
 
 const deleteChunk = 1000
 
-func (s *Sink) applyDeletes(ctx context.Context, tx *txn, t target, dels []*change) error {
+func (s *Sink) applyDeletes(ctx context.Context, tx *txn, t target, dels []*change, view *tableView) error {
 	if len(dels) == 0 {
 		return nil
 	}
@@ -888,14 +946,16 @@ func (s *Sink) applyDeletes(ctx context.Context, tx *txn, t target, dels []*chan
 		for i, c := range g {
 			conv[i] = make([]any, len(cols))
 			for j, col := range cols {
-				v, err := s.d.convert(col, c.rec.KeySchema.Fields[j].Schema, c.key[j])
+				v, err := s.value(view, schema.Field{Name: col, Schema: c.rec.KeySchema.Fields[j].Schema}, c.key[j])
 				if err != nil {
 					return newRowError(c.rec, t, err, fmt.Sprintf("sink: delete from %s, key %s", t, describeKey(cols, c.key)))
 				}
 				conv[i][j] = v
 			}
 		}
-		if _, ok := s.d.(postgres); ok && len(cols) == 1 {
+		// One array parameter for a one-column key, unless the key is an
+		// array itself (a SET as TEXT[]): then the generic IN list.
+		if _, ok := s.d.(postgres); ok && len(cols) == 1 && !view.array(s.fold(cols[0])) {
 			if err := s.deleteAny(ctx, tx, t, cols[0], g, conv); err != nil {
 				return err
 			}

@@ -2,11 +2,13 @@ package sink
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/lib/pq"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -14,18 +16,20 @@ import (
 // prepareTables makes sure every table the plan writes exists and has every
 // column its records carry, creating and evolving as configured. DDL runs
 // outside the data transaction (MySQL commits implicitly on DDL). It returns
-// one entry per p.tables; nil means the table is absent and the plan only
+// one view per p.tables; nil means the table is absent and the plan only
 // deletes from or truncates it, which is then a no-op.
-func (s *Sink) prepareTables(ctx context.Context, p *plan) ([]*tableMeta, error) {
+func (s *Sink) prepareTables(ctx context.Context, p *plan) ([]*tableView, error) {
 	s.ddlMu.Lock()
 	defer s.ddlMu.Unlock()
-	out := make([]*tableMeta, len(p.tables))
+	out := make([]*tableView, len(p.tables))
 	for i, tp := range p.tables {
 		m, err := s.prepareTable(ctx, tp)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = m
+		if m != nil {
+			out[i] = m.view
+		}
 	}
 	return out, nil
 }
@@ -107,8 +111,20 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			// keep the cache bounded.
 			clear(m.checked)
 		}
+		var keyCols []string
+		if r.KeySchema != nil {
+			keyCols = keyColumns(r)
+		}
+		changed := false // DDL ran: read the columns again
 		for _, f := range r.ValueSchema.Fields {
-			if _, ok := m.cols[s.fold(f.Name)]; ok {
+			if c, ok := m.cols[s.fold(f.Name)]; ok {
+				if s.cfg.AutoEvolve {
+					ch, err := s.evolveColumn(ctx, t, m, f, isKey(keyCols, f.Name), c)
+					if err != nil {
+						return nil, err
+					}
+					changed = changed || ch
+				}
 				continue
 			}
 			if !s.cfg.AutoEvolve {
@@ -122,6 +138,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
 			c := colDef{Name: f.Name, Type: typ}
+			if c.Check, err = s.enumCheck(f); err != nil {
+				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
+			}
 			if _, err := s.db.ExecContext(ctx, s.d.addColumn(t, c)); err != nil {
 				var me *mysqldrv.MySQLError
 				if !(errors.As(err, &me) && me.Number == 1060) { // duplicate column: added meanwhile
@@ -129,9 +148,19 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 				}
 			}
 			s.log.Info("added column", "table", t.String(), "column", f.Name, "type", typ)
-			s.mu.Lock()
-			m.cols[s.fold(f.Name)] = typ
-			s.mu.Unlock()
+			m.cols[s.fold(f.Name)] = colInfo{typ: typ}
+			changed = true
+		}
+		if changed {
+			n, err := s.loadMeta(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			if n == nil {
+				return nil, fmt.Errorf("sink: table %s vanished while its columns were changed", t)
+			}
+			m.cols, m.checks = n.cols, n.checks
+			m.refreshView()
 		}
 		s.mu.Lock()
 		m.checked[r.ValueSchema] = true
@@ -147,20 +176,26 @@ func (s *Sink) fold(name string) string {
 	return name
 }
 
-// loadMeta reads the table's columns; nil when the table does not exist.
+// loadMeta reads the table's columns (and, for PostgreSQL with EnumCheck,
+// the ENUM CHECK constraints); nil when the table does not exist.
 func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
 	rows, err := s.db.QueryContext(ctx, s.d.columnsQuery(), t.Schema, t.Table)
 	if err != nil {
 		return nil, fmt.Errorf("sink: read columns of %s: %w", t, wrapDB(err))
 	}
 	defer rows.Close()
-	m := &tableMeta{cols: map[string]string{}, checked: map[*schema.Schema]bool{}}
+	m := &tableMeta{cols: map[string]colInfo{}, checked: map[*schema.Schema]bool{}, typed: map[string]bool{}, checks: map[string]enumCheckInfo{}}
 	for rows.Next() {
-		var name, typ string
-		if err := rows.Scan(&name, &typ); err != nil {
+		var name string
+		var c colInfo
+		var def, extra, charset, collation, comment sql.NullString
+		if err := rows.Scan(&name, &c.typ, &c.notNull, &def, &extra, &charset, &collation, &comment); err != nil {
 			return nil, fmt.Errorf("sink: read columns of %s: %w", t, wrapDB(err))
 		}
-		m.cols[s.fold(name)] = typ
+		// MariaDB shows "no default" as the text NULL, MySQL as NULL.
+		c.hasDefault = def.Valid && !strings.EqualFold(def.String, "NULL")
+		c.extra, c.charset, c.collation, c.comment = strings.TrimSpace(extra.String), charset.String, collation.String, comment.String != ""
+		m.cols[s.fold(name)] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sink: read columns of %s: %w", t, wrapDB(err))
@@ -168,7 +203,220 @@ func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
 	if len(m.cols) == 0 {
 		return nil, nil
 	}
+	if pg, ok := s.d.(postgres); ok && pg.checkEnums {
+		if err := s.loadEnumChecks(ctx, pg, t, m); err != nil {
+			return nil, err
+		}
+	}
+	m.refreshView()
 	return m, nil
+}
+
+// loadEnumChecks fills m.checks with the CHECK constraints enumCheck made.
+func (s *Sink) loadEnumChecks(ctx context.Context, pg postgres, t target, m *tableMeta) error {
+	rows, err := s.db.QueryContext(ctx, pg.checksQuery(), t.Schema, t.Table)
+	if err != nil {
+		return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, col, def string
+		var scs bool
+		if err := rows.Scan(&name, &col, &def, &scs); err != nil {
+			return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
+		}
+		if !isEnumCheckName(name) {
+			continue
+		}
+		labels, ok := parseEnumCheck(def, scs)
+		m.checks[s.fold(col)] = enumCheckInfo{name: name, labels: labels, ok: ok}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
+	}
+	return nil
+}
+
+// enumCheck returns the CHECK constraint of a new column for field f:
+// PostgreSQL with EnumCheck, ENUM fields whose schema lists the labels.
+func (s *Sink) enumCheck(f schema.Field) (string, error) {
+	pg, ok := s.d.(postgres)
+	if !ok || !pg.checkEnums || f.Schema.Logical != schema.Enum {
+		return "", nil
+	}
+	labels := enumLabels(f.Schema)
+	if labels == nil {
+		return "", nil
+	}
+	return pg.enumCheck(f.Name, labels)
+}
+
+// evolveColumn compares an existing column with the type field f wants
+// (AutoEvolve): a safe widening is applied, anything else is left as it is
+// with one warning. With EnumCheck, an ENUM's CHECK follows labels added.
+// changed reports DDL run on the table.
+func (s *Sink) evolveColumn(ctx context.Context, t target, m *tableMeta, f schema.Field, key bool, c colInfo) (changed bool, err error) {
+	want, err := s.d.columnType(f.Name, f.Schema, key)
+	if err != nil {
+		return false, nil // no type to compare with; the writes report what does not fit
+	}
+	col := s.fold(f.Name)
+	seen := col + "\x00" + c.typ + "\x00" + want
+	if !m.typed[seen] {
+		if len(m.typed) >= 1024 {
+			clear(m.typed)
+		}
+		if changed, err = s.widenColumn(ctx, t, f.Name, c, want); err != nil {
+			return false, err
+		}
+		m.typed[seen] = true
+	}
+	if f.Schema.Logical != schema.Enum {
+		return changed, nil
+	}
+	seen = col + "\x00enum\x00" + f.Schema.Param(schema.ParamSourceType) + "\x00" + f.Schema.Param(schema.ParamAllowed)
+	if m.typed[seen] {
+		return changed, nil
+	}
+	ch, err := s.evolveEnumCheck(ctx, t, m, f)
+	if err != nil {
+		return false, err
+	}
+	m.typed[seen] = true
+	return changed || ch, nil
+}
+
+// widenColumn alters column name from c's type to want when that is a safe
+// widening; changed reports that it did.
+func (s *Sink) widenColumn(ctx context.Context, t target, name string, c colInfo, want string) (changed bool, err error) {
+	switch s.d.widen(c.typ, want) {
+	case typeSame, typeKeep:
+		return false, nil
+	case typeDiffer:
+		s.warnType(t, name, c.typ, want, "not a safe widening")
+		return false, nil
+	}
+	q, why := s.d.alterType(t, name, want, c)
+	if why != "" {
+		s.warnType(t, name, c.typ, want, why)
+		return false, nil
+	}
+	if err := s.ddl(ctx, q); err != nil {
+		if isFatal(err) {
+			s.warnType(t, name, c.typ, want, "the target refused: "+err.Error())
+			return false, nil
+		}
+		return false, fmt.Errorf("sink: widen column %q of %s to %s: %w", name, t, want, err)
+	}
+	s.log.Info("widened column", "table", t.String(), "column", name, "from", c.typ, "to", want)
+	return true, nil
+}
+
+// ddl runs a statement that changes a table for AutoEvolve. The error says
+// Fatal() when the server refused it for good (a view depends on the
+// column, a value does not fit, …): retrying the Write would not help.
+func (s *Sink) ddl(ctx context.Context, q string) error {
+	_, err := s.db.ExecContext(ctx, q)
+	if err == nil {
+		return nil
+	}
+	return dbError{err: err, terminal: !retriableDDL(err) && ctx.Err() == nil}
+}
+
+// warnType logs once per (table, column, current, wanted) that a column
+// keeps a type other than the one records want.
+func (s *Sink) warnType(t target, col, cur, want, why string) {
+	k := strings.Join([]string{t.String(), col, cur, want}, "\x00")
+	if s.typeWarned[k] {
+		return
+	}
+	if s.typeWarned == nil {
+		s.typeWarned = map[string]bool{}
+	}
+	s.typeWarned[k] = true
+	s.log.Warn("column type not changed: alter the target column by hand if its values need the wanted type",
+		"table", t.String(), "column", col, "current", cur, "wanted", want, "reason", why)
+}
+
+// evolveEnumCheck replaces the CHECK of an ENUM column (PostgreSQL with
+// EnumCheck) when the record's labels add to the constraint's; changed
+// reports that it did.
+func (s *Sink) evolveEnumCheck(ctx context.Context, t target, m *tableMeta, f schema.Field) (changed bool, err error) {
+	pg, ok := s.d.(postgres)
+	if !ok || !pg.checkEnums {
+		return false, nil
+	}
+	cur, has := m.checks[s.fold(f.Name)]
+	if !has {
+		return false, nil // no constraint of ours: the column is the operator's
+	}
+	labels := enumLabels(f.Schema)
+	if labels == nil {
+		return false, nil
+	}
+	old := strings.Join(cur.labels, ",")
+	if cur.ok && sameLabels(cur.labels, labels) {
+		return false, nil
+	}
+	wantText := "CHECK IN (" + strings.Join(labels, ",") + ")"
+	curText := "CHECK IN (" + old + ")"
+	if !cur.ok {
+		curText = "CHECK " + cur.name + " (not one sluice writes)"
+	}
+	if !cur.ok || !addsLabels(cur.labels, labels) {
+		s.warnType(t, f.Name, curText, wantText, "ENUM labels removed or the constraint changed by hand")
+		return false, nil
+	}
+	q, err := pg.alterEnumCheck(t, f.Name, cur.name, labels)
+	if err != nil {
+		return false, fatal(fmt.Errorf("sink: table %s: %w", t, err))
+	}
+	if err := s.ddl(ctx, q); err != nil {
+		if isFatal(err) {
+			s.warnType(t, f.Name, curText, wantText, "the target refused: "+err.Error())
+			return false, nil
+		}
+		return false, fmt.Errorf("sink: replace CHECK of column %q of %s: %w", f.Name, t, err)
+	}
+	s.log.Info("ENUM labels added to the column's CHECK", "table", t.String(), "column", f.Name, "from", old, "to", strings.Join(labels, ","))
+	return true, nil
+}
+
+// sameLabels reports the same set of labels.
+func sameLabels(a, b []string) bool { return containsAll(a, b) && containsAll(b, a) }
+
+// addsLabels reports whether want holds every label of cur and more.
+func addsLabels(cur, want []string) bool {
+	return containsAll(want, cur) && !containsAll(cur, want)
+}
+
+func containsAll(set, sub []string) bool {
+	have := make(map[string]bool, len(set))
+	for _, l := range set {
+		have[l] = true
+	}
+	for _, l := range sub {
+		if !have[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// retriableDDL reports DDL errors worth retrying the Write for: no answer
+// from the server, or a lock conflict. Other refusals (a view depends on
+// the column, a value does not fit) stay until someone acts.
+func retriableDDL(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		code := string(pe.Code)
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "40") || strings.HasPrefix(code, "53") || strings.HasPrefix(code, "57") || code == "55P03"
+	}
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1205 || me.Number == 1213 // lock wait timeout, deadlock
+	}
+	return true
 }
 
 // createTable creates t from the schemas of r: all columns nullable except
@@ -188,7 +436,11 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		if err != nil {
 			return fatal(fmt.Errorf("sink: create table %s: %w", t, err))
 		}
-		cols = append(cols, colDef{Name: f.Name, Type: typ, NotNull: key})
+		check, err := s.enumCheck(f)
+		if err != nil {
+			return fatal(fmt.Errorf("sink: create table %s: %w", t, err))
+		}
+		cols = append(cols, colDef{Name: f.Name, Type: typ, NotNull: key, Check: check})
 	}
 	for _, k := range keyCols {
 		if r.ValueSchema.FieldIndex(k) < 0 {
