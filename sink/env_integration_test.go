@@ -104,11 +104,17 @@ func forEachTarget(t *testing.T, f func(t *testing.T, e *tenv)) {
 
 func (e *tenv) open(t testing.TB, mod func(*Config)) *Sink {
 	t.Helper()
+	return e.openLog(t, mod, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// openLog is open with the sink logging to log.
+func (e *tenv) openLog(t testing.TB, mod func(*Config), log *slog.Logger) *Sink {
+	t.Helper()
 	cfg := e.cfg
 	if mod != nil {
 		mod(&cfg)
 	}
-	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	s, err := New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,7 +62,12 @@ func typeCases() []typeCase {
 		{"zts", lg(schema.Int64, schema.ZonedTimestamp), int64(2147483647_999999), "2038-01-19 03:14:07.999999", ""},
 		{"json", lg(schema.String, schema.Json), `{"a": [1, 2.5, "x"], "b": null}`, `{"a": [1, 2.5, "x"], "b": null}`, ""},
 		{"enum", lg(schema.String, schema.Enum, schema.ParamAllowed, "a,b"), "b", "b", ""},
-		{"set", lg(schema.String, schema.Set, schema.ParamAllowed, "a,b,c"), "a,c", "a,c", ""},
+		// SETs are TEXT[] on PostgreSQL (read back as type:array text),
+		// the joined labels on MySQL (read back in brackets).
+		{"set", lg(schema.String, schema.Set, schema.ParamAllowed, "a,b,c"), "a,c", "text[]:{a,c}", "[a,c]"},
+		{"set_quotes", lg(schema.String, schema.Set, schema.ParamAllowed, `it's,say "hi",back\slash,x y,{b}`), `it's,say "hi",back\slash,x y,{b}`,
+			`text[]:{it's,"say \"hi\"","back\\slash","x y","{b}"}`, `[it's,say "hi",back\slash,x y,{b}]`},
+		{"set_empty", lg(schema.String, schema.Set, schema.ParamAllowed, "a,b"), "", "text[]:{}", "[]"},
 		{"bits", lg(schema.Int64, schema.Bits, schema.ParamLength, "12"), uint64(0xABC), "101010111100", "2748"},
 		{"bits64", lg(schema.Int64, schema.Bits, schema.ParamLength, "64"), uint64(math.MaxUint64), strings.Repeat("1", 64), "18446744073709551615"},
 		{"year", lg(schema.Int64, schema.Year), int64(2155), "2155", ""},
@@ -93,6 +100,8 @@ func readExpr(e *tenv, c typeCase) string {
 			return "encode(" + q + ", 'hex')"
 		case c.s.Logical == schema.ZonedTimestamp:
 			return "(" + q + " AT TIME ZONE 'UTC')::text"
+		case c.s.Logical == schema.Set:
+			return "format_type(pg_typeof(" + q + "), NULL) || ':' || " + q + "::text"
 		}
 		return q + "::text"
 	}
@@ -103,6 +112,8 @@ func readExpr(e *tenv, c typeCase) string {
 		return "CAST(CAST(" + q + " AS DOUBLE) AS CHAR)"
 	case c.s.Logical == schema.Bits:
 		return "CAST(" + q + "+0 AS CHAR)"
+	case c.s.Logical == schema.Set:
+		return "CONCAT('[', " + q + ", ']')"
 	}
 	return "CAST(" + q + " AS CHAR)"
 }
@@ -178,6 +189,18 @@ func typeMatrix(t *testing.T, e *tenv, copyThreshold int) {
 					t.Errorf("%s: read back %q, want %q", c.name, got[i].String, want)
 				}
 			}
+		}
+		// A fresh Sink finds every column as it would create it: nothing
+		// to widen, nothing to warn about.
+		s2, logs := e.openCaptured(t, func(c *Config) { c.CopyThreshold = copyThreshold })
+		third := slices.Clone(full)
+		third[0] = int64(3)
+		write(t, s2, mk(third))
+		if l := logs.warnings(); len(l) > 0 {
+			t.Errorf("warnings on a table the sink made: %+v", l)
+		}
+		if l := logs.find(slog.LevelInfo, "widened"); len(l) > 0 {
+			t.Errorf("widened columns of a table the sink made: %+v", l)
 		}
 	}
 }
