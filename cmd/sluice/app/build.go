@@ -64,6 +64,7 @@ type jdbcSink struct {
 	CopyThreshold  int    `yaml:"copy_threshold"`
 	ProgressTable  string `yaml:"progress_table"`
 	TimeAsInterval bool   `yaml:"time_as_interval"` // PostgreSQL: TIME columns as INTERVAL (negative and >24h values)
+	EnumCheck      bool   `yaml:"enum_check"`       // PostgreSQL: ENUM columns (TEXT) get a CHECK with the labels
 	SchemaChanges  string `yaml:"schema_changes"`   // ignore | apply | fail
 	KeylessMode    string `yaml:"keyless_mode"`     // fail | append
 	Transactional  bool   `yaml:"transactional"`    // apply source transactions atomically
@@ -183,7 +184,7 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			}
 			d.sink = &sink.Config{Dialect: dialect, DSN: c.DSN, Pipeline: cfg.Name, SchemaTemplate: c.Schema, TableTemplate: c.Table,
 				AutoCreate: truthy(c.AutoCreate, true), AutoEvolve: truthy(c.AutoEvolve, true), BatchSize: c.BatchSize, OnError: c.OnError,
-				CopyThreshold: c.CopyThreshold, ProgressTable: c.ProgressTable, TimeAsInterval: c.TimeAsInterval,
+				CopyThreshold: c.CopyThreshold, ProgressTable: c.ProgressTable, TimeAsInterval: c.TimeAsInterval, EnumCheck: c.EnumCheck,
 				SchemaChanges: c.SchemaChanges, KeylessMode: c.KeylessMode, Transactional: c.Transactional}
 			switch c.OnError {
 			case "", sink.OnErrorFail, sink.OnErrorSkip:
