@@ -12,8 +12,10 @@
 //     wins; an update that changes the key deletes the old key; a TRUNCATE
 //     discards the table's earlier changes in the batch. Applying the result
 //     gives the same rows as applying the records one by one.
-//  3. Creates missing schemas/tables (AutoCreate) and adds missing columns
-//     (AutoEvolve), outside the data transaction (MySQL commits on DDL).
+//  3. Creates missing schemas/tables (AutoCreate), adds missing columns and
+//     widens columns whose type a record's widens safely (AutoEvolve; other
+//     type differences are logged once and left alone), outside the data
+//     transaction (MySQL commits on DDL).
 //  4. In ONE transaction: TRUNCATE (PostgreSQL) or DELETE FROM (MySQL, where
 //     TRUNCATE would commit), deletes by key (PostgreSQL single-column keys:
 //     DELETE … WHERE k = ANY($1); else row-value IN lists), multi-row upserts
@@ -168,8 +170,8 @@
 //	| `TIMESTAMP(fsp)` | zoned_timestamp | `TIMESTAMPTZ(6)` | the UTC instant |
 //	| `CHAR`, `VARCHAR`, `TINYTEXT`…`LONGTEXT` | string | `TEXT` | |
 //	| `BINARY`, `VARBINARY`, `TINYBLOB`…`LONGBLOB`, `VECTOR` | bytes | `BYTEA` | |
-//	| `ENUM(…)` | enum | `TEXT` | the label |
-//	| `SET(…)` | set | `TEXT` | labels joined by `,` |
+//	| `ENUM(…)` | enum | `TEXT` | the label; with EnumCheck, a CHECK constraint of the labels |
+//	| `SET(…)` | set | `TEXT[]` | `{"a","c"}`; existing `text` columns get `a,c` |
 //	| `JSON` (MariaDB: `LONGTEXT` with a `json_valid` check) | json | `JSONB` | |
 //	| `GEOMETRY` and the other spatial types | geometry | `BYTEA` | WKB |
 //	| (no MySQL source) | boolean | `BOOLEAN` | |
