@@ -39,9 +39,10 @@ type Config struct {
 	ProgressTable string
 	// CopyThreshold enables the PostgreSQL fast path: upserts of at least
 	// this many rows of one table and shape go through COPY into a temporary
-	// table and one INSERT … SELECT … ON CONFLICT (measured 1.7-1.9× the
-	// rows/s of multi-row VALUES upserts). 0 means the default, 1000; a
-	// negative value disables the fast path.
+	// table and one INSERT … SELECT … ON CONFLICT. Measured against
+	// multi-row VALUES upserts of the same rows: 0.86× at 128 rows, 1.09× at
+	// 256, 1.4× at 384-512, 1.6× at 1024. 0 means the default, 256 (the
+	// RocketMQ consumer's default batch); a negative value disables it.
 	CopyThreshold int
 	// TimeAsInterval maps source TIME columns (schema.Time: durations that
 	// may be negative or beyond 24 hours, MySQL's -838:59:59..838:59:59) to
@@ -120,7 +121,7 @@ func DefaultConfig() Config {
 		AutoEvolve:     true,
 		BatchSize:      500,
 		ProgressTable:  "sluice_progress",
-		CopyThreshold:  1000,
+		CopyThreshold:  256,
 		SchemaChanges:  SchemaChangesIgnore,
 		OnError:        OnErrorFail,
 		KeylessMode:    KeylessFail,
@@ -156,7 +157,7 @@ func (c *Config) normalize() error {
 		c.ProgressTable = "sluice_progress"
 	}
 	if c.CopyThreshold == 0 {
-		c.CopyThreshold = 1000
+		c.CopyThreshold = 256
 	}
 	if c.PendingTable == "" {
 		c.PendingTable = "sluice_pending"

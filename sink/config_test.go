@@ -12,7 +12,7 @@ func TestConfigNormalize(t *testing.T) {
 	if err := c.normalize(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Dialect != DialectMySQL || c.BatchSize != 500 || c.TableTemplate != "${table}" || c.SchemaTemplate != "${db}" || c.ProgressTable != "sluice_progress" || c.CopyThreshold != 1000 {
+	if c.Dialect != DialectMySQL || c.BatchSize != 500 || c.TableTemplate != "${table}" || c.SchemaTemplate != "${db}" || c.ProgressTable != "sluice_progress" || c.CopyThreshold != 256 {
 		t.Fatalf("defaults not applied: %+v", c)
 	}
 	for name, bad := range map[string]Config{

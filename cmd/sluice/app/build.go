@@ -60,7 +60,7 @@ type jdbcSink struct {
 	BatchSize  int    `yaml:"batch_size"`
 	OnError    string `yaml:"on_error"` // fail (default), skip, or dlq: rows the target rejects go to the RocketMQ topic <prefix>_dlq
 	// CopyThreshold: rows of one table in a batch from which PostgreSQL
-	// uses COPY into a staging table (0: default 1000; negative: never).
+	// uses COPY (0: default 256; negative: never).
 	CopyThreshold  int    `yaml:"copy_threshold"`
 	ProgressTable  string `yaml:"progress_table"`
 	TimeAsInterval bool   `yaml:"time_as_interval"` // PostgreSQL: TIME columns as INTERVAL (negative and >24h values)
