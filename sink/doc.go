@@ -16,7 +16,13 @@
 //     widens columns whose type a record's widens safely (AutoEvolve; other
 //     type differences are logged once and left alone), outside the data
 //     transaction (MySQL commits on DDL).
-//  4. In ONE transaction: TRUNCATE (PostgreSQL) or DELETE FROM (MySQL, where
+//  4. In ONE transaction: first it locks the progress rows of its queues
+//     (in topic, queue order) and checks they still hold the offsets step 1
+//     filtered against. Another writer of the same queue (two consumers
+//     during a rebalance, a process believed dead) thus waits for the lock,
+//     and a stale one finds the progress moved: it drops what the other
+//     applied and filters again, instead of writing older versions over
+//     newer ones. Then TRUNCATE (PostgreSQL) or DELETE FROM (MySQL, where
 //     TRUNCATE would commit), deletes by key (PostgreSQL single-column keys:
 //     DELETE … WHERE k = ANY($1); else row-value IN lists), multi-row upserts
 //     (INSERT … ON CONFLICT … DO UPDATE, or INSERT … ON DUPLICATE KEY UPDATE)

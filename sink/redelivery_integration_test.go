@@ -137,3 +137,39 @@ func TestWriteCrashBetweenApplyAndAck(t *testing.T) {
 		}
 	})
 }
+
+// Two writers of one queue, as during a rebalance or with a consumer the
+// runtime believes dead: B read the queue's progress, then A applied newer
+// records, then B writes an older run of the same offsets. B must not
+// write its older versions over A's: it finds the progress moved under its
+// lock, filters its batch again and applies nothing of it.
+func TestWriteStaleWriterIsFenced(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		a, b := e.open(t, nil), e.open(t, nil)
+		at := func(off int64, v string) schema.Record {
+			r := cUpd("fence", 1, 1, "?", v)
+			r.Delivery = &schema.Delivery{Topic: "fence", Queue: 0, Offset: off}
+			return r
+		}
+		write(t, b, at(0, "v0")) // B knows the progress: 0
+		if _, ok := b.progress[progressKey{"fence", 0}]; !ok {
+			t.Fatal("B did not keep the progress it committed: it would not be stale")
+		}
+		var newer []schema.Record
+		for off := int64(1); off <= 10; off++ {
+			newer = append(newer, at(off, fmt.Sprintf("v%d", off)))
+		}
+		write(t, a, newer...)
+		write(t, b, newer[:5]...) // B, stale, with offsets 1..5 only
+		if got := e.rows(t, "fence")[1]; got != "v10" {
+			t.Fatalf("row 1 = %q after the stale writer, want v10: an older version was written over a newer one", got)
+		}
+		if off, ok := e.progress(t, "fence", 0); !ok || off != 10 {
+			t.Fatalf("progress %d %v, want 10", off, ok)
+		}
+		write(t, b, at(11, "v11")) // B goes on from the real progress
+		if got := e.rows(t, "fence")[1]; got != "v11" {
+			t.Fatalf("row 1 = %q, want v11", got)
+		}
+	})
+}

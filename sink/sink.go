@@ -1,11 +1,14 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,6 +183,21 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 	if closed {
 		return fatal(ErrClosed)
 	}
+	for attempt := 1; ; attempt++ {
+		err := s.write(ctx, recs)
+		var moved *progressMoved
+		if !errors.As(err, &moved) || attempt == maxFenceRetries {
+			return err
+		}
+		s.log.Warn("another writer applied this queue meanwhile; filtering the batch again", "topic", moved.k.Topic, "queue", moved.k.Queue, "progress", moved.off)
+	}
+}
+
+// maxFenceRetries bounds how often one Write refilters after another writer
+// moved a queue's progress (each time it waited for that writer's lock).
+const maxFenceRetries = 5
+
+func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 	if s.cfg.Transactional {
 		return s.writeTransactional(ctx, recs)
 	}
@@ -393,6 +411,9 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 	}
 	committing := false
 	err = s.inTx(ctx, func(tx *txn) error {
+		if err := s.lockProgress(ctx, tx, maxOff); err != nil {
+			return err
+		}
 		for i, tp := range p.tables {
 			if views[i] == nil {
 				continue // table absent and nothing to write into it
@@ -417,6 +438,16 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 		committing = true
 		return nil
 	})
+	var moved *progressMoved
+	if errors.As(err, &moved) {
+		// Another writer applied this queue meanwhile: what it applied must
+		// not be written again over it. Refilter from its progress.
+		s.mu.Lock()
+		s.progress[moved.k] = moved.off
+		delete(s.pending, moved.k)
+		s.mu.Unlock()
+		return err
+	}
 	if err != nil && !committing {
 		err = s.diagnose(ctx, err)
 	}
@@ -435,12 +466,65 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 		return err
 	}
 	for k, off := range maxOff {
-		if off > s.progress[k] {
+		if cur, ok := s.progress[k]; !ok || off > cur {
 			s.progress[k] = off
 		}
 	}
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		s.log.Debug("applied", "tables", len(p.tables), "queues", len(maxOff))
+	}
+	return nil
+}
+
+// progressMoved reports that a queue's progress in the target is not what
+// this Sink filtered the batch against: another writer (a second consumer
+// of the queue during a rebalance, a process the runtime believes dead)
+// applied records of it meanwhile, or the progress was reset by hand.
+type progressMoved struct {
+	k   progressKey
+	off int64
+}
+
+func (e *progressMoved) Error() string {
+	return fmt.Sprintf("sink: progress of %s/%d moved to %d under this writer (another writer applied the queue meanwhile); the batch is filtered again", e.k.Topic, e.k.Queue, e.off)
+}
+
+// lockProgress locks the progress rows of the queues a transaction writes,
+// in a fixed order, and checks they hold what the batch was filtered
+// against. The locks serialise every writer of a queue, and the check
+// fences a stale one: without it a writer that read the progress before
+// another applied newer records would write its older versions over them.
+func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey]int64) error {
+	keys := slices.SortedFunc(maps.Keys(queues), func(a, b progressKey) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Queue, b.Queue))
+	})
+	sel := s.d.progressSelect(s.cfg.ProgressTable) + " FOR UPDATE"
+	for _, k := range keys {
+		s.mu.Lock()
+		believed, known := s.progress[k]
+		s.mu.Unlock()
+		// A queue without a progress row gets one first (-1: nothing
+		// applied), so the lock is on a row: locking a missing row takes a
+		// gap lock on MySQL, and two first writers then deadlock.
+		var off int64
+		err := sql.ErrNoRows
+		if known {
+			err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.Topic, k.Queue).Scan(&off)
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err = tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue, int64(-1)); err == nil {
+				err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.Topic, k.Queue).Scan(&off)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("sink: lock progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+		}
+		if !known {
+			believed = -1
+		}
+		if off != believed {
+			return &progressMoved{k, off}
+		}
 	}
 	return nil
 }
@@ -459,7 +543,7 @@ func (s *Sink) noteProgress(maxOff map[progressKey]int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, off := range maxOff {
-		if off > s.progress[k] {
+		if cur, ok := s.progress[k]; !ok || off > cur {
 			s.progress[k] = off
 		}
 	}
