@@ -282,7 +282,20 @@ func pgChange(c, w colType) typeChange {
 	if pgWidens(c, w) {
 		return typeWiden
 	}
+	// Times and timestamps made with six fraction digits before the
+	// source's own precision was used hold every value of a narrower one.
+	if fractional(c.base) && w.base == c.base && len(c.args) == 1 && len(w.args) == 1 && c.args[0] >= w.args[0] {
+		return typeKeep
+	}
 	return typeDiffer
+}
+
+func fractional(base string) bool {
+	switch base {
+	case "time", "timetz", "timestamp", "timestamptz":
+		return true
+	}
+	return false
 }
 
 func pgWidens(c, w colType) bool {
@@ -320,7 +333,7 @@ func pgWidens(c, w colType) bool {
 		// bit(n) into bit(m) pads or refuses: only bit varying keeps the bits.
 		return w.base == "varbit" && (w.args == nil || w.args[0] >= c.args[0])
 	case "time", "timetz", "timestamp", "timestamptz":
-		return w.base == c.base && w.args[0] > c.args[0]
+		return w.base == c.base && len(c.args) == 1 && len(w.args) == 1 && w.args[0] > c.args[0]
 	}
 	return false
 }

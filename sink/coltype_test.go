@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"github.com/sluicecdc/sluice/schema"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +72,8 @@ func TestWidenPG(t *testing.T) {
 		{"timestamp(0) without time zone", "TIMESTAMP(6)", typeWiden},
 		{"timestamp(3) with time zone", "TIMESTAMPTZ(6)", typeWiden},
 		{"timestamp(3) with time zone", "TIMESTAMP(6)", typeDiffer},
+		{"timestamp(6) without time zone", "TIMESTAMP(3)", typeKeep},
+		{"time(6) without time zone", "TIME(0)", typeKeep},
 		{"time(6) without time zone", "INTERVAL", typeDiffer},
 		// SET columns of older tables stay text.
 		{"text", "TEXT[]", typeKeep},
@@ -389,4 +392,16 @@ func FuzzPGArray(f *testing.F) {
 		parseEnumCheck(text, false)
 		parseMySQLType(text)
 	})
+}
+
+func TestFractionDigits(t *testing.T) {
+	for src, want := range map[string]int{"": 6, "datetime": 0, "datetime(3)": 3, "TIMESTAMP(6)": 6, "time(1)": 1, "time": 0, "datetime(9)": 6, "datetime(x)": 6, "varchar(3)": 6} {
+		s := schema.Primitive(schema.Int64, true)
+		if src != "" {
+			s.Params = map[string]string{schema.ParamSourceType: src}
+		}
+		if got := fractionDigits(s); got != want {
+			t.Errorf("fractionDigits(%q) = %d, want %d", src, got, want)
+		}
+	}
 }

@@ -275,11 +275,11 @@ func (d postgres) columnType(col string, s *schema.Schema, key bool) (string, er
 		if d.interval {
 			return "INTERVAL", nil
 		}
-		return "TIME(6)", nil
+		return fmt.Sprintf("TIME(%d)", fractionDigits(s)), nil
 	case schema.Timestamp:
-		return "TIMESTAMP(6)", nil
+		return fmt.Sprintf("TIMESTAMP(%d)", fractionDigits(s)), nil
 	case schema.ZonedTimestamp:
-		return "TIMESTAMPTZ(6)", nil
+		return fmt.Sprintf("TIMESTAMPTZ(%d)", fractionDigits(s)), nil
 	case schema.Json:
 		return "JSONB", nil
 	case schema.Enum:
@@ -314,6 +314,32 @@ func (d postgres) columnType(col string, s *schema.Schema, key bool) (string, er
 		return "BYTEA", nil
 	}
 	return "", fmt.Errorf("%w: column %q: no PostgreSQL type for %s", ErrSchema, col, s)
+}
+
+// fractionDigits is the fractional-second precision of a TIME, DATETIME or
+// TIMESTAMP column, read from its source type ("datetime(3)": 3; "datetime":
+// 0, whole seconds); 6, every digit sluice keeps, when the record carries no
+// source type (e.g. events of another producer).
+func fractionDigits(s *schema.Schema) int {
+	st := strings.ToLower(strings.TrimSpace(s.Param(schema.ParamSourceType)))
+	if st == "" {
+		return 6
+	}
+	word, rest, _ := strings.Cut(st, "(")
+	switch strings.TrimSpace(word) {
+	case "time", "datetime", "timestamp":
+	default:
+		return 6
+	}
+	if rest == "" {
+		return 0
+	}
+	digits, _, ok := strings.Cut(rest, ")")
+	n, err := strconv.Atoi(strings.TrimSpace(digits))
+	if !ok || err != nil || n < 0 || n > 6 {
+		return 6
+	}
+	return n
 }
 
 func precisionScale(s *schema.Schema) (int, int, error) {

@@ -60,6 +60,11 @@ func typeCases() []typeCase {
 		{"ts", lg(schema.Int64, schema.Timestamp), int64(1709210096_123456), "2024-02-29 12:34:56.123456", ""},
 		{"ts_old", lg(schema.Int64, schema.Timestamp), int64(-30610224000_000000 + 1), "1000-01-01 00:00:00.000001", ""},
 		{"zts", lg(schema.Int64, schema.ZonedTimestamp), int64(2147483647_999999), "2038-01-19 03:14:07.999999", ""},
+		// The source's fractional precision becomes the target's.
+		{"ts3", lg(schema.Int64, schema.Timestamp, schema.ParamSourceType, "datetime(3)"), int64(1709210096_123000), "2024-02-29 12:34:56.123", ""},
+		{"ts0", lg(schema.Int64, schema.Timestamp, schema.ParamSourceType, "datetime"), int64(1709210096_000000), "2024-02-29 12:34:56", ""},
+		{"zts2", lg(schema.Int64, schema.ZonedTimestamp, schema.ParamSourceType, "timestamp(2)"), int64(2147483647_990000), "2038-01-19 03:14:07.99", ""},
+		{"time3", lg(schema.Int64, schema.Time, schema.ParamSourceType, "time(3)"), int64(86399_999000), "23:59:59.999", ""},
 		{"json", lg(schema.String, schema.Json), `{"a": [1, 2.5, "x"], "b": null}`, `{"a": [1, 2.5, "x"], "b": null}`, ""},
 		{"enum", lg(schema.String, schema.Enum, schema.ParamAllowed, "a,b"), "b", "b", ""},
 		// SETs are TEXT[] on PostgreSQL (read back as type:array text),
@@ -144,6 +149,14 @@ func typeMatrix(t *testing.T, e *tenv, copyThreshold int) {
 			return schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "src", Table: table}, KeySchema: tKey, Key: schema.Row{row[0]}, ValueSchema: val, After: row}
 		}
 		write(t, s, mk(full), mk(nulls))
+		if e.dialect == DialectPostgres {
+			for col, want := range map[string]string{"ts3": "timestamp(3) without time zone", "ts0": "timestamp(0) without time zone",
+				"zts2": "timestamp(2) with time zone", "time3": "time(3) without time zone", "ts": "timestamp(6) without time zone"} {
+				if got := e.columnType(t, table, col); got != want {
+					t.Errorf("column %s is %s, want %s (the source's fractional precision)", col, got, want)
+				}
+			}
+		}
 		exprs := make([]string, len(cases))
 		for i, c := range cases {
 			exprs[i] = readExpr(e, c)
