@@ -126,10 +126,13 @@ func (p *process) stopProcess(t *testing.T) {
 	}
 }
 
-// Fault broker: a RocketMQ name server and broker of their own, which the
-// broker-restart test may stop and start without disturbing other tests.
+// Fault servers: a MariaDB, a PostgreSQL and a RocketMQ name server and
+// broker of their own, which fault tests may stop and start without
+// disturbing other tests.
 const (
 	faultRoot        = "/tmp/sluice-faults"
+	faultMariaDBPort = "29306"
+	faultPGPort      = "29432"
 	faultNamesrvPort = "29876"
 	faultBrokerPort  = "30911"
 	faultStore       = "/dev/shm/sluice-faults-store"
@@ -137,29 +140,34 @@ const (
 
 func faultEnv() []string {
 	return append(os.Environ(), "SLUICE_SERVERS_ROOT="+faultRoot, "SLUICE_ROCKETMQ_NAMESRV_PORT="+faultNamesrvPort,
-		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_STORE="+faultStore)
+		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_STORE="+faultStore,
+		"SLUICE_MARIADB_PORT="+faultMariaDBPort, "SLUICE_POSTGRES_PORT="+faultPGPort)
 }
 
-// faultBroker starts the fault broker with the project's script (a no-op
-// when it runs already), stops it when the test ends, and returns its env.
-func faultBroker(t *testing.T) env {
+// faultServer starts a fault server (rocketmq, mariadb or postgres) with
+// the project's script (a no-op when it runs already), stops it when the
+// test ends, and returns the fault servers' env; want is a key it must set.
+func faultServer(t *testing.T, kind, want string) env {
 	t.Helper()
-	faultServers(t, "start")
-	t.Cleanup(func() { faultServers(t, "stop") })
+	faultServers(t, "start", kind)
+	t.Cleanup(func() { faultServers(t, "stop", kind) })
 	fe, err := readEnvFile(filepath.Join(faultRoot, "servers.env"))
-	if err != nil || fe["SLUICE_ROCKETMQ_NAMESRV"] == "" {
-		t.Fatalf("fault broker started but %s/servers.env names no name server: %v", faultRoot, err)
+	if err != nil || fe[want] == "" {
+		t.Fatalf("fault %s started but %s/servers.env has no %s: %v", kind, faultRoot, want, err)
 	}
 	return fe
 }
 
-// faultServers runs scripts/servers.sh start|stop rocketmq on the fault broker.
-func faultServers(t *testing.T, verb string) {
+// faultBroker is faultServer for RocketMQ.
+func faultBroker(t *testing.T) env { return faultServer(t, "rocketmq", "SLUICE_ROCKETMQ_NAMESRV") }
+
+// faultServers runs scripts/servers.sh start|stop KIND on the fault servers.
+func faultServers(t *testing.T, verb, kind string) {
 	t.Helper()
-	cmd := exec.Command("../scripts/servers.sh", verb, "rocketmq")
+	cmd := exec.Command("../scripts/servers.sh", verb, kind)
 	cmd.Env = faultEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("servers.sh %s rocketmq (fault broker): %v\n%s", verb, err, out)
+		t.Fatalf("servers.sh %s %s (fault servers): %v\n%s", verb, kind, err, out)
 	}
 }
 

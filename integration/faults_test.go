@@ -56,10 +56,10 @@ func TestFaultBrokerRestart(t *testing.T) {
 	waitStreaming(t, my, pg, db, r)
 	w.run(t, 2000)
 	began := time.Now()
-	faultServers(t, "stop")
+	faultServers(t, "stop", "rocketmq")
 	t.Logf("broker and name server stopped in %s", time.Since(began).Round(time.Millisecond))
 	w.run(t, 2000) // written while the broker is down
-	faultServers(t, "start")
+	faultServers(t, "start", "rocketmq")
 	up := time.Now()
 	t.Logf("broker back after %s down", up.Sub(began).Round(time.Millisecond))
 	w.run(t, 1000)
@@ -159,5 +159,44 @@ func TestFaultConnectionCuts(t *testing.T) {
 		myProxy.cuts.Load(), myProxy.served.Load(), pgProxy.cuts.Load(), pgProxy.served.Load())
 	if myProxy.cuts.Load() < 3 || pgProxy.cuts.Load() < 3 || myProxy.served.Load() < 4 || pgProxy.served.Load() < 4 {
 		t.Fatal("too few connections were reset and reopened for this test to mean anything")
+	}
+}
+
+// TestFaultServerRestarts restarts the source database, and in a second
+// run the target database, while a pipeline streams a workload (each on
+// servers of its own: see faultServer). The worker restarts the pipeline as
+// needed; the target must end equal to the source with no row moved back.
+func TestFaultServerRestarts(t *testing.T) {
+	for _, kind := range []string{"mariadb", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			e := maps.Clone(servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"))
+			if kind == "mariadb" {
+				fe := faultServer(t, kind, "SLUICE_MYSQL_PORT")
+				for _, k := range []string{"SLUICE_MYSQL_HOST", "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_USER", "SLUICE_MYSQL_PASSWORD", "SLUICE_MYSQL_CDC_USER", "SLUICE_MYSQL_CDC_PASSWORD"} {
+					e[k] = fe[k]
+				}
+			} else {
+				e["SLUICE_PG_DSN"] = faultServer(t, kind, "SLUICE_PG_DSN")["SLUICE_PG_DSN"]
+			}
+			db, my, pg := sourceAndTarget(t, e, "it_rst")
+			r := startWorker(t, writeConfig(t, e, db, "embedded"))
+			waitStreaming(t, my, pg, db, r)
+			assertNoRegressions := watchRegressions(t, pg, db)
+			w := newWorkload(my, db)
+			w.run(t, 3000)
+			began := time.Now()
+			faultServers(t, "stop", kind)
+			if kind == "postgres" {
+				w.run(t, 2000) // written while the target is down
+			}
+			faultServers(t, "start", kind)
+			t.Logf("%s down for %s", kind, time.Since(began).Round(time.Millisecond))
+			up := time.Now()
+			w.run(t, 2000)
+			waitEqual(t, my, pg, db, r)
+			t.Logf("target equal to the source %s after %s was back", time.Since(up).Round(time.Millisecond), kind)
+			r.stop(t)
+			assertNoRegressions(t)
+		})
 	}
 }
