@@ -20,7 +20,10 @@ import (
 )
 
 const (
-	maxBatch       = 512 // records per Read, about
+	maxBatch = 512 // records per Read, about
+	// maxTxBatch is how far a Read batch grows past maxBatch to end with
+	// its last transaction's commit (larger transactions are cut).
+	maxTxBatch     = 8192
 	queueBatches   = 16  // event batches buffered between the reader and Read
 	eventCache     = 256 // decoded events buffered by go-mysql
 	backoffInitial = 250 * time.Millisecond
@@ -467,8 +470,9 @@ func (s *Source) send(ctx context.Context, b batch) bool {
 }
 
 // Read blocks until at least one record is ready or ctx is done and returns
-// up to about 512 records in source order. Commit records carry the
-// position to resume from; no other record does.
+// up to about 512 records in source order; a batch that would end inside a
+// transaction waits for the transaction's commit, up to 8192 records.
+// Commit records carry the position to resume from; no other record does.
 func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
 	s.mu.Lock()
 	ch, done, rest, sticky, closed := s.ch, s.done, s.rest, s.err, s.closed
@@ -505,7 +509,8 @@ func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
 			return nil, ctx.Err()
 		}
 	}
-	for len(out) < maxBatch {
+gather:
+	for len(out) < maxBatch || (insideTx(out) && len(out) < maxTxBatch) {
 		select {
 		case b := <-ch:
 			if b.err != nil {
@@ -516,15 +521,57 @@ func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
 			continue
 		default:
 		}
-		break
+		if !insideTx(out) {
+			break
+		}
+		// The batch would end inside a transaction. Its rest is already in
+		// the binlog (a transaction is logged at its commit), so wait for
+		// it: transports mark transaction ends only when the commit comes
+		// in the same batch as the rows.
+		select {
+		case b := <-ch:
+			if b.err != nil {
+				s.fail(b.err)
+				return out, nil
+			}
+			out = append(out, b.recs...)
+		case <-done:
+			break gather
+		case <-ctx.Done():
+			return out, nil
+		}
 	}
-	if len(out) > maxBatch {
+	if end := batchEnd(out); end < len(out) {
 		s.mu.Lock()
-		s.rest = out[maxBatch:]
+		s.rest = out[end:]
 		s.mu.Unlock()
-		out = out[:maxBatch:maxBatch]
+		out = out[:end:end]
 	}
 	return out, nil
+}
+
+// insideTx reports whether recs end inside a transaction: its last record
+// belongs to one and is not its commit (commit records carry a Position).
+func insideTx(recs []schema.Record) bool {
+	if len(recs) == 0 {
+		return false
+	}
+	last := &recs[len(recs)-1]
+	return last.Position == nil && last.Transaction != nil && last.Transaction.ID != ""
+}
+
+// batchEnd is where a Read batch ends: all of recs up to maxBatch records;
+// past that, at the first transaction boundary, up to maxTxBatch records.
+func batchEnd(recs []schema.Record) int {
+	if len(recs) <= maxBatch {
+		return len(recs)
+	}
+	for i := maxBatch - 1; i < len(recs) && i < maxTxBatch; i++ {
+		if recs[i].Position != nil {
+			return i + 1
+		}
+	}
+	return min(len(recs), maxTxBatch)
 }
 
 func (s *Source) fail(err error) error {

@@ -34,7 +34,16 @@ func QueueFor(r *schema.Record, queues int) int {
 type Embedded struct {
 	queues []chan part
 	closed atomic.Bool
+
+	txMu sync.Mutex
+	// txQueues holds, per transaction whose commit has not been published
+	// yet, the queues that received its records.
+	txQueues map[string]map[int]bool
 }
+
+// maxOpenTx bounds txQueues: transactions whose commit never came (a source
+// restarted inside one) are forgotten past it.
+const maxOpenTx = 1024
 
 type part struct {
 	recs []schema.Record
@@ -87,19 +96,44 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 	}
 	recs = slices.Clone(recs) // the marks below are the transport's, not the caller's
 	MarkTransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], true })
+	p.e.txMu.Lock()
+	if p.e.txQueues == nil || len(p.e.txQueues) > maxOpenTx {
+		p.e.txQueues = map[string]map[int]bool{}
+	}
+	inBatch := map[string]map[int]bool{}
 	for i := range recs {
-		if recs[i].Op.IsMarker() {
+		r := recs[i]
+		id := ""
+		if r.Transaction != nil {
+			id = r.Transaction.ID
+		}
+		if r.Op == schema.OpCommit && id != "" {
+			// Queues that got this transaction's records only in earlier
+			// batches get the commit itself: MarkTransactionEnds could not
+			// mark their last record, and a transactional sink waits for it.
+			for q := range p.e.txQueues[id] {
+				if !inBatch[id][q] {
+					split[q] = append(split[q], withQueue(r, q))
+				}
+			}
+			delete(p.e.txQueues, id)
+			continue
+		}
+		if r.Op.IsMarker() {
 			continue
 		}
 		q := queueOf[i]
-		r := recs[i]
-		if r.Delivery != nil {
-			d := *r.Delivery
-			d.Queue = q
-			r.Delivery = &d
+		if id != "" {
+			for _, m := range []map[string]map[int]bool{p.e.txQueues, inBatch} {
+				if m[id] == nil {
+					m[id] = map[int]bool{}
+				}
+				m[id][q] = true
+			}
 		}
-		split[q] = append(split[q], r)
+		split[q] = append(split[q], withQueue(r, q))
 	}
+	p.e.txMu.Unlock()
 	var parts int32
 	for _, s := range split {
 		if len(s) > 0 {
@@ -133,6 +167,16 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 		}
 	}
 	return nil
+}
+
+// withQueue returns r with its Delivery (if any) pointing at queue q.
+func withQueue(r schema.Record, q int) schema.Record {
+	if r.Delivery != nil {
+		d := *r.Delivery
+		d.Queue = q
+		r.Delivery = &d
+	}
+	return r
 }
 
 func (p embeddedPub) Close(context.Context) error { return nil }

@@ -17,7 +17,7 @@ func TestMarkTransactionEnds(t *testing.T) {
 		tx(schema.OpCreate, "a", 2), // queue 0
 		tx(schema.OpUpdate, "a", 3), // queue 1: last of a there
 		tx(schema.OpCommit, "a", 0),
-		tx(schema.OpCreate, "b", 4), // queue 0, but b's commit is in a later batch
+		tx(schema.OpCreate, "b", 4),                      // queue 0, but b's commit is in a later batch
 		{Op: schema.OpCreate, Key: schema.Row{int64(6)}}, // no transaction
 	}
 	recs[2].Headers = shared

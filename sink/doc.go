@@ -125,8 +125,10 @@
 // For whole-transaction consistency route the pipeline through one queue.
 // Transports drop BEGIN/COMMIT markers, but mark the last record of a
 // transaction on each queue with schema.HeaderTxEnd when its commit came in
-// the same batch; a transaction cut from its commit by a batch boundary
-// (thousands of rows) stays pending until a record of the next transaction
+// the same batch (the binlog source ends batches at commits, up to 8,192
+// records), and the embedded transport hands a commit marker to queues that
+// got a transaction's records only in earlier batches. Over RocketMQ a
+// longer transaction stays pending until a record of the next transaction
 // arrives on that queue. A
 // transaction longer than 200,000 records is applied in parts, with a
 // warning. Cost, measured with BenchmarkTransactionalPostgres (10,000
