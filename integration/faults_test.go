@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"fmt"
 	"maps"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +201,48 @@ func TestFaultServerRestarts(t *testing.T) {
 			assertNoRegressions(t)
 		})
 	}
+}
+
+// TestFaultSecondRunFencesFirst starts a pipeline whose positions live in
+// PostgreSQL, then a second run of the same pipeline (a restart on another
+// machine while the first is still alive): the second claims the positions,
+// the first stops with ErrFenced at its next save instead of overwriting
+// them, and the second keeps the target equal to the source with no row
+// moved back.
+func TestFaultSecondRunFencesFirst(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	db, my, pg := sourceAndTarget(t, e, "it_fence")
+	cfg := writeConfig(t, e, db, "embedded")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(b), "positions:")
+	table := db + "_positions"
+	t.Cleanup(func() { pg.Exec("DROP TABLE IF EXISTS " + table) })
+	if err := os.WriteFile(cfg, []byte(head+fmt.Sprintf("positions:\n  type: postgres\n  dsn: %s\n  table: %s\n", e["SLUICE_PG_DSN"], table)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := startWorker(t, cfg)
+	waitStreaming(t, my, pg, db, first)
+	assertNoRegressions := watchRegressions(t, pg, db)
+	w := newWorkload(my, db)
+	w.run(t, 1000)
+	waitEqual(t, my, pg, db, first)
+
+	second := startWorker(t, cfg)
+	w.run(t, 1000)
+	select {
+	case err := <-first.errc:
+		if err == nil || !strings.Contains(err.Error(), "took over") {
+			t.Fatalf("the first run ended with %v, want the fencing error", err)
+		}
+		t.Logf("first run stopped: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the first run kept running after the second claimed the pipeline")
+	}
+	w.run(t, 1000)
+	waitEqual(t, my, pg, db, second)
+	second.stop(t)
+	assertNoRegressions(t)
 }

@@ -281,7 +281,15 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		defer cancel()
 		return errors.Join(err, p.Publisher.Close(cctx))
 	}
-	stored, err := p.Positions.Load(ctx, p.Name)
+	store := p.Positions
+	if c, ok := store.(Claimer); ok {
+		// From here on, an earlier run of this pipeline still going
+		// somewhere cannot save positions over ours.
+		if store, err = c.Claim(ctx, p.Name); err != nil {
+			return closePub(err)
+		}
+	}
+	stored, err := store.Load(ctx, p.Name)
 	if err != nil {
 		return closePub(err)
 	}
@@ -308,24 +316,37 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	}
 	saverDone := make(chan error, 1)
 	saverCtx, stopSaver := context.WithCancel(context.WithoutCancel(ctx))
+	// A position that cannot be saved (or a claim another run took over)
+	// stops reading: going on would only pile up work to replay.
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
 	go func() {
 		t := time.NewTicker(saveEvery)
 		defer t.Stop()
+		held, _ := store.(holder)
+		lastCheck := time.Now()
 		for {
 			select {
 			case <-saverCtx.Done():
 				saverDone <- nil
 				return
 			case <-t.C:
-				if err := p.save(saverCtx, w); err != nil {
+				err := p.save(saverCtx, store, w)
+				if err == nil && held != nil && time.Since(lastCheck) >= claimCheckEvery {
+					// Saves notice a lost claim; an idle pipeline checks.
+					lastCheck = time.Now()
+					err = held.Held(saverCtx, p.Name)
+				}
+				if err != nil {
 					saverDone <- err
+					stopReading()
 					return
 				}
 			}
 		}
 	}()
 
-	readErr := p.readLoop(ctx, w, seq)
+	readErr := p.readLoop(readCtx, w, seq)
 
 	// Graceful stop: wait for what is in flight, then save the final position.
 	drain := p.DrainTimeout
@@ -338,7 +359,7 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	closeErr := p.Publisher.Close(dctx)
 	stopSaver()
 	saveErr := <-saverDone
-	if err := p.save(context.WithoutCancel(ctx), w); err != nil {
+	if err := p.save(context.WithoutCancel(ctx), store, w); err != nil {
 		saveErr = errors.Join(saveErr, err)
 	}
 	if waitErr != nil && readErr == nil && ctx.Err() != nil {
@@ -354,12 +375,20 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	return errors.Join(readErr, waitErr, closeErr, saveErr)
 }
 
-func (p *Pipeline) save(ctx context.Context, w *window) error {
+// holder is a Claimer that can tell whether this run still holds its
+// claim; the pipeline asks every claimCheckEvery.
+type holder interface {
+	Held(ctx context.Context, pipeline string) error
+}
+
+const claimCheckEvery = 5 * time.Second
+
+func (p *Pipeline) save(ctx context.Context, store PositionStore, w *window) error {
 	pos, ok := w.take()
 	if !ok {
 		return nil
 	}
-	if err := p.Positions.Save(ctx, p.Name, pos); err != nil {
+	if err := store.Save(ctx, p.Name, pos); err != nil {
 		return fmt.Errorf("save position: %w", err)
 	}
 	p.stats.mu.Lock()

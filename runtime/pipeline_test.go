@@ -244,3 +244,28 @@ func (s *seqSink) Write(_ context.Context, recs []schema.Record) error {
 	return nil
 }
 func (s *seqSink) Close() error { return nil }
+
+// failingStore loads nothing and fails every Save with err.
+type failingStore struct{ err error }
+
+func (f failingStore) Load(context.Context, string) ([]byte, error) { return nil, nil }
+func (f failingStore) Save(context.Context, string, []byte) error   { return f.err }
+
+// A position that cannot be saved stops the pipeline (with the store's
+// error) instead of letting it read on without positions.
+func TestPipelineStopsWhenPositionsCannotBeSaved(t *testing.T) {
+	fenced := Fatal(fmt.Errorf("%w: test", ErrFenced))
+	e := NewEmbedded(2, 4)
+	p := &Pipeline{Name: "p", Source: &fakeSource{n: 1 << 30, k: 7}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16),
+		Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: failingStore{fenced}, SaveInterval: 10 * time.Millisecond}
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(context.Background()) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrFenced) || !IsFatal(err) {
+			t.Fatalf("Run = %v, want the store's fatal ErrFenced", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pipeline kept reading although no position could be saved")
+	}
+}

@@ -178,11 +178,11 @@ func cmdPositions(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	store, err := runtime.NewFileStore(d.positions.Dir)
+	ctx := context.Background()
+	store, err := openPositions(ctx, d.positions)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
 	if args[0] == "reset" {
 		if err := store.Reset(ctx, cfg.Name); err != nil {
 			return err

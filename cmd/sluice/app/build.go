@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicecdc/sluice/binlog"
@@ -95,8 +96,44 @@ type rocketmqTransport struct {
 	Linger    time.Duration `yaml:"linger"`
 }
 
-type filePositions struct {
-	Dir string `yaml:"dir"`
+// positionsConfig is the positions section: type file (dir), or postgres
+// or mysql (dsn, table: positions in a database, fenced per run).
+type positionsConfig struct {
+	Dir   string `yaml:"dir"`
+	DSN   string `yaml:"dsn"`
+	Table string `yaml:"table"`
+	typ   string
+}
+
+// resettableStore is a position store that `positions reset` can clear.
+type resettableStore interface {
+	runtime.PositionStore
+	Reset(ctx context.Context, pipeline string) error
+}
+
+// sqlStores holds one SQLStore per database and table for the process: a
+// restarted pipeline reuses it (and claims again) instead of opening
+// another connection pool.
+var sqlStores sync.Map
+
+// openPositions opens the configured position store.
+func openPositions(ctx context.Context, c positionsConfig) (resettableStore, error) {
+	if c.typ == "file" || c.typ == "" {
+		return runtime.NewFileStore(c.Dir)
+	}
+	key := c.typ + "\x00" + c.DSN + "\x00" + c.Table
+	if s, ok := sqlStores.Load(key); ok {
+		return s.(*runtime.SQLStore), nil
+	}
+	s, err := runtime.NewSQLStore(ctx, c.typ, c.DSN, c.Table)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := sqlStores.LoadOrStore(key, s); loaded {
+		s.Close()
+		return prev.(*runtime.SQLStore), nil
+	}
+	return s, nil
 }
 
 type decoded struct {
@@ -104,7 +141,7 @@ type decoded struct {
 	sink      *sink.Config
 	embedded  *embeddedTransport
 	rocketmq  *rocketmq.Config
-	positions filePositions
+	positions positionsConfig
 	maxFlight int
 }
 
@@ -121,7 +158,7 @@ func sectionErr(s *runtime.Section, msg string) error {
 
 // decodeAll decodes every section the process shape needs.
 func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
-	d := &decoded{positions: filePositions{Dir: "positions"}}
+	d := &decoded{positions: positionsConfig{Dir: "positions", typ: "file"}}
 	switch only {
 	case "", "source", "sink":
 	default:
@@ -238,11 +275,21 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		return nil, sectionErr(cfg.Transport, fmt.Sprintf("unknown transport type %q (known: embedded, rocketmq)", cfg.Transport.Type))
 	}
 	if cfg.Positions != nil {
-		if cfg.Positions.Type != "file" {
-			return nil, sectionErr(cfg.Positions, fmt.Sprintf("unknown positions type %q (known: file)", cfg.Positions.Type))
-		}
 		if err := cfg.Positions.Decode(&d.positions); err != nil {
 			return nil, err
+		}
+		d.positions.typ = cfg.Positions.Type
+		switch d.positions.typ {
+		case "file":
+			if d.positions.DSN != "" || d.positions.Table != "" {
+				return nil, sectionErr(cfg.Positions, "dsn and table are for positions of type postgres or mysql; type file takes dir")
+			}
+		case "postgres", "mysql":
+			if d.positions.DSN == "" {
+				return nil, sectionErr(cfg.Positions, fmt.Sprintf("positions of type %s need a dsn (the sink's target is a good place)", d.positions.typ))
+			}
+		default:
+			return nil, sectionErr(cfg.Positions, fmt.Sprintf("unknown positions type %q (known: file, postgres, mysql)", cfg.Positions.Type))
 		}
 	}
 	return d, nil
@@ -262,7 +309,7 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 		}
 		p.Source = binlogSource{src}
 		p.SourceFingerprint = sourceFingerprint(d.source)
-		store, err := runtime.NewFileStore(d.positions.Dir)
+		store, err := openPositions(ctx, d.positions)
 		if err != nil {
 			return nil, err
 		}
