@@ -1,7 +1,11 @@
 package binlog
 
 import (
+	"errors"
+	"strings"
 	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -38,5 +42,26 @@ func TestBatchEndsAtTransactionBoundaries(t *testing.T) {
 		if got := batchEnd(c.recs); got != c.want {
 			t.Errorf("%s: batchEnd = %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// A second replica with this one's server_id takes the stream over: the
+// error says so (on MySQL it is 1236, like a purged position, which it
+// must not be mistaken for) and stops the source instead of evicting the
+// other reader in turn.
+func TestSameServerIDIsExplained(t *testing.T) {
+	s := &Source{cfg: Config{Host: "127.0.0.1", Port: 3306, ServerID: 77}}
+	for _, e := range []error{
+		&mysql.MyError{Code: 4052, Message: "A slave with the same server_uuid/server_id as this slave has connected to the master"},
+		&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "A replica with the same server_uuid/server_id as this replica has connected to the source"},
+	} {
+		err := s.classify(e, Position{Flavor: FlavorMariaDB, GTIDSet: "0-1-5"})
+		if errors.Is(err, ErrPositionPurged) || !strings.Contains(err.Error(), "its own server_id") || !strings.Contains(err.Error(), "server_id 77") || !isFatal(err) {
+			t.Errorf("%v: classified as %v (fatal %v)", e, err, isFatal(err))
+		}
+	}
+	purged := s.classify(&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "Could not find first log file name in binary log index file"}, Position{Flavor: FlavorMariaDB})
+	if !errors.Is(purged, ErrPositionPurged) {
+		t.Errorf("a purged position: %v", purged)
 	}
 }

@@ -350,10 +350,23 @@ func (s *Source) classify(err error, p Position) error {
 		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
 		return err
 	}
+	if sameServerID(err) {
+		// MySQL reports this as 1236, the code of a purged position too:
+		// tell them apart before the purge diagnosis.
+		return fmt.Errorf("binlog: stream from %s at %s: %w; another replica with server_id %d connected to the server and took the stream over: give every pipeline and replica its own server_id (a second run of this pipeline stops by itself once its positions are fenced)", s.addr(), p.String(), err, s.cfg.ServerID)
+	}
 	if code, ok := serverErrorCode(err); ok && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		return fmt.Errorf("%w: resuming at %s: %v; the binlog there was purged or never existed: snapshot the tables again and start from the current position", ErrPositionPurged, p.String(), err)
 	}
 	return fmt.Errorf("binlog: stream from %s at %s: %w", s.addr(), p.String(), err)
+}
+
+// sameServerID reports the server's answer to a second replica connecting
+// with this one's server_id: MariaDB's error 4052, MySQL's 1236 with that
+// text.
+func sameServerID(err error) bool {
+	code, ok := serverErrorCode(err)
+	return ok && (code == 4052 || (code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG && strings.Contains(strings.ToLower(err.Error()), "same server_uuid/server_id")))
 }
 
 // serverErrorCode finds a server error in err's chain, following both
@@ -379,6 +392,9 @@ func isFatal(err error) bool {
 	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) ||
 		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
 		return true
+	}
+	if sameServerID(err) {
+		return true // another reader has this stream now: retrying would evict it in turn
 	}
 	if code, ok := serverErrorCode(err); ok {
 		switch code {

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -230,7 +232,18 @@ func TestFaultSecondRunFencesFirst(t *testing.T) {
 	w.run(t, 1000)
 	waitEqual(t, my, pg, db, first)
 
-	second := startWorker(t, cfg)
+	// The second run is another machine's: same pipeline and positions,
+	// its own replica server_id (with the same one, the server itself would
+	// evict the first reader; that is tested in binlog).
+	b2, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg2 := filepath.Join(t.TempDir(), "second.yaml")
+	if err := os.WriteFile(cfg2, []byte(regexp.MustCompile(`server_id: \d+`).ReplaceAllString(string(b2), "server_id: 999")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := startWorker(t, cfg2)
 	w.run(t, 1000)
 	select {
 	case err := <-first.errc:
