@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,10 +91,11 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 	split := make([][]schema.Record, n)
 	queueOf := make([]int, len(recs))
 	for i := range recs {
-		queueOf[i] = QueueFor(&recs[i], n)
+		if !recs[i].Op.IsMarker() {
+			queueOf[i] = QueueFor(&recs[i], n)
+		}
 	}
-	recs = slices.Clone(recs) // the marks below are the transport's, not the caller's
-	MarkTransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], true })
+	ends := TransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], true })
 	p.e.txMu.Lock()
 	if p.e.txQueues == nil || len(p.e.txQueues) > maxOpenTx {
 		p.e.txQueues = map[string]map[int]bool{}
@@ -109,8 +109,8 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 		}
 		if r.Op == schema.OpCommit && id != "" {
 			// Queues that got this transaction's records only in earlier
-			// batches get the commit itself: MarkTransactionEnds could not
-			// mark their last record, and a transactional sink waits for it.
+			// batches get the commit itself: no record of theirs here can
+			// carry the end mark, and a transactional sink waits for it.
 			for q := range p.e.txQueues[id] {
 				if !inBatch[id][q] {
 					split[q] = append(split[q], withQueue(r, q))
@@ -130,6 +130,9 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 				}
 				m[id][q] = true
 			}
+		}
+		if ends[i] {
+			r = WithTxEnd(r)
 		}
 		split[q] = append(split[q], withQueue(r, q))
 	}

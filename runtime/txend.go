@@ -2,34 +2,33 @@ package runtime
 
 import (
 	"maps"
-	"slices"
 
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// MarkTransactionEnds sets schema.HeaderTxEnd on the last data record of
-// each transaction per destination queue, for every transaction whose
-// commit marker is among recs. dest gives a record's destination (false: the
-// record is not sent). Transports call it on their own copy of a batch
-// before they drop the markers; headers are copied before they are changed,
-// so maps shared with the caller's records stay untouched. A transaction
-// whose commit comes in a later batch gets no mark: its sink waits for the
-// next transaction, as before.
-func MarkTransactionEnds[K comparable](recs []schema.Record, dest func(i int) (K, bool)) {
-	var ends []int
+// TransactionEnds returns the set of indices of recs that end their
+// transaction on their destination queue: the last data record of each
+// transaction per destination, for every transaction whose commit marker is
+// among recs. dest gives a record's destination (false: not sent).
+// Transports drop commit markers; they mark these records with
+// schema.HeaderTxEnd (see WithTxEnd) so that a transaction-consistent sink
+// knows a queue's tail is complete. A transaction whose commit comes in a
+// later batch gets no mark from this batch.
+func TransactionEnds[K comparable](recs []schema.Record, dest func(i int) (K, bool)) map[int]bool {
+	var ends map[int]bool
 	open := map[string]map[K]int{} // transaction -> destination -> index of its last record
 	for i := range recs {
 		r := &recs[i]
-		id := ""
-		if r.Transaction != nil {
-			id = r.Transaction.ID
-		}
-		if id == "" {
+		if r.Transaction == nil || r.Transaction.ID == "" {
 			continue
 		}
+		id := r.Transaction.ID
 		if r.Op == schema.OpCommit {
 			for _, last := range open[id] {
-				ends = append(ends, last)
+				if ends == nil {
+					ends = map[int]bool{}
+				}
+				ends[last] = true
 			}
 			delete(open, id)
 			continue
@@ -48,13 +47,17 @@ func MarkTransactionEnds[K comparable](recs []schema.Record, dest func(i int) (K
 		}
 		m[k] = i
 	}
-	slices.Sort(ends)
-	for _, i := range ends {
-		h := maps.Clone(recs[i].Headers)
-		if h == nil {
-			h = make(map[string]string, 1)
-		}
-		h[schema.HeaderTxEnd] = "true"
-		recs[i].Headers = h
+	return ends
+}
+
+// WithTxEnd returns r (a copy) with the schema.HeaderTxEnd mark; its header
+// map is copied, never changed in place.
+func WithTxEnd(r schema.Record) schema.Record {
+	h := maps.Clone(r.Headers)
+	if h == nil {
+		h = make(map[string]string, 1)
 	}
+	h[schema.HeaderTxEnd] = "true"
+	r.Headers = h
+	return r
 }

@@ -248,13 +248,9 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		dest[i] = sent{k, msg}
 	}
 	// Mark the last message of each transaction per queue whose commit is in
-	// this batch (see runtime.MarkTransactionEnds), on copies of the records.
-	marked := slices.Clone(recs)
-	runtime.MarkTransactionEnds(marked, func(i int) (pk, bool) { return dest[i].to, dest[i].msg != nil })
-	for i := range marked {
-		if dest[i].msg != nil && marked[i].Headers[schema.HeaderTxEnd] != "" && recs[i].Headers[schema.HeaderTxEnd] == "" {
-			dest[i].msg.WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, marked[i].Headers[schema.HeaderTxEnd])
-		}
+	// this batch (see runtime.TransactionEnds).
+	for i := range runtime.TransactionEnds(recs, func(i int) (pk, bool) { return dest[i].to, dest[i].msg != nil }) {
+		dest[i].msg.WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
 	}
 	tokens := max(1, data)
 	if err := p.win.acquire(ctx, tokens); err != nil {
