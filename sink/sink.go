@@ -204,17 +204,9 @@ func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 	if !s.relevant(recs) {
 		return nil
 	}
-	last, err := s.lastOffsets(ctx, recs)
+	recs, err := s.undelivered(ctx, recs)
 	if err != nil {
 		return err
-	}
-	recs, _ = filterDelivered(recs, last)
-	if s.cfg.SchemaChanges == SchemaChangesFail {
-		for i := range recs {
-			if r := &recs[i]; r.Op == schema.OpSchemaChange {
-				return fatal(fmt.Errorf("%w: %s (set SchemaChanges to %q or %q to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
-			}
-		}
 	}
 	for _, st := range s.steps(recs) {
 		if st.ddl != nil {
@@ -227,6 +219,24 @@ func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 		}
 	}
 	return nil
+}
+
+// undelivered drops the records already applied per the progress of their
+// queues, and refuses a schema change under SchemaChanges "fail".
+func (s *Sink) undelivered(ctx context.Context, recs []schema.Record) ([]schema.Record, error) {
+	last, err := s.lastOffsets(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
+	recs, _ = filterDelivered(recs, last)
+	if s.cfg.SchemaChanges == SchemaChangesFail {
+		for i := range recs {
+			if r := &recs[i]; r.Op == schema.OpSchemaChange {
+				return nil, fatal(fmt.Errorf("%w: %s (set SchemaChanges to %q or %q to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
+			}
+		}
+	}
+	return recs, nil
 }
 
 // relevant reports whether recs hold anything to apply: data, or schema

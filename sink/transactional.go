@@ -164,17 +164,9 @@ func openTail(recs []schema.Record) int {
 // transaction is applied, the open tail is stored in the pending table, in
 // the same transaction as the progress that covers it.
 func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) error {
-	last, err := s.lastOffsets(ctx, recs)
+	recs, err := s.undelivered(ctx, recs)
 	if err != nil {
 		return err
-	}
-	recs, _ = filterDelivered(recs, last)
-	if s.cfg.SchemaChanges == SchemaChangesFail {
-		for i := range recs {
-			if r := &recs[i]; r.Op == schema.OpSchemaChange {
-				return fatal(fmt.Errorf("%w: %s (set SchemaChanges to %q or %q to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
-			}
-		}
 	}
 	if len(recs) == 0 {
 		return nil
