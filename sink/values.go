@@ -68,6 +68,29 @@ func asUint64(v any) (uint64, bool) {
 	return 0, false
 }
 
+// micros reads a time, timestamp or zoned timestamp of the schema model:
+// int64 microseconds.
+func micros(col string, s *schema.Schema, v any) (int64, error) {
+	us, ok := asInt64(v)
+	if !ok {
+		return 0, valueErr(col, s, v, "want int64 microseconds")
+	}
+	return us, nil
+}
+
+// timestampText renders a (zoned) timestamp value as wall-clock text.
+func timestampText(col string, s *schema.Schema, v any) (string, error) {
+	us, err := micros(col, s, v)
+	if err != nil {
+		return "", err
+	}
+	str, ok := formatTimestamp(us)
+	if !ok {
+		return "", valueErr(col, s, v, "timestamp outside years 1..9999")
+	}
+	return str, nil
+}
+
 func formatDate(days int64) (string, bool) {
 	if days < -800_000 || days > 3_000_000 { // well outside years 1..9999; also keeps days*86400 from overflowing
 		return "", false
@@ -185,15 +208,8 @@ func convertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		}
 		return str, true, nil
 	case schema.Timestamp:
-		us, ok := asInt64(v)
-		if !ok {
-			return nil, true, valueErr(col, s, v, "want int64 microseconds")
-		}
-		str, ok := formatTimestamp(us)
-		if !ok {
-			return nil, true, valueErr(col, s, v, "timestamp outside years 1..9999")
-		}
-		return str, true, nil
+		str, err := timestampText(col, s, v)
+		return str, true, err
 	case schema.Json, schema.Enum, schema.Set:
 		switch x := v.(type) {
 		case string:
@@ -257,9 +273,9 @@ func (d postgres) convert(col string, s *schema.Schema, v any) (any, error) {
 	}
 	switch s.Logical {
 	case schema.Time:
-		us, ok := asInt64(v)
-		if !ok {
-			return nil, valueErr(col, s, v, "want int64 microseconds")
+		us, err := micros(col, s, v)
+		if err != nil {
+			return nil, err
 		}
 		if d.interval {
 			// INTERVAL takes any duration; "[-]H:MM:SS.ffffff" with hours
@@ -274,13 +290,9 @@ func (d postgres) convert(col string, s *schema.Schema, v any) (any, error) {
 		}
 		return formatTime(us), nil
 	case schema.ZonedTimestamp:
-		us, ok := asInt64(v)
-		if !ok {
-			return nil, valueErr(col, s, v, "want int64 microseconds")
-		}
-		str, ok := formatTimestamp(us)
-		if !ok {
-			return nil, valueErr(col, s, v, "timestamp outside years 1..9999")
+		str, err := timestampText(col, s, v)
+		if err != nil {
+			return nil, err
 		}
 		return str + "+00", nil
 	case schema.Bits:
@@ -330,23 +342,19 @@ func (mysql) convert(col string, s *schema.Schema, v any) (any, error) {
 	}
 	switch s.Logical {
 	case schema.Time:
-		us, ok := asInt64(v)
-		if !ok {
-			return nil, valueErr(col, s, v, "want int64 microseconds")
+		us, err := micros(col, s, v)
+		if err != nil {
+			return nil, err
 		}
 		if us < -usMaxTime || us > usMaxTime {
 			return nil, valueErr(col, s, v, "TIME outside ±838:59:59")
 		}
 		return formatTime(us), nil
 	case schema.ZonedTimestamp:
-		us, ok := asInt64(v)
-		if !ok {
-			return nil, valueErr(col, s, v, "want int64 microseconds")
-		}
 		// The session time zone is UTC (see New), so the wall clock is UTC.
-		str, ok := formatTimestamp(us)
-		if !ok {
-			return nil, valueErr(col, s, v, "timestamp outside years 1..9999")
+		str, err := timestampText(col, s, v)
+		if err != nil {
+			return nil, err
 		}
 		return str, nil
 	case schema.Bits:
