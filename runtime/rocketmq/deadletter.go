@@ -50,15 +50,7 @@ type DeadLetter struct {
 
 // NewDeadLetter starts a producer and creates the dead-letter topic.
 func NewDeadLetter(ctx context.Context, cfg Config, log *slog.Logger) (*DeadLetter, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	setClientLogger(log)
-	adm, err := newAdmin(cfg.NameServers)
+	cfg, log, adm, err := setup(cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -82,15 +82,7 @@ type Publisher struct {
 
 // NewPublisher starts a producer and creates the topics of cfg.Tables.
 func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	setClientLogger(log)
-	adm, err := newAdmin(cfg.NameServers)
+	cfg, log, adm, err := setup(cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -48,20 +48,13 @@ type Subscriber struct {
 // NewSubscriber prepares an orderly consumer of cfg.Topics (or the topics of
 // cfg.Tables), creating missing topics; Consume starts it.
 func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscriber, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, log, adm, err := setup(cfg, log)
 	if err != nil {
 		return nil, err
-	}
-	if log == nil {
-		log = slog.Default()
 	}
 	topics, err := cfg.topics()
 	if err != nil {
-		return nil, err
-	}
-	setClientLogger(log)
-	adm, err := newAdmin(cfg.NameServers)
-	if err != nil {
+		_ = adm.Close()
 		return nil, err
 	}
 	for _, t := range topics {

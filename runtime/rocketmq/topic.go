@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -33,6 +34,25 @@ func EnsureTopic(ctx context.Context, cfg Config, topic string) error {
 	defer adm.Close()
 	_, err = ensureTopic(ctx, adm, cfg, topic)
 	return err
+}
+
+// setup is how the Publisher, Subscriber and DeadLetter constructors
+// start: cfg with its defaults, log (slog.Default() when nil) as the
+// client's logger too, and an admin client the caller must close.
+func setup(cfg Config, log *slog.Logger) (Config, *slog.Logger, admin.Admin, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	setClientLogger(log)
+	adm, err := newAdmin(cfg.NameServers)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	return cfg, log, adm, nil
 }
 
 func newAdmin(nameServers []string) (admin.Admin, error) {
