@@ -296,3 +296,33 @@ func TestSourceReconnects(t *testing.T) {
 		t.Errorf("connection id still %d: the source did not reconnect", id)
 	}
 }
+
+// TestSourceSameServerIDIsEvicted: a second reader with the same server_id
+// makes the server drop the first one's stream. The first source must stop
+// with an error that names the clash (fatal: retrying would evict the
+// other reader in turn), not reconnect or claim a purged position.
+func TestSourceSameServerIDIsEvicted(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE k (id INT PRIMARY KEY)")
+	cfg := testConfig(env, db)
+	first := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO k VALUES (1)")
+	readUntil(t, first, func(r []schema.Record) bool { return countOps(ownData(r, db), schema.OpCommit) >= 1 })
+	second := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO k VALUES (2)")
+	readUntil(t, second, func(r []schema.Record) bool { return countOps(ownData(r, db), schema.OpCommit) >= 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var err error
+	for err == nil {
+		_, err = first.Read(ctx)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the evicted source kept reading for 60 s")
+	}
+	if errors.Is(err, ErrPositionPurged) || !strings.Contains(err.Error(), "its own server_id") || !isFatal(err) {
+		t.Fatalf("evicted source: %v (fatal %v), want a fatal error naming the server_id clash", err, isFatal(err))
+	}
+	t.Logf("evicted source stopped: %v", err)
+}
