@@ -105,7 +105,10 @@ type Record struct {
 	// once this record and all before it are delivered. Nil inside a
 	// transaction: positions are only given at transaction boundaries.
 	Position []byte
-	Change   *SchemaChange
+	// ID is the record's identity in its source's history (id.go), set by
+	// the source for every record it makes, snapshot rows included.
+	ID     ID
+	Change *SchemaChange
 	Headers  map[string]string
 	// Delivery is set by a transport on records it hands to a sink: where the
 	// record was read from, so a sink can store per-queue progress.
@@ -120,9 +123,13 @@ type Record struct {
 const HeaderTxEnd = "sluice.tx_end"
 
 // Delivery locates a record on a transport (Kafka Connect's topic, partition
-// and offset).
+// and offset). A queue is named by (Topic, Broker, Queue): with several
+// RocketMQ master brokers, queue numbers repeat per broker. Offset is the
+// transport's own coordinate, for logs and tools; ordering and duplicate
+// detection use Record.ID, never Offset.
 type Delivery struct {
 	Topic  string
+	Broker string // "" on transports with one broker (embedded)
 	Queue  int
 	Offset int64
 }

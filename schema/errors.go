@@ -1,0 +1,92 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Class is what the runtime does with an error. Every connector classifies
+// an error once, where it is created, with Fatal, Retriable or
+// ErrEndOfInput; the runtime reads the class with ClassOf and nothing else.
+//
+//   - ClassRetriable: the task is rebuilt after a bounded, growing backoff
+//     (a server down, a connection reset, a lock timeout).
+//   - ClassFatal: retrying cannot help; the task stops as FAILED and the
+//     message says what to change (bad config, purged position, a row the
+//     target refuses under on_error: fail).
+//   - ClassEndOfInput: the source has nothing more to give (an initial_only
+//     snapshot finished); the task drains, records its position and stops
+//     cleanly.
+type Class uint8
+
+// Error classes. The zero value, ClassUnknown, is an error no connector
+// classified; the runtime treats it as retriable.
+const (
+	ClassUnknown Class = iota
+	ClassRetriable
+	ClassFatal
+	ClassEndOfInput
+)
+
+var classText = [...]string{"unknown", "retriable", "fatal", "end_of_input"}
+
+func (c Class) String() string {
+	if int(c) < len(classText) {
+		return classText[c]
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// ErrEndOfInput is returned by a source's Read when its input is complete.
+// Wrap it to say why: fmt.Errorf("snapshot complete: %w", ErrEndOfInput).
+var ErrEndOfInput = errors.New("end of input")
+
+type classified struct {
+	err   error
+	class Class
+}
+
+func (c *classified) Error() string { return c.err.Error() }
+func (c *classified) Unwrap() error { return c.err }
+
+// Fatal marks err as not retriable. It returns nil for nil.
+func Fatal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &classified{err, ClassFatal}
+}
+
+// Retriable marks err as worth retrying after a backoff. It returns nil for nil.
+func Retriable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &classified{err, ClassRetriable}
+}
+
+// ClassOf returns the class of err: the outermost mark set by Fatal or
+// Retriable in its chain (a wrapper may reclassify what it wraps), else
+// ClassEndOfInput when the chain holds ErrEndOfInput, else an error that
+// exposes `Fatal() bool` (a connector's own typed error) by that answer,
+// else ClassUnknown. ClassOf(nil) is ClassUnknown.
+func ClassOf(err error) Class {
+	if err == nil {
+		return ClassUnknown
+	}
+	var c *classified
+	if errors.As(err, &c) {
+		return c.class
+	}
+	if errors.Is(err, ErrEndOfInput) {
+		return ClassEndOfInput
+	}
+	var f interface{ Fatal() bool }
+	if errors.As(err, &f) {
+		if f.Fatal() {
+			return ClassFatal
+		}
+		return ClassRetriable
+	}
+	return ClassUnknown
+}
