@@ -107,9 +107,9 @@ type Record struct {
 	Position []byte
 	// ID is the record's identity in its source's history (id.go), set by
 	// the source for every record it makes, snapshot rows included.
-	ID     ID
-	Change *SchemaChange
-	Headers  map[string]string
+	ID      ID
+	Change  *SchemaChange
+	Headers map[string]string
 	// Delivery is set by a transport on records it hands to a sink: where the
 	// record was read from, so a sink can store per-queue progress.
 	Delivery *Delivery
