@@ -35,6 +35,18 @@ type mapper struct {
 	file      string        // current binlog file
 	gset      mysql.GTIDSet // committed transactions
 	committed Position      // position after the last committed transaction
+	epoch     uint64        // of every ID and position the mapper makes
+
+	// The event being mapped: records made from it get IDs (epoch, file,
+	// evPos, stream, evIdx++). Events inside a transaction payload share
+	// the position of their payload event (depth > 0).
+	evPos uint32
+	evIdx uint64
+	depth int
+	// snapshot, while a resumed snapshot catches the stream up to its new
+	// consistent point, is added to every position handed on, so that a
+	// restart from one resumes the snapshot again.
+	snapshot *SnapshotProgress
 
 	tables map[uint64]*tableInfo // by table id; nil value: table not captured
 
@@ -76,10 +88,10 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
 		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log,
 		skipDDL: map[string]bool{},
-		file:    start.File, gset: gset, committed: start,
+		file:    start.File, gset: gset, committed: start, epoch: start.Epoch,
 		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
 	}
-	m.committed.Version, m.committed.Flavor = PositionVersion, cfg.Flavor
+	m.committed.Version, m.committed.Flavor, m.committed.Snapshot = PositionVersion, cfg.Flavor, nil
 	if m.collations == nil {
 		m.collations = builtinCollations
 	}
@@ -104,9 +116,43 @@ func (m *mapper) resetTx() {
 	clear(m.tableOrder)
 }
 
+// moveTo puts the mapper at a committed position p (of its epoch), as after
+// a transaction that ended there: a resumed snapshot's catch-up ends at its
+// consistent point and the stream goes on from there.
+func (m *mapper) moveTo(p Position) error {
+	gset, err := mysql.ParseGTIDSet(m.flavor, p.GTIDSet)
+	if err != nil {
+		return fmt.Errorf("%w: gtid set %q: %v", ErrBadPosition, p.GTIDSet, err)
+	}
+	m.resetTx()
+	m.gset, m.file, m.committed = gset, p.File, p
+	m.committed.Version, m.committed.Flavor, m.committed.Snapshot, m.committed.Epoch = PositionVersion, m.flavor, nil, m.epoch
+	m.snapshot = nil
+	return nil
+}
+
+// encodeCommitted is the committed position as records carry it.
+func (m *mapper) encodeCommitted() []byte {
+	p := m.committed
+	p.Snapshot = m.snapshot
+	return EncodePosition(p)
+}
+
+// nextID is the identity of the next record made from the current event:
+// a pure function of where the event is in the binlog, so a replay from
+// any saved position (after a reconnect or a restart) makes the same IDs.
+func (m *mapper) nextID() schema.ID {
+	id := streamID(m.epoch, m.file, m.evPos, m.evIdx)
+	m.evIdx++
+	return id
+}
+
 // Map appends the records of ev to out.
 func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema.Record, error) {
 	h := ev.Header
+	if m.depth == 0 {
+		m.evPos, m.evIdx = h.LogPos, 0
+	}
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
 		m.file = string(e.NextLogName)
@@ -183,6 +229,8 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		return m.rows(h, e, out)
 	case *replication.TransactionPayloadEvent:
 		var err error
+		m.depth++
+		defer func() { m.depth-- }()
 		for _, inner := range e.Events {
 			if out, err = m.Map(inner, out); err != nil {
 				return out, err
@@ -228,6 +276,7 @@ func (m *mapper) marker(op schema.Op, h *replication.EventHeader, pos []byte) sc
 		Transaction: &schema.Transaction{ID: m.txIDFor(h), TotalOrder: m.txOrder},
 		TsMs:        m.now().UnixMilli(),
 		Position:    pos,
+		ID:          m.nextID(),
 	}
 }
 
@@ -237,11 +286,11 @@ func (m *mapper) commit(h *replication.EventHeader, out []schema.Record) ([]sche
 			return out, fmt.Errorf("%w: gtid %s: %v", ErrUnsupported, m.txGTID, err)
 		}
 	}
-	m.committed = Position{Version: PositionVersion, Flavor: m.flavor, File: m.file, Pos: h.LogPos}
+	m.committed = Position{Version: PositionVersion, Flavor: m.flavor, File: m.file, Pos: h.LogPos, Epoch: m.epoch}
 	if m.gset != nil && !m.gset.IsEmpty() {
 		m.committed.GTIDSet = m.gset.String()
 	}
-	out = append(out, m.marker(schema.OpCommit, h, EncodePosition(m.committed)))
+	out = append(out, m.marker(schema.OpCommit, h, m.encodeCommitted()))
 	m.resetTx()
 	return out, nil
 }
@@ -388,6 +437,7 @@ func (m *mapper) record(h *replication.EventHeader, ti *tableInfo, op schema.Op,
 		Transaction: &schema.Transaction{ID: m.txIDFor(h), TotalOrder: m.txOrder, DataCollectionOrder: m.tableOrder[ti.id]},
 		TsMs:        m.now().UnixMilli(),
 		Headers:     headers,
+		ID:          m.nextID(),
 	}
 }
 
@@ -435,7 +485,8 @@ func (m *mapper) heartbeat() schema.Record {
 		Source: schema.Source{Connector: m.flavor, Name: m.serverName, TsMs: now,
 			GTID: m.committed.GTIDSet, File: m.committed.File, Pos: uint64(m.committed.Pos)},
 		TsMs:     now,
-		Position: EncodePosition(m.committed),
+		Position: m.encodeCommitted(),
+		ID:       streamID(m.epoch, m.committed.File, m.committed.Pos, 0),
 	}
 }
 

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // PositionVersion is the version of the position text form written by
@@ -27,6 +31,10 @@ type SnapshotProgress struct {
 	// Key holds the text form of each primary-key column of the last row
 	// delivered; nil: the table is read from its start.
 	Key [][]byte `json:"key,omitempty"`
+	// Rows is how many rows the snapshot numbered before this point: a
+	// resumed snapshot numbers its rows on from here, so record IDs keep
+	// growing even when it resumes at the same binlog position.
+	Rows uint64 `json:"rows,omitempty"`
 }
 
 // Position is a point in the server's binlog at a transaction boundary:
@@ -38,8 +46,43 @@ type Position struct {
 	GTIDSet string `json:"gtid,omitempty"` // executed GTID set; preferred for resuming
 	File    string `json:"file,omitempty"` // binlog file name, used when GTIDSet is empty
 	Pos     uint32 `json:"pos,omitempty"`  // offset in File
+	// Epoch is the history this position belongs to (schema.ID.Epoch): a
+	// source started without a saved position, or a new snapshot, begins a
+	// new one from the clock. 0: none (a position written by hand or by an
+	// older version): opening it begins a new epoch.
+	Epoch uint64 `json:"epoch,omitempty"`
 	// Snapshot is set while an initial snapshot is in progress (version 2).
 	Snapshot *SnapshotProgress `json:"snapshot,omitempty"`
+}
+
+// newEpoch returns a new epoch from the clock: greater than every epoch
+// begun before on this machine, as long as its clock does not go back.
+func newEpoch() uint64 { return uint64(time.Now().UnixNano()) }
+
+// fileSeq is the sequence number of a binlog file: the numeric suffix of
+// mysql-bin.000042 (0 when the name has none).
+func fileSeq(name string) uint32 {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseUint(name[i+1:], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
+
+// streamID is the identity of the idx-th record made from the binlog event
+// that ends at pos in file.
+func streamID(epoch uint64, file string, pos uint32, idx uint64) schema.ID {
+	return schema.ID{Epoch: epoch, File: fileSeq(file), Pos: uint64(pos), Phase: schema.PhaseStream, Index: idx}
+}
+
+// atOrAfter reports whether (file, pos) is at or after p in the binlog.
+func atOrAfter(file string, pos uint32, p Position) bool {
+	a, b := fileSeq(file), fileSeq(p.File)
+	return a > b || a == b && pos >= p.Pos
 }
 
 // String renders the position for logs and error messages.
@@ -49,6 +92,9 @@ func (p Position) String() string {
 		fmt.Fprintf(&b, "gtid=%q ", p.GTIDSet)
 	}
 	fmt.Fprintf(&b, "file=%s pos=%d", p.File, p.Pos)
+	if p.Epoch != 0 {
+		fmt.Fprintf(&b, " epoch=%x", p.Epoch)
+	}
 	if p.Snapshot != nil {
 		fmt.Fprintf(&b, " snapshot=%s.%s", p.Snapshot.Database, p.Snapshot.Table)
 		if p.Snapshot.Key != nil {

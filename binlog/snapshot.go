@@ -49,10 +49,15 @@ func (s *Source) SnapshotStats() SnapshotStats {
 // snapshotter reads the included tables inside one consistent-snapshot
 // transaction on one connection.
 type snapshotter struct {
-	s      *Source
-	db     *sql.DB
-	conn   *sql.Conn
-	start  Position // the streaming position the snapshot is consistent with
+	s     *Source
+	db    *sql.DB
+	conn  *sql.Conn
+	start Position // the streaming position the snapshot is consistent with
+	// from, for a resumed snapshot, is where the interrupted run's stream
+	// stood: the stream is caught up from there to start before the rest
+	// of the snapshot is read (see Source.catchUp).
+	from   *Position
+	rows   uint64 // rows numbered so far: the next row's ID index
 	tables []schema.TableID
 	resume *SnapshotProgress // nil: from the first table's start
 	fresh  bool              // a new snapshot, not a resumed one
@@ -107,10 +112,18 @@ func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *Sn
 	if err != nil {
 		return nil, err
 	}
+	// A fresh snapshot begins a new epoch: its rows order after everything
+	// read before (an earlier history, a reset). A resumed one goes on in
+	// the epoch of the interrupted run, at a new consistent point: its
+	// stream is caught up to that point first, then it reads the rest.
+	sn.start = pos
 	if resume == nil {
-		sn.start = pos
+		sn.start.Epoch = newEpoch()
 	} else {
-		sn.start = start
+		sn.start.Epoch = start.Epoch
+		from := start
+		sn.from = &from
+		sn.rows = resume.Rows
 	}
 	if sn.tables, err = sn.listTables(ctx); err != nil {
 		return nil, err
@@ -767,6 +780,9 @@ func (sn *snapshotter) run(ctx context.Context) error {
 					p.Snapshot = &SnapshotProgress{Database: id.Database, Table: id.Table, Key: key}
 				}
 				if p.Snapshot != nil {
+					p.Snapshot.Rows = sn.rows
+				}
+				if p.Snapshot != nil {
 					recs[len(recs)-1].Position = EncodePosition(p)
 				}
 				if !flush(recs) {
@@ -804,7 +820,7 @@ func (sn *snapshotter) run(ctx context.Context) error {
 	} else {
 		hb := schema.Record{Op: schema.OpHeartbeat, Source: schema.Source{Connector: s.cfg.Flavor, Name: s.cfg.ServerName,
 			TsMs: time.Now().UnixMilli(), GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos)},
-			TsMs: time.Now().UnixMilli(), Position: plain}
+			TsMs: time.Now().UnixMilli(), Position: plain, ID: sn.nextID()}
 		if !s.send(ctx, batch{recs: []schema.Record{hb}}) {
 			return ctx.Err()
 		}
@@ -830,7 +846,17 @@ func (sn *snapshotter) record(ti *tableInfo, row schema.Row, first bool) schema.
 		Source: schema.Source{Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: snap,
 			GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos)},
 		TsMs: time.Now().UnixMilli(),
+		ID:   sn.nextID(),
 	}
+}
+
+// nextID is the identity of the next snapshot row: the snapshot's epoch and
+// consistent position, PhaseSnapshot (after the stream up to that position,
+// before every change after it) and the row's number in the snapshot.
+func (sn *snapshotter) nextID() schema.ID {
+	id := schema.ID{Epoch: sn.start.Epoch, File: fileSeq(sn.start.File), Pos: uint64(sn.start.Pos), Phase: schema.PhaseSnapshot, Index: sn.rows}
+	sn.rows++
+	return id
 }
 
 // positionPurged reports whether the server's binlog no longer reaches back

@@ -105,6 +105,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 			if start, err = currentPosition(conn, s.cfg.Flavor); err != nil {
 				return err
 			}
+			start.Epoch = newEpoch()
 			s.log.Info("binlog: starting at the server's current position", "position", start.String())
 		}
 	} else {
@@ -113,6 +114,12 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		}
 		if start.Flavor != s.cfg.Flavor {
 			return fmt.Errorf("%w: stored position is for %s, the config says %s", ErrBadPosition, start.Flavor, s.cfg.Flavor)
+		}
+		if start.Epoch == 0 {
+			// Written by hand or by an older version: its records get IDs
+			// of a new epoch, so sinks apply them rather than skip them.
+			start.Epoch = newEpoch()
+			s.log.Info("binlog: the position has no epoch: record IDs begin a new one", "epoch", fmt.Sprintf("%x", start.Epoch))
 		}
 		switch {
 		case start.Snapshot != nil:
@@ -151,7 +158,13 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		if snap, err = s.prepareSnapshot(ctx, start, resume); err != nil {
 			return err
 		}
+		// The mapper starts where the stream goes on from: the snapshot's
+		// point, or for a resumed snapshot the interrupted run's stream
+		// position, caught up to the new point before the snapshot reads on.
 		start = snap.start
+		if snap.from != nil {
+			start = *snap.from
+		}
 	}
 	var hist *schemaHistory
 	if s.cfg.HistoryFile != "" {
@@ -192,7 +205,16 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 // snapshotThenStream reads the snapshot, then streams from the position it
 // is consistent with (or stops with ErrSnapshotDone for initial_only).
 func (s *Source) snapshotThenStream(ctx context.Context, m *mapper, snap *snapshotter) {
-	err := snap.run(ctx)
+	var err error
+	if snap.from != nil {
+		m.snapshot = snap.resume
+		if err = s.catchUp(ctx, m, snap.start); err == nil {
+			err = m.moveTo(snap.start)
+		}
+	}
+	if err == nil {
+		err = snap.run(ctx)
+	}
 	snap.close()
 	if err == nil && s.cfg.Snapshot == SnapshotInitialOnly {
 		err = ErrSnapshotDone
@@ -230,6 +252,7 @@ func CurrentPosition(ctx context.Context, cfg Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.Epoch = newEpoch() // a pipeline moved here applies what follows
 	return EncodePosition(p), nil
 }
 
@@ -320,7 +343,10 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		UseDecimal: true, ParseTime: true,
 		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
-		Logger: s.log.With("component", "go-mysql"),
+		// MariaDB 11.4 may send events with log pos 0; record IDs are built
+		// from each event's end position, so have the client fill it in.
+		FillZeroLogPos: s.cfg.Flavor == FlavorMariaDB,
+		Logger:         s.log.With("component", "go-mysql"),
 	}
 }
 
@@ -459,19 +485,63 @@ func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.Binlog
 			return err
 		}
 		*failures = 0
-		recs, err := m.Map(ev, nil)
+		if err := s.mapEvent(ctx, m, ev); err != nil {
+			return err
+		}
+	}
+}
+
+// mapEvent maps one event and hands its records on.
+func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.BinlogEvent) error {
+	recs, err := m.Map(ev, nil)
+	if err != nil {
+		return fmt.Errorf("binlog: at %s:%d: %w", m.file, ev.Header.LogPos, err)
+	}
+	if m.hist != nil && len(m.hist.pending) > 0 {
+		// on disk before any position after the statement is handed on
+		if err := appendHistory(s.cfg.HistoryFile, m.hist.pending); err != nil {
+			return fmt.Errorf("%w: %v", ErrUnsupported, err)
+		}
+		m.hist.pending = m.hist.pending[:0]
+	}
+	if len(recs) > 0 && !s.send(ctx, batch{recs: recs}) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// catchUp streams from the mapper's position to the consistent point of a
+// resumed snapshot. The interrupted run read part of the tables at an older
+// point; streaming the changes since then, before the rest is read at the
+// new point, brings every row forward (rows deleted meanwhile included) and
+// keeps IDs growing: the changes order after the old point's rows and
+// before the new point's. Positions handed on meanwhile carry the snapshot
+// progress, so a restart resumes the snapshot again.
+func (s *Source) catchUp(ctx context.Context, m *mapper, to Position) error {
+	if atOrAfter(m.committed.File, m.committed.Pos, to) {
+		return nil
+	}
+	s.log.Info("binlog: resumed snapshot: streaming the changes since the interrupted run", "from", m.Committed().String(), "to", to.String())
+	syncer, stream, err := s.startSync(m.Committed())
+	if err != nil {
+		return err
+	}
+	defer syncer.Close()
+	for {
+		ev, err := stream.GetEvent(ctx)
 		if err != nil {
-			return fmt.Errorf("binlog: at %s:%d: %w", m.file, ev.Header.LogPos, err)
+			return fmt.Errorf("binlog: resumed snapshot: catching the stream up from %s to %s: %w", m.Committed().String(), to.String(), s.classify(err, m.Committed()))
 		}
-		if m.hist != nil && len(m.hist.pending) > 0 {
-			// on disk before any position after the statement is handed on
-			if err := appendHistory(s.cfg.HistoryFile, m.hist.pending); err != nil {
-				return fmt.Errorf("%w: %v", ErrUnsupported, err)
-			}
-			m.hist.pending = m.hist.pending[:0]
+		h := ev.Header
+		if h.LogPos >= h.EventSize && h.LogPos > 0 && !m.inTx && h.EventType != replication.ROTATE_EVENT &&
+			atOrAfter(m.file, h.LogPos-h.EventSize, to) {
+			return nil // the event starts at or after the snapshot's point
 		}
-		if len(recs) > 0 && !s.send(ctx, batch{recs: recs}) {
-			return ctx.Err()
+		if err := s.mapEvent(ctx, m, ev); err != nil {
+			return err
+		}
+		if !m.inTx && atOrAfter(m.committed.File, m.committed.Pos, to) {
+			return nil
 		}
 	}
 }

@@ -11,18 +11,29 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// QueueFor picks the queue of a record: a hash of table and key, so that all
-// changes to one row go to one queue and stay in order.
+// QueueFor picks the queue of a record among queues: a hash of table and
+// key, so that all changes to one row go to one queue and stay in order.
+// It is the one partitioner of every transport (the RocketMQ publisher
+// indexes a topic's writable queues with it).
 func QueueFor(r *schema.Record, queues int) int {
 	if queues <= 1 {
 		return 0
 	}
+	return QueueForKey(r.Table, r.KeyString(), queues)
+}
+
+// QueueForKey is QueueFor for a table and a key's text form
+// (schema.Record.KeyString): fnv32a of "database.table", a NUL and the key.
+func QueueForKey(table schema.TableID, key string, queues int) int {
+	if queues <= 1 {
+		return 0
+	}
 	h := fnv.New32a()
-	h.Write([]byte(r.Table.Database))
+	h.Write([]byte(table.Database))
+	h.Write([]byte{'.'})
+	h.Write([]byte(table.Table))
 	h.Write([]byte{0})
-	h.Write([]byte(r.Table.Table))
-	h.Write([]byte{0})
-	h.Write([]byte(r.KeyString()))
+	h.Write([]byte(key))
 	return int(h.Sum32() % uint32(queues))
 }
 
@@ -38,6 +49,9 @@ type Embedded struct {
 	// txQueues holds, per transaction whose commit has not been published
 	// yet, the queues that received its records.
 	txQueues map[string]map[int]bool
+	// offsets counts the records put on each queue (under txMu): the
+	// Delivery.Offset of the next, for logs; ordering uses Record.ID.
+	offsets []int64
 }
 
 // maxOpenTx bounds txQueues: transactions whose commit never came (a source
@@ -57,7 +71,7 @@ func NewEmbedded(n, depth int) *Embedded {
 	if depth <= 0 {
 		depth = 16
 	}
-	e := &Embedded{queues: make([]chan part, n)}
+	e := &Embedded{queues: make([]chan part, n), offsets: make([]int64, n)}
 	for i := range e.queues {
 		e.queues[i] = make(chan part, depth)
 	}
@@ -113,7 +127,7 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 			// carry the end mark, and a transactional sink waits for it.
 			for q := range p.e.txQueues[id] {
 				if !inBatch[id][q] {
-					split[q] = append(split[q], withQueue(r, q))
+					split[q] = append(split[q], p.e.deliver(r, q))
 				}
 			}
 			delete(p.e.txQueues, id)
@@ -134,7 +148,7 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 		if ends[i] {
 			r = WithTxEnd(r)
 		}
-		split[q] = append(split[q], withQueue(r, q))
+		split[q] = append(split[q], p.e.deliver(r, q))
 	}
 	p.e.txMu.Unlock()
 	var parts int32
@@ -172,13 +186,12 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 	return nil
 }
 
-// withQueue returns r with its Delivery (if any) pointing at queue q.
-func withQueue(r schema.Record, q int) schema.Record {
-	if r.Delivery != nil {
-		d := *r.Delivery
-		d.Queue = q
-		r.Delivery = &d
-	}
+// deliver returns r as queue q hands it to the sink: with its Delivery
+// there (the record's ID, set by the source, travels unchanged). Called
+// under txMu.
+func (e *Embedded) deliver(r schema.Record, q int) schema.Record {
+	e.offsets[q]++
+	r.Delivery = &schema.Delivery{Topic: EmbeddedTopic, Queue: q, Offset: e.offsets[q]}
 	return r
 }
 

@@ -35,10 +35,6 @@ type Pipeline struct {
 	Positions  PositionStore
 	Log        *slog.Logger
 
-	// SourceFingerprint identifies what the source reads (its filters and
-	// server); when it changes, record sequences restart (see sequence.go).
-	SourceFingerprint string
-
 	MaxInFlight  int           // records published but not acknowledged; default 8192
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
 	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
@@ -293,15 +289,12 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	if err != nil {
 		return closePub(err)
 	}
-	pos, seq, seqOK := decodeSaved(stored, p.SourceFingerprint)
-	if !seqOK {
-		seq = freshSeq()
-	}
+	var pos []byte
 	if stored == nil {
-		pos = nil
 		log.Info("no saved position; starting from the source's configured start", "pipeline", p.Name)
 	} else {
-		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos), "sequence_continued", seqOK)
+		pos = SourcePosition(stored)
+		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos))
 	}
 	if err := p.Source.Open(ctx, pos); err != nil {
 		return closePub(fmt.Errorf("open source: %w", err))
@@ -346,7 +339,7 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		}
 	}()
 
-	readErr := p.readLoop(readCtx, w, seq)
+	readErr := p.readLoop(readCtx, w)
 
 	// Graceful stop: wait for what is in flight, then save the final position.
 	drain := p.DrainTimeout
@@ -397,7 +390,7 @@ func (p *Pipeline) save(ctx context.Context, store PositionStore, w *window) err
 	return nil
 }
 
-func (p *Pipeline) readLoop(ctx context.Context, w *window, seq int64) error {
+func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 	for {
 		if err := p.waitResumed(ctx); err != nil {
 			return nil
@@ -412,16 +405,12 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window, seq int64) error {
 		if len(recs) == 0 {
 			continue
 		}
-		// Number the records; the newest resumable point of the batch is
-		// saved together with the number of the record that carries it.
+		// Records carry their identity from the source; the newest
+		// resumable point of the batch is what gets saved.
 		var pos []byte
 		for i := range recs {
-			seq++
-			if recs[i].Op != schema.OpRead && recs[i].Delivery == nil {
-				recs[i].Delivery = &schema.Delivery{Topic: EmbeddedTopic, Offset: seq}
-			}
 			if recs[i].Position != nil {
-				pos = encodeSaved(recs[i].Position, seq, p.SourceFingerprint)
+				pos = recs[i].Position
 			}
 		}
 		seq, err := w.add(ctx, len(recs), pos)

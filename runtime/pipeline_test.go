@@ -36,7 +36,8 @@ func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
 	var out []schema.Record
 	for i := 0; i < 3 && s.next < s.n; i++ {
 		out = append(out, schema.Record{Op: schema.OpUpdate, Table: schema.TableID{Database: "d", Table: "t"},
-			Key: schema.Row{int64(s.next % s.k)}, After: schema.Row{int64(s.next % s.k), int64(s.next)}})
+			Key: schema.Row{int64(s.next % s.k)}, After: schema.Row{int64(s.next % s.k), int64(s.next)},
+			ID: schema.ID{Epoch: 1, Pos: uint64(s.next)}})
 		s.next++
 	}
 	s.tx++
@@ -185,65 +186,75 @@ func TestFatalSinkErrorFailsPipelineWithoutSavingPastIt(t *testing.T) {
 	}
 }
 
-// A replay from a saved position must number records as the first run did,
-// so the sink can recognise what it already applied; a position set by hand
-// or a changed source starts above every number used before.
-func TestReplayKeepsRecordSequence(t *testing.T) {
-	run := func(store *memStore, fp string, n int) map[string]int64 {
-		src := &fakeSource{n: n, k: 5}
-		got := map[string]int64{}
-		var mu sync.Mutex
-		snk := &seqSink{seen: got, mu: &mu}
-		e := NewEmbedded(2, 4)
-		p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store, SourceFingerprint: fp}
-		if err := runUntil(t, p, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == n }); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
+// The pipeline hands records on with the identity their source gave them
+// (it numbers nothing itself), the embedded transport says where each was
+// delivered, and the saved position is the source's own.
+func TestPipelineKeepsSourceIDs(t *testing.T) {
+	src := &fakeSource{n: 30, k: 5}
+	got := map[string]schema.ID{}
+	var mu sync.Mutex
 	store := &memStore{pos: map[string][]byte{}}
-	first := run(store, "fp1", 30)
-	// Replay: the fake source restarts from the beginning whatever it is
-	// given, like a source resumed from an old position; put back the first
-	// saved position's sequence to model a crash right after a save.
-	saved := store.pos["p"]
-	_, seq, ok := decodeSaved(saved, "fp1")
-	if !ok {
-		t.Fatalf("saved position %s has no sequence", saved)
+	e := NewEmbedded(2, 4)
+	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: &idSink{seen: got, mu: &mu}, Positions: store}
+	if err := runUntil(t, p, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 30 }); err != nil {
+		t.Fatal(err)
 	}
-	store.pos["p"] = encodeSaved([]byte("tx-0"), seq-int64(40), "fp1") // 40 records = 30 rows + 10 markers
-	second := run(store, "fp1", 30)
-	for k, v := range first {
-		if second[k] != v {
-			t.Fatalf("record %s numbered %d on replay, %d before", k, second[k], v)
+	for k, id := range got {
+		if want := (schema.ID{Epoch: 1, Pos: uint64(mustAtoi(t, k))}); id != want {
+			t.Fatalf("record %s reached the sink with ID %v, the source gave %v", k, id, want)
 		}
 	}
-	store.pos["p"] = encodeSaved([]byte("tx-0"), seq-int64(40), "fp1")
-	third := run(store, "fp2", 30)
-	for k, v := range first {
-		if third[k] <= v {
-			t.Fatalf("after a source change record %s got %d, not above the old %d", k, third[k], v)
-		}
+	if string(store.pos["p"]) != "tx-10" {
+		t.Fatalf("saved %q, want the source's own position tx-10", store.pos["p"])
 	}
 }
 
-type seqSink struct {
+// A position saved by a version that numbered records in the runtime
+// ({"sluice_position":1,...}) still loads: the source opens at its source
+// part.
+func TestPipelineLoadsV1SavedPosition(t *testing.T) {
+	src := &fakeSource{n: 3, k: 1}
+	store := &memStore{pos: map[string][]byte{"p": []byte(`{"sluice_position":1,"source":"tx-7","seq":1796073297165392400,"fingerprint":"ab"}`)}}
+	e := NewEmbedded(1, 4)
+	snk := &fakeSink{seen: map[int64][]int64{}}
+	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store}
+	if err := runUntil(t, p, func() bool { return snk.count() == 3 }); err != nil {
+		t.Fatal(err)
+	}
+	if string(src.opened) != "tx-7" {
+		t.Fatalf("source opened at %q, want tx-7", src.opened)
+	}
+	if got := string(SourcePosition([]byte(`{"v":1,"flavor":"mariadb","file":"mysql-bin.000001","pos":4}`))); got != `{"v":1,"flavor":"mariadb","file":"mysql-bin.000001","pos":4}` {
+		t.Fatalf("a binlog position is its own source position, got %q", got)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+type idSink struct {
 	mu   *sync.Mutex
-	seen map[string]int64
+	seen map[string]schema.ID
 }
 
-func (s *seqSink) Write(_ context.Context, recs []schema.Record) error {
+func (s *idSink) Write(_ context.Context, recs []schema.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range recs {
-		if r.Delivery == nil || r.Delivery.Topic != EmbeddedTopic {
+		if r.Delivery == nil || r.Delivery.Topic != EmbeddedTopic || r.Delivery.Offset <= 0 {
 			return fmt.Errorf("record without an embedded delivery: %+v", r.Delivery)
 		}
-		s.seen[fmt.Sprint(r.After[1])] = r.Delivery.Offset
+		s.seen[fmt.Sprint(r.After[1])] = r.ID
 	}
 	return nil
 }
-func (s *seqSink) Close() error { return nil }
+func (s *idSink) Close() error { return nil }
 
 // failingStore loads nothing and fails every Save with err.
 type failingStore struct{ err error }

@@ -56,8 +56,7 @@ func NewRESTHandler(w *Worker, token string) http.Handler {
 	})
 	mux.HandleFunc("GET /connectors/{name}/offsets", func(rw http.ResponseWriter, r *http.Request) {
 		stored, err := w.Position(r.Context(), r.PathValue("name"))
-		_, seq, _ := decodeSaved(stored, "")
-		respond(rw, map[string]any{"position": string(SourcePosition(stored)), "sequence": seq}, err)
+		respond(rw, map[string]any{"position": string(SourcePosition(stored))}, err)
 	})
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", func(rw http.ResponseWriter, r *http.Request) {
 		respond(rw, nil, w.ResetPosition(r.Context(), r.PathValue("name"), nil))

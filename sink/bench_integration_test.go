@@ -359,7 +359,7 @@ func BenchmarkTransactionalPostgres(b *testing.B) {
 		for i := range recs {
 			seq := int64(round)*n + int64(i)
 			recs[i].Transaction = &schema.Transaction{ID: fmt.Sprintf("tx-%d", seq/7), TotalOrder: seq%7 + 1}
-			recs[i].Delivery = &schema.Delivery{Topic: topic, Queue: 0, Offset: seq}
+			recs[i].Delivery, recs[i].ID = deliveredAt(topic, 0, int64(seq))
 		}
 		return recs
 	}

@@ -95,6 +95,12 @@ type Config struct {
 	// records of a source transaction whose end has not arrived yet; default
 	// "sluice_pending", in the connection's default schema or database.
 	PendingTable string
+	// ControlTables names more tables of sluice's own in the target (the
+	// positions table when positions are stored there), "table" in the
+	// connection's default schema or database, or "schema.table". Like the
+	// progress and pending tables, no source table may map onto one: the
+	// sink refuses such a record instead of writing over it.
+	ControlTables []string
 }
 
 // Policies of Config.SchemaChanges, Config.OnError and Config.KeylessMode.

@@ -11,7 +11,7 @@ import (
 
 func ddlRec(db, q string, off int64) schema.Record {
 	return schema.Record{Op: schema.OpSchemaChange, Table: schema.TableID{Database: db}, Change: &schema.SchemaChange{DDL: q, Kind: ddlKindOf(q)},
-		Delivery: &schema.Delivery{Topic: "ddl", Queue: 0, Offset: off}}
+		Delivery: &schema.Delivery{Topic: "ddl", Queue: 0, Offset: off}, ID: testID(int64(off))}
 }
 
 func ddlKindOf(q string) string {
@@ -24,7 +24,7 @@ func ddlKindOf(q string) string {
 }
 
 func at(r schema.Record, off int64) schema.Record {
-	r.Delivery = &schema.Delivery{Topic: "ddl", Queue: 0, Offset: off}
+	r.Delivery, r.ID = deliveredAt("ddl", 0, int64(off))
 	return r
 }
 

@@ -22,6 +22,8 @@ type dialect interface {
 	addColumn(t target, c colDef) string
 	truncate(t target) string
 	progressDDL(table string) string
+	progressMigrate(table string) string
+	tableColumns() string // column names of a table of the default schema ($1)
 	progressSelect(table string) string
 	progressUpsert(table string) string
 	// columnsQuery reads a table's columns. Args: schema ("" = default),
@@ -179,17 +181,33 @@ func (d postgres) addColumn(t target, c colDef) string {
 
 func (d postgres) truncate(t target) string { return "TRUNCATE TABLE " + qualified(d, t) }
 
+// The progress table holds per queue the text form of the last applied
+// record ID (schema.ID.String, which sorts like IDs under a binary
+// collation); the empty string means nothing applied.
+const pgLastID = `last_id TEXT COLLATE "C" NOT NULL DEFAULT ''`
+
 func (d postgres) progressDDL(table string) string {
-	return "CREATE TABLE IF NOT EXISTS " + d.quote(table) + ` (pipeline TEXT NOT NULL, topic TEXT NOT NULL, queue INTEGER NOT NULL, last_offset BIGINT NOT NULL, updated_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, topic, queue))`
+	return "CREATE TABLE IF NOT EXISTS " + d.quote(table) + ` (pipeline TEXT NOT NULL, topic TEXT NOT NULL, queue INTEGER NOT NULL, ` + pgLastID + `, updated_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, topic, queue))`
+}
+
+// progressMigrate turns a progress table of the shape before record IDs
+// (last_offset BIGINT) into the current one: its offsets are not IDs, so
+// every queue starts with nothing applied.
+func (d postgres) progressMigrate(table string) string {
+	return "ALTER TABLE " + d.quote(table) + " ADD COLUMN IF NOT EXISTS " + pgLastID + ", ALTER COLUMN last_offset SET DEFAULT -1"
 }
 
 func (d postgres) progressSelect(table string) string {
-	return "SELECT last_offset FROM " + d.quote(table) + " WHERE pipeline = $1 AND topic = $2 AND queue = $3"
+	return "SELECT last_id FROM " + d.quote(table) + " WHERE pipeline = $1 AND topic = $2 AND queue = $3"
 }
 
 func (d postgres) progressUpsert(table string) string {
 	q := d.quote(table)
-	return "INSERT INTO " + q + " (pipeline, topic, queue, last_offset, updated_at) VALUES ($1, $2, $3, $4, now()) ON CONFLICT (pipeline, topic, queue) DO UPDATE SET last_offset = GREATEST(" + q + ".last_offset, EXCLUDED.last_offset), updated_at = now()"
+	return "INSERT INTO " + q + " (pipeline, topic, queue, last_id, updated_at) VALUES ($1, $2, $3, $4, now()) ON CONFLICT (pipeline, topic, queue) DO UPDATE SET last_id = GREATEST(" + q + ".last_id, EXCLUDED.last_id), updated_at = now()"
+}
+
+func (postgres) tableColumns() string {
+	return "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1"
 }
 
 func (postgres) columnsQuery() string {
@@ -413,16 +431,26 @@ func (d mysql) addColumn(t target, c colDef) string {
 	return "ALTER TABLE " + qualified(d, t) + " ADD COLUMN " + columnDef(d, c)
 }
 
+const myLastID = "last_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''"
+
 func (d mysql) progressDDL(table string) string {
-	return "CREATE TABLE IF NOT EXISTS " + d.quote(table) + " (pipeline VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL, queue INT NOT NULL, last_offset BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, topic, queue)) DEFAULT CHARSET=utf8mb4"
+	return "CREATE TABLE IF NOT EXISTS " + d.quote(table) + " (pipeline VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL, queue INT NOT NULL, " + myLastID + ", updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, topic, queue)) DEFAULT CHARSET=utf8mb4"
+}
+
+func (d mysql) progressMigrate(table string) string {
+	return "ALTER TABLE " + d.quote(table) + " ADD COLUMN " + myLastID + ", ALTER COLUMN last_offset SET DEFAULT -1"
 }
 
 func (d mysql) progressSelect(table string) string {
-	return "SELECT last_offset FROM " + d.quote(table) + " WHERE pipeline = ? AND topic = ? AND queue = ?"
+	return "SELECT last_id FROM " + d.quote(table) + " WHERE pipeline = ? AND topic = ? AND queue = ?"
 }
 
 func (d mysql) progressUpsert(table string) string {
-	return "INSERT INTO " + d.quote(table) + " (pipeline, topic, queue, last_offset, updated_at) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE last_offset = GREATEST(last_offset, VALUES(last_offset)), updated_at = CURRENT_TIMESTAMP(6)"
+	return "INSERT INTO " + d.quote(table) + " (pipeline, topic, queue, last_id, updated_at) VALUES (?, ?, ?, ?, CURRENT_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE last_id = GREATEST(last_id, VALUES(last_id)), updated_at = CURRENT_TIMESTAMP(6)"
+}
+
+func (mysql) tableColumns() string {
+	return "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?"
 }
 
 func (mysql) columnsQuery() string {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // requireEnv skips (or, with CI=true, fails) when a server's env var is unset.
@@ -157,19 +159,25 @@ func (e *tenv) rows(t testing.TB, table string) map[int64]string {
 	return out
 }
 
+// progress returns the offset whose testID a queue's progress row holds
+// (false: no row, or nothing applied).
 func (e *tenv) progress(t testing.TB, topic string, queue int) (int64, bool) {
 	t.Helper()
-	q := "SELECT last_offset FROM sluice_progress WHERE pipeline = $1 AND topic = $2 AND queue = $3"
+	q := "SELECT last_id FROM sluice_progress WHERE pipeline = $1 AND topic = $2 AND queue = $3"
 	if e.dialect == DialectMySQL {
 		q = strings.NewReplacer("$1", "?", "$2", "?", "$3", "?").Replace(q)
 	}
-	var off int64
-	err := e.db.QueryRow(q, e.cfg.Pipeline, topic, queue).Scan(&off)
-	if err == sql.ErrNoRows {
+	var text string
+	err := e.db.QueryRow(q, e.cfg.Pipeline, topic, queue).Scan(&text)
+	if err == sql.ErrNoRows || err == nil && text == "" {
 		return 0, false
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return off, true
+	id, err := schema.ParseID(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(id.Pos) - 1, true
 }

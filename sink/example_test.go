@@ -34,7 +34,7 @@ func ExampleNew() {
 		Table:     schema.TableID{Database: "shop", Table: "orders"},
 		KeySchema: key, Key: schema.Row{int64(1)},
 		ValueSchema: value, After: schema.Row{int64(1), schema.MustDec("9.90")},
-		Delivery: &schema.Delivery{Topic: "shop-orders", Queue: 0, Offset: 42},
+		Delivery: &schema.Delivery{Topic: "shop-orders", Queue: 0, Offset: 42}, ID: schema.ID{Epoch: 1, Pos: 42},
 	}
 	if err := s.Write(ctx, []schema.Record{rec}); err != nil {
 		slog.Error("write failed", "err", err) // retry unless the error says Fatal() == true

@@ -180,7 +180,7 @@ func TestWriteConcurrentQueues(t *testing.T) {
 					var recs []schema.Record
 					for i := 0; i < per; i++ {
 						rc := cIns(fmt.Sprintf("cq%d", q%2), int64(q*1000+i), fmt.Sprintf("r%d", r))
-						rc.Delivery = &schema.Delivery{Topic: "cq", Queue: q, Offset: int64(r*per + i)}
+						rc.Delivery, rc.ID = deliveredAt("cq", q, int64(r*per+i))
 						recs = append(recs, rc)
 					}
 					if err := s.Write(context.Background(), recs); err != nil {

@@ -31,10 +31,10 @@ func badBatch(table string) []schema.Record {
 			dur = 1000 * 3600_000000
 		}
 		recs = append(recs, schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "src", Table: table}, KeySchema: tKey, Key: schema.Row{i}, ValueSchema: val, After: schema.Row{i, doc, dur},
-			Delivery: &schema.Delivery{Topic: "oe", Queue: 0, Offset: i}})
+			Delivery: &schema.Delivery{Topic: "oe", Queue: 0, Offset: i}, ID: testID(int64(i))})
 	}
 	recs = append(recs, schema.Record{Op: schema.OpDelete, Table: schema.TableID{Database: "src", Table: table}, KeySchema: tKey, Key: schema.Row{int64(5)}, ValueSchema: val, Before: schema.Row{int64(5), nil, nil},
-		Delivery: &schema.Delivery{Topic: "oe", Queue: 0, Offset: 100}})
+		Delivery: &schema.Delivery{Topic: "oe", Queue: 0, Offset: 100}, ID: testID(int64(100))})
 	return recs
 }
 

@@ -36,7 +36,7 @@ func TestWriteConcurrentSameKeysFromSeveralQueues(t *testing.T) {
 							v = "final"
 						}
 						rc := cUpd("same", int64(k), int64(k), "?", v)
-						rc.Delivery = &schema.Delivery{Topic: "same", Queue: q, Offset: int64(r*keys + j)}
+						rc.Delivery, rc.ID = deliveredAt("same", q, int64(r*keys+j))
 						recs = append(recs, rc)
 					}
 					for attempt := 0; ; attempt++ {
@@ -100,7 +100,7 @@ func TestWriteCrashBetweenApplyAndAck(t *testing.T) {
 					version++
 					for k := int64(1); k <= 3; k++ {
 						r := cUpd(table, k, k, "?", fmt.Sprintf("v%02d", version))
-						r.Delivery = &schema.Delivery{Topic: topic, Queue: 0, Offset: off}
+						r.Delivery, r.ID = deliveredAt(topic, 0, int64(off))
 						r.Transaction = &schema.Transaction{ID: fmt.Sprintf("t%d", version)}
 						if k == 3 {
 							r.Position = []byte(fmt.Sprintf("after t%d", version)) // transaction boundary
@@ -148,11 +148,11 @@ func TestWriteStaleWriterIsFenced(t *testing.T) {
 		a, b := e.open(t, nil), e.open(t, nil)
 		at := func(off int64, v string) schema.Record {
 			r := cUpd("fence", 1, 1, "?", v)
-			r.Delivery = &schema.Delivery{Topic: "fence", Queue: 0, Offset: off}
+			r.Delivery, r.ID = deliveredAt("fence", 0, int64(off))
 			return r
 		}
 		write(t, b, at(0, "v0")) // B knows the progress: 0
-		if _, ok := b.progress[progressKey{"fence", 0}]; !ok {
+		if _, ok := b.progress[progressKey{"fence", "", 0}]; !ok {
 			t.Fatal("B did not keep the progress it committed: it would not be stale")
 		}
 		var newer []schema.Record

@@ -304,45 +304,72 @@ func describeKey(cols []string, key []any) string {
 	return b.String()
 }
 
-// progressKey identifies a transport queue.
+// progressKey identifies a transport queue: with several RocketMQ master
+// brokers, queue numbers repeat per broker.
 type progressKey struct {
-	Topic string
-	Queue int
+	Topic  string
+	Broker string
+	Queue  int
 }
 
-// filterDelivered drops records already applied according to last (the
-// stored last offset per queue; a missing entry means nothing applied) and
-// returns the rest with the highest offset seen per queue. recs is returned
-// as is (not copied) when nothing is dropped.
-func filterDelivered(recs []schema.Record, last map[progressKey]int64) ([]schema.Record, map[progressKey]int64) {
-	maxOff := map[progressKey]int64{}
-	skip := func(d *schema.Delivery) bool {
-		l, ok := last[progressKey{d.Topic, d.Queue}]
-		return ok && d.Offset <= l
+func deliveryKey(d *schema.Delivery) progressKey { return progressKey{d.Topic, d.Broker, d.Queue} }
+
+// String names the queue in messages.
+func (k progressKey) String() string {
+	if k.Broker == "" {
+		return fmt.Sprintf("%s/%d", k.Topic, k.Queue)
 	}
-	skipped := 0
+	return fmt.Sprintf("%s/%s/%d", k.Topic, k.Broker, k.Queue)
+}
+
+// counts reports whether r moves its queue's progress: a change (data or
+// schema change) delivered by a transport. Markers pass the filters as
+// they are; sinks apply nothing of them.
+func counts(r *schema.Record) bool {
+	return r.Delivery != nil && !r.Op.IsMarker()
+}
+
+// filterDelivered drops the records already applied: those whose ID is at
+// or below their queue's last applied ID in last (missing: nothing
+// applied), and replays inside the batch, whose ID is at or below that of
+// an earlier record of their queue (a source that restarted published them
+// again). It returns the rest with the highest ID kept per queue. recs is
+// returned as is (not copied) when nothing is dropped. A delivered change
+// without an ID is refused: nothing could tell it from a replay.
+func filterDelivered(recs []schema.Record, last map[progressKey]schema.ID) ([]schema.Record, map[progressKey]schema.ID, error) {
+	maxID := map[progressKey]schema.ID{}
+	var drop []bool
 	for i := range recs {
-		d := recs[i].Delivery
-		if d == nil {
+		r := &recs[i]
+		if !counts(r) {
 			continue
 		}
-		if skip(d) {
-			skipped++
+		if r.ID.IsZero() {
+			return nil, nil, fatal(fmt.Errorf("%w: %s record of %s key %s from queue %s (offset %d) has no record ID: it was not made by a sluice source of this version; nothing can tell whether it was applied already",
+				ErrValue, r.Op, r.Table, r.KeyString(), deliveryKey(r.Delivery), r.Delivery.Offset))
+		}
+		k := deliveryKey(r.Delivery)
+		top, ok := maxID[k]
+		if !ok {
+			top, ok = last[k]
+		}
+		if ok && r.ID.Compare(top) <= 0 {
+			if drop == nil {
+				drop = make([]bool, len(recs))
+			}
+			drop[i] = true
 			continue
 		}
-		k := progressKey{d.Topic, d.Queue}
-		if m, ok := maxOff[k]; !ok || d.Offset > m {
-			maxOff[k] = d.Offset
-		}
+		maxID[k] = r.ID
 	}
-	if skipped == 0 {
-		return recs, maxOff
+	if drop == nil {
+		return recs, maxID, nil
 	}
-	out := make([]schema.Record, 0, len(recs)-skipped)
+	out := make([]schema.Record, 0, len(recs))
 	for i := range recs {
-		if d := recs[i].Delivery; d == nil || !skip(d) {
+		if !drop[i] {
 			out = append(out, recs[i])
 		}
 	}
-	return out, maxOff
+	return out, maxID, nil
 }

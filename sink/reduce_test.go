@@ -212,11 +212,14 @@ func copyMap(m map[int64]string) map[int64]string {
 
 func TestFilterDelivered(t *testing.T) {
 	at := func(r schema.Record, q int, off int64) schema.Record {
-		r.Delivery = &schema.Delivery{Topic: "top", Queue: q, Offset: off}
+		r.Delivery, r.ID = deliveredAt("top", q, int64(off))
 		return r
 	}
 	recs := []schema.Record{at(ins(1, "a"), 0, 5), at(ins(2, "b"), 0, 6), at(ins(3, "c"), 1, 2), ins(4, "no delivery"), at(ins(5, "e"), 2, 9)}
-	kept, maxOff := filterDelivered(recs, map[progressKey]int64{{"top", 0}: 5, {"top", 1}: 3})
+	kept, maxID, err := filterDelivered(recs, map[progressKey]schema.ID{{"top", "", 0}: testID(5), {"top", "", 1}: testID(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids []int64
 	for _, r := range kept {
 		ids = append(ids, r.After[0].(int64))
@@ -224,9 +227,78 @@ func TestFilterDelivered(t *testing.T) {
 	if !reflect.DeepEqual(ids, []int64{2, 4, 5}) {
 		t.Fatalf("kept %v, want [2 4 5]", ids)
 	}
-	want := map[progressKey]int64{{"top", 0}: 6, {"top", 2}: 9}
-	if !reflect.DeepEqual(maxOff, want) {
-		t.Fatalf("max offsets %v, want %v", maxOff, want)
+	want := map[progressKey]schema.ID{{"top", "", 0}: testID(6), {"top", "", 2}: testID(9)}
+	if !reflect.DeepEqual(maxID, want) {
+		t.Fatalf("max IDs %v, want %v", maxID, want)
+	}
+}
+
+// Problem 9 of issue 10: after a source restart one batch holds a record
+// and its replay (published again, same ID) followed by the newer record.
+// The replay must be dropped before reduction, so the newest version wins
+// and the progress is the newest ID.
+func TestFilterDeliveredDropsReplaysInsideABatch(t *testing.T) {
+	at := func(r schema.Record, off int64) schema.Record {
+		r.Delivery, r.ID = deliveredAt("top", 0, off)
+		return r
+	}
+	recs := []schema.Record{at(upd(1, 1, "v1"), 1), at(upd(1, 1, "v2"), 2), at(upd(1, 1, "v1"), 1), at(upd(1, 1, "v2"), 2), at(upd(1, 1, "v3"), 3)}
+	kept, maxID, err := filterDelivered(recs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vals []string
+	for _, r := range kept {
+		vals = append(vals, r.After[1].(string))
+	}
+	if !reflect.DeepEqual(vals, []string{"v1", "v2", "v3"}) {
+		t.Fatalf("kept %v, want [v1 v2 v3]", vals)
+	}
+	if maxID[progressKey{"top", "", 0}] != testID(3) {
+		t.Fatalf("max ID %v", maxID)
+	}
+	p, err := reduce(kept, defaultTarget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := render(p); got != "db.t[+1=v3]" {
+		t.Fatalf("reduced to %s, want the newest v3", got)
+	}
+}
+
+// Problem 4 of issue 10: queues with the same number on two brokers are two
+// queues; the progress of one does not skip records of the other.
+func TestFilterDeliveredKeysQueuesByBroker(t *testing.T) {
+	on := func(r schema.Record, broker string, off int64) schema.Record {
+		r.Delivery, r.ID = deliveredAt("top", 0, off)
+		r.Delivery.Broker = broker
+		return r
+	}
+	last := map[progressKey]schema.ID{{"top", "broker-a", 0}: testID(100)}
+	kept, _, err := filterDelivered([]schema.Record{on(ins(1, "a"), "broker-a", 50), on(ins(2, "b"), "broker-b", 50)}, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || kept[0].After[0] != int64(2) {
+		t.Fatalf("kept %v, want only broker-b's record", kept)
+	}
+	if (progressKey{"top", "broker-b", 0}).stored() == (progressKey{"top", "broker-a", 0}).stored() {
+		t.Fatal("two brokers' queues share a progress row")
+	}
+}
+
+// A delivered change without an ID cannot be told from a replay: refused.
+func TestFilterDeliveredRefusesRecordsWithoutID(t *testing.T) {
+	r := ins(1, "a")
+	r.Delivery = &schema.Delivery{Topic: "top", Queue: 0, Offset: 7}
+	_, _, err := filterDelivered([]schema.Record{r}, nil)
+	if err == nil || !isFatal(err) || !strings.Contains(err.Error(), "no record ID") {
+		t.Fatalf("err = %v, want a fatal error naming the missing ID", err)
+	}
+	// markers carry no change: they pass without one
+	m := schema.Record{Op: schema.OpCommit, Delivery: &schema.Delivery{Topic: "top"}}
+	if kept, _, err := filterDelivered([]schema.Record{m}, nil); err != nil || len(kept) != 1 {
+		t.Fatalf("marker: %v %v", kept, err)
 	}
 }
 
@@ -251,4 +323,13 @@ func TestGroupRowsByColumnNames(t *testing.T) {
 	if len(groups) != 2 || len(groups[0].recs) != 3 || len(groups[1].recs) != 1 || len(groups[1].cols) != 3 {
 		t.Fatalf("got %d groups: %+v", len(groups), groups)
 	}
+}
+
+// testID is the record ID tests give the record delivered at offset off:
+// IDs grow with offsets.
+func testID(off int64) schema.ID { return schema.ID{Epoch: 1, Pos: uint64(off + 1)} }
+
+// deliveredAt is a Delivery at (topic, queue, off) and its testID.
+func deliveredAt(topic string, queue int, off int64) (*schema.Delivery, schema.ID) {
+	return &schema.Delivery{Topic: topic, Queue: queue, Offset: off}, testID(off)
 }

@@ -36,9 +36,14 @@ type Sink struct {
 
 	mu       sync.Mutex
 	tables   map[target]*tableMeta
-	progress map[progressKey]int64           // committed last offsets, as read or written by this Sink
+	progress map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
 	pending  map[progressKey][]schema.Record // Transactional: held records per queue, as committed
 	closed   bool
+
+	// defaultSchema is the connection's default schema (PostgreSQL) or
+	// database (MySQL): where the control tables are.
+	defaultSchema string
+	mapped        sync.Map // schema.TableID -> error (nil: maps onto no control table)
 
 	stmts        sync.Map        // stmtKey -> statement text
 	noDirectCopy map[target]bool // tables where a direct COPY met existing keys (under mu)
@@ -102,7 +107,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		log = slog.Default()
 	}
 	s := &Sink{cfg: cfg, log: log.With("component", "sink", "dialect", cfg.Dialect),
-		tables: map[target]*tableMeta{}, progress: map[progressKey]int64{}, pending: map[progressKey][]schema.Record{}}
+		tables: map[target]*tableMeta{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
 	driver, dsn := "postgres", cfg.DSN
 	if cfg.Dialect == DialectMySQL {
 		mc, err := mysqldrv.ParseDSN(cfg.DSN)
@@ -145,10 +150,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 			db.Close()
 			return nil, fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", ErrConfig, cfg.ProgressTable))
 		}
-	}
-	if _, err := db.ExecContext(ctx, s.d.progressDDL(cfg.ProgressTable)); err != nil {
+		s.defaultSchema = name.String
+	} else if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&s.defaultSchema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sink: create progress table %s: %w", cfg.ProgressTable, wrapDB(err))
+		return nil, fmt.Errorf("sink: query the default schema: %w", wrapDB(err))
+	}
+	if err := s.createProgress(ctx); err != nil {
+		db.Close()
+		return nil, err
 	}
 	if cfg.Transactional {
 		if _, err := db.ExecContext(ctx, s.pendingDDL()); err != nil {
@@ -172,9 +181,9 @@ func (s *Sink) Close() error {
 }
 
 // Write applies recs in one database transaction and returns nil once it is
-// committed. Records whose Delivery offset is at or below the committed
-// offset of their queue are skipped; the progress table advances in the same
-// transaction. On error nothing of recs is applied; errors that retrying
+// committed. Records whose ID is at or below the last applied ID of their
+// queue are skipped (as are replays inside recs); the progress table
+// advances in the same transaction. On error nothing of recs is applied; errors that retrying
 // cannot fix expose Fatal() bool returning true.
 func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 	s.mu.Lock()
@@ -189,7 +198,7 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 		if !errors.As(err, &moved) || attempt == maxFenceRetries {
 			return err
 		}
-		s.log.Warn("another writer applied this queue meanwhile; filtering the batch again", "topic", moved.k.Topic, "queue", moved.k.Queue, "progress", moved.off)
+		s.log.Warn("another writer applied this queue meanwhile; filtering the batch again", "queue", moved.k.String(), "progress", moved.id.String())
 	}
 }
 
@@ -224,11 +233,16 @@ func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 // undelivered drops the records already applied per the progress of their
 // queues, and refuses a schema change under SchemaChanges "fail".
 func (s *Sink) undelivered(ctx context.Context, recs []schema.Record) ([]schema.Record, error) {
+	if err := s.checkControl(recs); err != nil {
+		return nil, err
+	}
 	last, err := s.lastOffsets(ctx, recs)
 	if err != nil {
 		return nil, err
 	}
-	recs, _ = filterDelivered(recs, last)
+	if recs, _, err = filterDelivered(recs, last); err != nil {
+		return nil, err
+	}
 	if s.cfg.SchemaChanges == SchemaChangesFail {
 		for i := range recs {
 			if r := &recs[i]; r.Op == schema.OpSchemaChange {
@@ -281,14 +295,15 @@ func (s *Sink) steps(recs []schema.Record) []step {
 	return out
 }
 
-// offsetsOf returns the highest Delivery offset per queue in recs.
-func offsetsOf(recs []schema.Record) map[progressKey]int64 {
-	out := map[progressKey]int64{}
+// offsetsOf returns the highest ID per queue of the delivered changes in
+// recs: the progress their transaction saves.
+func offsetsOf(recs []schema.Record) map[progressKey]schema.ID {
+	out := map[progressKey]schema.ID{}
 	for i := range recs {
-		if d := recs[i].Delivery; d != nil {
-			k := progressKey{d.Topic, d.Queue}
-			if m, ok := out[k]; !ok || d.Offset > m {
-				out[k] = d.Offset
+		if r := &recs[i]; counts(r) {
+			k := deliveryKey(r.Delivery)
+			if m, ok := out[k]; !ok || r.ID.Compare(m) > 0 {
+				out[k] = r.ID
 			}
 		}
 	}
@@ -308,7 +323,7 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 	maxOff := offsetsOf(recs)
 	if extra != nil {
 		for k, off := range extra.offsets {
-			if m, ok := maxOff[k]; !ok || off > m {
+			if m, ok := maxOff[k]; !ok || off.Compare(m) > 0 {
 				maxOff[k] = off
 			}
 		}
@@ -358,7 +373,7 @@ func (s *Sink) leaveOut(ctx context.Context, b badRow) error {
 // pending records of transactional mode) and the offsets it saves with them.
 type txExtra struct {
 	run     func(tx *txn) error
-	offsets map[progressKey]int64
+	offsets map[progressKey]schema.ID
 }
 
 func (x *txExtra) fn() func(tx *txn) error {
@@ -368,7 +383,7 @@ func (x *txExtra) fn() func(tx *txn) error {
 	return x.run
 }
 
-func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]int64, opts reduceOpts, extra *txExtra) error {
+func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]schema.ID, opts reduceOpts, extra *txExtra) error {
 	p, err := reduceWith(recs, s.cfg.target, opts)
 	if err != nil {
 		return fmt.Errorf("sink: %w", err)
@@ -407,13 +422,13 @@ func staleMeta(err error) bool {
 }
 
 // apply runs a reduced plan: DDL first, then one transaction.
-func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]int64) error {
+func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]schema.ID) error {
 	return s.applyWith(ctx, p, maxOff, nil)
 }
 
 // applyWith is apply with extra work done inside the transaction, before
 // the progress rows.
-func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]int64, extra func(tx *txn) error) error {
+func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]schema.ID, extra func(tx *txn) error) error {
 	views, err := s.prepareTables(ctx, p)
 	if err != nil {
 		s.forgetTables(p)
@@ -453,7 +468,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 		// Another writer applied this queue meanwhile: what it applied must
 		// not be written again over it. Refilter from its progress.
 		s.mu.Lock()
-		s.progress[moved.k] = moved.off
+		s.progress[moved.k] = moved.id
 		delete(s.pending, moved.k)
 		s.mu.Unlock()
 		return err
@@ -476,7 +491,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 		return err
 	}
 	for k, off := range maxOff {
-		if cur, ok := s.progress[k]; !ok || off > cur {
+		if cur, ok := s.progress[k]; !ok || off.Compare(cur) > 0 {
 			s.progress[k] = off
 		}
 	}
@@ -491,12 +506,12 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 // of the queue during a rebalance, a process the runtime believes dead)
 // applied records of it meanwhile, or the progress was reset by hand.
 type progressMoved struct {
-	k   progressKey
-	off int64
+	k  progressKey
+	id schema.ID
 }
 
 func (e *progressMoved) Error() string {
-	return fmt.Sprintf("sink: progress of %s/%d moved to %d under this writer (another writer applied the queue meanwhile); the batch is filtered again", e.k.Topic, e.k.Queue, e.off)
+	return fmt.Sprintf("sink: progress of %s moved to %s under this writer (another writer applied the queue meanwhile); the batch is filtered again", e.k, e.id)
 }
 
 // lockProgress locks the progress rows of the queues a transaction writes,
@@ -504,63 +519,64 @@ func (e *progressMoved) Error() string {
 // against. The locks serialise every writer of a queue, and the check
 // fences a stale one: without it a writer that read the progress before
 // another applied newer records would write its older versions over them.
-func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey]int64) error {
+func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey]schema.ID) error {
 	keys := slices.SortedFunc(maps.Keys(queues), func(a, b progressKey) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Queue, b.Queue))
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Broker, b.Broker), cmp.Compare(a.Queue, b.Queue))
 	})
 	sel := s.d.progressSelect(s.cfg.ProgressTable) + " FOR UPDATE"
 	for _, k := range keys {
 		s.mu.Lock()
 		believed, known := s.progress[k]
 		s.mu.Unlock()
-		// A queue without a progress row gets one first (-1: nothing
+		// A queue without a progress row gets one first ('': nothing
 		// applied), so the lock is on a row: locking a missing row takes a
 		// gap lock on MySQL, and two first writers then deadlock.
-		var off int64
+		var text string
 		err := sql.ErrNoRows
 		if known {
-			err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.Topic, k.Queue).Scan(&off)
+			err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err = tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue, int64(-1)); err == nil {
-				err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.Topic, k.Queue).Scan(&off)
+			if _, err = tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, ""); err == nil {
+				err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("sink: lock progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+			return fmt.Errorf("sink: lock progress of %s: %w", k, wrapDB(err))
 		}
-		if !known {
-			believed = -1
+		id, err := s.parseProgress(k, text)
+		if err != nil {
+			return err
 		}
-		if off != believed {
-			return &progressMoved{k, off}
+		if id != believed {
+			return &progressMoved{k, id}
 		}
 	}
 	return nil
 }
 
-func (s *Sink) saveProgress(ctx context.Context, tx *txn, maxOff map[progressKey]int64) error {
-	for k, off := range maxOff {
-		if _, err := tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue, off); err != nil {
-			return fmt.Errorf("sink: save progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+func (s *Sink) saveProgress(ctx context.Context, tx *txn, maxOff map[progressKey]schema.ID) error {
+	for k, id := range maxOff {
+		if _, err := tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, id.String()); err != nil {
+			return fmt.Errorf("sink: save progress of %s: %w", k, wrapDB(err))
 		}
 	}
 	return nil
 }
 
 // noteProgress records committed offsets in the cache.
-func (s *Sink) noteProgress(maxOff map[progressKey]int64) {
+func (s *Sink) noteProgress(maxOff map[progressKey]schema.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, off := range maxOff {
-		if cur, ok := s.progress[k]; !ok || off > cur {
+		if cur, ok := s.progress[k]; !ok || off.Compare(cur) > 0 {
 			s.progress[k] = off
 		}
 	}
 }
 
 // forgetProgress drops cached offsets after a commit of unknown outcome.
-func (s *Sink) forgetProgress(maxOff map[progressKey]int64) {
+func (s *Sink) forgetProgress(maxOff map[progressKey]schema.ID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range maxOff {
@@ -618,8 +634,8 @@ func (t *txn) Rollback() error {
 
 // lastOffsets returns the committed offsets of the queues recs come from,
 // reading those not yet cached.
-func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progressKey]int64, error) {
-	out := map[progressKey]int64{}
+func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progressKey]schema.ID, error) {
+	out := map[progressKey]schema.ID{}
 	var missing []progressKey
 	s.mu.Lock()
 	for i := range recs {
@@ -627,7 +643,7 @@ func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progr
 		if d == nil {
 			continue
 		}
-		k := progressKey{d.Topic, d.Queue}
+		k := deliveryKey(d)
 		if _, seen := out[k]; seen {
 			continue
 		}
@@ -639,19 +655,21 @@ func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progr
 	}
 	s.mu.Unlock()
 	for _, k := range missing {
-		var off int64
-		err := s.db.QueryRowContext(ctx, s.d.progressSelect(s.cfg.ProgressTable), s.cfg.Pipeline, k.Topic, k.Queue).Scan(&off)
+		var text string
+		err := s.db.QueryRowContext(ctx, s.d.progressSelect(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			continue // nothing applied yet from this queue
 		case err != nil:
-			return nil, fmt.Errorf("sink: read progress of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+			return nil, fmt.Errorf("sink: read progress of %s: %w", k, wrapDB(err))
+		}
+		off, err := s.parseProgress(k, text)
+		if err != nil {
+			return nil, err
 		}
 		out[k] = off
 		s.mu.Lock()
-		if off > s.progress[k] {
-			s.progress[k] = off
-		} else if _, ok := s.progress[k]; !ok {
+		if cur, ok := s.progress[k]; !ok || off.Compare(cur) > 0 {
 			s.progress[k] = off
 		}
 		s.mu.Unlock()

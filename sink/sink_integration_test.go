@@ -135,7 +135,7 @@ func TestWriteSkipsRedelivered(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
 		s := e.open(t, nil)
 		at := func(r schema.Record, q int, off int64) schema.Record {
-			r.Delivery = &schema.Delivery{Topic: "topic-a", Queue: q, Offset: off}
+			r.Delivery, r.ID = deliveredAt("topic-a", q, int64(off))
 			return r
 		}
 		batch := []schema.Record{at(cIns("rd", 1, "v1"), 0, 10), at(cIns("rd", 2, "v1"), 0, 11), at(cIns("rd", 3, "v1"), 1, 5)}
@@ -191,7 +191,7 @@ func TestWriteRollsBackOnLostConnection(t *testing.T) {
 			return err
 		}
 		batch := []schema.Record{cUpd("lc", 1, 1, "before", "after"), cIns("lc", 2, "new")}
-		batch[0].Delivery = &schema.Delivery{Topic: "t", Queue: 0, Offset: 1}
+		batch[0].Delivery, batch[0].ID = deliveredAt("t", 0, int64(1))
 		err := s.Write(context.Background(), batch)
 		if err == nil {
 			t.Fatal("Write succeeded although its connection was killed")

@@ -41,7 +41,7 @@ func queueOf(r *schema.Record) progressKey {
 	if r.Delivery == nil {
 		return noQueue
 	}
-	return progressKey{r.Delivery.Topic, r.Delivery.Queue}
+	return deliveryKey(r.Delivery)
 }
 
 func (s *Sink) pendingDDL() string {
@@ -94,11 +94,11 @@ func (s *Sink) loadPending(ctx context.Context, k progressKey) ([]schema.Record,
 		return recs, nil
 	}
 	var data []byte
-	err := s.db.QueryRowContext(ctx, s.pendingSQL("select"), s.cfg.Pipeline, k.Topic, k.Queue).Scan(&data)
+	err := s.db.QueryRowContext(ctx, s.pendingSQL("select"), s.cfg.Pipeline, k.stored(), k.Queue).Scan(&data)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return nil, fmt.Errorf("sink: read pending records of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+		return nil, fmt.Errorf("sink: read pending records of %s: %w", k, wrapDB(err))
 	default:
 		if recs, err = decodePending(data); err != nil {
 			return nil, err
@@ -241,13 +241,13 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 	hadPending := len(held) > 0
 	storeTail := func(tx *txn) error {
 		if len(tail) > 0 {
-			_, err := tx.ExecContext(ctx, s.pendingSQL("upsert"), s.cfg.Pipeline, k.Topic, k.Queue, txID(&tail[len(tail)-1]), len(tail), data)
+			_, err := tx.ExecContext(ctx, s.pendingSQL("upsert"), s.cfg.Pipeline, k.stored(), k.Queue, txID(&tail[len(tail)-1]), len(tail), data)
 			if err != nil {
-				return fmt.Errorf("sink: store pending records of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+				return fmt.Errorf("sink: store pending records of %s: %w", k, wrapDB(err))
 			}
 		} else if hadPending {
-			if _, err := tx.ExecContext(ctx, s.pendingSQL("delete"), s.cfg.Pipeline, k.Topic, k.Queue); err != nil {
-				return fmt.Errorf("sink: clear pending records of %s/%d: %w", k.Topic, k.Queue, wrapDB(err))
+			if _, err := tx.ExecContext(ctx, s.pendingSQL("delete"), s.cfg.Pipeline, k.stored(), k.Queue); err != nil {
+				return fmt.Errorf("sink: clear pending records of %s: %w", k, wrapDB(err))
 			}
 		}
 		return nil
@@ -280,7 +280,7 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 			doneTail = true
 		case i == 0 && hadPending:
 			extra = &txExtra{run: func(tx *txn) error {
-				_, err := tx.ExecContext(ctx, s.pendingSQL("delete"), s.cfg.Pipeline, k.Topic, k.Queue)
+				_, err := tx.ExecContext(ctx, s.pendingSQL("delete"), s.cfg.Pipeline, k.stored(), k.Queue)
 				return wrapDB(err)
 			}}
 			hadPending = false

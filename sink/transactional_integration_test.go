@@ -21,7 +21,7 @@ func txBatch(table string, off int64, specs ...[3]string) []schema.Record {
 		r.Op = schema.OpUpdate
 		r.Before = schema.Row{id, "?"}
 		r.Transaction = &schema.Transaction{ID: sp[0], TotalOrder: int64(i + 1)}
-		r.Delivery = &schema.Delivery{Topic: "tx", Queue: 0, Offset: off + int64(i)}
+		r.Delivery, r.ID = deliveredAt("tx", 0, int64(off+int64(i)))
 		out = append(out, r)
 	}
 	return out
@@ -113,7 +113,7 @@ func TestWriteTransactionalRandomCuts(t *testing.T) {
 					state[k] = v
 				}
 				r.Transaction = &schema.Transaction{ID: fmt.Sprintf("tx%d", tx), TotalOrder: int64(j + 1)}
-				r.Delivery = &schema.Delivery{Topic: "rc", Queue: 0, Offset: int64(len(stream))}
+				r.Delivery, r.ID = deliveredAt("rc", 0, int64(len(stream)))
 				stream = append(stream, r)
 			}
 			states = append(states, maps.Clone(state))

@@ -53,7 +53,7 @@ func TestOpenTail(t *testing.T) {
 func TestPendingEncoding(t *testing.T) {
 	r := ins(1, "v")
 	r.Transaction = &schema.Transaction{ID: "0-1-7", TotalOrder: 2}
-	r.Delivery = &schema.Delivery{Topic: "t", Queue: 3, Offset: 9}
+	r.Delivery, r.ID = deliveredAt("t", 3, int64(9))
 	r.ValueSchema = &schema.Schema{Type: schema.Struct, Fields: []schema.Field{{Name: "a", Schema: schema.DecimalSchema(10, 2, true)}}}
 	r.After = schema.Row{int64(-1), uint64(1 << 63), float32(1.5), 2.5, true, "s", []byte{0, 255}, schema.MustDec("-1.20"), nil}
 	data, err := encodePending([]schema.Record{r})

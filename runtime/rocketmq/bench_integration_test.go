@@ -10,6 +10,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkIntegrationPublish(b *testing.B) {
 			k, v, _ := codec.Encode(&r)
 			m := primitive.NewMessage(topic, v)
 			m.WithProperty(KeyProperty, string(k))
-			q := queueIndex(id, r.KeyString(), 4)
+			q := runtime.QueueForKey(id, r.KeyString(), 4)
 			m.Queue = &primitive.MessageQueue{Topic: topic, QueueId: q}
 			perQueue[q] = append(perQueue[q], m)
 		}

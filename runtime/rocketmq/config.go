@@ -35,12 +35,11 @@ const (
 	DroppedColumnsProperty = "sluice_dropped_columns"
 	// KeyProperty is the message property holding the converter's key bytes.
 	KeyProperty = "sluice_key"
-	// SeqProperty carries the pipeline's record number (runtime/sequence.go).
-	// The subscriber hands it to the sink as the delivery offset instead of
-	// the queue offset: a record published twice (the source replayed it
-	// after a crash) then has the same offset both times, and the sink skips
-	// the second copy, so a row never goes back to an older version.
-	SeqProperty = "sluice_seq"
+	// IDProperty carries the record's identity (schema.ID.String), set by
+	// the source. The subscriber refuses a message without a valid one: the
+	// sink orders and deduplicates by it (a record published twice after a
+	// source crash has the same ID both times, and the second is skipped).
+	IDProperty = "sluice_id"
 	// HeaderPropertyPrefix prefixes the message properties that carry a
 	// record's headers (the JSON envelope has no place for them).
 	HeaderPropertyPrefix = "sluice_h_"
@@ -314,21 +313,6 @@ func (r *Registry) Topic(id schema.TableID) (string, error) {
 	r.owner[t] = src
 	r.byTable[id] = t
 	return t, nil
-}
-
-// queueIndex picks the queue of a record: fnv32a of database.table, a NUL
-// byte and the key, modulo n. Records of one row always share a queue.
-func queueIndex(id schema.TableID, key string, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	h := fnv.New32a()
-	h.Write([]byte(id.Database))
-	h.Write([]byte{'.'})
-	h.Write([]byte(id.Table))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(n))
 }
 
 // instanceName returns a unique client instance name for the pipeline.

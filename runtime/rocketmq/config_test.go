@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -77,8 +78,8 @@ func TestQueueIndex(t *testing.T) {
 	counts := make([]int, 4)
 	for i := range 4000 {
 		k := strings.Repeat("k", i%7) + string(rune('a'+i%26)) + strings.Repeat("z", i/26)
-		q := queueIndex(id, k, 4)
-		if q2 := queueIndex(id, k, 4); q2 != q {
+		q := runtime.QueueForKey(id, k, 4)
+		if q2 := runtime.QueueForKey(id, k, 4); q2 != q {
 			t.Fatalf("key %q: queue %d then %d", k, q, q2)
 		}
 		counts[q]++
@@ -92,14 +93,14 @@ func TestQueueIndex(t *testing.T) {
 	differ := false
 	for i := range 50 {
 		k := strings.Repeat("x", i)
-		if queueIndex(schema.TableID{Database: "db", Table: "a"}, k, 8) != queueIndex(schema.TableID{Database: "db", Table: "b"}, k, 8) {
+		if runtime.QueueForKey(schema.TableID{Database: "db", Table: "a"}, k, 8) != runtime.QueueForKey(schema.TableID{Database: "db", Table: "b"}, k, 8) {
 			differ = true
 		}
 	}
 	if !differ {
 		t.Error("the table does not change the queue of any key")
 	}
-	if q := queueIndex(id, "k", 1); q != 0 {
+	if q := runtime.QueueForKey(id, "k", 1); q != 0 {
 		t.Errorf("one queue: got %d", q)
 	}
 }

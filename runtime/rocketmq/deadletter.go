@@ -13,6 +13,7 @@ import (
 	rmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -23,6 +24,7 @@ const (
 	DeadLetterTableProperty  = "sluice_table"  // db.table
 	DeadLetterTopicProperty  = "sluice_topic"  // where the record was consumed from, if known
 	DeadLetterQueueProperty  = "sluice_queue"  // its queue id
+	DeadLetterBrokerProperty = "sluice_broker" // the broker of that queue
 	DeadLetterOffsetProperty = "sluice_offset" // its queue offset
 	// maxErrorProperty bounds sluice_error: the broker limits a message's
 	// properties to 32 KiB in all.
@@ -84,7 +86,7 @@ func (d *DeadLetter) Send(ctx context.Context, rec schema.Record, cause error) e
 	if len(qs) == 0 {
 		return fmt.Errorf("rocketmq: dead-letter topic %q has no writable queue", d.topic)
 	}
-	q := qs[queueIndex(rec.Table, rec.KeyString(), len(qs))]
+	q := qs[runtime.QueueFor(&rec, len(qs))]
 	msg.Queue = &primitive.MessageQueue{Topic: d.topic, BrokerName: q.Broker, QueueId: q.ID}
 	delay := firstRetryDelay
 	var last error
@@ -159,9 +161,15 @@ func (d *DeadLetter) message(rec *schema.Record, cause error) *primitive.Message
 		}
 	}
 	msg.WithProperty(DeadLetterTableProperty, rec.Table.String())
+	if !rec.ID.IsZero() {
+		msg.WithProperty(IDProperty, rec.ID.String())
+	}
 	if dl := rec.Delivery; dl != nil {
 		msg.WithProperty(DeadLetterTopicProperty, dl.Topic)
 		msg.WithProperty(DeadLetterQueueProperty, strconv.Itoa(dl.Queue))
+		if dl.Broker != "" {
+			msg.WithProperty(DeadLetterBrokerProperty, dl.Broker)
+		}
 		msg.WithProperty(DeadLetterOffsetProperty, strconv.FormatInt(dl.Offset, 10))
 	}
 	return msg

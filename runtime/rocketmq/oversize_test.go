@@ -31,7 +31,7 @@ var (
 // required column of reqSize bytes.
 func bigRec(id int64, blob, doc, reqSize int) schema.Record {
 	return schema.Record{Op: schema.OpCreate, Table: tbl, KeySchema: bigKeySchema, Key: schema.Row{id}, ValueSchema: bigValueSchema,
-		After: schema.Row{id, "small", bytes.Repeat([]byte{0xAB}, blob), strings.Repeat("d", doc), strings.Repeat("r", reqSize)}}
+		After: schema.Row{id, "small", bytes.Repeat([]byte{0xAB}, blob), strings.Repeat("d", doc), strings.Repeat("r", reqSize)}, ID: nextTestID()}
 }
 
 type fakeDLQ struct {

@@ -226,8 +226,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		if msg == nil { // sent to the dead-letter topic
 			continue
 		}
-		ks := rec.KeyString()
-		q := qs[queueIndex(rec.Table, ks, len(qs))]
+		q := qs[runtime.QueueFor(rec, len(qs))]
 		msg.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: q.Broker, QueueId: q.ID}
 		k := pk{topic, q}
 		pt := index[k]
@@ -292,9 +291,10 @@ func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Messag
 	for k, v := range rec.Headers {
 		msg.WithProperty(HeaderPropertyPrefix+k, v)
 	}
-	if rec.Delivery != nil { // numbered by the pipeline
-		msg.WithProperty(SeqProperty, strconv.FormatInt(rec.Delivery.Offset, 10))
+	if rec.ID.IsZero() {
+		return nil, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
 	}
+	msg.WithProperty(IDProperty, rec.ID.String())
 	return msg, nil
 }
 

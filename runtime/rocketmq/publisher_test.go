@@ -17,6 +17,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -101,8 +102,14 @@ func testPublisher(t testing.TB, s sender, mod func(*Config)) *Publisher {
 var tbl = schema.TableID{Database: "db", Table: "t"}
 
 func rec(key, version int64) schema.Record {
-	return schema.Record{Op: schema.OpUpdate, Table: tbl, Key: schema.Row{key}, After: schema.Row{key, version}}
+	return schema.Record{Op: schema.OpUpdate, Table: tbl, Key: schema.Row{key}, After: schema.Row{key, version}, ID: nextTestID()}
 }
+
+var testIDs atomic.Uint64
+
+// nextTestID is a record ID greater than every one before it, as a source
+// gives them.
+func nextTestID() schema.ID { return schema.ID{Epoch: 1, Pos: testIDs.Add(1)} }
 
 func TestPublisherKeepsOrderPerKeyAndAcksInOrder(t *testing.T) {
 	f := newFakeSender()
@@ -164,7 +171,7 @@ func TestPublisherKeepsOrderPerKeyAndAcksInOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			k, v := r.Key[0].(int64), r.After[1].(int64)
-			if want := queueIndex(tbl, r.KeyString(), 4); want != q {
+			if want := runtime.QueueForKey(tbl, r.KeyString(), 4); want != q {
 				t.Errorf("key %d on queue %d, want %d", k, q, want)
 			}
 			if v != next[k] {
@@ -289,7 +296,7 @@ func TestPublisherFailureIsStickyAndAckedInOrder(t *testing.T) {
 	f := newFakeSender()
 	boom := errors.New("broker down")
 	f.fail = func(msgs []*primitive.Message) error {
-		if msgs[0].Queue.QueueId == queueIndex(tbl, "1", 4) {
+		if msgs[0].Queue.QueueId == runtime.QueueForKey(tbl, "1", 4) {
 			return boom
 		}
 		return nil
@@ -324,7 +331,7 @@ func TestPublisherLaterBatchesFailAfterAnEarlierOne(t *testing.T) {
 	f.gate = make(chan struct{})
 	boom := errors.New("broker down")
 	f.fail = func(msgs []*primitive.Message) error {
-		if msgs[0].Queue.QueueId == queueIndex(tbl, "1", 4) {
+		if msgs[0].Queue.QueueId == runtime.QueueForKey(tbl, "1", 4) {
 			return boom
 		}
 		return nil
@@ -336,7 +343,7 @@ func TestPublisherLaterBatchesFailAfterAnEarlierOne(t *testing.T) {
 	ack := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
 	// Batch 1 goes to the failing queue, batch 2 to another that succeeds.
 	other := int64(2)
-	for queueIndex(tbl, strconv.FormatInt(other, 10), 4) == queueIndex(tbl, "1", 4) {
+	for runtime.QueueForKey(tbl, strconv.FormatInt(other, 10), 4) == runtime.QueueForKey(tbl, "1", 4) {
 		other++
 	}
 	if err := p.Publish(ctx, []schema.Record{rec(1, 0)}, ack); err != nil {

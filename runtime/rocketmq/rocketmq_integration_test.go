@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -140,7 +141,7 @@ var (
 func testRecord(id schema.TableID, key, version int64) schema.Record {
 	return schema.Record{Op: schema.OpUpdate, Table: id, KeySchema: itKeySchema, Key: schema.Row{key}, ValueSchema: itValueSchema,
 		Before: schema.Row{key, version - 1}, After: schema.Row{key, version},
-		Source: schema.Source{Connector: "mariadb", Name: "it", Snapshot: "false"}}
+		Source: schema.Source{Connector: "mariadb", Name: "it", Snapshot: "false"}, ID: nextTestID()}
 }
 
 func TestIntegrationEnsureTopic(t *testing.T) {
@@ -309,7 +310,7 @@ func testOrderPerKey(t *testing.T, mode string) {
 				if want := TopicName(cfg.Pipeline, r.Table.Database, r.Table.Table, mode); d.Topic != want {
 					t.Errorf("record of %s delivered from topic %s", r.Table, d.Topic)
 				}
-				if want := queueIndex(r.Table, r.KeyString(), 4); d.Queue != want {
+				if want := runtime.QueueForKey(r.Table, r.KeyString(), 4); d.Queue != want {
 					t.Errorf("key %s on queue %d, want %d", r.KeyString(), d.Queue, want)
 				}
 				if r.Op != schema.OpUpdate || len(r.Before) != 2 || len(r.After) != 2 || fmt.Sprint(r.Before[1]) != fmt.Sprint(r.After[1].(int64)-1) || !r.KeySchema.Equal(itKeySchema) {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
+
 	"strings"
 	"sync"
 	"time"
@@ -199,15 +199,14 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 	if err != nil {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
 	}
-	offset := m.QueueOffset
-	if seq, ok := m.GetProperties()[SeqProperty]; ok {
-		n, err := strconv.ParseInt(seq, 10, 64)
-		if err != nil {
-			return rec, fmt.Errorf("%w: topic %q queue %d offset %d: property %s=%q is not a number", ErrDecode, m.Topic, queueID, m.QueueOffset, SeqProperty, seq)
-		}
-		offset = n
+	idText, ok := m.GetProperties()[IDProperty]
+	if !ok {
+		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s) has no %s property: it was not published by this version of sluice (messages of versions before record IDs must be consumed by that version, or the topic emptied, before upgrading)", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, IDProperty)
 	}
-	rec.Delivery = &schema.Delivery{Topic: m.Topic, Queue: queueID, Offset: offset}
+	if rec.ID, err = schema.ParseID(idText); err != nil {
+		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): property %s: %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, IDProperty, err)
+	}
+	rec.Delivery = &schema.Delivery{Topic: m.Topic, Broker: broker, Queue: queueID, Offset: m.QueueOffset}
 	for k, v := range m.GetProperties() {
 		name, isHeader := strings.CutPrefix(k, HeaderPropertyPrefix)
 		if !isHeader && k != DroppedColumnsProperty {

@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,11 @@ func messageOf(t *testing.T, r schema.Record, queueID int, offset int64, reconsu
 		m.WithProperty(KeyProperty, string(k))
 	}
 	m.Queue = &primitive.MessageQueue{Topic: "t_db_t", BrokerName: "b", QueueId: queueID}
+	id := r.ID
+	if id.IsZero() {
+		id = schema.ID{Epoch: 1, Pos: uint64(offset)}
+	}
+	m.WithProperty(IDProperty, id.String())
 	return m
 }
 
@@ -50,7 +56,7 @@ func TestSubscriberCallback(t *testing.T) {
 	if res != consumer.ConsumeSuccess || len(got) != 2 {
 		t.Fatalf("result %v, records %v", res, got)
 	}
-	if d := got[1].Delivery; d == nil || *d != (schema.Delivery{Topic: "t_db_t", Queue: 2, Offset: 41}) {
+	if d := got[1].Delivery; d == nil || *d != (schema.Delivery{Topic: "t_db_t", Broker: "b", Queue: 2, Offset: 41}) {
 		t.Errorf("delivery %+v", got[1].Delivery)
 	}
 	if got[0].KeyString() != "1" || got[1].After[1] != int64(1) {
@@ -114,12 +120,15 @@ func TestSubscriberCloseBeforeConsume(t *testing.T) {
 	}
 }
 
-// The record number property becomes the delivery offset (so replayed copies
-// are recognised), and dropped-column notes reach the record's headers.
-func TestSubscriberSeqAndDroppedColumns(t *testing.T) {
+// The ID property becomes Record.ID, the queue's broker is in Delivery,
+// and dropped-column notes reach the record's headers. A message without a
+// valid ID is refused.
+func TestSubscriberIDBrokerAndDroppedColumns(t *testing.T) {
 	s := testSubscriber(t)
-	m := messageOf(t, rec(1, 0), 3, 7, 0)
-	m.WithProperty(SeqProperty, "1796073297165392400")
+	want := schema.ID{Epoch: 0x18abc, File: 3, Pos: 4711, Phase: schema.PhaseSnapshot, Index: 9}
+	r := rec(1, 0)
+	r.ID = want
+	m := messageOf(t, r, 3, 7, 0)
 	m.WithProperty(DroppedColumnsProperty, "payload")
 	m.WithProperty(HeaderPropertyPrefix+"sluice.zero_dates.after", "d=0000-00-00")
 	var got []schema.Record
@@ -127,15 +136,25 @@ func TestSubscriberSeqAndDroppedColumns(t *testing.T) {
 	if res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, []*primitive.MessageExt{m}); res != consumer.ConsumeSuccess {
 		t.Fatalf("result %v", res)
 	}
-	if d := got[0].Delivery; d == nil || d.Offset != 1796073297165392400 || d.Queue != 3 {
-		t.Errorf("delivery %+v, want the record number as offset", d)
+	if got[0].ID != want {
+		t.Errorf("id %v, want %v", got[0].ID, want)
+	}
+	if d := got[0].Delivery; d == nil || *d != (schema.Delivery{Topic: "t_db_t", Broker: "b", Queue: 3, Offset: 7}) {
+		t.Errorf("delivery %+v", d)
 	}
 	if got[0].Headers[DroppedColumnsProperty] != "payload" || got[0].Headers["sluice.zero_dates.after"] != "d=0000-00-00" {
 		t.Errorf("headers %v", got[0].Headers)
 	}
-	bad := messageOf(t, rec(1, 0), 3, 8, 0)
-	bad.WithProperty(SeqProperty, "x")
-	if _, err := s.decode(bad); !errors.Is(err, ErrDecode) {
-		t.Errorf("bad %s: %v", SeqProperty, err)
+	for _, v := range []string{"x", strings.ToUpper(want.String())} {
+		bad := messageOf(t, rec(1, 0), 3, 8, 0)
+		bad.WithProperty(IDProperty, v)
+		if _, err := s.decode(bad); !errors.Is(err, ErrDecode) {
+			t.Errorf("%s=%q: %v", IDProperty, v, err)
+		}
+	}
+	none := messageOf(t, rec(1, 0), 3, 8, 0)
+	none.RemoveProperty(IDProperty)
+	if _, err := s.decode(none); !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), IDProperty) {
+		t.Errorf("no %s: %v", IDProperty, err)
 	}
 }

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -291,6 +289,14 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		default:
 			return nil, sectionErr(cfg.Positions, fmt.Sprintf("unknown positions type %q (known: file, postgres, mysql)", cfg.Positions.Type))
 		}
+		if d.sink != nil && d.positions.typ != "file" && d.positions.DSN == d.sink.DSN {
+			// positions kept in the target: no source table may land there
+			table := d.positions.Table
+			if table == "" {
+				table = "sluice_positions"
+			}
+			d.sink.ControlTables = append(d.sink.ControlTables, table)
+		}
 	}
 	return d, nil
 }
@@ -308,7 +314,6 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 			return nil, err
 		}
 		p.Source = binlogSource{src}
-		p.SourceFingerprint = sourceFingerprint(d.source)
 		store, err := openPositions(ctx, d.positions)
 		if err != nil {
 			return nil, err
@@ -365,13 +370,6 @@ type sinkWithDeadLetter struct {
 }
 
 func (s sinkWithDeadLetter) Close() error { return errors.Join(s.Sink.Close(), s.dl.Close()) }
-
-// sourceFingerprint names what the source reads: when it changes, the
-// runtime restarts its record numbering (see runtime/sequence.go).
-func sourceFingerprint(c *binlog.Config) string {
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%s|%d|%s|%q|%q", c.Flavor, c.Host, c.Port, c.ServerName, c.Include, c.Exclude)))
-	return hex.EncodeToString(h[:8])
-}
 
 // binlogSource adds the runtime's optional progress capability to the
 // binlog source, so snapshot progress shows in /metrics.

@@ -29,7 +29,8 @@ var (
 func tailRecord(db, table string, id int64, v string) schema.Record {
 	return schema.Record{Op: schema.OpUpdate, Table: schema.TableID{Database: db, Table: table}, KeySchema: tailKeySchema, Key: schema.Row{id},
 		ValueSchema: tailValueSchema, Before: schema.Row{id, "old"}, After: schema.Row{id, v}, TsMs: 1700000000000,
-		Source: schema.Source{Connector: "mariadb", Name: "tailtest", Snapshot: "false", TsMs: 1700000000000}}
+		Source: schema.Source{Connector: "mariadb", Name: "tailtest", Snapshot: "false", TsMs: 1700000000000},
+		ID:     schema.ID{Epoch: 1, Pos: uint64(id)}}
 }
 
 // TestTailCommand publishes records of two tables through the Publisher and
