@@ -43,6 +43,7 @@ type column struct {
 	scale    int32    // kDecimal
 	charset  string   // kString
 	labels   []string // kEnum, kSet
+	pad      int      // kBytes of BINARY(n): n (the binlog drops trailing 0x00 bytes)
 	optional bool
 }
 
@@ -340,6 +341,9 @@ func columnSchema(c *column, typ byte, meta uint16, unsigned bool, cs string) (*
 		if cs == csBinary {
 			c.kind = kBytes
 			bin := map[string]string{"varchar": "varbinary", "char": "binary"}[name]
+			if bin == "binary" {
+				c.pad = int(meta)
+			}
 			p[schema.ParamLength] = strconv.Itoa(int(meta))
 			return s(schema.Bytes, schema.None), fmt.Sprintf("%s(%d)", bin, meta), nil
 		}
