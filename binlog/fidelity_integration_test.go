@@ -2,8 +2,13 @@ package binlog
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -139,5 +144,104 @@ func TestBinaryPaddingStreamEqualsSnapshot(t *testing.T) {
 	}
 	if len(read) != 3 {
 		t.Errorf("snapshot read %d rows, want 3", len(read))
+	}
+}
+
+// TestCharsetColumnsStreamAndSnapshot: text in columns of many character
+// sets arrives as the exact UTF-8 text written, on both paths, including
+// ENUM labels and a key in a non-UTF-8 charset.
+func TestCharsetColumnsStreamAndSnapshot(t *testing.T) {
+	texts := map[string]string{
+		"cp1250":   "Příliš žluťoučký kůň úpěl ďábelské ódy „“ €",
+		"cp1251":   "Съешь же ещё этих мягких французских булок № €",
+		"latin1":   "café déjà vu ÿ € Ÿ œ",
+		"latin2":   "Zażółć gęślą jaźń ŐŰ",
+		"greek":    "Ξεσκεπάζω την ψυχοφθόρα βδελυγμία",
+		"hebrew":   "דג סקרן שט בים מאוכזב",
+		"koi8r":    "Широкая электрификация южных губерний",
+		"koi8u":    "Чуєш їх, доцю, га? ґанок",
+		"cp866":    "Эх, чужак, общий съём цен шляп ╔═╗",
+		"gbk":      "我能吞下玻璃而不伤身体 龘",
+		"gb2312":   "我能吞下玻璃而不伤身体",
+		"big5":     "我能吞下玻璃而不傷身體 資訊",
+		"sjis":     "いろはにほへと ちりぬるを ｱｲｳ 漢字",
+		"cp932":    "いろはにほへと ①Ⅹ ㈱ 髙",
+		"ujis":     "色は匂へど 散りぬるを ｱｲ",
+		"euckr":    "다람쥐 헌 쳇바퀴에 타고파",
+		"tis620":   "เป็นมนุษย์สุดประเสริฐเลิศคุณค่า",
+		"cp1257":   "Įlinkdama fechtuotojo špaga",
+		"macroman": "Äpfel über Öl ﬁ",
+	}
+	names := make([]string, 0, len(texts))
+	for cs := range texts {
+		names = append(names, cs)
+	}
+	slices.Sort(names)
+	cols := []string{"id INT NOT NULL", "k VARCHAR(40) CHARACTER SET cp1251 NOT NULL", "e ENUM('ёлка','ель') CHARACTER SET koi8r", "tx TEXT CHARACTER SET gbk"}
+	vals := []string{"1", "'ключ'", "'ёлка'", "'文本'"}
+	for _, cs := range names {
+		cols = append(cols, fmt.Sprintf("c_%s VARCHAR(60) CHARACTER SET %s", cs, cs))
+		vals = append(vals, "'"+texts[cs]+"'")
+	}
+	streamed, read := streamThenSnapshot(t, "CREATE TABLE t ("+strings.Join(cols, ", ")+", PRIMARY KEY (k))",
+		"INSERT INTO t VALUES ("+strings.Join(vals, ", ")+")")
+	for path, recs := range map[string]map[int64]schema.Record{"stream": streamed, "snapshot": read} {
+		r := recs[1]
+		for _, cs := range names {
+			if got := colValue(t, r, "c_"+cs); got != texts[cs] {
+				t.Errorf("%s %s: got %q, want %q", path, cs, got, texts[cs])
+			}
+		}
+		for name, want := range map[string]string{"k": "ключ", "e": "ёлка", "tx": "文本"} {
+			if got := colValue(t, r, name); got != want {
+				t.Errorf("%s %s: got %q, want %q", path, name, got, want)
+			}
+		}
+		if got := r.KeyString(); !strings.Contains(got, "ключ") {
+			t.Errorf("%s: key %s lacks the decoded text", path, got)
+		}
+		if got := r.ValueSchema.Fields[r.ValueSchema.FieldIndex("c_gbk")].Schema.Param(schema.ParamLength); got != "60" {
+			t.Errorf("%s: VARCHAR(60) in gbk has length %s", path, got)
+		}
+	}
+}
+
+// TestUndecodableCharsetFailsAtStart: a captured column in a charset sluice
+// has no table for stops the source at Open with a fatal error naming the
+// column, and Check reports it; excluding the column lets it start.
+func TestUndecodableCharsetFailsAtStart(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET armscii8, ok VARCHAR(10))")
+	cfg := testConfig(env, db)
+	s, err := NewSource(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = s.Open(ctx, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded with an armscii8 column")
+	}
+	if schema.ClassOf(err) != schema.ClassFatal || !strings.Contains(err.Error(), db+".t.a (armscii8)") || !strings.Contains(err.Error(), "exclude_columns") {
+		t.Fatalf("Open: %v (class %v), want a fatal error naming %s.t.a (armscii8)", err, schema.ClassOf(err), db)
+	}
+	found := false
+	for _, p := range Check(ctx, cfg) {
+		if p.Check == "charset" && !p.Warning && strings.Contains(p.Detail, db+".t.a (armscii8)") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("Check does not report the armscii8 column: %v", Check(ctx, cfg))
+	}
+	cfg.ExcludeColumns = []string{db + ".t.a"}
+	s2 := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO t VALUES (1, 'x', 'y')")
+	recs := ownData(readUntil(t, s2, func(r []schema.Record) bool { return countOps(ownData(r, db), schema.OpCreate) >= 1 }), db)
+	if len(recs) == 0 || recs[0].After == nil {
+		t.Fatalf("no insert after excluding the column")
 	}
 }

@@ -142,6 +142,11 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	if err := checkServer(conn, s.cfg.HistoryFile != ""); err != nil {
 		return err
 	}
+	if cols, err := undecodableColumns(conn, newFilter(s.cfg.Include, s.cfg.Exclude), s.columns); err != nil {
+		s.log.Warn("binlog: cannot check the columns' character sets", "err", err)
+	} else if len(cols) > 0 {
+		return schema.Fatal(fmt.Errorf("%w: captured columns in character sets sluice cannot decode: %s; convert them (ALTER TABLE ... CONVERT TO CHARACTER SET utf8mb4) or leave them out with exclude_columns", ErrUnsupported, listSome(cols)))
+	}
 	collations, err := loadCollations(conn)
 	if err != nil {
 		s.log.Warn("binlog: cannot read the server's collations, using built-in ones", "err", err)

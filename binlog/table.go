@@ -156,6 +156,9 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		if labels != nil || isSet {
 			ecoll, ok := enumSetCharsets[i]
 			ecs := charsetOf(collations, ecoll, ok)
+			if !charsetSupported(ecs) {
+				sp.charset = ecs // reported by checkCharsets unless excluded
+			}
 			sp.labels = make([]string, len(labels))
 			for j, l := range labels {
 				sp.labels[j] = decodeText([]byte(l), ecs)
@@ -222,6 +225,9 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 			}
 			srcType += "(" + strings.Join(quoted, ",") + ")"
 			sch.Params[schema.ParamAllowed] = strings.Join(c.labels, ",")
+		}
+		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && !charsetSupported(sp.charset) {
+			c.charset = sp.charset
 		}
 		sch.Optional = sp.nullable
 		sch.Params[schema.ParamSourceType] = srcType
