@@ -245,3 +245,79 @@ func TestUndecodableCharsetFailsAtStart(t *testing.T) {
 		t.Fatalf("no insert after excluding the column")
 	}
 }
+
+// TestMariaDBExtTypesStreamAndSnapshot: MariaDB's UUID, INET6, INET4 and
+// JSON columns (BINARY(16), BINARY(16), BINARY(4) and LONGTEXT in the
+// binlog) arrive as the text the server prints for them, the same on both
+// paths, with their own source types; a UUID key pages the snapshot.
+func TestMariaDBExtTypesStreamAndSnapshot(t *testing.T) {
+	if f := needServer(t).flavor; f != FlavorMariaDB {
+		t.Skip("MariaDB types")
+	}
+	uuids := []string{"00000000-0000-0000-0000-000000000000", "6ccd780c-baba-1026-9564-5b8c656024db",
+		"12345678-9abc-4def-8123-456789abcdef", "ffffffff-ffff-ffff-ffff-ffffffffffff", "01234567-89ab-4def-8123-456789abcd00"}
+	inet6 := []string{"::", "::1", "::1.2.3.4", "::ffff:1.2.3.4", "1:0:2:0:0:3:0:4", "1:2:3:4:5:6:0:8", "::1:2", "::ffff:0:1",
+		"ffff::", "2001:db8::ff00:42:8329", "fe80::1:0:0:0", "1::ffff:1.2.3.4", "0:0:0:0:0:1:0:1", "abcd:ef01:2345:6789:abcd:ef01:2345:6789"}
+	inet4 := []string{"0.0.0.0", "1.2.3.4", "255.255.255.255", "10.0.0.0"}
+	var vals []string
+	n := max(len(uuids), len(inet6))
+	for i := 0; i < n; i++ {
+		u := "NULL"
+		if i < len(uuids) {
+			u = "'" + uuids[i] + "'"
+		}
+		i4 := "NULL"
+		if i < len(inet4) {
+			i4 = "'" + inet4[i] + "'"
+		}
+		i6 := "'" + inet6[i%len(inet6)] + "'"
+		vals = append(vals, fmt.Sprintf("(%d, UUID(), %s, %s, %s, '{\"k\": [%d, \"é\"]}')", i+1, u, i6, i4, i))
+	}
+	streamed, read := streamThenSnapshot(t, "CREATE TABLE t (id INT NOT NULL, pk UUID NOT NULL PRIMARY KEY, u UUID, i6 INET6, i4 INET4, j JSON)",
+		"INSERT INTO t VALUES "+strings.Join(vals, ", "))
+	env := needServer(t)
+	c, _ := adminConn(t, env)
+	for id, s := range streamed {
+		r := read[id]
+		for _, name := range []string{"pk", "u", "i6", "i4", "j"} {
+			sv, rv := colValue(t, s, name), colValue(t, r, name)
+			if sv != rv {
+				t.Errorf("row %d %s: stream %#v, snapshot %#v", id, name, sv, rv)
+			}
+		}
+		i := s.ValueSchema.FieldIndex("pk")
+		res, err := c.Execute(fmt.Sprintf("SELECT CAST(u AS CHAR), CAST(i6 AS CHAR), CAST(i4 AS CHAR), j FROM %s.t WHERE pk = '%s'", s.Table.Database, s.After[i]))
+		if err != nil || res.RowNumber() != 1 {
+			t.Fatalf("row %d pk %v: %v", id, s.After[i], err)
+		}
+		for j, name := range []string{"u", "i6", "i4", "j"} {
+			want, _ := res.GetString(0, j)
+			isNull, _ := res.IsNull(0, j)
+			got := colValue(t, s, name)
+			if isNull {
+				if got != nil {
+					t.Errorf("row %d %s: %#v, want NULL", id, name, got)
+				}
+				continue
+			}
+			if got != want {
+				t.Errorf("row %d %s: %#v, the server prints %q", id, name, got, want)
+			}
+		}
+	}
+	r := streamed[1]
+	for name, want := range map[string][2]string{"pk": {"string", "uuid"}, "u": {"string", "uuid"}, "i6": {"string", "inet6"}, "i4": {"string", "inet4"}, "j": {"string/json", "json"}} {
+		sch := r.ValueSchema.Fields[r.ValueSchema.FieldIndex(name)].Schema
+		if sch.String() != want[0] && !strings.HasPrefix(sch.String(), want[0]) || sch.Param(schema.ParamSourceType) != want[1] {
+			t.Errorf("%s: schema %v source type %q, want %s %s", name, sch, sch.Param(schema.ParamSourceType), want[0], want[1])
+		}
+	}
+
+	// a UUID key pages the snapshot through keyset queries
+	cfg := testConfig(env, r.Table.Database)
+	cfg.Snapshot, cfg.SnapshotChunk = SnapshotInitialOnly, 2
+	paged, _ := readSnapshot(t, openSource(t, cfg, nil))
+	if len(paged) != len(streamed) {
+		t.Fatalf("paged snapshot read %d rows, want %d", len(paged), len(streamed))
+	}
+}

@@ -49,6 +49,7 @@ type Source struct {
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
 	snap    snapCounters
+	hints   *typeHints // MariaDB types the table maps do not show; nil for MySQL
 }
 
 type batch struct {
@@ -167,10 +168,15 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 			return err
 		}
 	}
+	var hints func(schema.TableID) (map[string]string, error)
+	if s.cfg.Flavor == FlavorMariaDB {
+		s.hints = &typeHints{cfg: s.cfg}
+		hints = s.hints.get
+	}
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
-		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log,
+		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: hints,
 	}, start)
 	if err != nil {
 		if snap != nil {
@@ -618,6 +624,9 @@ func (s *Source) Close() error {
 	if cancel != nil {
 		cancel()
 		<-done
+	}
+	if s.hints != nil {
+		s.hints.close()
 	}
 	return nil
 }

@@ -146,6 +146,13 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 		case string:
 			return padBinary(c, []byte(x)), nil
 		}
+	case kUUID, kInet6, kInet4:
+		switch x := v.(type) {
+		case []byte:
+			return extValue(c, padBinary(c, x))
+		case string:
+			return extValue(c, padBinary(c, []byte(x)))
+		}
 	case kEnum:
 		if i, ok := asInt64(v); ok {
 			if i == 0 { // the error value '' stored for invalid input
@@ -176,8 +183,14 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 	case kJSON:
 		switch x := v.(type) {
 		case string:
+			if c.charset != "" { // MariaDB's JSON: LONGTEXT
+				return decodeText([]byte(x), c.charset), nil
+			}
 			return strings.Clone(x), nil
 		case []byte:
+			if c.charset != "" {
+				return decodeText(x, c.charset), nil
+			}
 			return string(x), nil
 		}
 	case kGeometry:
