@@ -23,6 +23,10 @@ const (
 	extInet6 = "inet6"
 	extInet4 = "inet4"
 	extJSON  = "json"
+	// extTinyint1 marks TINYINT(1), the only display width the binlog
+	// loses that matters: JDBC drivers read tinyint(1) as a boolean, so a
+	// MySQL target keeps it.
+	extTinyint1 = "tinyint(1)"
 )
 
 // applyExt turns a column whose storage the table map gave into the
@@ -42,6 +46,12 @@ func applyExt(c *column, sch *schema.Schema, srcType *string, ext string) bool {
 		sch.Type, sch.Logical = schema.String, schema.None
 		delete(sch.Params, schema.ParamLength)
 		*srcType = ext
+		return true
+	case extTinyint1:
+		if c.kind != kInt || !strings.HasPrefix(*srcType, "tinyint") || strings.HasPrefix(*srcType, "tinyint(") {
+			return false
+		}
+		*srcType = "tinyint(1)" + strings.TrimPrefix(*srcType, "tinyint")
 		return true
 	case extJSON:
 		if c.kind != kString || !strings.HasSuffix(*srcType, "text") {
@@ -158,7 +168,7 @@ func formatInet6(b []byte) string {
 // the table since that event; applyExt ignores a hint the storage does not
 // fit.
 type typeHints struct {
-	cfg Config
+	cfg Config // Flavor: MySQL has no CHECK_CONSTRAINTS.LEVEL (nor MariaDB's JSON)
 	mu  sync.Mutex
 	c   *client.Conn
 }
@@ -187,7 +197,7 @@ func (h *typeHints) get(id schema.TableID) (map[string]string, error) {
 			}
 			h.c = c
 		}
-		m, err := queryHints(h.c, id)
+		m, err := queryHints(h.c, id, h.cfg.Flavor == FlavorMariaDB)
 		if err == nil {
 			return m, nil
 		}
@@ -199,11 +209,19 @@ func (h *typeHints) get(id schema.TableID) (map[string]string, error) {
 	}
 }
 
-func queryHints(c *client.Conn, id schema.TableID) (map[string]string, error) {
-	r, err := c.Execute(`SELECT c.COLUMN_NAME, LOWER(c.DATA_TYPE),
-  (SELECT COUNT(*) FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
-     AND k.LEVEL = 'Column' AND k.CONSTRAINT_NAME = c.COLUMN_NAME AND k.CHECK_CLAUSE LIKE 'json_valid(%')
-  FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ? AND LOWER(c.DATA_TYPE) IN ('uuid', 'inet6', 'inet4', 'longtext')`,
+// jsonCheckCount is the SQL counting the json_valid CHECKs of column c
+// (MariaDB's JSON is LONGTEXT with one).
+const jsonCheckCount = `(SELECT COUNT(*) FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
+     AND k.LEVEL = 'Column' AND k.CONSTRAINT_NAME = c.COLUMN_NAME AND k.CHECK_CLAUSE LIKE 'json_valid(%')`
+
+func queryHints(c *client.Conn, id schema.TableID, mariadb bool) (map[string]string, error) {
+	checks := "0"
+	if mariadb {
+		checks = jsonCheckCount
+	}
+	r, err := c.Execute(`SELECT c.COLUMN_NAME, LOWER(c.DATA_TYPE), `+checks+`, LOWER(c.COLUMN_TYPE)
+  FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?
+  AND (LOWER(c.DATA_TYPE) IN ('uuid', 'inet6', 'inet4', 'longtext') OR LOWER(c.COLUMN_TYPE) LIKE 'tinyint(1)%')`,
 		id.Database, id.Table)
 	if err != nil {
 		return nil, err
@@ -213,10 +231,13 @@ func queryHints(c *client.Conn, id schema.TableID) (map[string]string, error) {
 		name, _ := r.GetString(i, 0)
 		typ, _ := r.GetString(i, 1)
 		checks, _ := r.GetInt(i, 2)
+		colType, _ := r.GetString(i, 3)
 		switch {
 		case typ == "longtext" && checks > 0:
 			m[name] = extJSON
-		case typ != "longtext":
+		case typ == "tinyint" && strings.HasPrefix(colType, "tinyint(1)"):
+			m[name] = extTinyint1
+		case typ == extUUID || typ == extInet6 || typ == extInet4:
 			m[name] = typ
 		}
 	}

@@ -271,15 +271,15 @@ func TestMariaDBExtTypesStreamAndSnapshot(t *testing.T) {
 			i4 = "'" + inet4[i] + "'"
 		}
 		i6 := "'" + inet6[i%len(inet6)] + "'"
-		vals = append(vals, fmt.Sprintf("(%d, UUID(), %s, %s, %s, '{\"k\": [%d, \"é\"]}')", i+1, u, i6, i4, i))
+		vals = append(vals, fmt.Sprintf("(%d, UUID(), %s, %s, %s, '{\"k\": [%d, \"é\"]}', %d, %d)", i+1, u, i6, i4, i, i%2, i))
 	}
-	streamed, read := streamThenSnapshot(t, "CREATE TABLE t (id INT NOT NULL, pk UUID NOT NULL PRIMARY KEY, u UUID, i6 INET6, i4 INET4, j JSON)",
+	streamed, read := streamThenSnapshot(t, "CREATE TABLE t (id INT NOT NULL, pk UUID NOT NULL PRIMARY KEY, u UUID, i6 INET6, i4 INET4, j JSON, b TINYINT(1), bu TINYINT(1) UNSIGNED)",
 		"INSERT INTO t VALUES "+strings.Join(vals, ", "))
 	env := needServer(t)
 	c, _ := adminConn(t, env)
 	for id, s := range streamed {
 		r := read[id]
-		for _, name := range []string{"pk", "u", "i6", "i4", "j"} {
+		for _, name := range []string{"pk", "u", "i6", "i4", "j", "b", "bu"} {
 			sv, rv := colValue(t, s, name), colValue(t, r, name)
 			if sv != rv {
 				t.Errorf("row %d %s: stream %#v, snapshot %#v", id, name, sv, rv)
@@ -306,7 +306,8 @@ func TestMariaDBExtTypesStreamAndSnapshot(t *testing.T) {
 		}
 	}
 	r := streamed[1]
-	for name, want := range map[string][2]string{"pk": {"string", "uuid"}, "u": {"string", "uuid"}, "i6": {"string", "inet6"}, "i4": {"string", "inet4"}, "j": {"string/json", "json"}} {
+	for name, want := range map[string][2]string{"pk": {"string", "uuid"}, "u": {"string", "uuid"}, "i6": {"string", "inet6"}, "i4": {"string", "inet4"}, "j": {"string/json", "json"},
+		"b": {"int8", "tinyint(1)"}, "bu": {"int16", "tinyint(1) unsigned"}} {
 		sch := r.ValueSchema.Fields[r.ValueSchema.FieldIndex(name)].Schema
 		if sch.String() != want[0] && !strings.HasPrefix(sch.String(), want[0]) || sch.Param(schema.ParamSourceType) != want[1] {
 			t.Errorf("%s: schema %v source type %q, want %s %s", name, sch, sch.Param(schema.ParamSourceType), want[0], want[1])

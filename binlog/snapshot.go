@@ -257,8 +257,7 @@ func (sn *snapshotter) close() {
 func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapTable, error) {
 	jsonCheck := "0" // MariaDB's JSON: LONGTEXT with a json_valid CHECK
 	if sn.s.cfg.Flavor == FlavorMariaDB {
-		jsonCheck = `(SELECT COUNT(*) FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
-     AND k.LEVEL = 'Column' AND k.CONSTRAINT_NAME = c.COLUMN_NAME AND k.CHECK_CLAUSE LIKE 'json_valid(%')`
+		jsonCheck = jsonCheckCount
 	}
 	rows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME,
   CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, `+jsonCheck+`
@@ -363,6 +362,9 @@ func (ic *infoColumn) spec() (colSpec, error) {
 	switch ic.dataType {
 	case "tinyint":
 		sp.typ = mysql.MYSQL_TYPE_TINY
+		if strings.HasPrefix(strings.ToLower(ic.columnType), "tinyint(1)") {
+			sp.ext = extTinyint1
+		}
 	case "smallint":
 		sp.typ = mysql.MYSQL_TYPE_SHORT
 	case "mediumint":

@@ -49,7 +49,7 @@ type Source struct {
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
 	snap    snapCounters
-	hints   *typeHints // MariaDB types the table maps do not show; nil for MySQL
+	hints   *typeHints // column types the table maps do not show
 }
 
 type batch struct {
@@ -168,15 +168,11 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 			return err
 		}
 	}
-	var hints func(schema.TableID) (map[string]string, error)
-	if s.cfg.Flavor == FlavorMariaDB {
-		s.hints = &typeHints{cfg: s.cfg}
-		hints = s.hints.get
-	}
+	s.hints = &typeHints{cfg: s.cfg}
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
-		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: hints,
+		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get,
 	}, start)
 	if err != nil {
 		if snap != nil {

@@ -158,7 +158,7 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 			charset: cs, nullable: nullable, ext: hints[names[i]]}
 		if ht != nil {
 			switch t := ht.Cols[i].Type; t {
-			case extUUID, extInet6, extInet4, extJSON:
+			case extUUID, extInet6, extInet4, extJSON, extTinyint1:
 				sp.ext = t
 			default:
 				sp.ext = ""
