@@ -1,8 +1,21 @@
 package binlog
 
 import (
+	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
+
+	"github.com/go-mysql-org/go-mysql/client"
+	"golang.org/x/text/encoding"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/japanese"
+	"golang.org/x/text/encoding/korean"
+	"golang.org/x/text/encoding/simplifiedchinese"
+	"golang.org/x/text/encoding/traditionalchinese"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Character sets the mapper knows how to turn into UTF-8.
@@ -14,6 +27,7 @@ const (
 	csASCII   = "ascii"
 	csUCS2    = "ucs2"
 	csUTF16   = "utf16"
+	csUTF16LE = "utf16le"
 	csUTF32   = "utf32"
 )
 
@@ -46,11 +60,11 @@ var builtinCollations = func() map[uint64]string {
 // maxBytesPerChar returns the longest encoding of one character in cs.
 func maxBytesPerChar(cs string) int {
 	switch cs {
-	case csUTF8MB4, csUTF16, csUTF32:
+	case csUTF8MB4, csUTF16, csUTF16LE, csUTF32, "gb18030":
 		return 4
-	case csUTF8MB3:
+	case csUTF8MB3, "ujis", "eucjpms":
 		return 3
-	case csUCS2:
+	case csUCS2, "big5", "gbk", "gb2312", "sjis", "cp932", "euckr":
 		return 2
 	case csBinary, csLatin1, csASCII, "":
 		return 1
@@ -61,51 +75,242 @@ func maxBytesPerChar(cs string) int {
 	return 1
 }
 
-// cp1252High maps bytes 0x80-0x9F of MySQL's latin1 (which is Windows-1252,
-// with the five undefined bytes mapped to the C1 controls) to runes.
-var cp1252High = [32]rune{
-	0x20AC, 0x0081, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021,
-	0x02C6, 0x2030, 0x0160, 0x2039, 0x0152, 0x008D, 0x017D, 0x008F,
-	0x0090, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014,
-	0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0x009D, 0x017E, 0x0178,
+// singleByte holds the 256 runes of each single-byte charset: x/text's
+// code page, bytes it leaves undefined as the C1 control of the same
+// number (the server's own tables do so), then the server's differences
+// (charsetFixes).
+var singleByte = map[string]*[256]rune{}
+
+// multiByte holds the x/text encodings the multi-byte charsets' tables are
+// built from.
+var multiByte = map[string]encoding.Encoding{
+	"big5":    traditionalchinese.Big5,
+	"gbk":     simplifiedchinese.GBK,
+	"gb2312":  simplifiedchinese.GBK, // EUC-CN; GBK is its superset
+	"gb18030": simplifiedchinese.GB18030,
+	"sjis":    japanese.ShiftJIS,
+	"cp932":   japanese.ShiftJIS, // x/text's Shift_JIS is the Windows-31J table
+	"ujis":    japanese.EUCJP,
+	"eucjpms": japanese.EUCJP,
+	"euckr":   korean.EUCKR,
+}
+
+func init() {
+	for cs, cm := range map[string]*charmap.Charmap{
+		csLatin1: charmap.Windows1252, // MySQL's latin1 is Windows-1252
+		"latin2": charmap.ISO8859_2, "latin5": charmap.ISO8859_9, "latin7": charmap.ISO8859_13,
+		"greek": charmap.ISO8859_7, "hebrew": charmap.ISO8859_8,
+		"cp1250": charmap.Windows1250, "cp1251": charmap.Windows1251, "cp1256": charmap.Windows1256, "cp1257": charmap.Windows1257,
+		"cp850": charmap.CodePage850, "cp852": charmap.CodePage852, "cp866": charmap.CodePage866,
+		"koi8r": charmap.KOI8R, "koi8u": charmap.KOI8U, "macroman": charmap.Macintosh,
+		"tis620": charmap.Windows874,
+	} {
+		var t [256]rune
+		for i := range t {
+			r := cm.DecodeByte(byte(i))
+			if r == utf8.RuneError {
+				r = rune(i)
+			}
+			t[i] = r
+		}
+		for _, f := range charsetFixes[cs] {
+			t[f[0]&0xFF] = rune(f[1])
+		}
+		singleByte[cs] = &t
+	}
+}
+
+// mbTable is the decoding table of a multi-byte charset: the rune of each
+// one-byte character, of each two-byte sequence (lead<<8|trail) and, for
+// EUC-JP, of each three-byte 0x8F sequence (by its last two bytes); 0
+// where the sequence is not a character.
+type mbTable struct {
+	single [256]rune
+	pair   [65536]rune
+	triple *[65536]rune
+}
+
+var (
+	mbMu     sync.Mutex
+	mbTables = map[string]*mbTable{}
+)
+
+// multiByteTable builds cs's table on first use (a few ms, 256 KiB or
+// 512 KiB for EUC-JP) from x/text's decoder and the server's differences.
+func multiByteTable(cs string) *mbTable {
+	mbMu.Lock()
+	defer mbMu.Unlock()
+	if t := mbTables[cs]; t != nil {
+		return t
+	}
+	dec := multiByte[cs].NewDecoder()
+	one := func(seq []byte) rune {
+		out, err := dec.Bytes(seq)
+		if err != nil {
+			return 0
+		}
+		r, n := utf8.DecodeRune(out)
+		if r == utf8.RuneError || n != len(out) {
+			return 0
+		}
+		return r
+	}
+	t := &mbTable{}
+	for b := 0; b < 256; b++ {
+		if b < 0x80 {
+			t.single[b] = rune(b)
+		} else {
+			t.single[b] = one([]byte{byte(b)})
+		}
+	}
+	for lead := 0x80; lead < 256; lead++ {
+		for trail := 0x21; trail < 256; trail++ {
+			t.pair[lead<<8|trail] = one([]byte{byte(lead), byte(trail)})
+		}
+	}
+	if cs == "ujis" || cs == "eucjpms" {
+		t.triple = new([65536]rune)
+		for a := 0xA1; a < 0xFF; a++ {
+			for b := 0xA1; b < 0xFF; b++ {
+				t.triple[a<<8|b] = one([]byte{0x8F, byte(a), byte(b)})
+			}
+		}
+	}
+	for _, f := range charsetFixes[cs] {
+		switch seq := f[0]; {
+		case seq < 0x100:
+			t.single[seq] = rune(f[1])
+		case seq < 0x10000:
+			t.pair[seq] = rune(f[1])
+		case seq>>16 == 0x8F && t.triple != nil:
+			t.triple[seq&0xFFFF] = rune(f[1])
+		}
+	}
+	mbTables[cs] = t
+	return t
+}
+
+// decodeMultiByte decodes b with cs's table: a valid sequence is its
+// character, a byte that starts none becomes U+FFFD and decoding goes on
+// at the next byte (where the server's CONVERT gives '?'). gb18030's
+// four-byte sequences go through x/text's decoder.
+func decodeMultiByte(b []byte, cs string) string {
+	t := multiByteTable(cs)
+	var sb strings.Builder
+	sb.Grow(len(b) + len(b)/2)
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < 0x80 {
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		if t.triple != nil && c == 0x8F && i+2 < len(b) {
+			if r := t.triple[int(b[i+1])<<8|int(b[i+2])]; r != 0 {
+				sb.WriteRune(r)
+				i += 3
+				continue
+			}
+		}
+		if cs == "gb18030" && i+3 < len(b) && b[i+1] >= 0x30 && b[i+1] <= 0x39 {
+			if out, err := multiByte[cs].NewDecoder().Bytes(b[i : i+4]); err == nil {
+				if r, n := utf8.DecodeRune(out); r != utf8.RuneError && n == len(out) {
+					sb.WriteRune(r)
+					i += 4
+					continue
+				}
+			}
+		}
+		if i+1 < len(b) {
+			if r := t.pair[int(c)<<8|int(b[i+1])]; r != 0 {
+				sb.WriteRune(r)
+				i += 2
+				continue
+			}
+		}
+		if r := t.single[c]; r != 0 {
+			sb.WriteRune(r)
+		} else {
+			sb.WriteRune(utf8.RuneError)
+		}
+		i++
+	}
+	return sb.String()
+}
+
+// charsetSupported reports whether sluice can decode text of charset cs.
+func charsetSupported(cs string) bool {
+	switch cs {
+	case csBinary, csUTF8MB4, csUTF8MB3, "utf8", csASCII, csUCS2, csUTF16, csUTF16LE, csUTF32:
+		return true
+	}
+	return singleByte[cs] != nil || multiByte[cs] != nil
+}
+
+// supportedCharsets lists the charsets charsetSupported accepts, for
+// messages.
+func supportedCharsets() string {
+	names := []string{csUTF8MB4, csUTF8MB3, csASCII, csUCS2, csUTF16, csUTF16LE, csUTF32}
+	for cs := range singleByte {
+		names = append(names, cs)
+	}
+	for cs := range multiByte {
+		names = append(names, cs)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// errCharset is the error for a column in a charset sluice cannot decode.
+func errCharset(cs string) error {
+	return fmt.Errorf("%w: character set %s cannot be decoded (supported: %s); convert the column (ALTER TABLE ... CONVERT TO CHARACTER SET utf8mb4) or leave it out with exclude_columns", ErrUnsupported, cs, supportedCharsets())
 }
 
 // decodeText converts b from charset cs to a UTF-8 string. UTF-8 charsets
-// are taken as they are (invalid sequences replaced by U+FFFD), latin1 is
-// decoded as Windows-1252, ucs2/utf16/utf32 as big-endian code units.
-// Unknown single-byte charsets are passed through like UTF-8.
+// are taken as they are, latin1 is decoded as Windows-1252, ucs2/utf16/
+// utf32 as big-endian code units, utf16le as little-endian ones, the other
+// single- and multi-byte charsets by their tables. Bytes that are not
+// valid in cs (which a server stores only from a non-strict sql_mode or a
+// client that lied about its charset) become U+FFFD, as Java's decoder
+// behind Debezium makes them; text is never passed through undecoded.
+// Callers check charsetSupported first (buildTableSpecs does); an
+// unsupported cs is decoded as UTF-8.
 func decodeText(b []byte, cs string) string {
-	switch cs {
-	case csLatin1:
-		ascii := true
-		for _, c := range b {
-			if c >= 0x80 {
-				ascii = false
-				break
-			}
-		}
-		if ascii {
+	if t := singleByte[cs]; t != nil {
+		if isASCII(b) {
 			return string(b)
 		}
 		var sb strings.Builder
 		sb.Grow(len(b) + len(b)/2)
 		for _, c := range b {
-			switch {
-			case c < 0x80:
+			if c < 0x80 {
 				sb.WriteByte(c)
-			case c < 0xA0:
-				sb.WriteRune(cp1252High[c-0x80])
-			default:
-				sb.WriteRune(rune(c))
+			} else {
+				sb.WriteRune(t[c])
 			}
 		}
 		return sb.String()
-	case csUCS2, csUTF16:
+	}
+	if multiByte[cs] != nil {
+		if isASCII(b) {
+			return string(b)
+		}
+		return decodeMultiByte(b, cs)
+	}
+	switch cs {
+	case csUCS2, csUTF16, csUTF16LE:
+		le := cs == csUTF16LE
+		unit := func(i int) rune {
+			if le {
+				return rune(b[i+1])<<8 | rune(b[i])
+			}
+			return rune(b[i])<<8 | rune(b[i+1])
+		}
 		var sb strings.Builder
 		for i := 0; i+1 < len(b); i += 2 {
-			u := rune(b[i])<<8 | rune(b[i+1])
+			u := unit(i)
 			if u >= 0xD800 && u < 0xDC00 && i+3 < len(b) {
-				lo := rune(b[i+2])<<8 | rune(b[i+3])
+				lo := unit(i + 2)
 				if lo >= 0xDC00 && lo < 0xE000 {
 					sb.WriteRune(0x10000 + (u-0xD800)<<10 + (lo - 0xDC00))
 					i += 2
@@ -114,11 +319,17 @@ func decodeText(b []byte, cs string) string {
 			}
 			sb.WriteRune(u) // lone surrogates become U+FFFD
 		}
+		if len(b)%2 != 0 {
+			sb.WriteRune(utf8.RuneError)
+		}
 		return sb.String()
 	case csUTF32:
 		var sb strings.Builder
 		for i := 0; i+3 < len(b); i += 4 {
 			sb.WriteRune(rune(b[i])<<24 | rune(b[i+1])<<16 | rune(b[i+2])<<8 | rune(b[i+3]))
+		}
+		if len(b)%4 != 0 {
+			sb.WriteRune(utf8.RuneError)
 		}
 		return sb.String()
 	}
@@ -126,4 +337,37 @@ func decodeText(b []byte, cs string) string {
 		return string(b)
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// undecodableColumns lists the captured columns (included tables, columns
+// not excluded) whose charset sluice cannot decode, as
+// "db.table.column (charset)".
+func undecodableColumns(conn *client.Conn, f filter, cr *columnRules) ([]string, error) {
+	r, err := conn.Execute(`SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, CHARACTER_SET_NAME FROM information_schema.COLUMNS
+  WHERE CHARACTER_SET_NAME IS NOT NULL AND CHARACTER_SET_NAME NOT IN ('utf8mb4', 'utf8mb3', 'utf8', 'latin1', 'ascii', 'binary')
+  ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION`)
+	if err != nil {
+		return nil, fmt.Errorf("binlog: read the columns' character sets: %w", err)
+	}
+	var out []string
+	for i := 0; i < r.RowNumber(); i++ {
+		db, _ := r.GetString(i, 0)
+		table, _ := r.GetString(i, 1)
+		col, _ := r.GetString(i, 2)
+		cs, _ := r.GetString(i, 3)
+		if charsetSupported(cs) || !f.match(db, table) || (cr != nil && cr.excluded(schema.TableID{Database: db, Table: table}, col)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s.%s.%s (%s)", db, table, col, cs))
+	}
+	return out, nil
 }

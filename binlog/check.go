@@ -124,6 +124,13 @@ func Check(ctx context.Context, cfg Config) []Problem {
 			"GRANT RELOAD ON *.* TO "+account)
 	}
 	out = append(out, checkTables(conn, cfg, grants, account)...)
+	cr, _ := compileColumnRules(cfg.ExcludeColumns, cfg.Mask)
+	if cols, err := undecodableColumns(conn, newFilter(cfg.Include, cfg.Exclude), cr); err != nil {
+		warn("charset", fmt.Sprintf("cannot read the columns' character sets: %v", err), "grant SELECT on the included tables")
+	} else if len(cols) > 0 {
+		add("charset", "captured columns in character sets sluice cannot decode (the source refuses to start): "+listSome(cols),
+			"convert them (ALTER TABLE ... CONVERT TO CHARACTER SET utf8mb4) or leave them out with exclude_columns")
+	}
 	return out
 }
 

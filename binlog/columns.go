@@ -135,6 +135,9 @@ func (cr *columnRules) mask(id schema.TableID, col string) *MaskRule {
 // masks; ti's schemas and table then describe the emitted rows. It fails
 // on excluded key columns and on masks of unsupported columns.
 func (cr *columnRules) apply(ti *tableInfo, serverName string) error {
+	if err := ti.checkCharsets(cr); err != nil {
+		return err
+	}
 	if cr == nil {
 		return nil
 	}
@@ -185,6 +188,18 @@ func (cr *columnRules) apply(ti *tableInfo, serverName string) error {
 	prefix := serverName + "." + ti.id.Database + "." + ti.id.Table
 	ti.valueSchema = t.ValueSchema(prefix + ".Value")
 	ti.keySchema = t.KeySchema(prefix + ".Key")
+	return nil
+}
+
+// checkCharsets fails on an emitted column whose charset sluice cannot
+// decode (an excluded one is never decoded).
+func (ti *tableInfo) checkCharsets(cr *columnRules) error {
+	for _, c := range ti.cols {
+		if c.charset == "" || charsetSupported(c.charset) || (cr != nil && cr.excluded(ti.id, c.name)) {
+			continue
+		}
+		return schema.Fatal(fmt.Errorf("table %s column %s: %w", ti.id, c.name, errCharset(c.charset)))
+	}
 	return nil
 }
 

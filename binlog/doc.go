@@ -63,13 +63,20 @@
 //
 // Values follow package schema. Choices the binlog forces: a primary-key
 // change is a delete of the old key and a create of the new one (headers
-// __debezium.newkey/__debezium.oldkey link them); MariaDB's JSON is a
-// LONGTEXT and arrives as a plain string; GEOMETRY values are WKB without
-// the server's 4-byte SRID prefix; zero dates are NULL (or the epoch in NOT
-// NULL columns, and everywhere with ZeroDateAsNull=false); text is converted
-// to UTF-8 from the column's charset (latin1 is Windows-1252, as in MySQL).
-// The table shape is the one in each TABLE_MAP event, completed from the
-// schema history when Config.HistoryFile is set.
+// __debezium.newkey/__debezium.oldkey link them); BINARY(n) values get back
+// the trailing 0x00 bytes the binlog drops; MariaDB's JSON (a LONGTEXT with a
+// json_valid CHECK), UUID, INET6 and INET4 (BINARY(16), BINARY(16),
+// BINARY(4) in the binlog) are json and string values in the server's text
+// form, their types read from the schema history or, without it, from
+// information_schema when a table map is first seen; GEOMETRY values are WKB
+// without the server's 4-byte SRID prefix; zero dates are NULL (or the epoch
+// in NOT NULL columns, and everywhere with ZeroDateAsNull=false); text is
+// converted to UTF-8 from the column's charset (charset.go: every charset
+// golang.org/x/text has, corrected to the server's tables; latin1 is
+// Windows-1252, as in MySQL; invalid bytes become U+FFFD); a captured column
+// in another charset stops Open with a fatal error. The table shape is the
+// one in each TABLE_MAP event, completed from the schema history when
+// Config.HistoryFile is set.
 //
 // Schema history (Config.HistoryFile, yaml history_file): a file of JSON
 // lines {"position":{...},"db":"...","ddl":"..."}. At first start (empty or

@@ -31,6 +31,7 @@ type mapper struct {
 	histFile   string
 	skipDDL    map[string]bool
 	log        *slog.Logger
+	hints      func(schema.TableID) (map[string]string, error)
 
 	file      string        // current binlog file
 	gset      mysql.GTIDSet // committed transactions
@@ -75,6 +76,9 @@ type mapperConfig struct {
 	HistoryFile string            // for messages
 	SkipDDL     []string          // statements or GTIDs the history leaves out
 	Log         *slog.Logger      // warnings (history/table map mismatches); nil: discarded
+	// Hints reads the MariaDB types (UUID, INET6, INET4, JSON) the table
+	// maps of a table show only as storage; nil: none (typeHints.get).
+	Hints func(schema.TableID) (map[string]string, error)
 }
 
 // newMapper starts a mapper at a committed position.
@@ -86,7 +90,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
 		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
-		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log,
+		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log, hints: cfg.Hints,
 		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start, epoch: start.Epoch,
 		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
@@ -313,7 +317,14 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 	if m.hist != nil {
 		ht = m.hist.tables[schema.TableID{Database: string(e.Schema), Table: string(e.Table)}]
 	}
-	ti, warn, err := buildTable(e, m.serverName, m.collations, ht, m.hist != nil)
+	var hints map[string]string
+	if ht == nil && m.hints != nil {
+		var err error
+		if hints, err = m.hints(schema.TableID{Database: string(e.Schema), Table: string(e.Table)}); err != nil {
+			return err
+		}
+	}
+	ti, warn, err := buildTable(e, m.serverName, m.collations, ht, m.hist != nil, hints)
 	if warn != "" {
 		m.log.Warn("binlog: "+warn, "table", string(e.Schema)+"."+string(e.Table), "history", m.histFile)
 	}

@@ -268,9 +268,13 @@ func (sn *snapshotter) close() {
 // loadTable reads a table's columns and primary key from information_schema
 // and builds the same schemas the binlog's table map gives.
 func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapTable, error) {
+	jsonCheck := "0" // MariaDB's JSON: LONGTEXT with a json_valid CHECK
+	if sn.s.cfg.Flavor == FlavorMariaDB {
+		jsonCheck = jsonCheckCount
+	}
 	rows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME,
-  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION
-  FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Database, id.Table)
+  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, `+jsonCheck+`
+  FROM information_schema.COLUMNS c WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Database, id.Table)
 	if err != nil {
 		return nil, fmt.Errorf("binlog: snapshot: columns of %s: %w", id, err)
 	}
@@ -279,7 +283,7 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 	for rows.Next() {
 		var ic infoColumn
 		if err := rows.Scan(&ic.name, &ic.dataType, &ic.columnType, &ic.nullable, &ic.charset, &ic.collation,
-			&ic.octets, &ic.precision, &ic.scale, &ic.fsp); err != nil {
+			&ic.octets, &ic.precision, &ic.scale, &ic.fsp, &ic.jsonChecks); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -354,6 +358,7 @@ type infoColumn struct {
 	name, dataType, columnType, nullable string
 	charset, collation                   sql.NullString
 	octets, precision, scale, fsp        sql.NullInt64
+	jsonChecks                           int64 // json_valid CHECKs on the column (MariaDB's JSON)
 }
 
 // spec rebuilds the table map's type byte and metadata of the column.
@@ -370,6 +375,9 @@ func (ic *infoColumn) spec() (colSpec, error) {
 	switch ic.dataType {
 	case "tinyint":
 		sp.typ = mysql.MYSQL_TYPE_TINY
+		if strings.HasPrefix(strings.ToLower(ic.columnType), "tinyint(1)") {
+			sp.ext = extTinyint1
+		}
 	case "smallint":
 		sp.typ = mysql.MYSQL_TYPE_SHORT
 	case "mediumint":
@@ -413,12 +421,22 @@ func (ic *infoColumn) spec() (colSpec, error) {
 		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 3
 	case "longtext", "longblob":
 		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 4
+		if ic.jsonChecks > 0 && ic.dataType == "longtext" {
+			sp.ext = extJSON
+		}
 	case "json":
 		sp.typ = mysql.MYSQL_TYPE_JSON
 	case "geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon", "geometrycollection", "geomcollection":
 		sp.typ = mysql.MYSQL_TYPE_GEOMETRY
 	case "vector":
 		sp.typ = mysql.MYSQL_TYPE_VECTOR
+	case "uuid", "inet6", "inet4":
+		n := uint16(16)
+		if ic.dataType == "inet4" {
+			n = 4
+		}
+		sp.typ, sp.charset, sp.ext = mysql.MYSQL_TYPE_STRING, csBinary, ic.dataType
+		sp.meta = uint16(mysql.MYSQL_TYPE_STRING)<<8 | n
 	case "enum", "set":
 		labels, err := parseLabels(ic.columnType)
 		if err != nil {
@@ -431,7 +449,7 @@ func (ic *infoColumn) spec() (colSpec, error) {
 		}
 		sp.typ, sp.meta = mysql.MYSQL_TYPE_STRING, uint16(b0)<<8|1
 	default:
-		return sp, fmt.Errorf("%w: column type %s in a snapshot", ErrUnsupported, ic.columnType)
+		return sp, schema.Fatal(fmt.Errorf("%w: column type %s in a snapshot; leave the column out with exclude_columns or the table with exclude", ErrUnsupported, ic.columnType))
 	}
 	return sp, nil
 }
@@ -507,6 +525,8 @@ func textValue(c *column, cs string, raw []byte, zeroAsNull bool) (any, error) {
 		v = n
 	case kString, kBytes, kGeometry:
 		v = raw
+	case kUUID, kInet6, kInet4:
+		v, err = extBinary(c, raw) // the server's text, back to the binlog's bytes
 	case kEnum:
 		label := decodeText(raw, cs)
 		if label == "" {
@@ -598,6 +618,14 @@ func keyLiteral(c *column, cs, collation string, raw []byte) (string, error) {
 		return strconv.FormatUint(n, 10), nil
 	case kBytes:
 		return "X'" + hex.EncodeToString(raw) + "'", nil
+	case kUUID, kInet6, kInet4:
+		b, err := extBinary(c, raw)
+		if err != nil {
+			return bad()
+		}
+		// the binary form: under SET NAMES binary the server does not parse
+		// text cast to these types (CAST('::1' AS INET6) is NULL)
+		return "CAST(X'" + hex.EncodeToString(b) + "' AS " + map[kind]string{kUUID: "UUID", kInet6: "INET6", kInet4: "INET4"}[c.kind] + ")", nil
 	case kString:
 		if !isName(cs) || !isName(collation) {
 			return bad()

@@ -49,6 +49,7 @@ type Source struct {
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
 	snap    snapCounters
+	hints   *typeHints // column types the table maps do not show
 }
 
 type batch struct {
@@ -149,6 +150,11 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	if err := checkServer(conn, s.cfg.HistoryFile != ""); err != nil {
 		return err
 	}
+	if cols, err := undecodableColumns(conn, newFilter(s.cfg.Include, s.cfg.Exclude), s.columns); err != nil {
+		s.log.Warn("binlog: cannot check the columns' character sets", "err", err)
+	} else if len(cols) > 0 {
+		return schema.Fatal(fmt.Errorf("%w: captured columns in character sets sluice cannot decode: %s; convert them (ALTER TABLE ... CONVERT TO CHARACTER SET utf8mb4) or leave them out with exclude_columns", ErrUnsupported, listSome(cols)))
+	}
 	collations, err := loadCollations(conn)
 	if err != nil {
 		s.log.Warn("binlog: cannot read the server's collations, using built-in ones", "err", err)
@@ -175,10 +181,11 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 			return err
 		}
 	}
+	s.hints = &typeHints{cfg: s.cfg}
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
-		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log,
+		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get,
 	}, start)
 	if err != nil {
 		if snap != nil {
@@ -683,6 +690,9 @@ func (s *Source) Close() error {
 	if cancel != nil {
 		cancel()
 		<-done
+	}
+	if s.hints != nil {
+		s.hints.close()
 	}
 	return nil
 }

@@ -34,6 +34,9 @@ const (
 	kSet
 	kJSON
 	kGeometry
+	kUUID  // MariaDB UUID (BINARY(16) in the binlog) -> its text
+	kInet6 // MariaDB INET6 (BINARY(16)) -> its text
+	kInet4 // MariaDB INET4 (BINARY(4)) -> its text
 )
 
 // column is what the mapper needs to convert one column's values.
@@ -43,6 +46,7 @@ type column struct {
 	scale    int32    // kDecimal
 	charset  string   // kString
 	labels   []string // kEnum, kSet
+	pad      int      // kBytes of BINARY(n): n (the binlog drops trailing 0x00 bytes)
 	optional bool
 }
 
@@ -86,7 +90,11 @@ func equalBytesList(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Eq
 // comes from ht, the schema history's shape of the table (nil: none).
 // When both are present the table map wins, and a different column count
 // gives a warning. useHist says a history is kept (for messages).
-func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string, ht *histTable, useHist bool) (*tableInfo, string, error) {
+//
+// hints (column name -> extUUID, extInet6, extInet4, extJSON; nil: none)
+// name the MariaDB types the table map shows only as their storage, when
+// no history shape is known; a history shape gives them itself.
+func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string, ht *histTable, useHist bool, hints map[string]string) (*tableInfo, string, error) {
 	id := schema.TableID{Database: string(tm.Schema), Table: string(tm.Table)}
 	n := int(tm.ColumnCount)
 	names := tm.ColumnNameString()
@@ -147,7 +155,15 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 			}
 		}
 		sp := colSpec{name: names[i], typ: tm.ColumnType[i], meta: tm.ColumnMeta[i], unsigned: uns,
-			charset: cs, nullable: nullable}
+			charset: cs, nullable: nullable, ext: hints[names[i]]}
+		if ht != nil {
+			switch t := ht.Cols[i].Type; t {
+			case extUUID, extInet6, extInet4, extJSON, extTinyint1:
+				sp.ext = t
+			default:
+				sp.ext = ""
+			}
+		}
 		labels, isSet := enums[i], false
 		if l, ok := sets[i]; ok {
 			labels, isSet = l, true
@@ -155,6 +171,9 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		if labels != nil || isSet {
 			ecoll, ok := enumSetCharsets[i]
 			ecs := charsetOf(collations, ecoll, ok)
+			if !charsetSupported(ecs) {
+				sp.charset = ecs // reported by checkCharsets unless excluded
+			}
 			sp.labels = make([]string, len(labels))
 			for j, l := range labels {
 				sp.labels[j] = decodeText([]byte(l), ecs)
@@ -196,6 +215,7 @@ type colSpec struct {
 	charset  string
 	nullable bool
 	labels   []string // ENUM/SET labels, decoded; nil when absent
+	ext      string   // MariaDB type the storage stands for (extUUID, ...); "" none
 }
 
 // buildTableSpecs derives the columns, key and schemas of a table from its
@@ -210,6 +230,9 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 		if err != nil {
 			return nil, fmt.Errorf("table %s column %s: %w", id, c.name, err)
 		}
+		if sp.ext != "" {
+			applyExt(&c, sch, &srcType, sp.ext)
+		}
 		if c.kind == kEnum || c.kind == kSet {
 			if sp.labels == nil {
 				return nil, fmt.Errorf("%w (table %s column %s has no ENUM/SET labels)", ErrMissingMetadata, id, c.name)
@@ -221,6 +244,9 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 			}
 			srcType += "(" + strings.Join(quoted, ",") + ")"
 			sch.Params[schema.ParamAllowed] = strings.Join(c.labels, ",")
+		}
+		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && !charsetSupported(sp.charset) {
+			c.charset = sp.charset
 		}
 		sch.Optional = sp.nullable
 		sch.Params[schema.ParamSourceType] = srcType
@@ -340,6 +366,9 @@ func columnSchema(c *column, typ byte, meta uint16, unsigned bool, cs string) (*
 		if cs == csBinary {
 			c.kind = kBytes
 			bin := map[string]string{"varchar": "varbinary", "char": "binary"}[name]
+			if bin == "binary" {
+				c.pad = int(meta)
+			}
 			p[schema.ParamLength] = strconv.Itoa(int(meta))
 			return s(schema.Bytes, schema.None), fmt.Sprintf("%s(%d)", bin, meta), nil
 		}
@@ -367,7 +396,7 @@ func columnSchema(c *column, typ byte, meta uint16, unsigned bool, cs string) (*
 		c.kind = kBytes
 		return s(schema.Bytes, schema.None), "vector", nil
 	}
-	return nil, "", fmt.Errorf("%w: column type %d", ErrUnsupported, typ)
+	return nil, "", schema.Fatal(fmt.Errorf("%w: column type %d; leave the column out with exclude_columns or the table with exclude", ErrUnsupported, typ))
 }
 
 func withFsp(name string, v2 bool, fsp uint16) string {

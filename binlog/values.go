@@ -142,9 +142,16 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 	case kBytes:
 		switch x := v.(type) {
 		case []byte:
-			return append([]byte{}, x...), nil
+			return padBinary(c, x), nil
 		case string:
-			return []byte(x), nil
+			return padBinary(c, []byte(x)), nil
+		}
+	case kUUID, kInet6, kInet4:
+		switch x := v.(type) {
+		case []byte:
+			return extValue(c, padBinary(c, x))
+		case string:
+			return extValue(c, padBinary(c, []byte(x)))
 		}
 	case kEnum:
 		if i, ok := asInt64(v); ok {
@@ -176,8 +183,14 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 	case kJSON:
 		switch x := v.(type) {
 		case string:
+			if c.charset != "" { // MariaDB's JSON: LONGTEXT
+				return decodeText([]byte(x), c.charset), nil
+			}
 			return strings.Clone(x), nil
 		case []byte:
+			if c.charset != "" {
+				return decodeText(x, c.charset), nil
+			}
 			return string(x), nil
 		}
 	case kGeometry:
@@ -190,6 +203,17 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 		}
 	}
 	return nil, badValue(c, v)
+}
+
+// padBinary copies b, restoring the trailing 0x00 bytes of a BINARY(n)
+// value: the server writes BINARY(n) to the binlog without them (a value
+// ending in 0x00 would otherwise stream shorter than the snapshot reads it,
+// and as a key name another row).
+func padBinary(c *column, b []byte) []byte {
+	n := max(len(b), c.pad)
+	out := make([]byte, n)
+	copy(out, b)
+	return out
 }
 
 func badValue(c *column, v any) error {

@@ -43,6 +43,10 @@ func TestConvert(t *testing.T) {
 		{&column{kind: kString, charset: csUTF8MB4}, []byte{0xff}, "\uFFFD", true},
 		{&column{kind: kString, charset: csUCS2}, []byte{0, 'a', 0x20, 0xac}, "a€", true},
 		{&column{kind: kBytes}, []byte{}, []byte{}, true},
+		{&column{kind: kBytes, pad: 4}, "\x01", []byte{1, 0, 0, 0}, true}, // BINARY(4): binlog drops trailing zeros
+		{&column{kind: kBytes, pad: 4}, "", []byte{0, 0, 0, 0}, true},
+		{&column{kind: kBytes, pad: 4}, []byte{0, 0, 0, 9}, []byte{0, 0, 0, 9}, true},
+		{&column{kind: kBytes}, "\x01", []byte{1}, true}, // VARBINARY: as is
 		{enum, int64(2), "b", true},
 		{enum, int64(0), "", true},
 		{set, int64(5), "x,z", true},

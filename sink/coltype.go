@@ -3,6 +3,8 @@ package sink
 import (
 	"strconv"
 	"strings"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Column types as text: parsing what the database reports (PostgreSQL's
@@ -606,4 +608,31 @@ func myWidens(c, w colType) bool {
 		return true
 	}
 	return false
+}
+
+// ---- MariaDB's UUID, INET6 and INET4 ----
+
+// extColumnType is the target type of a string column that holds a
+// MariaDB UUID, INET6 or INET4 value as text (source.type uuid, inet6,
+// inet4): PostgreSQL's own uuid and inet types, which compare and index
+// the values as the source does; on MySQL a string just long enough (a
+// MariaDB target would take UUID itself, but MySQL has no such type).
+func extColumnType(postgres bool, s *schema.Schema) (string, bool) {
+	if s.Type != schema.String {
+		return "", false
+	}
+	st := strings.ToLower(strings.TrimSpace(s.Param(schema.ParamSourceType)))
+	switch {
+	case postgres && st == "uuid":
+		return "UUID", true
+	case postgres && (st == "inet6" || st == "inet4"):
+		return "INET", true
+	case st == "uuid":
+		return "CHAR(36)", true
+	case st == "inet6":
+		return "VARCHAR(45)", true // ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255 is 45
+	case st == "inet4":
+		return "VARCHAR(15)", true
+	}
+	return "", false
 }

@@ -405,3 +405,30 @@ func TestFractionDigits(t *testing.T) {
 		}
 	}
 }
+
+// TestExtColumnTypes: MariaDB's UUID, INET6 and INET4 (strings with that
+// source type) get PostgreSQL's uuid and inet and a fitting string on
+// MySQL, as keys too; other strings are untouched.
+func TestExtColumnTypes(t *testing.T) {
+	str := func(st string) *schema.Schema {
+		return &schema.Schema{Type: schema.String, Params: map[string]string{schema.ParamSourceType: st}}
+	}
+	for _, tc := range []struct {
+		st, pg, my string
+	}{
+		{"uuid", "UUID", "CHAR(36)"}, {"inet6", "INET", "VARCHAR(45)"}, {"inet4", "INET", "VARCHAR(15)"},
+		{"varchar(10)", "TEXT", "varchar(10)"},
+	} {
+		for _, key := range []bool{false, true} {
+			if got, err := (postgres{}).columnType("c", str(tc.st), key); err != nil || got != tc.pg {
+				t.Errorf("postgres %s key=%v: %s %v, want %s", tc.st, key, got, err, tc.pg)
+			}
+			if got, err := (mysql{}).columnType("c", str(tc.st), key); err != nil || got != tc.my {
+				t.Errorf("mysql %s key=%v: %s %v, want %s", tc.st, key, got, err, tc.my)
+			}
+		}
+	}
+	if got, _ := (postgres{}).columnType("c", &schema.Schema{Type: schema.Bytes, Params: map[string]string{schema.ParamSourceType: "uuid"}}, false); got != "BYTEA" {
+		t.Errorf("bytes with source type uuid: %s, want BYTEA", got)
+	}
+}

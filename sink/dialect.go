@@ -277,6 +277,9 @@ func createTableSQL(d dialect, t target, cols []colDef, keyCols []string, suffix
 // BIT VARYING(n): the value is written as a bit string of exactly n digits,
 // so it reads back with its width (BIGINT would lose it).
 func (d postgres) columnType(col string, s *schema.Schema, key bool) (string, error) {
+	if t, ok := extColumnType(true, s); ok {
+		return t, nil
+	}
 	switch s.Logical {
 	case schema.Decimal:
 		p, sc, err := precisionScale(s)
@@ -518,6 +521,9 @@ func plainName(s string) bool {
 // types (VARCHAR/VARBINARY) since MySQL cannot index TEXT/BLOB without a
 // prefix length.
 func (d mysql) columnType(col string, s *schema.Schema, key bool) (string, error) {
+	if t, ok := extColumnType(false, s); ok {
+		return t, nil
+	}
 	if st := s.Param(schema.ParamSourceType); st != "" && s.Logical != schema.Geometry && safeSourceType(st) && !(key && unindexable(st)) {
 		return st, nil
 	}

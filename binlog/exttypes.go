@@ -1,0 +1,245 @@
+package binlog
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// MariaDB's data types that the table map describes only by their storage:
+// UUID and INET6 are BINARY(16), INET4 is BINARY(4), JSON is LONGTEXT with
+// a json_valid CHECK. Their kind comes from information_schema (snapshot,
+// and the stream's type hints) or from the schema history.
+const (
+	extUUID  = "uuid"
+	extInet6 = "inet6"
+	extInet4 = "inet4"
+	extJSON  = "json"
+	// extTinyint1 marks TINYINT(1), the only display width the binlog
+	// loses that matters: JDBC drivers read tinyint(1) as a boolean, so a
+	// MySQL target keeps it.
+	extTinyint1 = "tinyint(1)"
+)
+
+// applyExt turns a column whose storage the table map gave into the
+// MariaDB type ext names. It reports false (and changes nothing) when the
+// storage does not fit ext, e.g. a hint read after the column changed.
+func applyExt(c *column, sch *schema.Schema, srcType *string, ext string) bool {
+	switch ext {
+	case extUUID, extInet6, extInet4:
+		n := 16
+		if ext == extInet4 {
+			n = 4
+		}
+		if c.kind != kBytes || c.pad != n {
+			return false
+		}
+		c.kind = map[string]kind{extUUID: kUUID, extInet6: kInet6, extInet4: kInet4}[ext]
+		sch.Type, sch.Logical = schema.String, schema.None
+		delete(sch.Params, schema.ParamLength)
+		*srcType = ext
+		return true
+	case extTinyint1:
+		if c.kind != kInt || !strings.HasPrefix(*srcType, "tinyint") || strings.HasPrefix(*srcType, "tinyint(") {
+			return false
+		}
+		*srcType = "tinyint(1)" + strings.TrimPrefix(*srcType, "tinyint")
+		return true
+	case extJSON:
+		if c.kind != kString || !strings.HasSuffix(*srcType, "text") {
+			return false
+		}
+		c.kind = kJSON // c.charset stays: the text is decoded from it
+		sch.Type, sch.Logical = schema.String, schema.Json
+		delete(sch.Params, schema.ParamCharset)
+		*srcType = "json"
+		return true
+	}
+	return false
+}
+
+// extValue renders the binary form of a UUID, INET6 or INET4 value as the
+// server prints it (CAST(col AS CHAR)).
+func extValue(c *column, b []byte) (string, error) {
+	switch c.kind {
+	case kUUID:
+		if len(b) != 16 {
+			break
+		}
+		h := hex.EncodeToString(b)
+		return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+	case kInet6:
+		if len(b) != 16 {
+			break
+		}
+		return formatInet6(b), nil
+	case kInet4:
+		if len(b) != 4 {
+			break
+		}
+		return netip.AddrFrom4([4]byte(b)).String(), nil
+	}
+	return "", schema.Fatal(fmt.Errorf("%w: column %s: %d-byte value is not a %s", ErrUnsupported, c.name, len(b), map[kind]string{kUUID: "UUID", kInet6: "INET6", kInet4: "INET4"}[c.kind]))
+}
+
+// extBinary parses the server's text form of a UUID, INET6 or INET4 value
+// (the snapshot reads it so) into its binary form, which extValue renders:
+// both paths give the same text by construction.
+func extBinary(c *column, text []byte) ([]byte, error) {
+	s := string(text)
+	switch c.kind {
+	case kUUID:
+		h := strings.ReplaceAll(s, "-", "")
+		if b, err := hex.DecodeString(h); err == nil && len(b) == 16 {
+			return b, nil
+		}
+	case kInet6:
+		if a, err := netip.ParseAddr(s); err == nil && a.Is6() && a.Zone() == "" {
+			b := a.As16()
+			return b[:], nil
+		}
+	case kInet4:
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+			b := a.As4()
+			return b[:], nil
+		}
+	}
+	return nil, schema.Fatal(fmt.Errorf("%w: column %s: cannot read %q", ErrUnsupported, c.name, truncate(text, 64)))
+}
+
+// formatInet6 prints an IPv6 address the way MariaDB does: the longest
+// run of zero groups (even a single one; the first of equal runs) as "::",
+// IPv4-compatible (::a.b.c.d) and IPv4-mapped (::ffff:a.b.c.d) addresses
+// with a dotted tail, groups in lower-case hex.
+func formatInet6(b []byte) string {
+	var w [8]uint16
+	for i := range w {
+		w[i] = uint16(b[2*i])<<8 | uint16(b[2*i+1])
+	}
+	gpos, glen := -1, 0
+	for i := 0; i < 8; {
+		if w[i] != 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < 8 && w[j] == 0 {
+			j++
+		}
+		if j-i > glen {
+			gpos, glen = i, j-i
+		}
+		i = j
+	}
+	dotted := func() string { return netip.AddrFrom4([4]byte(b[12:16])).String() }
+	if gpos == 0 && glen == 6 {
+		return "::" + dotted()
+	}
+	if gpos == 0 && glen == 5 && w[5] == 0xffff {
+		return "::ffff:" + dotted()
+	}
+	var sb strings.Builder
+	for i := 0; i < 8; i++ {
+		if i == gpos {
+			sb.WriteString("::")
+			i += glen - 1
+			continue
+		}
+		if i > 0 && i != gpos+glen {
+			sb.WriteByte(':')
+		}
+		sb.WriteString(strconv.FormatUint(uint64(w[i]), 16))
+	}
+	return sb.String()
+}
+
+// typeHints reads the MariaDB types of a table's columns that its table
+// map cannot show, for a stream without a schema history: one query on
+// information_schema when a table map is first seen. It describes the
+// table as it is now, which is the table map's shape unless DDL changed
+// the table since that event; applyExt ignores a hint the storage does not
+// fit.
+type typeHints struct {
+	cfg Config // Flavor: MySQL has no CHECK_CONSTRAINTS.LEVEL (nor MariaDB's JSON)
+	mu  sync.Mutex
+	c   *client.Conn
+}
+
+func (h *typeHints) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.c != nil {
+		h.c.Close()
+		h.c = nil
+	}
+}
+
+// get returns column name -> ext type for the table's UUID, INET6, INET4
+// and JSON columns. An error is retriable (the server is unreachable).
+func (h *typeHints) get(id schema.TableID) (map[string]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if h.c == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+			c, err := client.ConnectWithContext(ctx, (&Source{cfg: h.cfg}).addr(), h.cfg.User, h.cfg.Password, "", dialTimeout)
+			cancel()
+			if err != nil {
+				return nil, schema.Retriable(fmt.Errorf("binlog: read the column types of %s: connect: %w", id, err))
+			}
+			h.c = c
+		}
+		m, err := queryHints(h.c, id, h.cfg.Flavor == FlavorMariaDB)
+		if err == nil {
+			return m, nil
+		}
+		h.c.Close()
+		h.c = nil
+		if attempt > 0 {
+			return nil, schema.Retriable(fmt.Errorf("binlog: read the column types of %s from information_schema: %w", id, err))
+		}
+	}
+}
+
+// jsonCheckCount is the SQL counting the json_valid CHECKs of column c
+// (MariaDB's JSON is LONGTEXT with one).
+const jsonCheckCount = `(SELECT COUNT(*) FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
+     AND k.LEVEL = 'Column' AND k.CONSTRAINT_NAME = c.COLUMN_NAME AND k.CHECK_CLAUSE LIKE 'json_valid(%')`
+
+func queryHints(c *client.Conn, id schema.TableID, mariadb bool) (map[string]string, error) {
+	checks := "0"
+	if mariadb {
+		checks = jsonCheckCount
+	}
+	r, err := c.Execute(`SELECT c.COLUMN_NAME, LOWER(c.DATA_TYPE), `+checks+`, LOWER(c.COLUMN_TYPE)
+  FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?
+  AND (LOWER(c.DATA_TYPE) IN ('uuid', 'inet6', 'inet4', 'longtext') OR LOWER(c.COLUMN_TYPE) LIKE 'tinyint(1)%')`,
+		id.Database, id.Table)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for i := 0; i < r.RowNumber(); i++ {
+		name, _ := r.GetString(i, 0)
+		typ, _ := r.GetString(i, 1)
+		checks, _ := r.GetInt(i, 2)
+		colType, _ := r.GetString(i, 3)
+		switch {
+		case typ == "longtext" && checks > 0:
+			m[name] = extJSON
+		case typ == "tinyint" && strings.HasPrefix(colType, "tinyint(1)"):
+			m[name] = extTinyint1
+		case typ == extUUID || typ == extInet6 || typ == extInet4:
+			m[name] = typ
+		}
+	}
+	return m, nil
+}
