@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,4 +201,42 @@ func killDuringSnapshot(t *testing.T, bin, transport string, e env) {
 func startWhole(t *testing.T, bin, cfg string) *process {
 	t.Helper()
 	return startProcess(t, bin, "", cfg)
+}
+
+// Issue 10, problem 4 on real brokers: with two master brokers (broker-b is
+// started by scripts/servers.sh) every topic has queues 0..3 on each, and
+// records of broker-b's queue 0 must not be skipped as applied by
+// broker-a's queue 0. The progress table keeps a row per broker's queue,
+// and a restarted pipeline (a fresh sink reading those rows) goes on right.
+func TestTwoBrokersKeepTheirQueuesApart(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV", "SLUICE_ROCKETMQ_BROKER_B")
+	db, my, pg := sourceAndTarget(t, e, "it_2brk")
+	t.Cleanup(func() { pg.Exec(`DELETE FROM sluice_progress WHERE pipeline = $1`, db) })
+	cfg := writeConfig(t, e, db, "rocketmq")
+	w := newWorkload(my, db)
+	r := startPipeline(t, cfg)
+	waitStreaming(t, my, pg, db, r)
+	w.run(t, 3000)
+	waitEqual(t, my, pg, db, r)
+	r.stop(t)
+
+	rows, err := dump(pg, `SELECT topic || '/' || queue FROM sluice_progress WHERE pipeline = '`+db+`' AND last_id <> ''`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers := map[string]bool{}
+	for _, r := range rows {
+		if _, b, ok := strings.Cut(r, "@"); ok {
+			b, _, _ = strings.Cut(b, "/")
+			brokers[b] = true
+		}
+	}
+	if !brokers[e["SLUICE_ROCKETMQ_BROKER"]] || !brokers[e["SLUICE_ROCKETMQ_BROKER_B"]] {
+		t.Fatalf("progress rows %v: want queues of both brokers", rows)
+	}
+
+	r = startPipeline(t, cfg)
+	w.run(t, 2000)
+	waitEqual(t, my, pg, db, r)
+	r.stop(t)
 }
