@@ -55,6 +55,13 @@ type Config struct {
 	// SnapshotChunk is the number of rows read per query during a snapshot
 	// (default 2048).
 	SnapshotChunk int
+	// SnapshotTruncate makes a snapshot send a TRUNCATE record for each
+	// table before its rows (one it starts reading; not a table a resumed
+	// snapshot is in the middle of), so that rows deleted from the source
+	// while no pipeline ran (before a re-snapshot) leave the target too. The
+	// target table is empty until the snapshot rows reach it. Sinks must
+	// apply a TRUNCATE at its place relative to the rows of every queue.
+	SnapshotTruncate bool
 	// Heartbeat is how often an idle source emits an OpHeartbeat record
 	// carrying the current position (default 10s; negative disables).
 	Heartbeat time.Duration

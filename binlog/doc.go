@@ -39,10 +39,17 @@
 // values as the stream (column metadata from information_schema is turned
 // into the table map's type and metadata, text values go through the same
 // conversion). The last record of each chunk carries a version-2 position
-// (SnapshotProgress: table and last key); resuming there reads the rest
-// under a new snapshot and then streams from the original position, which
-// converges exactly because the stream replays every change since then with
-// full row images. The very last snapshot record (source.snapshot "last")
+// (SnapshotProgress: table, last key, rows numbered); resuming there opens a
+// new consistent snapshot, streams the changes from the interrupted run's
+// position up to the new snapshot's (so what was read before moves forward),
+// then reads the rest at the new point and streams on from there.
+//
+// Every record carries a schema.ID that is a pure function of the binlog:
+// (epoch, file number, end position of the event, phase, index in the
+// event); snapshot rows have the snapshot's position, PhaseSnapshot and
+// their number. The epoch is begun from the clock by a start without a
+// saved position, a position without one, and a fresh snapshot, and is
+// saved in Position, so a replay from any position repeats the IDs. The very last snapshot record (source.snapshot "last")
 // carries the plain streaming position; with nothing to read a heartbeat
 // carries it. Tables without a primary key are read in one pass (a crash
 // reads them again). "initial_only" ends with ErrSnapshotDone.

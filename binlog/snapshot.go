@@ -725,6 +725,13 @@ func (sn *snapshotter) run(ctx context.Context) error {
 		if sn.resume != nil && id.Database == sn.resume.Database && id.Table == sn.resume.Table {
 			key = sn.resume.Key
 		}
+		if s.cfg.SnapshotTruncate && key == nil {
+			// rows of the table the source no longer has leave the target;
+			// the table's snapshot rows follow
+			if !flush([]schema.Record{sn.truncate(st.ti)}) {
+				return ctx.Err()
+			}
+		}
 		next := func() *SnapshotProgress {
 			if ti+1 < len(sn.tables) {
 				return &SnapshotProgress{Database: sn.tables[ti+1].Database, Table: sn.tables[ti+1].Table}
@@ -873,6 +880,18 @@ func (sn *snapshotter) record(ti *tableInfo, row schema.Row, first bool) schema.
 		After:       row,
 		Source: schema.Source{Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: snap,
 			GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos)},
+		TsMs: time.Now().UnixMilli(),
+		ID:   sn.nextID(),
+	}
+}
+
+// truncate is the TRUNCATE record Config.SnapshotTruncate sends before the
+// rows of a table; it orders before them (the next row number).
+func (sn *snapshotter) truncate(ti *tableInfo) schema.Record {
+	return schema.Record{
+		Op: schema.OpTruncate, Table: ti.id, KeySchema: ti.keySchema, ValueSchema: ti.valueSchema,
+		Source: schema.Source{Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: "true",
+			GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos), Query: "TRUNCATE TABLE " + quoteIdent(ti.id.Database) + "." + quoteIdent(ti.id.Table) + " /* snapshot_truncate */"},
 		TsMs: time.Now().UnixMilli(),
 		ID:   sn.nextID(),
 	}

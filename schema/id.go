@@ -68,21 +68,59 @@ const idTextLen = 16 + 1 + 8 + 1 + 16 + 1 + 2 + 1 + 16
 // (epoch-file-pos-phase-index). Text forms sort like IDs; this is the form
 // stored in the sink's progress table and carried in transport headers.
 func (id ID) String() string {
-	return fmt.Sprintf("%016x-%08x-%016x-%02x-%016x", id.Epoch, id.File, id.Pos, id.Phase, id.Index)
+	var b [idTextLen]byte
+	putHex(b[0:16], id.Epoch)
+	b[16] = '-'
+	putHex(b[17:25], uint64(id.File))
+	b[25] = '-'
+	putHex(b[26:42], id.Pos)
+	b[42] = '-'
+	putHex(b[43:45], uint64(id.Phase))
+	b[45] = '-'
+	putHex(b[46:62], id.Index)
+	return string(b[:])
 }
 
-// ParseID is the inverse of ID.String.
+const hexDigits = "0123456789abcdef"
+
+// putHex writes v into b as len(b) lower-case hex digits.
+func putHex(b []byte, v uint64) {
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = hexDigits[v&0xf]
+		v >>= 4
+	}
+}
+
+// ParseID is the inverse of ID.String. It accepts only the canonical form
+// (lower-case hex, every field at full width).
 func ParseID(s string) (ID, error) {
-	var id ID
 	if len(s) != idTextLen {
 		return ID{}, fmt.Errorf("schema: record id %q: want %d characters, have %d", s, idTextLen, len(s))
 	}
-	n, err := fmt.Sscanf(s, "%016x-%08x-%016x-%02x-%016x", &id.Epoch, &id.File, &id.Pos, &id.Phase, &id.Index)
-	if err != nil || n != 5 {
-		return ID{}, fmt.Errorf("schema: record id %q is not epoch-file-pos-phase-index in hex: %v", s, err)
+	var id ID
+	var f [5]uint64
+	at := 0
+	for n, width := range [5]int{16, 8, 16, 2, 16} {
+		if n > 0 {
+			if s[at] != '-' {
+				return ID{}, fmt.Errorf("schema: record id %q is not epoch-file-pos-phase-index in lower-case hex", s)
+			}
+			at++
+		}
+		for _, c := range []byte(s[at : at+width]) {
+			var d byte
+			switch {
+			case c >= '0' && c <= '9':
+				d = c - '0'
+			case c >= 'a' && c <= 'f':
+				d = c - 'a' + 10
+			default:
+				return ID{}, fmt.Errorf("schema: record id %q is not epoch-file-pos-phase-index in lower-case hex", s)
+			}
+			f[n] = f[n]<<4 | uint64(d)
+		}
+		at += width
 	}
-	if id.String() != s { // upper case or other non-canonical forms
-		return ID{}, fmt.Errorf("schema: record id %q is not in canonical form (want %q)", s, id.String())
-	}
+	id.Epoch, id.File, id.Pos, id.Phase, id.Index = f[0], uint32(f[1]), f[2], uint8(f[3]), f[4]
 	return id, nil
 }

@@ -4,10 +4,14 @@
 //
 // What one Write does, in order:
 //
-//  1. Drops records already applied: each record with a Delivery whose offset
-//     is at or below the last offset committed for its (topic, queue) in the
-//     progress table (sluice_progress: pipeline, topic, queue, last_offset,
-//     updated_at). Offsets are read once per queue and then cached.
+//  1. Drops records already applied: each change with a Delivery whose
+//     record ID (schema.ID, set by the source) is at or below the last ID
+//     committed for its (topic, broker, queue) in the progress table
+//     (sluice_progress: pipeline, topic ("topic@broker" with a broker),
+//     queue, last_id, updated_at), and each one at or below an earlier
+//     record of its queue in the batch (a replay). Progress is read once per
+//     queue and then cached. A delivered change without an ID, and one of a
+//     source table that maps onto a control table, are refused.
 //  2. Reduces the rest per target table and key: the last change of a key
 //     wins; an update that changes the key deletes the old key; a TRUNCATE
 //     discards the table's earlier changes in the batch. Applying the result
@@ -17,7 +21,7 @@
 //     type differences are logged once and left alone), outside the data
 //     transaction (MySQL commits on DDL).
 //  4. In ONE transaction: first it locks the progress rows of its queues
-//     (in topic, queue order) and checks they still hold the offsets step 1
+//     (in topic, broker, queue order) and checks they still hold the IDs step 1
 //     filtered against. Another writer of the same queue (two consumers
 //     during a rebalance, a process believed dead) thus waits for the lock,
 //     and a stale one finds the progress moved: it drops what the other

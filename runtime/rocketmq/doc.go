@@ -5,10 +5,13 @@
 // Layout on the broker:
 //   - topic: TopicName(prefix, database, table, mode); topics are created with
 //     Config.Queues queues when first used (or at start for Config.Tables);
-//   - queue: fnv32a(database.table NUL key) modulo the topic's queue count, so
-//     every change of one row lands on one queue, in source order;
+//   - queue: runtime.QueueFor (fnv32a of database.table NUL key) modulo the
+//     topic's queue count, so every change of one row lands on one queue, in
+//     source order;
 //   - message: key = Record.KeyString(), tag = table name, body = the
-//     converter's value, property "sluice_key" = the converter's key.
+//     converter's value, property "sluice_key" = the converter's key,
+//     property "sluice_id" = Record.ID (required: the subscriber refuses a
+//     message without it); Delivery names topic, broker, queue and offset.
 //
 // Tail reads the topics for audit and debugging ("sluice tail") by pulling
 // from the brokers directly: it joins no consumer group and commits no

@@ -28,9 +28,11 @@ type mysqlSource struct {
 	Exclude    []string `yaml:"exclude"`
 	ZeroDates  string   `yaml:"zero_dates"` // null (default), epoch, or keep (NULL plus the original text in a header)
 	// Snapshot: never (default) | initial | when_needed | initial_only.
-	Snapshot      string        `yaml:"snapshot"`
-	SnapshotChunk int           `yaml:"snapshot_chunk"` // rows per keyset query, default 2048
-	Heartbeat     time.Duration `yaml:"heartbeat"`      // default 10s; negative disables
+	Snapshot      string `yaml:"snapshot"`
+	SnapshotChunk int    `yaml:"snapshot_chunk"` // rows per keyset query, default 2048
+	// SnapshotTruncate: a TRUNCATE of each table before its snapshot rows
+	SnapshotTruncate bool          `yaml:"snapshot_truncate"`
+	Heartbeat        time.Duration `yaml:"heartbeat"` // default 10s; negative disables
 	// ExcludeColumns: "db.table.column" patterns of columns left out of records.
 	ExcludeColumns []string   `yaml:"exclude_columns"`
 	Mask           []maskRule `yaml:"mask"`
@@ -186,7 +188,7 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			}
 			bc := &binlog.Config{Host: c.Host, Port: c.Port, User: c.User, Password: c.Password, ServerID: c.ServerID,
 				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude,
-				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, Heartbeat: c.Heartbeat,
+				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, SnapshotTruncate: c.SnapshotTruncate, Heartbeat: c.Heartbeat,
 				ExcludeColumns: c.ExcludeColumns, HistoryFile: c.HistoryFile, SkipDDL: c.SkipDDL}
 			for _, m := range c.Mask {
 				bc.Mask = append(bc.Mask, binlog.MaskRule{Columns: m.Columns, Kind: m.Kind, Salt: m.Salt, Value: m.Value, Length: m.Length})
