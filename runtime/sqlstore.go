@@ -65,11 +65,35 @@ func NewSQLStore(ctx context.Context, driver, dsn, table string) (*SQLStore, err
 	db.SetMaxOpenConns(2)
 	s := &SQLStore{db: db, table: table, dialect: driver}
 	ddl := "CREATE TABLE IF NOT EXISTS " + table + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))"
-	if _, err := db.ExecContext(ctx, ddl); err != nil {
+	if err := createTable(ctx, db, ddl, table); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("position store: create table %s (check the DSN and that the user may create tables): %w", table, err)
+		return nil, err
 	}
 	return s, nil
+}
+
+// createTable runs CREATE TABLE IF NOT EXISTS. Two first starts racing on
+// PostgreSQL can make one fail although the table now exists (a duplicate
+// in pg_type): an error is ignored when the table can be read afterwards.
+func createTable(ctx context.Context, db *sql.DB, ddl, table string) error {
+	_, err := db.ExecContext(ctx, ddl)
+	if err == nil {
+		return nil
+	}
+	for range 3 {
+		var one int
+		perr := db.QueryRowContext(ctx, "SELECT 1 FROM "+table+" WHERE 1 = 0").Scan(&one)
+		if errors.Is(perr, sql.ErrNoRows) {
+			return nil // the table is there: another run created it
+		}
+		if _, err = db.ExecContext(ctx, ddl); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("position store: create table %s: %w (the store needs a user that may create it, or create it beforehand: %s)", table, err, ddl)
 }
 
 // Close closes the database handle.
