@@ -1,6 +1,12 @@
 package sink
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/lib/pq"
+)
 
 // Sentinel errors callers may test with errors.Is. Errors wrapping them are
 // also marked fatal (they expose Fatal() bool): retrying the same records
@@ -37,4 +43,30 @@ func fatal(err error) error {
 		return nil
 	}
 	return fatalError{err}
+}
+
+// connectError classifies a failed connection to the target: a refused
+// login or a missing database is fatal (fix the DSN or the grants), a
+// server down or unreachable is retriable (the runtime tries again with its
+// backoff).
+func connectError(dialect string, err error) error {
+	if refusedLogin(err) {
+		return fatal(fmt.Errorf("sink: connect to %s target: the server refused the login or the database (fix the user, password or database in the DSN): %w", dialect, err))
+	}
+	return fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", dialect, wrapDB(err))
+}
+
+func refusedLogin(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		return pe.Code.Class() == "28" || pe.Code == "3D000" // invalid authorization, no such database
+	}
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1044, 1045, 1049, 1698: // access denied to the database, for the user; unknown database
+			return true
+		}
+	}
+	return false
 }

@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	}
 	db, err := sqlx.ConnectContext(ctx, driver, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", cfg.Dialect, wrapDB(err))
+		return nil, connectError(cfg.Dialect, err)
 	}
 	s.db = db
 	if cfg.Dialect == DialectPostgres {
