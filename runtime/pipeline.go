@@ -398,6 +398,9 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 		log.Log(ctx, level, "stopped with batches unacknowledged; they will be read again at the next start", "err", waitErr)
 		waitErr = nil
 	}
+	if readErr != nil && waitErr != nil && errors.Is(readErr, waitErr) {
+		waitErr = nil // the read loop stopped on that failed batch: say it once
+	}
 	err = errors.Join(readErr, waitErr, closeErr, saveErr)
 	return finished && err == nil, err
 }
