@@ -169,6 +169,41 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("second process of a pipeline", func(t *testing.T) {
+		name, _, _ := faultTables(t, e)
+		cfg := faultConfig(t, e, name, "embedded", "")
+		first := startSluice(t, bin, cfg)
+		first.waitState(t, name, "RUNNING")
+		second := startSluice(t, bin, cfg)
+		failedRun(t, second, name, "another sluice process runs this pipeline", name+".lock")
+		if st := first.waitState(t, name, "RUNNING"); st.LastError != "" {
+			t.Errorf("the first process: %+v", st)
+		}
+		if code := first.stop(t); code != 0 {
+			t.Errorf("first process exit code %d after SIGTERM, want 0", code)
+		}
+	})
+
+	t.Run("target down at start", func(t *testing.T) {
+		name, _, _ := faultTables(t, e)
+		cfg := faultConfig(t, e, name, "embedded", "")
+		editConfig(t, cfg, "dsn: "+e["SLUICE_PG_DSN"], "dsn: postgres://sluice@127.0.0.1:1/sluice?sslmode=disable")
+		r := startSluice(t, bin, cfg)
+		st := r.waitState(t, name, "RESTARTING")
+		if !strings.Contains(st.LastError, "127.0.0.1:1") {
+			t.Errorf("last error %q does not name the target", st.LastError)
+		}
+		if code, body := r.get(t, "/health"); code != http.StatusOK {
+			t.Errorf("/health %d %s while retrying, want 200", code, body)
+		}
+		if code := r.stop(t); code != 0 {
+			t.Errorf("exit code %d after SIGTERM while retrying, want 0", code)
+		}
+		if !strings.Contains(r.output(), "restarting it") {
+			t.Errorf("no retry logged:\n%s", r.output())
+		}
+	})
+
 	t.Run("misspelled nested key", func(t *testing.T) {
 		t.Skip("enabled once the config branch (strict nested keys in runtime/config.go and cmd/sluice/app/build.go) lands")
 		name, _, _ := faultTables(t, e)
