@@ -204,6 +204,54 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("REST stop, offsets, restart", func(t *testing.T) {
+		name, my, pg := faultTables(t, e)
+		r := startSluice(t, bin, faultConfig(t, e, name, "embedded", ""))
+		r.waitState(t, name, "RUNNING")
+		waitRows(t, r, my, pg, name, 1)
+		call := func(method, path, body string) int {
+			t.Helper()
+			req, err := http.NewRequest(method, r.rest+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", method, path, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode >= 300 {
+				t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+			}
+			return resp.StatusCode
+		}
+		call("PUT", "/connectors/"+name+"/stop", "")
+		r.waitState(t, name, "STOPPED")
+		_, body := r.get(t, "/connectors/"+name+"/offsets")
+		var off struct {
+			Position string `json:"position"`
+		}
+		if err := json.Unmarshal([]byte(body), &off); err != nil || off.Position == "" {
+			t.Fatalf("offsets %s: %v", body, err)
+		}
+		set, _ := json.Marshal(map[string]string{"position": off.Position})
+		call("PATCH", "/connectors/"+name+"/offsets", string(set)) // only while stopped
+		time.Sleep(500 * time.Millisecond)
+		select {
+		case <-r.exited:
+			t.Fatalf("the process ended after a REST stop (exit code %d)", r.cmd.ProcessState.ExitCode())
+		default:
+		}
+		call("POST", "/connectors/"+name+"/restart", "")
+		r.waitState(t, name, "RUNNING")
+		mustExec(t, my, "INSERT INTO `"+name+"`.t VALUES (2, 2)")
+		waitRows(t, r, my, pg, name, 2)
+		if code := r.stop(t); code != 0 {
+			t.Errorf("exit code %d after SIGTERM, want 0", code)
+		}
+	})
+
 	t.Run("misspelled nested key", func(t *testing.T) {
 		t.Skip("enabled once the config branch (strict nested keys in runtime/config.go and cmd/sluice/app/build.go) lands")
 		name, _, _ := faultTables(t, e)
