@@ -184,25 +184,32 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		}
 	})
 
-	t.Run("target down at start", func(t *testing.T) {
-		name, _, _ := faultTables(t, e)
-		cfg := faultConfig(t, e, name, "embedded", "")
-		editConfig(t, cfg, "dsn: "+e["SLUICE_PG_DSN"], "dsn: postgres://sluice@127.0.0.1:1/sluice?sslmode=disable")
-		r := startSluice(t, bin, cfg)
-		st := r.waitState(t, name, "RESTARTING")
-		if !strings.Contains(st.LastError, "127.0.0.1:1") {
-			t.Errorf("last error %q does not name the target", st.LastError)
-		}
-		if code, body := r.get(t, "/health"); code != http.StatusOK {
-			t.Errorf("/health %d %s while retrying, want 200", code, body)
-		}
-		if code := r.stop(t); code != 0 {
-			t.Errorf("exit code %d after SIGTERM while retrying, want 0", code)
-		}
-		if !strings.Contains(r.output(), "restarting it") {
-			t.Errorf("no retry logged:\n%s", r.output())
-		}
-	})
+	for _, down := range []string{"target", "broker"} {
+		t.Run(down+" down at start", func(t *testing.T) {
+			name, _, _ := faultTables(t, e)
+			var cfg string
+			if down == "target" {
+				cfg = faultConfig(t, e, name, "embedded", "")
+				editConfig(t, cfg, "dsn: "+e["SLUICE_PG_DSN"], "dsn: postgres://sluice@127.0.0.1:1/sluice?sslmode=disable")
+			} else {
+				cfg = faultConfig(t, env{"SLUICE_ROCKETMQ_NAMESRV": "127.0.0.1:1"}.with(e), name, "rocketmq", "")
+			}
+			r := startSluice(t, bin, cfg)
+			st := r.waitState(t, name, "RESTARTING")
+			if !strings.Contains(st.LastError, "127.0.0.1:1") {
+				t.Errorf("last error %q does not name the %s", st.LastError, down)
+			}
+			if code, body := r.get(t, "/health"); code != http.StatusOK {
+				t.Errorf("/health %d %s while retrying, want 200", code, body)
+			}
+			if code := r.stop(t); code != 0 {
+				t.Errorf("exit code %d after SIGTERM while retrying, want 0", code)
+			}
+			if !strings.Contains(r.output(), "restarting it") {
+				t.Errorf("no retry logged:\n%s", r.output())
+			}
+		})
+	}
 
 	t.Run("REST stop, offsets, restart", func(t *testing.T) {
 		name, my, pg := faultTables(t, e)
@@ -261,6 +268,18 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 			t.Fatalf("exit code %d, want 2 naming the key slat:\n%s", code, r.output())
 		}
 	})
+}
+
+// with returns e with the settings of base it does not set itself.
+func (e env) with(base env) env {
+	out := env{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range e {
+		out[k] = v
+	}
+	return out
 }
 
 // faultTables makes a source database with table t (one row) and returns
