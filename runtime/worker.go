@@ -50,6 +50,7 @@ type task struct {
 	restarting bool  // waiting out a restart backoff
 	requested  bool  // Stop ended the run (not the pipeline itself)
 	retryErr   error // the error being retried while restarting
+	starting   bool  // Start is building the pipeline
 }
 
 // NewWorker returns an empty worker.
@@ -103,6 +104,9 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	if t.starting {
+		return nil
+	}
 	if t.done != nil {
 		select {
 		case <-t.done:
@@ -110,7 +114,13 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 			return nil
 		}
 	}
+	// Build without the lock: a build may wait on a server for a while,
+	// and status and health must answer meanwhile.
+	t.starting = true
+	w.mu.Unlock()
 	p, err := t.factory(ctx)
+	w.mu.Lock()
+	t.starting = false
 	if err != nil && (IsFatal(err) || w.MaxRestarts < 0 || ctx.Err() != nil) {
 		t.p, t.err, t.state = nil, err, StateFailed
 		return err
@@ -334,7 +344,9 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 		return TaskStatus{}, err
 	}
 	var st TaskStatus
-	if t.p == nil {
+	if t.starting {
+		st = TaskStatus{Status: Status{Name: name, State: StateUnassigned}}
+	} else if t.p == nil {
 		st = TaskStatus{Status: Status{Name: name, State: t.state}}
 	} else {
 		st = TaskStatus{Status: t.p.Status(), LagSeconds: t.p.metrics().LagSeconds(), InFlight: t.p.InFlight()}
@@ -348,6 +360,7 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 		}
 	}
 	switch {
+	case t.starting:
 	case ended:
 		st.State = t.state
 	case t.restarting || (t.done != nil && t.p == nil):
