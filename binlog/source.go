@@ -214,6 +214,9 @@ func (s *Source) snapshotThenStream(ctx context.Context, m *mapper, snap *snapsh
 			return
 		}
 	}
+	if err != nil && schema.ClassOf(err) == schema.ClassUnknown && denied(err) {
+		err = fmt.Errorf("%w: snapshot: %w; grant SELECT on the captured tables", ErrAccessDenied, err)
+	}
 	if ctx.Err() == nil {
 		s.send(ctx, batch{err: err})
 	}
