@@ -1,9 +1,12 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluicecdc/sluice/binlog"
@@ -32,5 +35,17 @@ func TestRuntimeClassifiesTheSourcesErrors(t *testing.T) {
 	}
 	if !runtime.IsFatal(fmt.Errorf("x: %w", runtime.ErrConfig)) {
 		t.Error("runtime.ErrConfig is not fatal")
+	}
+}
+
+// A configuration error found when the pipeline is built (here by the
+// binlog source's own checks) exits with the config code 2, like those the
+// config loader finds; it exited 1.
+func TestRunExitsTwoOnAConnectorConfigError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	writeFile(t, path, "name: p\nsource:\n  type: mariadb\n  host: 127.0.0.1\n  port: 1\n  user: u\n  server_id: 7\n  include: [\"nodot\"]\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://x@127.0.0.1:1/x\npositions:\n  type: file\n  dir: "+filepath.Join(filepath.Dir(path), "pos")+"\n")
+	var out, errb bytes.Buffer
+	if code := Main([]string{"run", "--config", path}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `table pattern "nodot" must have the form db.table`) {
+		t.Fatalf("exit code %d, want 2 naming the pattern:\n%s", code, errb.String())
 	}
 }
