@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -69,4 +71,20 @@ func refusedLogin(err error) bool {
 		}
 	}
 	return false
+}
+
+// createTable runs a CREATE TABLE IF NOT EXISTS of the sink's own tables.
+// Sink processes starting together race on it, and PostgreSQL then fails
+// one with a duplicate in pg_type (an integrity violation the sink would
+// take for fatal): an error is ignored when the table can be read after it.
+func createTable(ctx context.Context, db *sql.DB, ddl, quoted string) error {
+	_, err := db.ExecContext(ctx, ddl)
+	for attempt := 0; err != nil && attempt < 3 && ctx.Err() == nil; attempt++ {
+		var one int
+		if perr := db.QueryRowContext(ctx, "SELECT 1 FROM "+quoted+" WHERE 1 = 0").Scan(&one); errors.Is(perr, sql.ErrNoRows) {
+			return nil // another process created it
+		}
+		_, err = db.ExecContext(ctx, ddl)
+	}
+	return err
 }

@@ -146,12 +146,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 			return nil, fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", ErrConfig, cfg.ProgressTable))
 		}
 	}
-	if _, err := db.ExecContext(ctx, s.d.progressDDL(cfg.ProgressTable)); err != nil {
+	if err := createTable(ctx, db.DB, s.d.progressDDL(cfg.ProgressTable), s.d.quote(cfg.ProgressTable)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sink: create progress table %s: %w", cfg.ProgressTable, wrapDB(err))
 	}
 	if cfg.Transactional {
-		if _, err := db.ExecContext(ctx, s.pendingDDL()); err != nil {
+		if err := createTable(ctx, db.DB, s.pendingDDL(), s.d.quote(cfg.PendingTable)); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("sink: create pending table %s: %w", cfg.PendingTable, wrapDB(err))
 		}
