@@ -239,7 +239,8 @@ func (s *Subscriber) fail(err error) {
 	s.mu.Lock()
 	if s.fatal == nil {
 		s.fatal = err
-		s.log.Error("rocketmq consumer stopping", "err", err)
+		// Consume returns err and the task's failure reports it: not twice.
+		s.log.Info("rocketmq consumer stopping after a fatal error", "group", s.cfg.Group)
 	}
 	s.mu.Unlock()
 	s.closeOnce.Do(func() { close(s.closing) })
