@@ -56,8 +56,8 @@ func TestSameServerIDIsExplained(t *testing.T) {
 		&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "A replica with the same server_uuid/server_id as this replica has connected to the source"},
 	} {
 		err := s.classify(e, Position{Flavor: FlavorMariaDB, GTIDSet: "0-1-5"})
-		if errors.Is(err, ErrPositionPurged) || !strings.Contains(err.Error(), "its own server_id") || !strings.Contains(err.Error(), "server_id 77") || !isFatal(err) {
-			t.Errorf("%v: classified as %v (fatal %v)", e, err, isFatal(err))
+		if errors.Is(err, ErrPositionPurged) || !strings.Contains(err.Error(), "its own server_id") || !strings.Contains(err.Error(), "server_id 77") || schema.ClassOf(err) != schema.ClassFatal {
+			t.Errorf("%v: classified as %v (class %v)", e, err, schema.ClassOf(err))
 		}
 	}
 	purged := s.classify(&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "Could not find first log file name in binary log index file"}, Position{Flavor: FlavorMariaDB})

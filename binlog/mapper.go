@@ -193,10 +193,17 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		case m.inTx && (strings.EqualFold(q, "COMMIT") || strings.EqualFold(q, "ROLLBACK")):
 			return m.commit(h, out)
 		case m.inTx:
-			// SAVEPOINT and the like inside a transaction
+			// SAVEPOINT and the like inside a transaction; a row change
+			// logged as a statement stops the source (stmtdml.go)
+			if err := m.stmtDMLError(q, string(e.Schema)); err != nil {
+				return out, err
+			}
 		default:
 			// DDL and other statements logged as their own transaction.
 			m.thread = uint64(e.SlaveProxyID)
+			if err := m.stmtDMLError(q, string(e.Schema)); err != nil {
+				return out, err
+			}
 			if isNoise(q) {
 				return m.commit(h, out)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	drv "github.com/go-sql-driver/mysql"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -82,6 +83,14 @@ func (s *Source) addr() string { return net.JoinHostPort(s.cfg.Host, strconv.Ito
 // Position from a commit record, or from the server's current position when
 // position is nil.
 func (s *Source) Open(ctx context.Context, position []byte) error {
+	err := s.open(ctx, position)
+	if err != nil && schema.ClassOf(err) == schema.ClassUnknown && denied(err) {
+		err = fmt.Errorf("%w: %w; grant the privileges `sluice check` lists", ErrAccessDenied, err)
+	}
+	return err
+}
+
+func (s *Source) open(ctx context.Context, position []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -94,7 +103,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	var err error
 	conn, err := client.ConnectWithContext(ctx, s.addr(), s.cfg.User, s.cfg.Password, "", dialTimeout)
 	if err != nil {
-		return fmt.Errorf("binlog: connect to %s as %s: %w", s.addr(), s.cfg.User, err)
+		return connectError(s.addr(), s.cfg.User, err)
 	}
 	defer conn.Close()
 	var resume *SnapshotProgress
@@ -234,6 +243,9 @@ func (s *Source) snapshotThenStream(ctx context.Context, m *mapper, snap *snapsh
 			return
 		}
 	}
+	if err != nil && schema.ClassOf(err) == schema.ClassUnknown && denied(err) {
+		err = fmt.Errorf("%w: snapshot: %w; grant SELECT on the captured tables", ErrAccessDenied, err)
+	}
 	if ctx.Err() == nil {
 		s.send(ctx, batch{err: err})
 	}
@@ -252,7 +264,7 @@ func CurrentPosition(ctx context.Context, cfg Config) ([]byte, error) {
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("binlog: connect to %s as %s: %w", addr, cfg.User, err)
+		return nil, connectError(addr, cfg.User, err)
 	}
 	defer conn.Close()
 	p, err := currentPosition(conn, cfg.Flavor)
@@ -377,21 +389,53 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 	return syncer, stream, nil
 }
 
-// classify wraps err, marking a purged position as ErrPositionPurged.
+// classify wraps err, marking a purged position as ErrPositionPurged, a
+// stream another replica took over as ErrServerIDInUse and a refused login
+// as ErrAccessDenied (all fatal); other errors are returned wrapped and
+// unclassified, which the reconnect loop and the runtime retry.
 func (s *Source) classify(err error, p Position) error {
-	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) ||
-		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
+	if schema.ClassOf(err) != schema.ClassUnknown {
 		return err
 	}
 	if sameServerID(err) {
 		// MySQL reports this as 1236, the code of a purged position too:
 		// tell them apart before the purge diagnosis.
-		return fmt.Errorf("binlog: stream from %s at %s: %w; another replica with server_id %d connected to the server and took the stream over: give every pipeline and replica its own server_id (a second run of this pipeline stops by itself once its positions are fenced)", s.addr(), p.String(), err, s.cfg.ServerID)
+		return fmt.Errorf("%w: stream from %s at %s: %w; another replica with server_id %d connected to the server and took the stream over: give every pipeline and replica its own server_id (a second run of this pipeline stops by itself once its positions are fenced)", ErrServerIDInUse, s.addr(), p.String(), err, s.cfg.ServerID)
 	}
 	if code, ok := serverErrorCode(err); ok && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
 		return fmt.Errorf("%w: resuming at %s: %v; the binlog there was purged or never existed: snapshot the tables again and start from the current position", ErrPositionPurged, p.String(), err)
 	}
+	if denied(err) {
+		return fmt.Errorf("%w: stream from %s as %s: %w; grant REPLICATION SLAVE and REPLICATION CLIENT (MariaDB: BINLOG MONITOR) and check the password (sluice check)", ErrAccessDenied, s.addr(), s.cfg.User, err)
+	}
 	return fmt.Errorf("binlog: stream from %s at %s: %w", s.addr(), p.String(), err)
+}
+
+// connectError classifies a failed connection: a refused login is fatal
+// (ErrAccessDenied), anything else (server down, network) is left to retry.
+func connectError(addr, user string, err error) error {
+	if denied(err) {
+		return fmt.Errorf("%w: connect to %s as %s: %w; check the source user and password (sluice check)", ErrAccessDenied, addr, user, err)
+	}
+	return fmt.Errorf("binlog: connect to %s as %s: %w", addr, user, err)
+}
+
+// denied reports the server refusing a login or a privilege.
+func denied(err error) bool {
+	code, ok := serverErrorCode(err)
+	var de *drv.MySQLError
+	if !ok && errors.As(err, &de) {
+		code, ok = de.Number, true
+	}
+	if !ok {
+		return false
+	}
+	switch code {
+	case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR,
+		mysql.ER_TABLEACCESS_DENIED_ERROR, mysql.ER_ACCESS_DENIED_NO_PASSWORD_ERROR:
+		return true
+	}
+	return false
 }
 
 // sameServerID reports the server's answer to a second replica connecting
@@ -421,24 +465,6 @@ func serverErrorCode(err error) (uint16, bool) {
 	return 0, false
 }
 
-func isFatal(err error) bool {
-	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) ||
-		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
-		return true
-	}
-	if sameServerID(err) {
-		return true // another reader has this stream now: retrying would evict it in turn
-	}
-	if code, ok := serverErrorCode(err); ok {
-		switch code {
-		case mysql.ER_ACCESS_DENIED_ERROR, mysql.ER_SPECIFIC_ACCESS_DENIED_ERROR, mysql.ER_DBACCESS_DENIED_ERROR,
-			mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
-			return true
-		}
-	}
-	return false
-}
-
 // run reads events until ctx is done or a fatal error, reconnecting from
 // the last committed position on connection loss.
 func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogSyncer, stream *replication.BinlogStreamer) {
@@ -458,7 +484,7 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 		syncer = nil
 		m.resetTx()
 		err = s.classify(err, m.Committed())
-		for !isFatal(err) {
+		for schema.ClassOf(err) != schema.ClassFatal {
 			failures++
 			if failures > maxRetries {
 				err = fmt.Errorf("binlog: giving up after %d reconnects: %w", maxRetries, err)

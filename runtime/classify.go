@@ -4,33 +4,29 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
-// fatalError marks an error that retrying cannot fix.
-type fatalError struct{ err error }
+// Fatal marks err as not retriable: the task stops with state FAILED. It is
+// schema.Fatal, for code of the runtime and its transports.
+func Fatal(err error) error { return schema.Fatal(err) }
 
-func (f fatalError) Error() string { return f.err.Error() }
-func (f fatalError) Unwrap() error { return f.err }
-
-// Fatal marks err as not retriable: the task stops with state FAILED.
-func Fatal(err error) error {
-	if err == nil {
-		return nil
+// ClassOf is the one classifier the runtime reads: schema.ClassOf, with a
+// runtime configuration error (ErrConfig) fatal unless it says otherwise.
+func ClassOf(err error) schema.Class {
+	c := schema.ClassOf(err)
+	if c == schema.ClassUnknown && errors.Is(err, ErrConfig) {
+		return schema.ClassFatal
 	}
-	return fatalError{err}
+	return c
 }
 
-// IsFatal is the one classifier of retriable versus fatal errors: errors
-// marked with Fatal, configuration errors, and errors that expose
-// `Fatal() bool` (as connectors may, without importing runtime) returning true.
-func IsFatal(err error) bool {
-	var f fatalError
-	if errors.As(err, &f) || errors.Is(err, ErrConfig) {
-		return true
-	}
-	var c interface{ Fatal() bool }
-	return errors.As(err, &c) && c.Fatal()
-}
+// IsFatal reports whether retrying cannot fix err (ClassOf is ClassFatal).
+func IsFatal(err error) bool { return ClassOf(err) == schema.ClassFatal }
+
+// IsEndOfInput reports whether err says the source's input is complete.
+func IsEndOfInput(err error) bool { return ClassOf(err) == schema.ClassEndOfInput }
 
 type loggerKey struct{}
 

@@ -97,6 +97,12 @@ func WritePrometheus(w io.Writer, ps []*Pipeline) {
 		}
 		return "0"
 	})
+	gauge("sluice_failed", "1 when the pipeline stopped with a fatal error (state FAILED, see its status' last_error), 0 otherwise.", func(p *Pipeline) string {
+		if p.Status().State == StateFailed {
+			return "1"
+		}
+		return "0"
+	})
 	fmt.Fprintf(w, "# HELP sluice_source_progress Progress a source reports, e.g. snapshot_rows, snapshot_tables_done.\n# TYPE sluice_source_progress gauge\n")
 	for _, p := range ps {
 		pr, ok := p.Source.(ProgressReporter)

@@ -22,6 +22,13 @@ const (
 	StatePaused     State = "PAUSED"
 	StateFailed     State = "FAILED"
 	StateStopped    State = "STOPPED"
+	// StateFinished: the source reached the end of its input (an
+	// initial_only snapshot is complete); everything read was applied and
+	// the position saved.
+	StateFinished State = "FINISHED"
+	// StateRestarting: a retriable failure; the worker builds the pipeline
+	// again after a backoff (Worker.RestartBackoff).
+	StateRestarting State = "RESTARTING"
 )
 
 // Pipeline runs one source task, one sink task, or both, joined by a
@@ -137,8 +144,10 @@ func (p *Pipeline) log() *slog.Logger {
 	return slog.Default()
 }
 
-// Run runs until ctx is done (a graceful stop: returns nil after draining)
-// or a task fails (returns its error).
+// Run runs until ctx is done (a graceful stop: returns nil after draining),
+// the source ends its input (schema.ErrEndOfInput: returns nil after
+// draining and saving the position, state FINISHED) or a task fails
+// (returns its error, state FAILED).
 func (p *Pipeline) Run(ctx context.Context) error {
 	if p.Source == nil && p.Subscriber == nil {
 		return fmt.Errorf("pipeline %s: nothing to run (no source and no sink): %w", p.Name, ErrConfig)
@@ -172,6 +181,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	srcCtx, stopSrc := context.WithCancel(ctx)
 	defer stopSrc()
 	var runErr error
+	finished := false
 	if p.Source != nil {
 		go func() {
 			select {
@@ -181,7 +191,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			case <-srcCtx.Done():
 			}
 		}()
-		runErr = p.runSource(srcCtx)
+		finished, runErr = p.runSource(srcCtx)
 		if runErr != nil && errors.Is(runErr, context.Canceled) && ctx.Err() != nil {
 			runErr = nil
 		}
@@ -209,6 +219,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if runErr != nil {
 		p.setState(StateFailed, runErr)
 		return runErr
+	}
+	if finished {
+		p.log().Info("pipeline finished: the source's input is complete, everything read was applied and the position saved", "pipeline", p.Name)
+		p.setState(StateFinished, nil)
+		return nil
 	}
 	p.setState(StateStopped, nil)
 	return nil
@@ -268,7 +283,12 @@ func (p *Pipeline) InFlight() int {
 	return w.inFlight
 }
 
-func (p *Pipeline) runSource(ctx context.Context) (err error) {
+// errInputEnded is readLoop's word for the source's end of input.
+var errInputEnded = errors.New("runtime: end of input")
+
+// runSource runs the source side until ctx is done, a failure, or the end
+// of the source's input (finished true, err nil once drained and saved).
+func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	log := p.log()
 	// Until the read loop owns the publisher, an early return must close it
 	// (a restarted task builds a new one).
@@ -282,12 +302,15 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		// From here on, an earlier run of this pipeline still going
 		// somewhere cannot save positions over ours.
 		if store, err = c.Claim(ctx, p.Name); err != nil {
-			return closePub(err)
+			return false, closePub(err)
+		}
+		if r, ok := store.(releaser); ok {
+			defer r.Release()
 		}
 	}
 	stored, err := store.Load(ctx, p.Name)
 	if err != nil {
-		return closePub(err)
+		return false, closePub(err)
 	}
 	var pos []byte
 	if stored == nil {
@@ -297,7 +320,7 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos))
 	}
 	if err := p.Source.Open(ctx, pos); err != nil {
-		return closePub(fmt.Errorf("open source: %w", err))
+		return false, closePub(fmt.Errorf("open source: %w", err))
 	}
 	defer func() { err = errors.Join(err, p.Source.Close()) }()
 
@@ -340,6 +363,9 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 	}()
 
 	readErr := p.readLoop(readCtx, w)
+	if errors.Is(readErr, errInputEnded) {
+		readErr, finished = nil, true
+	}
 
 	// Graceful stop: wait for what is in flight, then save the final position.
 	drain := p.DrainTimeout
@@ -365,8 +391,16 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		log.Log(ctx, level, "stopped with batches unacknowledged; they will be read again at the next start", "err", waitErr)
 		waitErr = nil
 	}
-	return errors.Join(readErr, waitErr, closeErr, saveErr)
+	if readErr != nil && waitErr != nil && errors.Is(readErr, waitErr) {
+		waitErr = nil // the read loop stopped on that failed batch: say it once
+	}
+	err = errors.Join(readErr, waitErr, closeErr, saveErr)
+	return finished && err == nil, err
 }
+
+// releaser is a claimed position store that holds a resource (a lock)
+// until the run ends.
+type releaser interface{ Release() }
 
 // holder is a Claimer that can tell whether this run still holds its
 // claim; the pipeline asks every claimCheckEvery.
@@ -400,6 +434,10 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			if IsEndOfInput(err) {
+				p.log().Info("the source's input is complete; draining and saving the position", "pipeline", p.Name, "reason", err)
+				return errInputEnded
+			}
 			return fmt.Errorf("read source: %w", err)
 		}
 		if len(recs) == 0 {
@@ -423,6 +461,9 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 		p.stats.RecordsRead.Add(int64(len(recs)))
 		countByTable(p.metrics(), p.metrics().recordsIn, recs)
 		if err := p.Publisher.Publish(ctx, recs, func(err error) { w.ack(seq, err) }); err != nil {
+			// The batch was not taken, so no ack will come for it: fail its
+			// slot, or the drain would wait the whole DrainTimeout for it.
+			w.ack(seq, fmt.Errorf("publish: %w", err))
 			if ctx.Err() != nil {
 				return nil
 			}

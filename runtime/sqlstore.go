@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 var sqlIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -24,6 +26,11 @@ var ErrFenced = errors.New("runtime: another run of this pipeline took over its 
 type Claimer interface {
 	Claim(ctx context.Context, pipeline string) (PositionStore, error)
 }
+
+// Errors of the database are marked retriable where they are made: a
+// driver error may expose its own Fatal() (lib/pq's *Error: severity FATAL,
+// which is a terminated connection) that schema.ClassOf would take for the
+// contract's fatal class.
 
 // SQLStore keeps positions in a table of a PostgreSQL or MySQL/MariaDB
 // database (typically the sink's target, so no local disk is needed), one
@@ -65,11 +72,35 @@ func NewSQLStore(ctx context.Context, driver, dsn, table string) (*SQLStore, err
 	db.SetMaxOpenConns(2)
 	s := &SQLStore{db: db, table: table, dialect: driver}
 	ddl := "CREATE TABLE IF NOT EXISTS " + table + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))"
-	if _, err := db.ExecContext(ctx, ddl); err != nil {
+	if err := createTable(ctx, db, ddl, table); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("position store: create table %s (check the DSN and that the user may create tables): %w", table, err)
+		return nil, err
 	}
 	return s, nil
+}
+
+// createTable runs CREATE TABLE IF NOT EXISTS. Two first starts racing on
+// PostgreSQL can make one fail although the table now exists (a duplicate
+// in pg_type): an error is ignored when the table can be read afterwards.
+func createTable(ctx context.Context, db *sql.DB, ddl, table string) error {
+	_, err := db.ExecContext(ctx, ddl)
+	if err == nil {
+		return nil
+	}
+	for range 3 {
+		var one int
+		perr := db.QueryRowContext(ctx, "SELECT 1 FROM "+table+" WHERE 1 = 0").Scan(&one)
+		if errors.Is(perr, sql.ErrNoRows) {
+			return nil // the table is there: another run created it
+		}
+		if _, err = db.ExecContext(ctx, ddl); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return schema.Retriable(fmt.Errorf("position store: create table %s: %w (the store needs a user that may create it, or create it beforehand: %s)", table, err, ddl))
 }
 
 // Close closes the database handle.
@@ -92,7 +123,7 @@ func (s *SQLStore) q(pg string) string {
 func (s *SQLStore) Claim(ctx context.Context, pipeline string) (PositionStore, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("position store: claim %s: %w", pipeline, err)
+		return nil, schema.Retriable(fmt.Errorf("position store: claim %s: %w", pipeline, err))
 	}
 	defer tx.Rollback()
 	var epoch int64
@@ -109,7 +140,7 @@ func (s *SQLStore) Claim(ctx context.Context, pipeline string) (PositionStore, e
 		err = tx.Commit()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("position store: claim %s: %w", pipeline, err)
+		return nil, schema.Retriable(fmt.Errorf("position store: claim %s: %w", pipeline, err))
 	}
 	return &claimedStore{SQLStore: s, pipeline: pipeline, epoch: epoch}, nil
 }
@@ -133,7 +164,7 @@ func (c *claimedStore) Save(ctx context.Context, pipeline string, pos []byte) er
 	}
 	res, err := c.db.ExecContext(ctx, c.q("UPDATE "+c.table+" SET position = $1, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = $2 AND epoch = $3"), val, pipeline, c.epoch)
 	if err != nil {
-		return fmt.Errorf("position store: save %s: %w", pipeline, err)
+		return schema.Retriable(fmt.Errorf("position store: save %s: %w", pipeline, err))
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
 		// MySQL counts changed rows only: an unchanged position also gives
@@ -147,7 +178,7 @@ func (c *claimedStore) Save(ctx context.Context, pipeline string, pos []byte) er
 func (c *claimedStore) Held(ctx context.Context, pipeline string) error {
 	var cur int64
 	if err := c.db.QueryRowContext(ctx, c.q("SELECT epoch FROM "+c.table+" WHERE pipeline = $1"), pipeline).Scan(&cur); err != nil {
-		return fmt.Errorf("position store: check the claim on %s: %w", pipeline, err)
+		return schema.Retriable(fmt.Errorf("position store: check the claim on %s: %w", pipeline, err))
 	}
 	if cur != c.epoch {
 		return Fatal(fmt.Errorf("%w: %s (epoch %d, now %d): stop this process; the other run continues from its own positions", ErrFenced, pipeline, c.epoch, cur))
@@ -164,7 +195,7 @@ func (s *SQLStore) Load(ctx context.Context, pipeline string) ([]byte, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("position store: read %s: %w", pipeline, err)
+		return nil, schema.Retriable(fmt.Errorf("position store: read %s: %w", pipeline, err))
 	}
 	return []byte(pos.String), nil
 }
@@ -182,7 +213,7 @@ func (s *SQLStore) Save(ctx context.Context, pipeline string, pos []byte) error 
 		q = "INSERT INTO " + s.table + " (pipeline, position, epoch) VALUES (?, ?, 0) ON DUPLICATE KEY UPDATE position = VALUES(position), updated_at = CURRENT_TIMESTAMP(6)"
 	}
 	if _, err := s.db.ExecContext(ctx, q, pipeline, val); err != nil {
-		return fmt.Errorf("position store: save %s: %w", pipeline, err)
+		return schema.Retriable(fmt.Errorf("position store: save %s: %w", pipeline, err))
 	}
 	return nil
 }
@@ -191,7 +222,7 @@ func (s *SQLStore) Save(ctx context.Context, pipeline string, pos []byte) error 
 // offsets API); the pipeline must be stopped.
 func (s *SQLStore) Reset(ctx context.Context, pipeline string) error {
 	if _, err := s.db.ExecContext(ctx, s.q("UPDATE "+s.table+" SET position = NULL, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = $1"), pipeline); err != nil {
-		return fmt.Errorf("position store: reset %s: %w", pipeline, err)
+		return schema.Retriable(fmt.Errorf("position store: reset %s: %w", pipeline, err))
 	}
 	return nil
 }

@@ -20,12 +20,15 @@ var ErrUnknownPipeline = errors.New("runtime: unknown pipeline")
 // Worker hosts pipelines and manages their lifecycle: start, stop, pause,
 // resume, restart, status and positions. It is what the REST API drives.
 type Worker struct {
-	// Restart policy for a pipeline whose run fails with a retriable error
-	// (IsFatal false): it is rebuilt with its factory after a backoff that
-	// starts at RestartBackoff (default 1s) and doubles up to
-	// MaxRestartBackoff (default 30s); a run that lasted MaxRestartBackoff
-	// or more starts the backoff over. MaxRestarts bounds consecutive
-	// restarts (0: no bound; negative: never restart). Set before Start.
+	// Restart policy for a pipeline whose run (or build: a target or broker
+	// down at start) fails with a retriable error (IsFatal false): it is
+	// rebuilt with its factory after a backoff that starts at
+	// RestartBackoff (default 1s) and doubles up to MaxRestartBackoff
+	// (default 30s); a run that lasted MaxRestartBackoff or more starts the
+	// backoff over. MaxRestarts bounds consecutive restarts (0: no bound;
+	// negative: never restart). While it waits, its state is RESTARTING.
+	// A fatal error stops it as FAILED; the end of input as FINISHED.
+	// Set before Start.
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
 	MaxRestarts       int
@@ -37,13 +40,17 @@ type Worker struct {
 }
 
 type task struct {
-	factory Factory
-	store   PositionStore
-	p       *Pipeline
-	cancel  context.CancelFunc
-	done    chan struct{}
-	err     error
-	state   State // when no pipeline runs
+	factory    Factory
+	store      PositionStore
+	p          *Pipeline
+	cancel     context.CancelFunc
+	done       chan struct{}
+	err        error
+	state      State // once the run ended, or when no pipeline was built
+	restarting bool  // waiting out a restart backoff
+	requested  bool  // Stop ended the run (not the pipeline itself)
+	retryErr   error // the error being retried while restarting
+	starting   bool  // Start is building the pipeline
 }
 
 // NewWorker returns an empty worker.
@@ -82,16 +89,23 @@ func (w *Worker) get(name string) (*task, error) {
 	return t, nil
 }
 
-// Ended delivers the name of each pipeline whose run ended (stopped or failed).
+// Ended delivers the name of each pipeline whose run ended by itself
+// (FINISHED or FAILED); a pipeline ended by Stop or Restart is not sent.
 func (w *Worker) Ended() <-chan string { return w.ended }
 
-// Start builds and runs a pipeline in the background; a running one is left alone.
+// Start builds and runs a pipeline in the background; a running one is left
+// alone. A build that fails with a fatal error (or any error when
+// MaxRestarts is negative) is returned, and the pipeline is FAILED; after a
+// retriable one, the pipeline is RESTARTING: built again after the backoff.
 func (w *Worker) Start(ctx context.Context, name string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t, err := w.get(name)
 	if err != nil {
 		return err
+	}
+	if t.starting {
+		return nil
 	}
 	if t.done != nil {
 		select {
@@ -100,25 +114,50 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 			return nil
 		}
 	}
+	// Build without the lock: a build may wait on a server for a while,
+	// and status and health must answer meanwhile.
+	t.starting = true
+	w.mu.Unlock()
 	p, err := t.factory(ctx)
-	if err != nil {
-		t.err, t.state = err, StateFailed
+	w.mu.Lock()
+	t.starting = false
+	if err != nil && (IsFatal(err) || w.MaxRestarts < 0 || ctx.Err() != nil) {
+		t.p, t.err, t.state = nil, err, StateFailed
 		return err
 	}
-	if p.Positions != nil {
-		t.store = p.Positions
+	if p != nil {
+		p.setState(StateRunning, nil) // what Run sets first: status is right at once
+		if p.Positions != nil {
+			t.store = p.Positions
+		}
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t.p, t.cancel, t.done, t.err = p, cancel, make(chan struct{}), nil
+	t.p, t.cancel, t.done, t.err, t.requested, t.restarting = p, cancel, make(chan struct{}), nil, false, false
+	t.retryErr = err
 	go func(t *task, done chan struct{}) {
-		err := w.runRestarting(rctx, name, t, p)
+		err := w.runRestarting(rctx, name, t, p, err)
 		w.mu.Lock()
-		t.err = err
+		t.err, t.restarting = err, false
+		switch {
+		case err != nil:
+			t.state = StateFailed
+		case t.p != nil && t.p.Status().State == StateFinished:
+			t.state = StateFinished
+		default:
+			t.state = StateStopped
+		}
+		if t.p != nil {
+			t.p.setState(t.state, err) // also ends a RESTARTING shown during a backoff
+		}
+		requested := t.requested
 		w.mu.Unlock()
 		if err != nil {
 			w.log.Error("pipeline failed", "pipeline", name, "err", err)
 		}
 		close(done)
+		if requested {
+			return
+		}
 		select {
 		case w.ended <- name:
 		default:
@@ -128,9 +167,10 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 }
 
 // runRestarting runs p, and rebuilds and reruns the pipeline after a
-// retriable failure, following the restart policy. It returns the last
-// run's result (nil when ctx ended a backoff: that is a stop).
-func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pipeline) error {
+// retriable failure, following the restart policy; p nil means its first
+// build failed with the retriable err. It returns the last run's result
+// (nil when ctx ended a backoff: that is a stop).
+func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pipeline, err error) error {
 	first := w.RestartBackoff
 	if first <= 0 {
 		first = time.Second
@@ -141,13 +181,18 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 	}
 	restarts := 0
 	for {
-		began := time.Now()
-		err := p.Run(ctx)
-		if err == nil || IsFatal(err) || ctx.Err() != nil || w.MaxRestarts < 0 {
-			return err
-		}
-		if time.Since(began) >= ceiling {
-			restarts = 0 // it ran healthy for a while: a new incident
+		if p != nil {
+			began := time.Now()
+			err = p.Run(ctx)
+			if err == nil || IsFatal(err) || ctx.Err() != nil || w.MaxRestarts < 0 {
+				return err
+			}
+			if IsEndOfInput(err) {
+				return nil
+			}
+			if time.Since(began) >= ceiling {
+				restarts = 0 // it ran healthy for a while: a new incident
+			}
 		}
 		for {
 			restarts++
@@ -156,6 +201,12 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 			}
 			delay := min(first<<min(restarts-1, 16), ceiling)
 			w.log.Warn("pipeline failed with a retriable error; restarting it", "pipeline", name, "in", delay, "restart", restarts, "err", err)
+			w.mu.Lock()
+			t.restarting, t.retryErr = true, err
+			if t.p != nil {
+				t.p.setState(StateRestarting, err)
+			}
+			w.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return nil
@@ -172,8 +223,9 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 				err = ferr
 				continue
 			}
+			np.setState(StateRunning, nil)
 			w.mu.Lock()
-			t.p = np
+			t.p, t.restarting = np, false
 			if np.Positions != nil {
 				t.store = np.Positions
 			}
@@ -193,6 +245,13 @@ func (w *Worker) Stop(ctx context.Context, name string) error {
 		return err
 	}
 	cancel, done := t.cancel, t.done
+	if cancel != nil {
+		select {
+		case <-done:
+		default:
+			t.requested = true
+		}
+	}
 	w.mu.Unlock()
 	if cancel == nil {
 		return nil
@@ -215,7 +274,8 @@ func (w *Worker) StopAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Restart stops and starts a pipeline with a freshly built task.
+// Restart stops and starts a pipeline with a freshly built task; a
+// FAILED or FINISHED one is started again.
 func (w *Worker) Restart(ctx context.Context, name string) error {
 	if err := w.Stop(ctx, name); err != nil {
 		return err
@@ -283,16 +343,33 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 	if err != nil {
 		return TaskStatus{}, err
 	}
-	if t.p == nil {
-		st := TaskStatus{Status: Status{Name: name, State: t.state}}
-		if t.err != nil {
-			st.LastError = t.err.Error()
-		}
-		return st, nil
+	var st TaskStatus
+	if t.starting {
+		st = TaskStatus{Status: Status{Name: name, State: StateUnassigned}}
+	} else if t.p == nil {
+		st = TaskStatus{Status: Status{Name: name, State: t.state}}
+	} else {
+		st = TaskStatus{Status: t.p.Status(), LagSeconds: t.p.metrics().LagSeconds(), InFlight: t.p.InFlight()}
 	}
-	st := TaskStatus{Status: t.p.Status(), LagSeconds: t.p.metrics().LagSeconds(), InFlight: t.p.InFlight()}
-	if t.err != nil && st.LastError == "" {
+	ended := false
+	if t.done != nil {
+		select {
+		case <-t.done:
+			ended = true
+		default:
+		}
+	}
+	switch {
+	case t.starting:
+	case ended:
+		st.State = t.state
+	case t.restarting || (t.done != nil && t.p == nil):
+		st.State = StateRestarting
+	}
+	if t.err != nil {
 		st.LastError = t.err.Error()
+	} else if st.State == StateRestarting && t.retryErr != nil {
+		st.LastError = t.retryErr.Error()
 	}
 	return st, nil
 }

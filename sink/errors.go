@@ -1,6 +1,14 @@
 package sink
 
-import "errors"
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/lib/pq"
+)
 
 // Sentinel errors callers may test with errors.Is. Errors wrapping them are
 // also marked fatal (they expose Fatal() bool): retrying the same records
@@ -37,4 +45,46 @@ func fatal(err error) error {
 		return nil
 	}
 	return fatalError{err}
+}
+
+// connectError classifies a failed connection to the target: a refused
+// login or a missing database is fatal (fix the DSN or the grants), a
+// server down or unreachable is retriable (the runtime tries again with its
+// backoff).
+func connectError(dialect string, err error) error {
+	if refusedLogin(err) {
+		return fatal(fmt.Errorf("sink: connect to %s target: the server refused the login or the database (fix the user, password or database in the DSN): %w", dialect, err))
+	}
+	return fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", dialect, wrapDB(err))
+}
+
+func refusedLogin(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		return pe.Code.Class() == "28" || pe.Code == "3D000" // invalid authorization, no such database
+	}
+	var me *mysqldrv.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case 1044, 1045, 1049, 1698: // access denied to the database, for the user; unknown database
+			return true
+		}
+	}
+	return false
+}
+
+// createTable runs a CREATE TABLE IF NOT EXISTS of the sink's own tables.
+// Sink processes starting together race on it, and PostgreSQL then fails
+// one with a duplicate in pg_type (an integrity violation the sink would
+// take for fatal): an error is ignored when the table can be read after it.
+func createTable(ctx context.Context, db *sql.DB, ddl, quoted string) error {
+	_, err := db.ExecContext(ctx, ddl)
+	for attempt := 0; err != nil && attempt < 3 && ctx.Err() == nil; attempt++ {
+		var one int
+		if perr := db.QueryRowContext(ctx, "SELECT 1 FROM "+quoted+" WHERE 1 = 0").Scan(&one); errors.Is(perr, sql.ErrNoRows) {
+			return nil // another process created it
+		}
+		_, err = db.ExecContext(ctx, ddl)
+	}
+	return err
 }

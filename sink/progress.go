@@ -26,7 +26,7 @@ func (k progressKey) stored() string {
 // again (at least once).
 func (s *Sink) createProgress(ctx context.Context) error {
 	t := s.cfg.ProgressTable
-	if _, err := s.db.ExecContext(ctx, s.d.progressDDL(t)); err != nil {
+	if err := createTable(ctx, s.db.DB, s.d.progressDDL(t), s.d.quote(t)); err != nil {
 		return fmt.Errorf("sink: create progress table %s: %w", t, wrapDB(err))
 	}
 	rows, err := s.db.QueryContext(ctx, s.d.tableColumns(), t)

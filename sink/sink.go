@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	}
 	db, err := sqlx.ConnectContext(ctx, driver, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", cfg.Dialect, wrapDB(err))
+		return nil, connectError(cfg.Dialect, err)
 	}
 	s.db = db
 	if cfg.Dialect == DialectPostgres {
@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, err
 	}
 	if cfg.Transactional {
-		if _, err := db.ExecContext(ctx, s.pendingDDL()); err != nil {
+		if err := createTable(ctx, db.DB, s.pendingDDL(), s.d.quote(cfg.PendingTable)); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("sink: create pending table %s: %w", cfg.PendingTable, wrapDB(err))
 		}

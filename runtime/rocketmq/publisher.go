@@ -438,6 +438,12 @@ func (p *Publisher) Close(ctx context.Context) error {
 		p.enqMu.Lock()
 		p.closed = true
 		p.enqMu.Unlock()
+		if p.failed.Load() != nil {
+			// A send failed for good: nothing after it can be committed,
+			// so sends still retrying are cut short instead of making the
+			// shutdown wait for them.
+			p.sendCancel()
+		}
 		drained := make(chan struct{})
 		go func() { p.outstanding.Wait(); close(drained) }()
 		select {

@@ -71,12 +71,14 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 	}, nil
 }
 
-// Consume delivers batches to h until ctx is done, Close is called or a
-// message cannot be decoded (then it returns an error wrapping ErrDecode).
+// Consume delivers batches to h until ctx is done, Close is called, a
+// message cannot be decoded (then it returns an error wrapping ErrDecode)
+// or h returns a fatal error (runtime.IsFatal; Consume returns it and the
+// batch stays unacknowledged).
 // It stops pulling, waits for the handlers in flight, shuts the consumer
 // down (committing the offsets of handled batches) and returns; nil after a
-// clean stop. A handler error redelivers the same messages, in order, after
-// a backoff. Handlers get a context that ctx's cancellation cancels; Close
+// clean stop. Any other handler error redelivers the same messages, in
+// order, after a backoff. Handlers get a context that ctx's cancellation cancels; Close
 // lets them finish. Consume runs once.
 func (s *Subscriber) Consume(ctx context.Context, h runtime.Handler) error {
 	hctx, hcancel := context.WithCancel(ctx)
@@ -165,6 +167,14 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 		recs = append(recs, rec)
 	}
 	if err := h(hctx, recs); err != nil {
+		if hctx.Err() == nil && runtime.IsFatal(err) {
+			// Redelivering cannot help (a row the target refuses under
+			// on_error: fail): Consume returns the error, failing the task.
+			first := recs[0].Delivery
+			s.fail(fmt.Errorf("topic %q queue %d offset %d: %w", first.Topic, first.Queue, first.Offset, err))
+			setSuspend(cctx, stopSuspend)
+			return consumer.SuspendCurrentQueueAMoment, nil
+		}
 		var reconsumed int32
 		if len(msgs) > 0 {
 			reconsumed = msgs[0].ReconsumeTimes
@@ -228,7 +238,8 @@ func (s *Subscriber) fail(err error) {
 	s.mu.Lock()
 	if s.fatal == nil {
 		s.fatal = err
-		s.log.Error("rocketmq consumer stopping", "err", err)
+		// Consume returns err and the task's failure reports it: not twice.
+		s.log.Info("rocketmq consumer stopping after a fatal error", "group", s.cfg.Group)
 	}
 	s.mu.Unlock()
 	s.closeOnce.Do(func() { close(s.closing) })

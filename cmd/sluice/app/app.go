@@ -14,7 +14,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/sink"
 )
 
 const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and PostgreSQL/MySQL
@@ -58,7 +60,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice: %v\n", err)
-		if errors.Is(err, runtime.ErrConfig) || errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, runtime.ErrConfig) || errors.Is(err, binlog.ErrConfig) || errors.Is(err, sink.ErrConfig) || errors.Is(err, flag.ErrHelp) {
 			return 2
 		}
 		return 1
@@ -125,30 +127,50 @@ func cmdRun(args []string, log *slog.Logger) error {
 	if isTerminal(os.Stderr) {
 		go showSnapshotProgress(ctx, os.Stderr, w)
 	}
-	select {
-	case <-ctx.Done():
-		stop() // a second signal now ends the process at once
-		log.Info("stopping: draining in-flight records and saving the position (signal again to exit now)")
-		if err := w.StopAll(context.Background()); err != nil {
-			return err
-		}
-	case <-w.Ended():
-		if *rest != "" {
-			// Keep serving, so the failure can be read and the task restarted.
-			if st, _ := w.Status(cfg.Name); st.State == runtime.StateFailed {
-				<-ctx.Done()
-				_ = w.StopAll(context.Background())
+	// The process ends when its pipeline has ended by itself (FINISHED at
+	// the end of its input, or FAILED) or on a signal. A stop or restart
+	// through the REST API acts on the pipeline only. With the REST API, a
+	// FAILED pipeline keeps the process up (/health 503) so the failure can
+	// be read and the pipeline restarted; a signal then ends it with exit 1.
+	for {
+		select {
+		case <-ctx.Done():
+			stop() // a second signal now ends the process at once
+			log.Info("stopping: draining in-flight records and saving the position (signal again to exit now)")
+			if err := w.StopAll(context.Background()); err != nil {
+				return err
+			}
+			return runResult(w, cfg.Name, log)
+		case <-w.Ended():
+			st, err := w.Status(cfg.Name)
+			if err != nil {
+				return err
+			}
+			switch {
+			case st.State == runtime.StateFailed && *rest != "":
+				log.Error("pipeline failed; the REST API stays up: read GET /connectors/"+cfg.Name+"/status, fix the cause and POST /connectors/"+cfg.Name+"/restart, or stop the process (exit code 1)", "pipeline", cfg.Name)
+			case st.State == runtime.StateFailed || st.State == runtime.StateFinished:
+				return runResult(w, cfg.Name, log)
 			}
 		}
 	}
-	st, err := w.Status(cfg.Name)
+}
+
+// runResult is how `sluice run` ends: an error (exit 1) when the pipeline
+// FAILED, nil (exit 0) when it FINISHED or was stopped.
+func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
+	st, err := w.Status(name)
 	if err != nil {
 		return err
 	}
-	if st.State == runtime.StateFailed {
-		return fmt.Errorf("pipeline %s failed: %s", cfg.Name, st.LastError)
+	switch st.State {
+	case runtime.StateFailed:
+		return fmt.Errorf("pipeline %s failed: %s", name, st.LastError)
+	case runtime.StateFinished:
+		log.Info("pipeline finished: its input is complete", "pipeline", name, "position", st.Position)
+	default:
+		log.Info("pipeline stopped", "pipeline", name, "position", st.Position)
 	}
-	log.Info("pipeline stopped", "pipeline", cfg.Name, "position", st.Position)
 	return nil
 }
 
