@@ -86,7 +86,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 				return nil, nil
 			}
 			if !s.cfg.AutoCreate {
-				return nil, fatal(fmt.Errorf("%w: table %s does not exist: create it or enable AutoCreate", ErrSchema, t))
+				return nil, fatal(fmt.Errorf("%w: table %s does not exist: create it or set auto_create: true in the sink config", ErrSchema, t))
 			}
 			if err := s.createTable(ctx, t, writers[0]); err != nil {
 				return nil, err
@@ -128,7 +128,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 				continue
 			}
 			if !s.cfg.AutoEvolve {
-				return nil, fatal(fmt.Errorf("%w: table %s has no column %q: add it or enable AutoEvolve", ErrSchema, t, f.Name))
+				return nil, fatal(fmt.Errorf("%w: table %s has no column %q: add it or set auto_evolve: true in the sink config", ErrSchema, t, f.Name))
 			}
 			if err := s.checkIdent("column", f.Name); err != nil {
 				return nil, err
