@@ -229,7 +229,7 @@ func (s *Subscriber) fail(err error) {
 	s.mu.Lock()
 	if s.fatal == nil {
 		s.fatal = err
-		s.log.Error("rocketmq consumer stopping", "err", err)
+		s.log.Info("rocketmq consumer stopping on a fatal error; the pipeline reports it")
 	}
 	s.mu.Unlock()
 	s.closeOnce.Do(func() { close(s.closing) })
