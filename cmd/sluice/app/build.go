@@ -384,18 +384,31 @@ func sourceFingerprint(c *binlog.Config) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// binlogSource adds the runtime's optional progress capability to the
-// binlog source, so snapshot progress shows in /metrics.
+// binlogSource adds the runtime's optional capabilities to the binlog
+// source: progress (snapshot progress in status and /metrics) and backlog
+// (how far the server is ahead, for status).
 type binlogSource struct{ *binlog.Source }
 
-var _ runtime.ProgressReporter = binlogSource{}
+var (
+	_ runtime.ProgressReporter = binlogSource{}
+	_ runtime.BacklogReporter  = binlogSource{}
+)
 
 func (b binlogSource) Progress() map[string]float64 {
 	st := b.SnapshotStats()
-	running := 0.0
+	running, elapsed := 0.0, 0.0
 	if st.Running {
 		running = 1
+		if st.StartedMs > 0 {
+			elapsed = float64(time.Now().UnixMilli()-st.StartedMs) / 1000
+		}
 	}
 	return map[string]float64{"snapshot_rows": float64(st.Rows), "snapshot_tables": float64(st.Tables),
-		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running, "snapshot_estimated_rows": float64(st.EstimatedRows)}
+		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running, "snapshot_estimated_rows": float64(st.EstimatedRows),
+		"snapshot_elapsed_seconds": elapsed}
+}
+
+func (b binlogSource) Backlog(ctx context.Context, position []byte) (int64, int64, error) {
+	bl, err := b.Behind(ctx, position)
+	return bl.Bytes, bl.Transactions, err
 }
