@@ -196,7 +196,15 @@ func Validate(cfg Config) error {
 	if err := cfg.normalize(); err != nil {
 		return err
 	}
-	return CheckDSN(cfg.Dialect, cfg.DSN)
+	if err := CheckDSN(cfg.Dialect, cfg.DSN); err != nil {
+		return err
+	}
+	if cfg.Dialect == DialectMySQL {
+		if mc, _ := mysqldrv.ParseDSN(cfg.DSN); mc.DBName == "" {
+			return fmt.Errorf("%w: the MySQL DSN must name a database (%s): it holds the progress table %s", ErrConfig, dsnExample(DialectMySQL), cfg.ProgressTable)
+		}
+	}
+	return nil
 }
 
 // CheckDSN parses a DSN of dialect "postgres" (a URL or key=value pairs,

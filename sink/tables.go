@@ -46,7 +46,7 @@ func (tp *tablePlan) writers() []*schema.Record {
 
 func (s *Sink) checkIdent(kind, name string) error {
 	if name == "" {
-		return fatal(fmt.Errorf("%w: empty %s name (check SchemaTemplate/TableTemplate)", ErrSchema, kind))
+		return fatal(fmt.Errorf("%w: empty %s name (check the sink's schema and table templates)", ErrSchema, kind))
 	}
 	if strings.IndexByte(name, 0) >= 0 {
 		return fatal(fmt.Errorf("%w: %s name %q contains a NUL byte", ErrSchema, kind, name))

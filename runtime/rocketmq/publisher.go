@@ -100,7 +100,7 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 		dlq, err = NewDeadLetter(ctx, cfg, log)
 		if err != nil {
 			cleanup()
-			return nil, fmt.Errorf("rocketmq: OversizePolicy %q needs the dead-letter topic: %w", OversizeDLQ, err)
+			return nil, fmt.Errorf("rocketmq: oversize_policy %q needs the dead-letter topic: %w", OversizeDLQ, err)
 		}
 		cleanup = func() {
 			_ = prod.Shutdown()

@@ -81,6 +81,7 @@ func TestValidateRunsRunsChecks(t *testing.T) {
 		{"zero dates", validBase, "  server_id: 7", "  server_id: 7\n  zero_dates: now", "v.yaml:7: source.zero_dates: "},
 		{"postgres dsn", validBase, "postgres://u@127.0.0.1:1/x", "host=127.0.0.1 port", "v.yaml:16: sink.dsn: "},
 		{"mysql dsn", rocketBase, "u:p@tcp(127.0.0.1:1)/x", "u:p@127.0.0.1:1", "v.yaml:13: sink.dsn: "},
+		{"mysql dsn without a database", rocketBase, "u:p@tcp(127.0.0.1:1)/x", "u:p@tcp(127.0.0.1:1)/", "v.yaml:13: sink.dsn: "},
 		{"keyless mode", validBase, "  table:", "  keyless_mode: sometimes\n  table:", "v.yaml:18: sink.keyless_mode: "},
 		{"schema changes", validBase, "  table:", "  schema_changes: maybe\n  table:", "v.yaml:18: sink.schema_changes: "},
 		{"template", validBase, `"$${db}_copy"`, `"$${database}"`, "unknown placeholder ${database}"},
