@@ -373,6 +373,9 @@ func (p *Pipeline) runSource(ctx context.Context) (err error) {
 		log.Log(ctx, level, "stopped with batches unacknowledged; they will be read again at the next start", "err", waitErr)
 		waitErr = nil
 	}
+	if readErr != nil && waitErr != nil && errors.Is(readErr, waitErr) {
+		waitErr = nil // the failed batch that stopped reading: said once
+	}
 	return errors.Join(readErr, waitErr, closeErr, saveErr)
 }
 

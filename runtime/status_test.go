@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +162,17 @@ func TestSnapshotStatusETA(t *testing.T) {
 	s = snapshotStatus(map[string]float64{"snapshot_tables": 4, "snapshot_tables_done": 4, "snapshot_rows": 6000, "snapshot_estimated_rows": 5000})
 	if s.Running || s.ETASeconds != nil || s.TablesDone != 4 {
 		t.Errorf("done: %+v", s)
+	}
+}
+
+// A failure is reported once: the batch error that stops reading is not
+// joined again as the drain's error.
+func TestPipelineErrorSaidOnce(t *testing.T) {
+	e := NewEmbedded(2, 4)
+	p := &Pipeline{Name: "p", Source: &fakeSource{n: 30, k: 3}, Publisher: e.Publisher(), Subscriber: e.Subscriber(8),
+		Sink: &fatalSink{}, Positions: &memStore{pos: map[string][]byte{}}}
+	err := p.Run(context.Background())
+	if err == nil || strings.Count(err.Error(), "column does not exist") != 1 {
+		t.Fatalf("Run returned %q, want the sink's error once", err)
 	}
 }
