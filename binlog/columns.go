@@ -152,7 +152,7 @@ func (cr *columnRules) apply(ti *tableInfo, serverName string) error {
 	for i, c := range ti.cols {
 		if cr.excluded(ti.id, c.name) {
 			if isKey[i] {
-				return fmt.Errorf("%w: ExcludeColumns removes %s.%s, a primary-key column; exclude the table instead or leave the column in", ErrConfig, ti.id, c.name)
+				return fmt.Errorf("%w: exclude_columns removes %s.%s, a primary-key column; exclude the table instead or leave the column in", ErrConfig, ti.id, c.name)
 			}
 			continue
 		}

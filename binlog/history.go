@@ -241,6 +241,6 @@ func unparsedError(q, db string, pos Position, gtid, file string, cause error) e
 		id = fmt.Sprintf("its GTID %q or its exact text", gtid)
 	}
 	return fmt.Errorf("%w: %q (default database %q, at %s): %v. To continue: either append to the schema history %s the line\n%s\n"+
-		"with a statement the history understands, and restart; or, if the statement does not change the shape of captured tables, add %s to skip_ddl (Config.SkipDDL) and restart",
+		"with a statement the history understands, and restart; or, if the statement does not change the shape of captured tables, add %s to skip_ddl in the source config and restart",
 		ErrUnparsedDDL, q, db, pos.String(), cause, file, line, id)
 }

@@ -32,18 +32,20 @@ type SnapshotStats struct {
 	// EstimatedRows is the server's estimate of the rows of all tables
 	// (information_schema.TABLES.TABLE_ROWS; approximate for InnoDB).
 	EstimatedRows int64
+	// StartedMs is when this run of the snapshot began (Unix ms; 0: none).
+	StartedMs int64
 }
 
 type snapCounters struct {
-	tables, tablesDone, rows, estRows atomic.Int64
-	running                           atomic.Bool
+	tables, tablesDone, rows, estRows, startedMs atomic.Int64
+	running                                      atomic.Bool
 }
 
 // SnapshotStats returns the progress of the initial snapshot (zero when the
 // source did not snapshot).
 func (s *Source) SnapshotStats() SnapshotStats {
 	return SnapshotStats{Tables: s.snap.tables.Load(), TablesDone: s.snap.tablesDone.Load(),
-		Rows: s.snap.rows.Load(), Running: s.snap.running.Load(), EstimatedRows: s.snap.estRows.Load()}
+		Rows: s.snap.rows.Load(), Running: s.snap.running.Load(), EstimatedRows: s.snap.estRows.Load(), StartedMs: s.snap.startedMs.Load()}
 }
 
 // snapshotter reads the included tables inside one consistent-snapshot
@@ -684,6 +686,7 @@ func (st *snapTable) chunkQuery(key [][]byte, limit int) (string, error) {
 // plain streaming position.
 func (sn *snapshotter) run(ctx context.Context) error {
 	s := sn.s
+	s.snap.startedMs.Store(time.Now().UnixMilli())
 	s.snap.running.Store(true)
 	defer s.snap.running.Store(false)
 	s.snap.tables.Store(int64(len(sn.tables)))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -61,12 +62,20 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{File: file}
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
+		if seen[k.Value] {
+			return nil, cfgErr(file, k.Line, k.Value, "is given twice")
+		}
+		seen[k.Value] = true
 		switch k.Value {
 		case "name":
 			if v.Kind != yaml.ScalarNode || v.Value == "" {
 				return nil, cfgErr(file, v.Line, "name", "must be a non-empty string")
+			}
+			if !safeName.MatchString(v.Value) {
+				return nil, cfgErr(file, v.Line, "name", fmt.Sprintf("%q: use letters, digits, '.', '_' and '-' (it names the position file, topics and the consumer group)", v.Value))
 			}
 			c.Name = v.Value
 		case "source", "transport", "sink", "positions":
@@ -120,25 +129,24 @@ func cfgErr(file string, line int, key, msg string) error {
 	return fmt.Errorf("%s:%d: %s: %s: %w", file, line, key, msg, ErrConfig)
 }
 
+// expandEnv replaces ${NAME} and ${NAME:-default} in every scalar; $${
+// keeps a literal ${ (so a sink's schema: "$${db}" reaches the sink as
+// ${db}). A $ not followed by { is left alone. A plain scalar is resolved
+// again after expansion (a number stays a number), but a value from the
+// environment never becomes null: null or ~ stay strings.
 func expandEnv(file string, n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
-		var missing []string
-		n.Value = os.Expand(n.Value, func(name string) string {
-			name, def, hasDef := strings.Cut(name, ":-")
-			if v, ok := os.LookupEnv(name); ok && v != "" {
-				return v
-			}
-			if !hasDef {
-				missing = append(missing, name)
-			}
-			return def
-		})
-		if len(missing) > 0 {
-			return cfgErr(file, n.Line, "${"+missing[0]+"}", "environment variable is not set (set it, or write ${"+missing[0]+":-default})")
+		out, missing := expandString(n.Value)
+		if missing != "" {
+			return cfgErr(file, n.Line, "${"+missing+"}", "environment variable is not set (set it, or write ${"+missing+":-default}; write $${ for a literal ${)")
 		}
 		if n.Style == 0 {
 			n.Tag = "" // a plain scalar: let the expanded text resolve as a number or bool
+			if out != "" && resolvesToNull(out) {
+				n.Tag = "!!str"
+			}
 		}
+		n.Value = out
 		return nil
 	}
 	for _, c := range n.Content {
@@ -147,6 +155,46 @@ func expandEnv(file string, n *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// expandString expands s, returning the first unset variable's name if any.
+func expandString(s string) (string, string) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), ""
+		}
+		if i > 0 && s[i-1] == '$' { // $${: a literal ${
+			b.WriteString(s[:i-1])
+			b.WriteString("${")
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s[i:])
+			return b.String(), ""
+		}
+		name, def, hasDef := strings.Cut(s[i+2:i+j], ":-")
+		if v, ok := os.LookupEnv(name); ok && v != "" {
+			b.WriteString(v)
+		} else if hasDef {
+			b.WriteString(def)
+		} else {
+			return "", name
+		}
+		s = s[i+j+1:]
+	}
+}
+
+// resolvesToNull reports whether YAML reads the plain scalar s as null.
+func resolvesToNull(s string) bool {
+	var v any = 0
+	n := yaml.Node{Kind: yaml.ScalarNode, Value: s}
+	return n.Decode(&v) == nil && v == nil
 }
 
 // Decode fills into (a pointer to a struct with yaml tags) strictly: an
@@ -165,7 +213,7 @@ var durationType = reflect.TypeOf(time.Duration(0))
 
 func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) error {
 	if n.Kind != yaml.MappingNode {
-		return cfgErr(file, n.Line, path, "must be a mapping")
+		return cfgErr(file, n.Line, path, "must be a mapping, got "+nodeKind(n))
 	}
 	t := v.Type()
 	fields := map[string]int{}
@@ -191,23 +239,12 @@ func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) er
 		if !ok {
 			return cfgErr(file, k.Line, key, "unknown key (known: "+strings.Join(names, ", ")+")")
 		}
+		if seen[k.Value] {
+			return cfgErr(file, k.Line, key, "is given twice")
+		}
 		seen[k.Value] = true
-		fv := v.Field(idx)
-		switch {
-		case fv.Kind() == reflect.Struct:
-			if err := decodeStruct(file, key, val, fv, false); err != nil {
-				return err
-			}
-		case fv.Type() == durationType:
-			d, err := time.ParseDuration(val.Value)
-			if err != nil {
-				return cfgErr(file, val.Line, key, fmt.Sprintf("expected a duration such as 500ms or 2s, got %q", val.Value))
-			}
-			fv.SetInt(int64(d))
-		default:
-			if err := val.Decode(fv.Addr().Interface()); err != nil {
-				return cfgErr(file, val.Line, key, fmt.Sprintf("expected %s, got %q", kindName(fv.Type()), val.Value))
-			}
+		if err := decodeValue(file, key, val, v.Field(idx)); err != nil {
+			return err
 		}
 	}
 	for i := 0; i < t.NumField(); i++ {
@@ -219,6 +256,99 @@ func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) er
 	}
 	return nil
 }
+
+// decodeValue decodes val into fv as strictly as decodeStruct: structs in
+// lists, maps and pointers reject unknown keys too.
+func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
+	if val.Kind == yaml.AliasNode && val.Alias != nil {
+		val = val.Alias
+	}
+	null := val.Kind == yaml.ScalarNode && val.ShortTag() == "!!null"
+	switch {
+	case fv.Type() == durationType:
+		if null {
+			return nil
+		}
+		d, err := time.ParseDuration(val.Value)
+		if err != nil || val.Kind != yaml.ScalarNode {
+			return cfgErr(file, val.Line, key, fmt.Sprintf("expected a duration such as 500ms or 2s, got %s", shown(val)))
+		}
+		fv.SetInt(int64(d))
+	case fv.Kind() == reflect.Struct:
+		if null {
+			return nil
+		}
+		return decodeStruct(file, key, val, fv, false)
+	case fv.Kind() == reflect.Pointer:
+		if null {
+			fv.SetZero()
+			return nil
+		}
+		e := reflect.New(fv.Type().Elem())
+		if err := decodeValue(file, key, val, e.Elem()); err != nil {
+			return err
+		}
+		fv.Set(e)
+	case fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() != reflect.Uint8:
+		if null {
+			fv.SetZero()
+			return nil
+		}
+		if val.Kind != yaml.SequenceNode {
+			return cfgErr(file, val.Line, key, "expected a list, got "+shown(val))
+		}
+		out := reflect.MakeSlice(fv.Type(), len(val.Content), len(val.Content))
+		for i, el := range val.Content {
+			if err := decodeValue(file, fmt.Sprintf("%s[%d]", key, i), el, out.Index(i)); err != nil {
+				return err
+			}
+		}
+		fv.Set(out)
+	case fv.Kind() == reflect.Map && fv.Type().Key().Kind() == reflect.String:
+		if null {
+			fv.SetZero()
+			return nil
+		}
+		if val.Kind != yaml.MappingNode {
+			return cfgErr(file, val.Line, key, "expected a mapping, got "+shown(val))
+		}
+		out := reflect.MakeMapWithSize(fv.Type(), len(val.Content)/2)
+		for i := 0; i+1 < len(val.Content); i += 2 {
+			k := val.Content[i].Value
+			mk := reflect.New(fv.Type().Key()).Elem()
+			mk.SetString(k)
+			if out.MapIndex(mk).IsValid() {
+				return cfgErr(file, val.Content[i].Line, key+"."+k, "is given twice")
+			}
+			e := reflect.New(fv.Type().Elem()).Elem()
+			if err := decodeValue(file, key+"."+k, val.Content[i+1], e); err != nil {
+				return err
+			}
+			out.SetMapIndex(mk, e)
+		}
+		fv.Set(out)
+	default:
+		if val.Kind != yaml.ScalarNode {
+			return cfgErr(file, val.Line, key, fmt.Sprintf("expected %s, got %s", kindName(fv.Type()), shown(val)))
+		}
+		if err := val.Decode(fv.Addr().Interface()); err != nil {
+			return cfgErr(file, val.Line, key, fmt.Sprintf("expected %s, got %q", kindName(fv.Type()), val.Value))
+		}
+	}
+	return nil
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+func shown(n *yaml.Node) string { return nodeKind(n) }
 
 func kindName(t reflect.Type) string {
 	switch t.Kind() {
@@ -237,3 +367,226 @@ func kindName(t reflect.Type) string {
 	}
 	return t.String()
 }
+
+// lookup finds the node of a key below the section: "mask[1].kind" (the
+// section's own path first is optional). It returns nil when absent.
+func (s *Section) lookup(key string) *yaml.Node {
+	key = strings.TrimPrefix(strings.TrimPrefix(key, s.path), ".")
+	n := s.node
+	for key != "" && n != nil {
+		part, rest, _ := strings.Cut(key, ".")
+		key = rest
+		name, idx, hasIdx := strings.Cut(part, "[")
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				next = n.Content[i+1]
+			}
+		}
+		n = next
+		if hasIdx && n != nil {
+			var i int
+			if _, err := fmt.Sscanf(idx, "%d]", &i); err != nil || n.Kind != yaml.SequenceNode || i < 0 || i >= len(n.Content) {
+				return nil
+			}
+			n = n.Content[i]
+		}
+	}
+	return n
+}
+
+// Err is a config error about key (a path below the section such as
+// "zero_dates" or "mask[1].kind"; "" for the section itself), naming the
+// key and the line it is on (the section's line when the key is absent).
+func (s *Section) Err(key, msg string) error {
+	path, line := s.path, s.node.Line
+	if key != "" {
+		path = s.path + "." + key
+		// An absent key: the line of the nearest enclosing one.
+		for k := key; k != ""; k = parentKey(k) {
+			if n := s.lookup(k); n != nil {
+				line = n.Line
+				break
+			}
+		}
+	}
+	return cfgErr(s.file, line, path, msg)
+}
+
+func parentKey(k string) string {
+	if i := strings.LastIndexAny(k, ".["); i > 0 {
+		return k[:i]
+	}
+	return ""
+}
+
+// keyOfValue finds the key path of a scalar below n whose value is v.
+func keyOfValue(n *yaml.Node, prefix, v string) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Value == v {
+			return prefix
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := keyOfValue(n.Content[i+1], strings.TrimPrefix(prefix+"."+n.Content[i].Value, "."), v); k != "" {
+				return k
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if k := keyOfValue(c, fmt.Sprintf("%s[%d]", prefix, i), v); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// Explain turns err, from a connector's check of the settings decoded from
+// this section into shape (the struct given to Decode), into a config error
+// that names YAML keys instead of the connector's Go field names: a
+// connector's Config field and the YAML struct field carrying it share a
+// name (Mask[1] ... Kind becomes mask[1] ... kind), so new keys need no
+// table. The error names the deepest key it found and its line, and still
+// matches err with errors.Is.
+func (s *Section) Explain(err error, shape any) error {
+	if err == nil {
+		return nil
+	}
+	t := reflect.TypeOf(shape)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	msg := err.Error()
+	var b strings.Builder
+	top, ctx, ctxKey, best := t, t, "", ""
+	quoted := false
+	for i := 0; i < len(msg); {
+		c := msg[i]
+		if c == '"' {
+			quoted = !quoted
+		}
+		if quoted || c < 'A' || c > 'Z' || (i > 0 && isIdent(msg[i-1])) {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		j := i
+		for j < len(msg) && isIdent(msg[j]) {
+			j++
+		}
+		word, index := msg[i:j], ""
+		if j < len(msg) && msg[j] == '[' {
+			if k := strings.IndexByte(msg[j:], ']'); k > 0 {
+				index = msg[j : j+k+1]
+			}
+		}
+		name, ft, ok := yamlField(ctx, word)
+		base := ctxKey
+		if !ok && ctx != top {
+			if name, ft, ok = yamlField(top, word); ok {
+				base = ""
+			}
+		}
+		if !ok {
+			b.WriteString(word)
+			i = j
+			continue
+		}
+		key := strings.TrimPrefix(base+"."+name+index, ".")
+		best = key
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Slice && index != "" {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			ctx, ctxKey = ft, key
+		} else {
+			ctx, ctxKey = top, ""
+			if base != "" {
+				ctx, ctxKey = typeAt(top, base), base
+			}
+		}
+		b.WriteString(name + index)
+		i = j + len(index)
+	}
+	if best == "" {
+		// No setting named: a quoted value the section holds tells which
+		// (table pattern "shop" is include[0]).
+		for _, q := range quotedRe.FindAllStringSubmatch(msg, -1) {
+			if k := keyOfValue(s.node, "", q[1]); k != "" && k != "type" {
+				best = k
+				break
+			}
+		}
+	}
+	return &explained{msg: s.Err(best, b.String()).Error(), err: err}
+}
+
+var quotedRe = regexp.MustCompile(`"((?:[^"\\]|\\.)+)"`)
+
+// typeAt is the struct type of a key path such as "mask[1]" below t.
+func typeAt(t reflect.Type, key string) reflect.Type {
+	for _, part := range strings.Split(key, ".") {
+		name, _, hasIdx := strings.Cut(part, "[")
+		f, ok := fieldByYAML(t, name)
+		if !ok {
+			return t
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if hasIdx && ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct {
+			return t
+		}
+		t = ft
+	}
+	return t
+}
+
+func fieldByYAML(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if n, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); n == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// yamlField finds the field of struct t named goName and returns its YAML key.
+func yamlField(t reflect.Type, goName string) (string, reflect.Type, bool) {
+	f, ok := t.FieldByName(goName)
+	if !ok || len(f.Index) != 1 {
+		return "", nil, false
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "" || name == "-" {
+		return "", nil, false
+	}
+	return name, f.Type, true
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// explained is a connector's error retold with YAML keys; it wraps the
+// original and ErrConfig.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string   { return e.msg }
+func (e *explained) Unwrap() []error { return []error{e.err, ErrConfig} }

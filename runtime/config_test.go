@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,137 @@ func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 				t.Fatalf("error %v is not ErrConfig", err)
 			}
 		})
+	}
+}
+
+type testRule struct {
+	Columns string `yaml:"columns"`
+	Salt    string `yaml:"salt"`
+}
+
+type testNested struct {
+	Host  string                `yaml:"host"`
+	Mask  []testRule            `yaml:"mask"`
+	ByKey map[string]testRule   `yaml:"by_key"`
+	Opt   *testRule             `yaml:"opt"`
+	Waits []time.Duration       `yaml:"waits"`
+	Extra map[string][]testRule `yaml:"extra"`
+}
+
+func TestConfigStrictAtEveryDepth(t *testing.T) {
+	const base = `name: demo
+source:
+  type: mysql
+  host: h
+  mask:
+    - columns: db.t.email
+      salt: s1
+  by_key:
+    a: {columns: x}
+  opt: {columns: y}
+  waits: [1s, 2ms]
+  extra:
+    k: [{salt: z}]
+transport: {type: embedded}
+`
+	c, err := ParseConfig([]byte(base), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok testNested
+	if err := c.Source.Decode(&ok); err != nil {
+		t.Fatal(err)
+	}
+	if ok.Mask[0].Salt != "s1" || ok.ByKey["a"].Columns != "x" || ok.Opt.Columns != "y" || ok.Waits[1] != 2*time.Millisecond || ok.Extra["k"][0].Salt != "z" {
+		t.Fatalf("decoded %+v", ok)
+	}
+	cases := []struct{ name, from, to, want string }{
+		{"list entry", "      salt: s1", "      slat: s1", "x.yaml:7: source.mask[0].slat: unknown key (known: columns, salt)"},
+		{"map value", "a: {columns: x}", "a: {colums: x}", "x.yaml:9: source.by_key.a.colums: unknown key"},
+		{"pointer", "opt: {columns: y}", "opt: {column: y}", "x.yaml:10: source.opt.column: unknown key"},
+		{"list in map", "k: [{salt: z}]", "k: [{sal: z}]", "x.yaml:13: source.extra.k[0].sal: unknown key"},
+		{"duration in list", "[1s, 2ms]", "[1s, soon]", "x.yaml:11: source.waits[1]: expected a duration"},
+		{"twice", "      salt: s1", "      salt: s1\n      salt: s2", "x.yaml:8: source.mask[0].salt: is given twice"},
+		{"list expected", "  waits: [1s, 2ms]", "  waits: 1s", "x.yaml:11: source.waits: expected a list"},
+		{"scalar expected", "  host: h", "  host: [h]", "x.yaml:4: source.host: expected a string, got a list"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte(strings.Replace(base, tc.from, tc.to, 1)), "x.yaml")
+			if err == nil {
+				var s testNested
+				err = c.Source.Decode(&s)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvExpansionKeepsWordsAndEscapes(t *testing.T) {
+	for _, word := range []string{"null", "~", "Null", "NULL"} {
+		t.Run(word, func(t *testing.T) {
+			t.Setenv("SLUICE_TEST_WORD", word)
+			c, err := ParseConfig([]byte("name: demo\nsource:\n  type: mysql\n  host: ${SLUICE_TEST_WORD}\n  tables:\n    - ${SLUICE_TEST_WORD}\ntransport: {type: embedded}\n"), "x.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s testSource
+			if err := c.Source.Decode(&s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Host != word || len(s.Tables) != 1 || s.Tables[0] != word {
+				t.Fatalf("host %q tables %q, want %q", s.Host, s.Tables, word)
+			}
+		})
+	}
+	t.Setenv("SLUICE_TEST_PORT", "3307")
+	t.Setenv("db", "must-not-be-used")
+	c, err := ParseConfig([]byte(`name: demo
+source:
+  type: mysql
+  host: "$${db}.$${table}"
+  port: ${SLUICE_TEST_PORT}
+  tables: [pa$word, "$${x}${SLUICE_TEST_PORT}", "${SLUICE_TEST_UNSET:-}"]
+transport: {type: embedded}
+`), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s testSource
+	if err := c.Source.Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Host != "${db}.${table}" || s.Port != 3307 || s.Tables[0] != "pa$word" || s.Tables[1] != "${x}3307" || s.Tables[2] != "" {
+		t.Fatalf("decoded %+v", s)
+	}
+}
+
+type testLib struct {
+	Port int        `yaml:"port"`
+	Mask []testRule `yaml:"mask"`
+}
+
+func TestExplainNamesYAMLKeysAndLines(t *testing.T) {
+	c, err := ParseConfig([]byte("name: demo\nsource:\n  type: mysql\n  port: 99999\n  mask:\n    - columns: a.b.c\n    - columns: a.b.d\n      salt: \"Port\"\ntransport: {type: embedded}\n"), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := errors.New("lib: invalid config")
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: Port 99999 is out of range", lib), `x.yaml:4: source.port: lib: invalid config: port 99999 is out of range: invalid configuration`},
+		{fmt.Errorf("%w: Mask[1] (a.b.d): Salt %q is weak", lib, "Port"), `x.yaml:8: source.mask[1].salt: lib: invalid config: mask[1] (a.b.d): salt "Port" is weak`},
+		{fmt.Errorf("%w: Mask[1]: Columns too wide", lib), `x.yaml:7: source.mask[1].columns:`},
+		{fmt.Errorf("%w: Host, User must be set", lib), `x.yaml:3: source: lib: invalid config: Host, User must be set`},
+	}
+	for _, tc := range cases {
+		got := c.Source.Explain(tc.err, &testLib{})
+		if !strings.Contains(got.Error(), tc.want) || !errors.Is(got, ErrConfig) || !errors.Is(got, lib) {
+			t.Errorf("Explain(%v) = %v, want it to contain %q", tc.err, got, tc.want)
+		}
 	}
 }

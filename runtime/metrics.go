@@ -79,25 +79,57 @@ func WritePrometheus(w io.Writer, ps []*Pipeline) {
 			writeCounters(w, p.metrics(), name, help, p.Name, by)
 		}
 	}
-	gauge := func(name, help string, val func(p *Pipeline) string) {
+	now := time.Now()
+	prog := make([]progress, len(ps))
+	for i, p := range ps {
+		prog[i] = p.progress(now)
+	}
+	// gauge writes one sample per pipeline; val returns "" for none.
+	gauge := func(name, help string, val func(i int, p *Pipeline) string) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
-		for _, p := range ps {
-			fmt.Fprintf(w, "%s{pipeline=%q} %s\n", name, p.Name, val(p))
+		for i, p := range ps {
+			if v := val(i, p); v != "" {
+				fmt.Fprintf(w, "%s{pipeline=%q} %s\n", name, p.Name, v)
+			}
 		}
 	}
-	gauge("sluice_lag_seconds", "Seconds between a change on the source and its application by the sink.", func(p *Pipeline) string {
-		return fmt.Sprint(p.metrics().LagSeconds())
+	optional := func(v *int64) string {
+		if v == nil {
+			return ""
+		}
+		return fmt.Sprint(*v)
+	}
+	gauge("sluice_lag_seconds", "Seconds the committed position trails the source (heartbeats included; 0 when caught up); for a sink-only process, the lag of the newest applied batch.", func(i int, p *Pipeline) string {
+		return fmt.Sprint(prog[i].lagSeconds)
 	})
-	gauge("sluice_in_flight_records", "Records published but not yet acknowledged.", func(p *Pipeline) string {
+	gauge("sluice_caught_up", "1 when nothing is in flight and the source server logged nothing after the committed position.", func(i int, p *Pipeline) string {
+		if c := prog[i].caughtUp; c != nil {
+			return map[bool]string{true: "1", false: "0"}[*c]
+		}
+		return ""
+	})
+	gauge("sluice_source_behind_bytes", "Bytes of binary log the source server wrote after the committed position (same file only).", func(i int, p *Pipeline) string {
+		return optional(prog[i].bytes)
+	})
+	gauge("sluice_source_behind_transactions", "Transactions the source server logged after the committed position (MariaDB GTIDs).", func(i int, p *Pipeline) string {
+		return optional(prog[i].txs)
+	})
+	gauge("sluice_snapshot_eta_seconds", "Estimated seconds until the running snapshot ends.", func(i int, p *Pipeline) string {
+		if s := prog[i].snapshot; s != nil && s.ETASeconds != nil {
+			return fmt.Sprintf("%.0f", *s.ETASeconds)
+		}
+		return ""
+	})
+	gauge("sluice_in_flight_records", "Records published but not yet acknowledged.", func(_ int, p *Pipeline) string {
 		return fmt.Sprint(p.InFlight())
 	})
-	gauge("sluice_up", "1 while the pipeline runs, 0 otherwise.", func(p *Pipeline) string {
+	gauge("sluice_up", "1 while the pipeline runs, 0 otherwise.", func(_ int, p *Pipeline) string {
 		if p.Status().State == StateRunning {
 			return "1"
 		}
 		return "0"
 	})
-	gauge("sluice_failed", "1 when the pipeline stopped with a fatal error (state FAILED, see its status' last_error), 0 otherwise.", func(p *Pipeline) string {
+	gauge("sluice_failed", "1 when the pipeline stopped with a fatal error (state FAILED, see its status' last_error), 0 otherwise.", func(_ int, p *Pipeline) string {
 		if p.Status().State == StateFailed {
 			return "1"
 		}

@@ -47,6 +47,7 @@ type Pipeline struct {
 	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
 
 	stats   Stats
+	backlog backlogState
 	mOnce   sync.Once
 	m       *Metrics
 	win     atomic.Pointer[window]
@@ -238,7 +239,7 @@ func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 		return err
 	}
 	m.observeApply(time.Since(start))
-	p.stats.RecordsApplied.Add(int64(len(recs)))
+	p.stats.RecordsApplied.Add(changes(recs))
 	countByTable(m, m.recordsOut, recs)
 	var newest int64
 	for i := range recs {
@@ -458,7 +459,8 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 			}
 			return fmt.Errorf("transport failed: %w", err)
 		}
-		p.stats.RecordsRead.Add(int64(len(recs)))
+		w.stamp(seq, batchTime(recs))
+		p.stats.RecordsRead.Add(changes(recs))
 		countByTable(p.metrics(), p.metrics().recordsIn, recs)
 		if err := p.Publisher.Publish(ctx, recs, func(err error) { w.ack(seq, err) }); err != nil {
 			// The batch was not taken, so no ack will come for it: fail its

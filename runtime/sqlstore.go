@@ -50,6 +50,20 @@ var (
 	_ holder        = (*claimedStore)(nil)
 )
 
+// CheckSQLStoreTable reports whether NewSQLStore accepts table ("" is the
+// default, sluice_positions), without connecting.
+func CheckSQLStoreTable(table string) error {
+	if table == "" {
+		return nil
+	}
+	for _, part := range strings.Split(table, ".") {
+		if !sqlIdent.MatchString(part) {
+			return fmt.Errorf("position store: table %q: use letters, digits and _ (with one dot before the table): %w", table, ErrConfig)
+		}
+	}
+	return nil
+}
+
 // NewSQLStore opens the database (driver "postgres" or "mysql") and creates
 // the table if needed. table may be qualified by a schema (PostgreSQL) or a
 // database (MySQL) with a dot.
@@ -60,10 +74,8 @@ func NewSQLStore(ctx context.Context, driver, dsn, table string) (*SQLStore, err
 	if table == "" {
 		table = "sluice_positions"
 	}
-	for _, part := range strings.Split(table, ".") {
-		if !sqlIdent.MatchString(part) {
-			return nil, fmt.Errorf("position store: table %q: use letters, digits and _ (with one dot before the table): %w", table, ErrConfig)
-		}
+	if err := CheckSQLStoreTable(table); err != nil {
+		return nil, err
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {

@@ -19,6 +19,11 @@ type window struct {
 	err      error  // first ack error
 	position []byte // newest position of the committed prefix
 	dirty    bool   // position changed since the last take
+	// Of the committed prefix: the newest source time (Unix ms) and
+	// whether its last batch ended with a heartbeat (the source was idle
+	// at the server's end then), for status.
+	committedMs int64
+	idle        bool
 }
 
 type slot struct {
@@ -26,6 +31,7 @@ type slot struct {
 	position []byte
 	done     bool
 	failed   bool
+	stamp    batchStamp
 }
 
 func newWindow(maxRecords int) *window {
@@ -88,6 +94,7 @@ func (w *window) ack(seq uint64, err error) {
 		if h.position != nil {
 			w.position, w.dirty = h.position, true
 		}
+		w.committedMs, w.idle = max(w.committedMs, h.stamp.tsMs), h.stamp.idle
 	}
 	w.broadcast()
 }
@@ -95,6 +102,24 @@ func (w *window) ack(seq uint64, err error) {
 func (w *window) broadcast() {
 	close(w.cond)
 	w.cond = make(chan struct{})
+}
+
+// stamp records, for status, the newest source time of batch seq and
+// whether it ended with a heartbeat. Call it before the batch can be acked.
+func (w *window) stamp(seq uint64, b batchStamp) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.pending[seq]; ok {
+		s.stamp = b
+	}
+}
+
+// committed returns, of the committed prefix, the newest position (as
+// saved), the newest source time and whether it ended idle.
+func (w *window) committed() (position []byte, tsMs int64, idle bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.position, w.committedMs, w.idle
 }
 
 // take returns the committed position if it changed since the last take.

@@ -331,8 +331,20 @@ func notRunning(name string, p *Pipeline) error {
 // TaskStatus is a pipeline's status as the REST API reports it.
 type TaskStatus struct {
 	Status
+	// LagSeconds: with a source, now minus the source time of the newest
+	// committed record (heartbeats included), 0 when caught up; without
+	// one (a sink-only process), the lag of the newest applied batch when
+	// it was applied.
 	LagSeconds float64 `json:"lag_seconds"`
 	InFlight   int     `json:"in_flight"`
+	// CaughtUp (with a source): nothing in flight and the server has
+	// logged nothing after the committed position.
+	CaughtUp *bool `json:"caught_up,omitempty"`
+	// BehindBytes and BehindTransactions: how much the server logged
+	// after the committed position, when the source can tell.
+	BehindBytes        *int64          `json:"behind_bytes,omitempty"`
+	BehindTransactions *int64          `json:"behind_transactions,omitempty"`
+	Snapshot           *SnapshotStatus `json:"snapshot,omitempty"`
 }
 
 // Status reports a pipeline's state, counters, position and last error.
@@ -349,7 +361,9 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 	} else if t.p == nil {
 		st = TaskStatus{Status: Status{Name: name, State: t.state}}
 	} else {
-		st = TaskStatus{Status: t.p.Status(), LagSeconds: t.p.metrics().LagSeconds(), InFlight: t.p.InFlight()}
+		pr := t.p.progress(time.Now())
+		st = TaskStatus{Status: t.p.Status(), LagSeconds: pr.lagSeconds, InFlight: t.p.InFlight(),
+			CaughtUp: pr.caughtUp, BehindBytes: pr.bytes, BehindTransactions: pr.txs, Snapshot: pr.snapshot}
 	}
 	ended := false
 	if t.done != nil {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	mysqldrv "github.com/go-sql-driver/mysql"
+	"github.com/lib/pq"
+
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -187,6 +190,53 @@ func (c *Config) normalize() error {
 		}
 	}
 	return nil
+}
+
+// Validate reports the first setting New would refuse, without connecting:
+// the checks New makes before it dials (policies, templates, the DSN's
+// syntax). A DeadLetter callback is not required here.
+func Validate(cfg Config) error {
+	if cfg.OnError == OnErrorDLQ && cfg.DeadLetter == nil {
+		cfg.DeadLetter = func(context.Context, schema.Record, error) error { return nil }
+	}
+	if err := cfg.normalize(); err != nil {
+		return err
+	}
+	if err := CheckDSN(cfg.Dialect, cfg.DSN); err != nil {
+		return err
+	}
+	if cfg.Dialect == DialectMySQL {
+		if mc, _ := mysqldrv.ParseDSN(cfg.DSN); mc.DBName == "" {
+			return fmt.Errorf("%w: the MySQL DSN must name a database (%s): it holds the progress table %s", ErrConfig, dsnExample(DialectMySQL), cfg.ProgressTable)
+		}
+	}
+	return nil
+}
+
+// CheckDSN parses a DSN of dialect "postgres" (a URL or key=value pairs,
+// as lib/pq reads them) or "mysql" (go-sql-driver's form) without
+// connecting.
+func CheckDSN(dialect, dsn string) error {
+	var err error
+	switch dialect {
+	case DialectMySQL:
+		_, err = mysqldrv.ParseDSN(dsn)
+	default:
+		_, err = pq.NewConnector(dsn)
+	}
+	if err != nil {
+		// The parser may quote the DSN, password and all: never repeat it.
+		msg := strings.ReplaceAll(err.Error(), dsn, "<dsn>")
+		return fmt.Errorf("%w: DSN: %s (a %s DSN looks like %s)", ErrConfig, msg, dialect, dsnExample(dialect))
+	}
+	return nil
+}
+
+func dsnExample(dialect string) string {
+	if dialect == DialectMySQL {
+		return "user:password@tcp(127.0.0.1:3306)/db"
+	}
+	return "postgres://user:password@127.0.0.1:5432/db?sslmode=disable"
 }
 
 // oneOf normalises a policy value: "" is the first (default) choice.

@@ -313,7 +313,7 @@ func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 	}
 	var stmts []ddlStatement
 	if !ok {
-		s.log.Info("schema change not applied: only TRUNCATE, DROP TABLE and ALTER TABLE … DROP COLUMN / RENAME COLUMN are (added columns arrive through AutoEvolve)", "ddl", describeDDL(r))
+		s.log.Info("schema change not applied: only TRUNCATE, DROP TABLE and ALTER TABLE … DROP COLUMN / RENAME COLUMN are (added columns arrive through auto_evolve)", "ddl", describeDDL(r))
 	} else {
 		var err error
 		if stmts, err = s.ddlStatements(ctx, a); err != nil {

@@ -164,7 +164,7 @@ func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o re
 					tp.keylessSkipped++
 					continue
 				}
-				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: updates cannot be applied (add a primary key to the source table, or set KeylessMode %q to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
+				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: updates cannot be applied (add a primary key to the source table, or set keyless_mode: %s in the sink config to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
 			}
 			tp.lastSchema = r
 			if keyless {
@@ -191,7 +191,7 @@ func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o re
 					tp.keylessSkipped++
 					continue
 				}
-				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: deletes cannot be applied (add a primary key to the source table, or set KeylessMode %q to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
+				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: deletes cannot be applied (add a primary key to the source table, or set keyless_mode: %s in the sink config to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
 			}
 			cols, key, err := deleteKey(r)
 			if err != nil {

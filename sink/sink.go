@@ -103,6 +103,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, fatal(err)
 	}
+	if err := CheckDSN(cfg.Dialect, cfg.DSN); err != nil {
+		return nil, fatal(err)
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -246,7 +249,7 @@ func (s *Sink) undelivered(ctx context.Context, recs []schema.Record) ([]schema.
 	if s.cfg.SchemaChanges == SchemaChangesFail {
 		for i := range recs {
 			if r := &recs[i]; r.Op == schema.OpSchemaChange {
-				return nil, fatal(fmt.Errorf("%w: %s (set SchemaChanges to %q or %q to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
+				return nil, fatal(fmt.Errorf("%w: %s (set schema_changes: %s or %s in the sink config to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
 			}
 		}
 	}
@@ -390,7 +393,7 @@ func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[p
 	}
 	for _, tp := range p.tables {
 		if tp.keylessSkipped > 0 {
-			s.log.Warn("table has no primary key: updates and deletes skipped (KeylessMode append)", "table", tp.target.String(), "skipped", tp.keylessSkipped)
+			s.log.Warn("table has no primary key: updates and deletes skipped (keyless_mode: append)", "table", tp.target.String(), "skipped", tp.keylessSkipped)
 		}
 	}
 	if len(p.tables) == 0 && len(maxOff) == 0 && extra == nil {

@@ -46,7 +46,7 @@ func (tp *tablePlan) writers() []*schema.Record {
 
 func (s *Sink) checkIdent(kind, name string) error {
 	if name == "" {
-		return fatal(fmt.Errorf("%w: empty %s name (check SchemaTemplate/TableTemplate)", ErrSchema, kind))
+		return fatal(fmt.Errorf("%w: empty %s name (check the sink's schema and table templates)", ErrSchema, kind))
 	}
 	if strings.IndexByte(name, 0) >= 0 {
 		return fatal(fmt.Errorf("%w: %s name %q contains a NUL byte", ErrSchema, kind, name))
@@ -86,7 +86,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 				return nil, nil
 			}
 			if !s.cfg.AutoCreate {
-				return nil, fatal(fmt.Errorf("%w: table %s does not exist: create it or enable AutoCreate", ErrSchema, t))
+				return nil, fatal(fmt.Errorf("%w: table %s does not exist: create it or set auto_create: true in the sink config", ErrSchema, t))
 			}
 			if err := s.createTable(ctx, t, writers[0]); err != nil {
 				return nil, err
@@ -128,7 +128,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 				continue
 			}
 			if !s.cfg.AutoEvolve {
-				return nil, fatal(fmt.Errorf("%w: table %s has no column %q: add it or enable AutoEvolve", ErrSchema, t, f.Name))
+				return nil, fatal(fmt.Errorf("%w: table %s has no column %q: add it or set auto_evolve: true in the sink config", ErrSchema, t, f.Name))
 			}
 			if err := s.checkIdent("column", f.Name); err != nil {
 				return nil, err

@@ -71,7 +71,7 @@ func (s *Sink) pendingSQL(op string) string {
 func encodePending(recs []schema.Record) ([]byte, error) {
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(recs); err != nil {
-		return nil, fatal(fmt.Errorf("%w: cannot store the records of an open transaction (%v): turn Transactional off for this pipeline", ErrValue, err))
+		return nil, fatal(fmt.Errorf("%w: cannot store the records of an open transaction (%v): set transactional: false for this pipeline", ErrValue, err))
 	}
 	return b.Bytes(), nil
 }

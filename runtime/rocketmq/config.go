@@ -308,7 +308,7 @@ func (r *Registry) Topic(id schema.TableID) (string, error) {
 		t, src = sanitizeName(r.prefix), "schema changes"
 	}
 	if prev, ok := r.owner[t]; ok && prev != src {
-		return "", fmt.Errorf("%w: %s and %s both map to topic %q: rename one, or change TopicMode or TopicPrefix", ErrTopicCollision, prev, src, t)
+		return "", fmt.Errorf("%w: %s and %s both map to topic %q: rename one, or change the transport's topic_mode or topic_prefix", ErrTopicCollision, prev, src, t)
 	}
 	r.owner[t] = src
 	r.byTable[id] = t

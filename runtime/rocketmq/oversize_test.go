@@ -82,7 +82,7 @@ func TestOversizeFailIsFatalAndNamesTableKeySize(t *testing.T) {
 	if !errors.Is(err, ErrOversize) || !runtime.IsFatal(err) {
 		t.Fatalf("error %v: want fatal ErrOversize", err)
 	}
-	for _, want := range []string{"db.t", `key "7"`, "bytes", "MaxMessageBytes"} {
+	for _, want := range []string{"db.t", `key "7"`, "bytes", "max_message_bytes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %q does not say %q", err, want)
 		}

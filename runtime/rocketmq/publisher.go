@@ -100,7 +100,7 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 		dlq, err = NewDeadLetter(ctx, cfg, log)
 		if err != nil {
 			cleanup()
-			return nil, fmt.Errorf("rocketmq: OversizePolicy %q needs the dead-letter topic: %w", OversizeDLQ, err)
+			return nil, fmt.Errorf("rocketmq: oversize_policy %q needs the dead-letter topic: %w", OversizeDLQ, err)
 		}
 		cleanup = func() {
 			_ = prod.Shutdown()
@@ -315,7 +315,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 	if size <= p.cfg.MaxMessageBytes {
 		return msg, nil
 	}
-	tooBig := fmt.Errorf("%w: %s record of %s key %q is %d bytes, more than MaxMessageBytes %d (OversizePolicy %q)",
+	tooBig := fmt.Errorf("%w: %s record of %s key %q is %d bytes, more than max_message_bytes %d (oversize_policy %q)",
 		ErrOversize, rec.Op, rec.Table, rec.KeyString(), size, p.cfg.MaxMessageBytes, p.cfg.OversizePolicy)
 	switch p.cfg.OversizePolicy {
 	case OversizeDLQ:
@@ -330,7 +330,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 	case OversizeTruncateColumns:
 		return p.truncateColumns(rec, topic, tooBig)
 	default:
-		return nil, runtime.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and MaxMessageBytes, exclude or mask the column at the source, or set OversizePolicy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
+		return nil, runtime.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and the transport's max_message_bytes, exclude or mask the column at the source, or set oversize_policy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
 	}
 }
 

@@ -84,7 +84,7 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 	}
 	masters := ci.masters(cfg.Cluster)
 	if len(masters) == 0 {
-		return nil, fmt.Errorf("rocketmq: cluster %q has no master broker registered with name servers %v: check Cluster (the broker's brokerClusterName) and that the broker is up", cfg.Cluster, cfg.NameServers)
+		return nil, fmt.Errorf("rocketmq: cluster %q has no master broker registered with name servers %v: check the transport's cluster (the broker's brokerClusterName) and that the broker is up", cfg.Cluster, cfg.NameServers)
 	}
 	create := func(addr string) error {
 		err := adm.CreateTopic(ctx,

@@ -39,7 +39,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()}))
+	log := slog.New(runtime.UniqueKeys(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()})))
 	var err error
 	switch args[0] {
 	case "run":

@@ -33,13 +33,13 @@ func TestExamplesDecode(t *testing.T) {
 func TestValidateReportsKeyAndLine(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bad.yaml")
-	writeFile(t, path, "name: x\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: many\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: d\n")
+	writeFile(t, path, "name: x\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: many\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1:1/x\n")
 	var out, errOut bytes.Buffer
 	code := Main([]string{"validate", "--config", path}, &out, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), "bad.yaml:6: source.server_id: expected an integer") {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
-	writeFile(t, path, "name: x\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: 7\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: d\n")
+	writeFile(t, path, "name: x\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: 7\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1:1/x\n")
 	out.Reset()
 	errOut.Reset()
 	if code := Main([]string{"validate", "--config", path}, &out, &errOut); code != 0 {
@@ -54,7 +54,7 @@ func TestValidateReportsKeyAndLine(t *testing.T) {
 func TestPositionsCommandEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.yaml")
-	writeFile(t, path, "name: p1\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: 7\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: d\npositions:\n  type: file\n  dir: "+dir+"\n")
+	writeFile(t, path, "name: p1\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: 7\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1:1/x\npositions:\n  type: file\n  dir: "+dir+"\n")
 	writeFile(t, filepath.Join(dir, "p1.position"), `{"sluice_position":1,"source":"{\"v\":1}","seq":42}`)
 	var out, errOut bytes.Buffer
 	if code := Main([]string{"positions", "show", "--config", path}, &out, &errOut); code != 0 || strings.TrimSpace(out.String()) != `{"v":1}` {

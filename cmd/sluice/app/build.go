@@ -152,10 +152,6 @@ func truthy(b *bool, def bool) bool {
 	return *b
 }
 
-func sectionErr(s *runtime.Section, msg string) error {
-	return fmt.Errorf("%s (line %d): %s: %w", s.Path(), s.Line(), msg, runtime.ErrConfig)
-}
-
 // decodeAll decodes every section the process shape needs.
 func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 	d := &decoded{positions: positionsConfig{Dir: "positions", typ: "file"}}
@@ -201,11 +197,16 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			case "keep": // NULL in the row, the original text in a header
 				bc.KeepZeroDates = true
 			default:
-				return nil, sectionErr(cfg.Source, "zero_dates must be null, epoch or keep")
+				return nil, cfg.Source.Err("zero_dates", fmt.Sprintf("must be null, epoch or keep, not %q", c.ZeroDates))
+			}
+			// Every check NewSource makes (it does not connect), so that
+			// validate refuses what run would.
+			if _, err := binlog.NewSource(*bc, slog.New(slog.DiscardHandler)); err != nil {
+				return nil, cfg.Source.Explain(err, &c)
 			}
 			d.source = bc
 		default:
-			return nil, sectionErr(cfg.Source, fmt.Sprintf("unknown source type %q (known: mysql, mariadb)", cfg.Source.Type))
+			return nil, cfg.Source.Err("type", fmt.Sprintf("unknown source type %q (known: mysql, mariadb)", cfg.Source.Type))
 		}
 	}
 	if wantSink {
@@ -227,29 +228,33 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			case "", sink.OnErrorFail, sink.OnErrorSkip:
 			case sink.OnErrorDLQ:
 				if cfg.Transport.Type != "rocketmq" {
-					return nil, sectionErr(cfg.Sink, "on_error: dlq writes to a RocketMQ topic: it needs the rocketmq transport")
+					return nil, cfg.Sink.Err("on_error", "dlq writes to a RocketMQ topic: it needs the rocketmq transport")
 				}
 			default:
-				return nil, sectionErr(cfg.Sink, fmt.Sprintf("on_error must be fail, skip or dlq, not %q", c.OnError))
+				return nil, cfg.Sink.Err("on_error", fmt.Sprintf("must be fail, skip or dlq, not %q", c.OnError))
+			}
+			// Every check sink.New makes before it connects.
+			if err := sink.Validate(*d.sink); err != nil {
+				return nil, cfg.Sink.Explain(err, &c)
 			}
 		default:
-			return nil, sectionErr(cfg.Sink, fmt.Sprintf("unknown sink type %q (known: postgres, mysql)", cfg.Sink.Type))
+			return nil, cfg.Sink.Err("type", fmt.Sprintf("unknown sink type %q (known: postgres, mysql)", cfg.Sink.Type))
 		}
 	}
 	switch cfg.Transport.Type {
 	case "embedded":
 		if only != "" {
-			return nil, sectionErr(cfg.Transport, "the embedded transport runs source and sink in one process: --only needs the rocketmq transport")
+			return nil, cfg.Transport.Err("type", "the embedded transport runs source and sink in one process: --only needs the rocketmq transport")
 		}
 		if cfg.Source == nil || cfg.Sink == nil {
-			return nil, sectionErr(cfg.Transport, "the embedded transport needs both a source and a sink section")
+			return nil, cfg.Transport.Err("type", "the embedded transport needs both a source and a sink section")
 		}
 		var c embeddedTransport
 		if err := cfg.Transport.Decode(&c); err != nil {
 			return nil, err
 		}
 		if c.Linger < 0 {
-			return nil, sectionErr(cfg.Transport, fmt.Sprintf("linger %s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
+			return nil, cfg.Transport.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
 		}
 		d.embedded = &c
 	case "rocketmq":
@@ -266,13 +271,13 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics,
 			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger}
 		if err := d.rocketmq.Validate(); err != nil {
-			return nil, sectionErr(cfg.Transport, err.Error())
+			return nil, cfg.Transport.Explain(err, &c)
 		}
 		if wantSink && len(c.Topics) == 0 {
-			return nil, sectionErr(cfg.Transport, "a sink on rocketmq needs transport.topics: the topics to consume")
+			return nil, cfg.Transport.Err("topics", "a sink on rocketmq needs the topics to consume")
 		}
 	default:
-		return nil, sectionErr(cfg.Transport, fmt.Sprintf("unknown transport type %q (known: embedded, rocketmq)", cfg.Transport.Type))
+		return nil, cfg.Transport.Err("type", fmt.Sprintf("unknown transport type %q (known: embedded, rocketmq)", cfg.Transport.Type))
 	}
 	if cfg.Positions != nil {
 		if err := cfg.Positions.Decode(&d.positions); err != nil {
@@ -282,14 +287,20 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		switch d.positions.typ {
 		case "file":
 			if d.positions.DSN != "" || d.positions.Table != "" {
-				return nil, sectionErr(cfg.Positions, "dsn and table are for positions of type postgres or mysql; type file takes dir")
+				return nil, cfg.Positions.Err("type", "dsn and table are for positions of type postgres or mysql; type file takes dir")
 			}
 		case "postgres", "mysql":
 			if d.positions.DSN == "" {
-				return nil, sectionErr(cfg.Positions, fmt.Sprintf("positions of type %s need a dsn (the sink's target is a good place)", d.positions.typ))
+				return nil, cfg.Positions.Err("dsn", fmt.Sprintf("positions of type %s need a dsn (the sink's target is a good place)", d.positions.typ))
+			}
+			if err := sink.CheckDSN(d.positions.typ, d.positions.DSN); err != nil {
+				return nil, cfg.Positions.Explain(err, &d.positions)
+			}
+			if err := runtime.CheckSQLStoreTable(d.positions.Table); err != nil {
+				return nil, cfg.Positions.Explain(err, &d.positions)
 			}
 		default:
-			return nil, sectionErr(cfg.Positions, fmt.Sprintf("unknown positions type %q (known: file, postgres, mysql)", cfg.Positions.Type))
+			return nil, cfg.Positions.Err("type", fmt.Sprintf("unknown positions type %q (known: file, postgres, mysql)", cfg.Positions.Type))
 		}
 		if d.sink != nil && d.positions.typ != "file" && d.positions.DSN == d.sink.DSN {
 			// positions kept in the target: no source table may land there
@@ -373,18 +384,31 @@ type sinkWithDeadLetter struct {
 
 func (s sinkWithDeadLetter) Close() error { return errors.Join(s.Sink.Close(), s.dl.Close()) }
 
-// binlogSource adds the runtime's optional progress capability to the
-// binlog source, so snapshot progress shows in /metrics.
+// binlogSource adds the runtime's optional capabilities to the binlog
+// source: progress (snapshot progress in status and /metrics) and backlog
+// (how far the server is ahead, for status).
 type binlogSource struct{ *binlog.Source }
 
-var _ runtime.ProgressReporter = binlogSource{}
+var (
+	_ runtime.ProgressReporter = binlogSource{}
+	_ runtime.BacklogReporter  = binlogSource{}
+)
 
 func (b binlogSource) Progress() map[string]float64 {
 	st := b.SnapshotStats()
-	running := 0.0
+	running, elapsed := 0.0, 0.0
 	if st.Running {
 		running = 1
+		if st.StartedMs > 0 {
+			elapsed = float64(time.Now().UnixMilli()-st.StartedMs) / 1000
+		}
 	}
 	return map[string]float64{"snapshot_rows": float64(st.Rows), "snapshot_tables": float64(st.Tables),
-		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running, "snapshot_estimated_rows": float64(st.EstimatedRows)}
+		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running, "snapshot_estimated_rows": float64(st.EstimatedRows),
+		"snapshot_elapsed_seconds": elapsed}
+}
+
+func (b binlogSource) Backlog(ctx context.Context, position []byte) (int64, int64, error) {
+	bl, err := b.Behind(ctx, position)
+	return bl.Bytes, bl.Transactions, err
 }

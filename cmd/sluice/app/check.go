@@ -47,13 +47,29 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 			failed++
 		}
 	}
+	// The verdict is always the last line of stdout, whole (a script reading
+	// stdout, or a terminal, sees it before the shell's next prompt).
+	fmt.Fprintln(stdout, verdict(failed, warned))
 	if failed > 0 {
-		return fmt.Errorf("%s: %d %w", cfg.File, failed, errChecksFailed)
+		return fmt.Errorf("%s: %w", cfg.File, errChecksFailed)
 	}
-	if warned > 0 {
-		fmt.Fprintf(stdout, "all checks passed (%d warnings)\n", warned)
-		return nil
-	}
-	fmt.Fprintln(stdout, "all checks passed")
 	return nil
+}
+
+func verdict(failed, warned int) string {
+	plural := func(n int, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %ss", n, one)
+	}
+	switch {
+	case failed > 0 && warned > 0:
+		return fmt.Sprintf("%s failed, %s: fix the FAIL lines and run check again", plural(failed, "check"), plural(warned, "warning"))
+	case failed > 0:
+		return fmt.Sprintf("%s failed: fix the FAIL lines and run check again", plural(failed, "check"))
+	case warned > 0:
+		return fmt.Sprintf("all checks passed (%s)", plural(warned, "warning"))
+	}
+	return "all checks passed"
 }

@@ -84,6 +84,9 @@ func TestCheckCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "all checks passed") || strings.Contains(out, "FAIL") {
 		t.Fatalf("good config: exit %d\n%s%s", code, out, errOut)
 	}
+	if !strings.HasSuffix(out, "all checks passed\n") && !strings.HasSuffix(out, "warning)\n") && !strings.HasSuffix(out, "warnings)\n") {
+		t.Errorf("stdout does not end with the verdict and a newline: %q", out)
+	}
 
 	user := fmt.Sprintf("chkapp%d", rand.IntN(1e9))
 	mustExec(fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY 'pw'", user))
@@ -101,6 +104,9 @@ func TestCheckCommand(t *testing.T) {
 	}
 	if !slave || !pk {
 		t.Errorf("output lacks the REPLICATION SLAVE line (%v) or the primary key line (%v):\n%s", slave, pk, out)
+	}
+	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); !strings.HasSuffix(out, "\n") || !strings.HasSuffix(lines[len(lines)-1], ": fix the FAIL lines and run check again") {
+		t.Errorf("stdout does not end with the verdict and a newline: %q", out)
 	}
 	if !strings.Contains(errOut, "some checks failed") {
 		t.Errorf("stderr %q does not say that checks failed", errOut)

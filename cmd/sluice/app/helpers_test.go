@@ -3,6 +3,8 @@ package app
 import (
 	"os"
 	"testing"
+
+	"github.com/sluicecdc/sluice/runtime"
 )
 
 func writeFile(t *testing.T, path, text string) {
@@ -11,3 +13,7 @@ func writeFile(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+type runtimeConfig = runtime.Config
+
+func loadFile(path string) (*runtime.Config, error) { return runtime.LoadConfig(path) }

@@ -18,7 +18,7 @@ func TestSinkOnErrorConfig(t *testing.T) {
 		{"skip", rmq, "skip", ""},
 		{"dlq on rocketmq", rmq, "dlq", ""},
 		{"dlq on embedded", emb, "dlq", "needs the rocketmq transport"},
-		{"unknown", rmq, "ignore", "on_error must be fail, skip or dlq"},
+		{"unknown", rmq, "ignore", "sink.on_error: must be fail, skip or dlq"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := "name: p\n" + tc.transport + "sink:\n  type: postgres\n  dsn: postgres://x@127.0.0.1/x\n"
