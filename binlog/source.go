@@ -48,6 +48,7 @@ type Source struct {
 	rest    []schema.Record // records taken from ch but not yet returned
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
+	plain   atomic.Bool     // TLSMode preferred and the server offers no TLS
 	snap    snapCounters
 }
 
@@ -91,7 +92,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	}
 	var start Position
 	var err error
-	conn, err := client.ConnectWithContext(ctx, s.addr(), s.cfg.User, s.cfg.Password, "", dialTimeout)
+	conn, err := s.dial(ctx)
 	if err != nil {
 		return fmt.Errorf("binlog: connect to %s as %s: %w", s.addr(), s.cfg.User, err)
 	}
@@ -221,7 +222,7 @@ func CurrentPosition(ctx context.Context, cfg Config) ([]byte, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
+	conn, err := dialServer(ctx, &cfg, tlsFor(&cfg), nil)
 	if err != nil {
 		return nil, fmt.Errorf("binlog: connect to %s as %s: %w", addr, cfg.User, err)
 	}
@@ -320,6 +321,7 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		UseDecimal: true, ParseTime: true,
 		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
+		TLSConfig: s.tlsConfig(),
 		Logger: s.log.With("component", "go-mysql"),
 	}
 }
@@ -346,6 +348,9 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 
 // classify wraps err, marking a purged position as ErrPositionPurged.
 func (s *Source) classify(err error, p Position) error {
+	if e := tlsError(&s.cfg, s.addr(), err); e != err {
+		return e
+	}
 	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) ||
 		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
 		return err

@@ -40,6 +40,12 @@ type mysqlSource struct {
 	// lack full metadata; SkipDDL: statements or GTIDs it leaves out.
 	HistoryFile string   `yaml:"history_file"`
 	SkipDDL     []string `yaml:"skip_ddl"`
+	// TLS of every connection to the server (replication and queries),
+	// see tlsOptions.
+	SSLMode string `yaml:"ssl_mode"`
+	SSLCA   string `yaml:"ssl_ca"`
+	SSLCert string `yaml:"ssl_cert"`
+	SSLKey  string `yaml:"ssl_key"`
 }
 
 // maskRule is one entry of a MySQL source's mask list (binlog.MaskRule).
@@ -190,6 +196,10 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude,
 				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, Heartbeat: c.Heartbeat,
 				ExcludeColumns: c.ExcludeColumns, HistoryFile: c.HistoryFile, SkipDDL: c.SkipDDL}
+			var err error
+			if bc.TLSMode, bc.TLS, err = (tlsOptions{c.SSLMode, c.SSLCA, c.SSLCert, c.SSLKey}).client(); err != nil {
+				return nil, sectionErr(cfg.Source, err.Error())
+			}
 			for _, m := range c.Mask {
 				bc.Mask = append(bc.Mask, binlog.MaskRule{Columns: m.Columns, Kind: m.Kind, Salt: m.Salt, Value: m.Value, Length: m.Length})
 			}
