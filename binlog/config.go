@@ -88,12 +88,11 @@ type Config struct {
 	// TLS.RootCAs) or "verify_identity" (verify_ca and the certificate must
 	// name Host).
 	TLSMode string
-	// TLS is the client side of TLS: RootCAs (the CA to verify against),
-	// Certificates (a client certificate). It must implement the mode's
-	// verification (cmd/sluice builds it from ssl_ca, ssl_cert, ssl_key);
-	// for verify_identity ServerName defaults to Host. Nil means: no client
-	// certificate, and for preferred and required no verification, for
-	// verify_identity the system's roots; verify_ca needs it.
+	// TLS holds RootCAs (the CA to verify the server against; nil: the
+	// system's roots) and Certificates (a client certificate, if the server
+	// asks for one); the source applies the mode's verification to a copy
+	// (for verify_identity ServerName defaults to Host). Nil is an empty
+	// config; verify_ca needs RootCAs.
 	TLS *tls.Config
 }
 

@@ -322,7 +322,7 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
 		TLSConfig: s.tlsConfig(),
-		Logger: s.log.With("component", "go-mysql"),
+		Logger:    s.log.With("component", "go-mysql"),
 	}
 }
 

@@ -57,11 +57,13 @@ func tlsFor(c *Config) *tls.Config {
 	}
 	switch c.TLSMode {
 	case TLSPreferred, TLSRequired:
-		if c.TLS == nil {
-			t.InsecureSkipVerify = true // encrypt, do not authenticate (MySQL's meaning)
+		t.InsecureSkipVerify = true // encrypted, not authenticated (MySQL's meaning)
+	case TLSVerifyCA:
+		if t.VerifyConnection == nil {
+			t.InsecureSkipVerify, t.VerifyConnection = true, verifyChain(t.RootCAs)
 		}
 	case TLSVerifyIdentity:
-		if t.ServerName == "" && !t.InsecureSkipVerify {
+		if t.ServerName == "" {
 			t.ServerName = c.Host
 		}
 	}
@@ -69,6 +71,22 @@ func tlsFor(c *Config) *tls.Config {
 		t.MinVersion = tls.VersionTLS12
 	}
 	return t
+}
+
+// verifyChain checks that the server's certificate chains to roots,
+// whatever names it holds (ssl-mode VERIFY_CA).
+func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the server sent no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
+	}
 }
 
 // dial opens a client connection for queries (not the replication
