@@ -75,6 +75,15 @@ type jdbcSink struct {
 	SchemaChanges  string `yaml:"schema_changes"`   // ignore | apply | fail
 	KeylessMode    string `yaml:"keyless_mode"`     // fail | append
 	Transactional  bool   `yaml:"transactional"`    // apply source transactions atomically
+	// TLS of the target connections (tlsOptions); unset leaves TLS to the DSN.
+	SSLMode string `yaml:"ssl_mode"`
+	SSLCA   string `yaml:"ssl_ca"`
+	SSLCert string `yaml:"ssl_cert"`
+	SSLKey  string `yaml:"ssl_key"`
+	// LockTimeout (default 30s) and StatementTimeout (default 10m) bound
+	// the sink's statements; negative: the server's setting. See sink.Config.
+	LockTimeout      time.Duration `yaml:"lock_timeout"`
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
 }
 
 type embeddedTransport struct {
@@ -232,7 +241,12 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			d.sink = &sink.Config{Dialect: dialect, DSN: c.DSN, Pipeline: cfg.Name, SchemaTemplate: c.Schema, TableTemplate: c.Table,
 				AutoCreate: truthy(c.AutoCreate, true), AutoEvolve: truthy(c.AutoEvolve, true), BatchSize: c.BatchSize, OnError: c.OnError,
 				CopyThreshold: c.CopyThreshold, ProgressTable: c.ProgressTable, TimeAsInterval: c.TimeAsInterval, EnumCheck: c.EnumCheck,
-				SchemaChanges: c.SchemaChanges, KeylessMode: c.KeylessMode, Transactional: c.Transactional}
+				SchemaChanges: c.SchemaChanges, KeylessMode: c.KeylessMode, Transactional: c.Transactional,
+				LockTimeout: c.LockTimeout, StatementTimeout: c.StatementTimeout}
+			var err error
+			if d.sink.TLSMode, d.sink.TLS, err = (tlsOptions{c.SSLMode, c.SSLCA, c.SSLCert, c.SSLKey}).client(); err != nil {
+				return nil, sectionErr(cfg.Sink, err.Error())
+			}
 			switch c.OnError {
 			case "", sink.OnErrorFail, sink.OnErrorSkip:
 			case sink.OnErrorDLQ:
