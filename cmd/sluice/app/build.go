@@ -109,6 +109,9 @@ type rocketmqTransport struct {
 	// rocketmq.Config.
 	BatchSize int           `yaml:"batch_size"`
 	Linger    time.Duration `yaml:"linger"`
+	// AccessKey and SecretKey: broker ACL credentials (both or neither).
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
 }
 
 // positionsConfig is the positions section: type file (dir), or postgres
@@ -288,7 +291,8 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		}
 		d.rocketmq = &rocketmq.Config{NameServers: c.NameServers, Pipeline: cfg.Name, Queues: c.Queues, TopicMode: c.TopicMode,
 			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics,
-			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger}
+			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger,
+			AccessKey: c.AccessKey, SecretKey: c.SecretKey}
 		if err := d.rocketmq.Validate(); err != nil {
 			return nil, sectionErr(cfg.Transport, err.Error())
 		}
