@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +16,8 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // TLS modes (Config.TLSMode): MySQL's ssl-mode values, for both dialects.
@@ -86,7 +87,7 @@ var pqTLSKeys atomic.Uint64
 func openPostgres(c *Config) (*sql.DB, error) {
 	pc, err := pq.NewConfig(c.DSN)
 	if err != nil {
-		return nil, fatal(fmt.Errorf("%w: PostgreSQL DSN: %v", ErrConfig, redact(err.Error(), c.DSN)))
+		return nil, fatal(fmt.Errorf("%w: PostgreSQL DSN: %v", ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
 	}
 	if pc.Runtime == nil {
 		pc.Runtime = map[string]string{}
@@ -121,7 +122,7 @@ func openPostgres(c *Config) (*sql.DB, error) {
 	}
 	conn, err := pq.NewConnectorConfig(pc)
 	if err != nil {
-		return nil, fatal(fmt.Errorf("%w: PostgreSQL DSN: %v", ErrConfig, redact(err.Error(), c.DSN)))
+		return nil, fatal(fmt.Errorf("%w: PostgreSQL DSN: %v", ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
 	}
 	return sql.OpenDB(conn), nil
 }
@@ -132,7 +133,7 @@ func openPostgres(c *Config) (*sql.DB, error) {
 func mysqlConfig(c *Config, mariadb bool) (*mysqldrv.Config, error) {
 	mc, err := mysqldrv.ParseDSN(c.DSN)
 	if err != nil {
-		return nil, fatal(fmt.Errorf("%w: MySQL DSN: %v", ErrConfig, redact(err.Error(), c.DSN)))
+		return nil, fatal(fmt.Errorf("%w: MySQL DSN: %v", ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
 	}
 	if mc.Params == nil {
 		mc.Params = map[string]string{}
@@ -186,7 +187,7 @@ func connect(ctx context.Context, c *Config) (*sqlx.DB, error) {
 		}
 		conn, err := mysqldrv.NewConnector(mc)
 		if err != nil {
-			return nil, fatal(fmt.Errorf("%w: MySQL DSN: %v", ErrConfig, redact(err.Error(), c.DSN)))
+			return nil, fatal(fmt.Errorf("%w: MySQL DSN: %v", ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
 		}
 		return ping(ctx, sqlx.NewDb(sql.OpenDB(conn), "mysql"), c)
 	}
@@ -215,71 +216,6 @@ func ping(ctx context.Context, db *sqlx.DB, c *Config) (*sqlx.DB, error) {
 		return nil, fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", c.Dialect, wrapDB(err))
 	}
 	return db, nil
-}
-
-// redact removes the DSN's password (and the DSN itself) from msg, for
-// error texts of DSN parsers that quote what they parsed.
-func redact(msg, dsn string) string {
-	if dsn == "" {
-		return msg
-	}
-	msg = strings.ReplaceAll(msg, dsn, "<dsn>")
-	for _, pw := range dsnPassword(dsn) {
-		msg = strings.ReplaceAll(msg, pw, "xxxxx")
-	}
-	return msg
-}
-
-// dsnPassword returns the password a DSN holds, as written and decoded:
-// URL (postgres://user:pass@host/db), key=value (password=pass) or
-// go-sql-driver (user:pass@tcp(host)/db) forms.
-func dsnPassword(dsn string) []string {
-	var out []string
-	add := func(p string) {
-		if p != "" {
-			out = append(out, p)
-			if d, err := url.PathUnescape(p); err == nil && d != p {
-				out = append(out, d)
-			}
-		}
-	}
-	if i := strings.Index(dsn, "password="); i >= 0 && !strings.Contains(dsn[:i], "?") {
-		v := dsn[i+len("password="):]
-		if strings.HasPrefix(v, "'") {
-			v = v[1:]
-			if j := strings.Index(v, "'"); j >= 0 {
-				v = v[:j]
-			}
-		} else if j := strings.IndexAny(v, " \t"); j >= 0 {
-			v = v[:j]
-		}
-		add(v)
-	}
-	rest := dsn
-	if i := strings.Index(rest, "://"); i >= 0 {
-		rest = rest[i+3:]
-	}
-	if slash := strings.LastIndex(rest, "/"); slash >= 0 && strings.Contains(rest[:slash], "@") {
-		rest = rest[:slash]
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
-			add(pw)
-		}
-	}
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			add(pw)
-		}
-	}
-	if i := strings.Index(dsn, "password="); i >= 0 {
-		v := dsn[i+len("password="):]
-		if j := strings.IndexAny(v, "& \t"); j >= 0 {
-			v = v[:j]
-		}
-		add(v)
-	}
-	return out
 }
 
 // tlsProblem says what is wrong when err is a failed certificate check,
