@@ -48,8 +48,12 @@ func Check(ctx context.Context, cfg Config) []Problem {
 		return out
 	}
 	addr := (&Source{cfg: cfg}).addr()
-	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
+	conn, err := dialServer(ctx, &cfg, tlsFor(&cfg), nil)
 	if err != nil {
+		if isTLSFailure(err) {
+			add("tls", err.Error(), "match ssl_mode and ssl_ca to the server's certificate")
+			return out
+		}
 		if code, ok := serverErrorCode(err); ok && code == mysql.ER_ACCESS_DENIED_ERROR {
 			add("login", fmt.Sprintf("the server at %s refused user %s: %v", addr, cfg.User, err),
 				"check user and password, and that the account may connect from this host (CREATE USER 'name'@'host')")

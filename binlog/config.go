@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"crypto/tls"
 	"fmt"
 	"path"
 	"strings"
@@ -86,6 +87,20 @@ type Config struct {
 	// transaction) the schema history leaves out: the way past a statement
 	// it cannot parse that does not change a captured table's shape.
 	SkipDDL []string
+	// TLSMode is MySQL's ssl-mode for every connection to the server (the
+	// replication stream, the snapshot, position and check queries):
+	// "disabled" (the default, also ""), "preferred" (TLS when the server
+	// offers it, else plain), "required" (TLS, the certificate is not
+	// checked), "verify_ca" (TLS, the certificate must be signed by a CA in
+	// TLS.RootCAs) or "verify_identity" (verify_ca and the certificate must
+	// name Host).
+	TLSMode string
+	// TLS holds RootCAs (the CA to verify the server against; nil: the
+	// system's roots) and Certificates (a client certificate, if the server
+	// asks for one); the source applies the mode's verification to a copy
+	// (for verify_identity ServerName defaults to Host). Nil is an empty
+	// config; verify_ca needs RootCAs.
+	TLS *tls.Config
 }
 
 // Snapshot modes (Config.Snapshot).
@@ -156,6 +171,14 @@ func (c *Config) validate() error {
 	}
 	if _, err := compileColumnRules(c.ExcludeColumns, c.Mask); err != nil {
 		return err
+	}
+	mode, err := normalizeTLSMode(c.TLSMode)
+	if err != nil {
+		return err
+	}
+	c.TLSMode = mode
+	if mode == TLSVerifyCA && (c.TLS == nil || c.TLS.RootCAs == nil) {
+		return fmt.Errorf("%w: TLSMode verify_ca needs the CA to verify against (TLS.RootCAs; ssl_ca in the config)", ErrConfig)
 	}
 	return nil
 }

@@ -87,6 +87,7 @@ func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *Sn
 	dc := drv.NewConfig()
 	dc.User, dc.Passwd, dc.Net, dc.Addr = s.cfg.User, s.cfg.Password, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port))
 	dc.Timeout = dialTimeout
+	dc.TLS = s.tlsConfig()
 	conn, err := drv.NewConnector(dc)
 	if err != nil {
 		return nil, fmt.Errorf("binlog: snapshot connection: %w", err)
@@ -99,7 +100,7 @@ func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *Sn
 		}
 	}()
 	if sn.conn, err = sn.db.Conn(ctx); err != nil {
-		return nil, fmt.Errorf("binlog: snapshot: connect to %s as %s: %w", s.addr(), s.cfg.User, err)
+		return nil, fmt.Errorf("binlog: snapshot: connect to %s as %s: %w", s.addr(), s.cfg.User, tlsError(&s.cfg, s.addr(), err))
 	}
 	for _, q := range []string{
 		"SET NAMES binary", // raw bytes in each column's own charset, decoded like the binlog's

@@ -49,6 +49,7 @@ type Source struct {
 	rest    []schema.Record // records taken from ch but not yet returned
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
+	plain   atomic.Bool     // TLSMode preferred and the server offers no TLS
 	snap    snapCounters
 	hints   *typeHints // column types the table maps do not show
 }
@@ -101,7 +102,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	}
 	var start Position
 	var err error
-	conn, err := client.ConnectWithContext(ctx, s.addr(), s.cfg.User, s.cfg.Password, "", dialTimeout)
+	conn, err := s.dial(ctx)
 	if err != nil {
 		return connectError(s.addr(), s.cfg.User, err)
 	}
@@ -262,7 +263,7 @@ func CurrentPosition(ctx context.Context, cfg Config) ([]byte, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
+	conn, err := dialServer(ctx, &cfg, tlsFor(&cfg), nil)
 	if err != nil {
 		return nil, connectError(addr, cfg.User, err)
 	}
@@ -365,6 +366,7 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		// MariaDB 11.4 may send events with log pos 0; record IDs are built
 		// from each event's end position, so have the client fill it in.
 		FillZeroLogPos: s.cfg.Flavor == FlavorMariaDB,
+		TLSConfig:      s.tlsConfig(),
 		Logger:         s.log.With("component", "go-mysql"),
 	}
 }
@@ -394,6 +396,9 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 // as ErrAccessDenied (all fatal); other errors are returned wrapped and
 // unclassified, which the reconnect loop and the runtime retry.
 func (s *Source) classify(err error, p Position) error {
+	if e := tlsError(&s.cfg, s.addr(), err); e != err {
+		return e
+	}
 	if schema.ClassOf(err) != schema.ClassUnknown {
 		return err
 	}

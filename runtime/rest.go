@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -85,7 +87,7 @@ func NewRESTHandler(w *Worker, token string) http.Handler {
 		writeJSON(rw, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	if token == "" {
-		return mux
+		return loopbackOnly(mux)
 	}
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get("Authorization")
@@ -95,6 +97,56 @@ func NewRESTHandler(w *Worker, token string) http.Handler {
 		}
 		mux.ServeHTTP(rw, r)
 	})
+}
+
+// loopbackOnly guards the API served without a token against DNS
+// rebinding: a web page whose name resolves to 127.0.0.1 reaches the port,
+// but its requests carry its own name in Host and its own origin in Origin.
+// A request passes when Host is 127.0.0.1 (any loopback IP), localhost or
+// [::1], with the port the request came in on, and Origin is absent or a
+// loopback origin too.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if msg := checkLoopbackRequest(r); msg != "" {
+			writeJSON(rw, http.StatusForbidden, map[string]string{"error": msg +
+				": without a token the API answers only requests addressed to 127.0.0.1, localhost or [::1] " +
+				"(DNS rebinding guard); set SLUICE_REST_TOKEN to use it by another name"})
+			return
+		}
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// checkLoopbackRequest returns why r fails the loopback rule, or "".
+func checkLoopbackRequest(r *http.Request) string {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = r.Host, ""
+	}
+	if !loopbackName(host) {
+		return fmt.Sprintf("Host %q is not a loopback name", r.Host)
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, lport, err := net.SplitHostPort(la.String()); err == nil && port != lport && !(port == "" && lport == "80") {
+			return fmt.Sprintf("Host %q does not name the port %s the API listens on", r.Host, lport)
+		}
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !loopbackName(u.Hostname()) {
+			return fmt.Sprintf("Origin %q is not a loopback origin", o)
+		}
+	}
+	return ""
+}
+
+func loopbackName(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func respond(rw http.ResponseWriter, v any, err error) {

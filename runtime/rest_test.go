@@ -129,3 +129,74 @@ func TestRESTTokenAndLoopbackRule(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRESTLoopbackHostAndOrigin: without a token, a request that a web page
+// could send after DNS rebinding (its own name in Host, its origin in
+// Origin) is refused; requests addressed to a loopback name pass.
+func TestRESTLoopbackHostAndOrigin(t *testing.T) {
+	w := NewWorker(nil)
+	srv := httptest.NewServer(NewRESTHandler(w, ""))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	do := func(method, host, origin string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+"/connectors", nil)
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:" + port, "", 200},
+		{"localhost:" + port, "", 200},
+		{"LOCALHOST:" + port, "", 200},
+		{"[::1]:" + port, "", 200},
+		{"127.0.0.1:" + port, "http://localhost:3000", 200},
+		{"127.0.0.1:" + port, "http://127.0.0.1:" + port, 200},
+		{"evil.example:" + port, "", 403},
+		{"evil.example:" + port, "http://evil.example:" + port, 403},
+		{"127.0.0.1.nip.io:" + port, "", 403},
+		{"localhost.evil.example:" + port, "", 403},
+		{"127.0.0.1:1", "", 403},
+		{"127.0.0.1", "", 403},
+		{"127.0.0.1:" + port, "http://evil.example", 403},
+		{"127.0.0.1:" + port, "null", 403},
+		{"localhost:" + port, "file://", 403},
+	} {
+		code, body := do("GET", c.host, c.origin)
+		if code != c.want {
+			t.Errorf("Host %q Origin %q: %d %s, want %d", c.host, c.origin, code, body, c.want)
+		}
+		if code == 403 && !strings.Contains(body, "SLUICE_REST_TOKEN") {
+			t.Errorf("Host %q Origin %q: the refusal does not say what to do: %s", c.host, c.origin, body)
+		}
+	}
+	// A state-changing call from a rebinding page is refused as well.
+	if code, _ := do("PUT", "evil.example:"+port, "http://evil.example:"+port); code != 403 {
+		t.Errorf("PUT from a foreign origin: %d", code)
+	}
+	// With a token the name does not matter: the token is the guard.
+	tsrv := httptest.NewServer(NewRESTHandler(w, "s3cret"))
+	defer tsrv.Close()
+	req, _ := http.NewRequest("GET", tsrv.URL+"/connectors", nil)
+	req.Host = "sluice.internal:8083"
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := tsrv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("with token and another Host: %d", resp.StatusCode)
+	}
+}

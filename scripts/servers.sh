@@ -13,6 +13,10 @@
 # which goes to tmpfs (SLUICE_ROCKETMQ_STORE, default /dev/shm/sluice-rocketmq-<port>),
 # and the RocketMQ jars, cached in SLUICE_CACHE (default ~/.cache/sluice).
 # Connection settings are written to $ROOT/servers.env (KEY=value lines).
+# TLS: the first start under a root makes a throwaway CA and a server
+# certificate for 127.0.0.1/localhost (and a client certificate) in $ROOT/tls;
+# MariaDB and PostgreSQL serve TLS with them (plain connections keep working)
+# and servers.env names the files (SLUICE_TLS_CA, SLUICE_TLS_CLIENT_CERT/KEY).
 #
 # start is idempotent (already running => checks readiness, refreshes env, succeeds);
 # every start waits for real readiness and, on failure, prints the server log tail
@@ -101,6 +105,42 @@ env_set() { # env_set KEY=VALUE... : replaces those keys in the env file, keeps 
   mv -f "$tmp" "$ENV_FILE"
 }
 
+# --------------------------------------------------------------------- TLS --
+TLS_DIR="$ROOT/tls"
+
+# ensure_tls makes, once per root, a throwaway CA, a server certificate for
+# 127.0.0.1 and localhost, and a client certificate, all signed by the CA.
+ensure_tls() {
+  [[ -f "$TLS_DIR/.complete" ]] && return 0
+  command -v openssl >/dev/null || ensure_apt openssl
+  local tmp; mkdir -p "$ROOT"; tmp="$(mktemp -d "$ROOT/.tls.XXXXXX")"
+  (
+    cd "$tmp"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=sluice throwaway test CA" \
+      -keyout ca.key -out ca.pem -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign"
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 -extfile server.ext -out server.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=sluice" -keyout client.key -out client.csr
+    printf 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n' >client.ext
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 3650 -extfile client.ext -out client.pem
+    rm -f ./*.csr ./*.ext ./*.srl
+    chmod 644 ./*.pem; chmod 600 ./*.key
+  ) >"$tmp/openssl.log" 2>&1 || { tail_log "$tmp/openssl.log"; rm -rf "$tmp"; die "tls: openssl could not make the test CA"; }
+  rm -f "$tmp/openssl.log"
+  touch "$tmp/.complete"
+  rm -rf "$TLS_DIR"
+  mv "$tmp" "$TLS_DIR"
+  chmod 755 "$TLS_DIR"
+  log "tls: throwaway CA and certificates for 127.0.0.1/localhost in $TLS_DIR"
+}
+
+tls_env() {
+  env_set SLUICE_TLS_CA="$TLS_DIR/ca.pem" SLUICE_TLS_CLIENT_CERT="$TLS_DIR/client.pem" \
+    SLUICE_TLS_CLIENT_KEY="$TLS_DIR/client.key"
+}
+
 # ----------------------------------------------------------------- MariaDB --
 MDB_DIR="$ROOT/mariadb"
 MDB_CNF="$MDB_DIR/my.cnf"
@@ -156,6 +196,11 @@ performance-schema=OFF
 max-connections=200
 max-allowed-packet=64M
 key-buffer-size=8M
+
+# TLS with the throwaway CA (ensure_tls); plain connections still work
+ssl-ca=$TLS_DIR/ca.pem
+ssl-cert=$TLS_DIR/server.pem
+ssl-key=$TLS_DIR/server.key
 EOF
 }
 
@@ -164,6 +209,7 @@ start_mariadb() {
   command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null && command -v mariadb >/dev/null \
     || ensure_apt mariadb-server mariadb-client
   mkdir -p "$MDB_DIR/tmp"
+  ensure_tls
   mdb_write_cnf
   if ! mdb_running; then
     if [[ ! -d "$MDB_DIR/data/mysql" ]]; then
@@ -206,6 +252,9 @@ SQL
     SLUICE_MYSQL_USER=root SLUICE_MYSQL_PASSWORD=root \
     SLUICE_MYSQL_CDC_USER=sluice SLUICE_MYSQL_CDC_PASSWORD=sluice \
     SLUICE_MYSQL_FLAVOR=mariadb SLUICE_MYSQL_SOCKET="$MDB_SOCK"
+  tls_env
+  [[ "$(mdb_root -N -e "SELECT @@have_ssl")" == YES ]] \
+    || log "mariadb: WARNING: TLS is off (have_ssl is not YES): it was started before TLS was set up; restart it"
   log "mariadb: ready on $HOST:$MARIADB_PORT ($(mdb_root -N -e 'SELECT VERSION()')) in $(elapsed "$t0")s"
 }
 
@@ -262,11 +311,15 @@ start_postgres() {
     pg_as "$bin/initdb" -D "$PG_DATA" -A trust -E UTF8 --locale="$loc" -U postgres >"$PG_DIR/initdb.log" 2>&1 \
       || { tail_log "$PG_DIR/initdb.log"; die "initdb failed"; }
   fi
+  ensure_tls
+  # PostgreSQL wants its key owned by its user with mode 0600.
+  install -o postgres -m 600 "$TLS_DIR/server.key" "$PG_DIR/server.key"
+  install -o postgres -m 644 "$TLS_DIR/server.pem" "$PG_DIR/server.pem"
   if ! pg_as "$bin/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; then
     port_open "$PG_PORT" && die "postgres: port $PG_PORT is already taken by another process"
     log "postgres: starting on $HOST:$PG_PORT"
     pg_as "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" \
-      -o "-p $PG_PORT -k $PG_DATA -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+      -o "-p $PG_PORT -k $PG_DATA -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c ssl=on -c ssl_cert_file=$PG_DIR/server.pem -c ssl_key_file=$PG_DIR/server.key" \
       start >"$PG_DIR/pg_ctl.out" 2>&1 9>&- \
       || { tail_log "$PG_DIR/pg_ctl.out" "$PG_LOG"; die "postgres did not start"; }
   fi
@@ -291,6 +344,9 @@ SQL
   env_set SLUICE_PG_HOST=$HOST SLUICE_PG_PORT="$PG_PORT" SLUICE_PG_USER=sluice SLUICE_PG_PASSWORD=sluice \
     SLUICE_PG_DATABASE=sluice \
     "SLUICE_PG_DSN=postgres://sluice:sluice@$HOST:$PG_PORT/sluice?sslmode=disable"
+  tls_env
+  [[ "$(pg_psql -d postgres -tAc 'SHOW ssl')" == on ]] \
+    || log "postgres: WARNING: TLS is off: it was started before TLS was set up; restart it"
   log "postgres: ready on $HOST:$PG_PORT ($(pg_psql -d postgres -tAc 'SHOW server_version')) in $(elapsed "$t0")s"
 }
 

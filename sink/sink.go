@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
@@ -111,25 +110,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	}
 	s := &Sink{cfg: cfg, log: log.With("component", "sink", "dialect", cfg.Dialect),
 		tables: map[target]*tableMeta{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
-	driver, dsn := "postgres", cfg.DSN
 	if cfg.Dialect == DialectMySQL {
-		mc, err := mysqldrv.ParseDSN(cfg.DSN)
-		if err != nil {
-			return nil, fatal(fmt.Errorf("%w: MySQL DSN: %v", ErrConfig, err))
-		}
-		if mc.Params == nil {
-			mc.Params = map[string]string{}
-		}
-		mc.Params["time_zone"] = "'+00:00'"
-		mc.Loc = time.UTC
-		driver, dsn = "mysql", mc.FormatDSN()
 		s.d = mysql{}
 	} else {
 		s.d = postgres{interval: cfg.TimeAsInterval, checkEnums: cfg.EnumCheck}
 	}
-	db, err := sqlx.ConnectContext(ctx, driver, dsn)
+	db, err := connect(ctx, &cfg)
 	if err != nil {
-		return nil, connectError(cfg.Dialect, err)
+		return nil, err
 	}
 	s.db = db
 	if cfg.Dialect == DialectPostgres {

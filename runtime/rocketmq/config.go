@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -119,7 +121,19 @@ type Config struct {
 	// "dlq" or "truncate_columns"; see OversizeFail, OversizeDLQ and
 	// OversizeTruncateColumns.
 	OversizePolicy string
+	// AccessKey and SecretKey are the ACL credentials of every client
+	// (producers, consumer, admin) for brokers with aclEnable=true; both or
+	// neither. The secret signs requests and is never sent or logged.
+	AccessKey string
+	SecretKey string
 }
+
+// credentials returns the ACL credentials for the client options.
+func (c Config) credentials() primitive.Credentials {
+	return primitive.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
+}
+
+func (c Config) hasCredentials() bool { return c.AccessKey != "" }
 
 // Validate reports the first setting that NewPublisher or NewSubscriber
 // would refuse, without contacting any server.
@@ -195,6 +209,9 @@ func (c Config) baseDefaults() (Config, error) {
 	}
 	if c.Linger < 0 || c.Linger > 65535*time.Millisecond {
 		return c, fmt.Errorf("%w: Linger %s: use 0 to 65.535s", ErrConfig, c.Linger)
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return c, fmt.Errorf("%w: access_key and secret_key go together: set both (broker ACL) or neither", ErrConfig)
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes

@@ -600,14 +600,7 @@ var _ producer.QueueSelector = pinnedSelector{}
 // and leaves retries to its caller (with a backoff, to the same queue).
 // group and instance name its role, e.g. "source" and "pub".
 func startProducer(cfg Config, group, instance string) (rmq.Producer, error) {
-	prod, err := rmq.NewProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
-		producer.WithGroupName(sanitizeName(cfg.Pipeline+"-"+group)),
-		producer.WithInstanceName(instanceName(cfg.Pipeline, instance)),
-		producer.WithRetry(0),
-		producer.WithQueueSelector(pinnedSelector{}),
-		producer.WithSendMsgTimeout(sendTimeout),
-	)
+	prod, err := rmq.NewProducer(producerOptions(cfg, group, instance)...)
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq: cannot create %s producer: %w", group, err)
 	}
@@ -615,4 +608,19 @@ func startProducer(cfg Config, group, instance string) (rmq.Producer, error) {
 		return nil, fmt.Errorf("rocketmq: cannot start %s producer for name servers %v: %w", group, cfg.NameServers, err)
 	}
 	return prod, nil
+}
+
+func producerOptions(cfg Config, group, instance string) []producer.Option {
+	opts := []producer.Option{
+		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+		producer.WithGroupName(sanitizeName(cfg.Pipeline + "-" + group)),
+		producer.WithInstanceName(instanceName(cfg.Pipeline, instance)),
+		producer.WithRetry(0),
+		producer.WithQueueSelector(pinnedSelector{}),
+		producer.WithSendMsgTimeout(sendTimeout),
+	}
+	if cfg.hasCredentials() {
+		opts = append(opts, producer.WithCredentials(cfg.credentials()))
+	}
+	return opts
 }

@@ -75,7 +75,7 @@ func itConfig(t testing.TB, tables ...schema.TableID) Config {
 			t.Logf("cleanup: %v", err)
 			return
 		}
-		adm, err := newAdmin(ns)
+		adm, err := newAdmin(Config{NameServers: ns})
 		if err != nil {
 			t.Logf("cleanup: %v", err)
 			return

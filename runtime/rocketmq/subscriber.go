@@ -93,19 +93,7 @@ func (s *Subscriber) Consume(ctx context.Context, h runtime.Handler) error {
 	s.mu.Unlock()
 	defer close(s.stopped)
 
-	pc, err := rmq.NewPushConsumer(
-		consumer.WithNsResolver(primitive.NewPassthroughResolver(s.cfg.NameServers)),
-		consumer.WithGroupName(s.cfg.Group),
-		consumer.WithInstance(instanceName(s.cfg.Pipeline, "sub")),
-		consumer.WithConsumerModel(consumer.Clustering),
-		consumer.WithConsumerOrder(true),
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumeMessageBatchMaxSize(s.cfg.BatchSize),
-		consumer.WithPullBatchSize(int32(s.cfg.BatchSize)),
-		consumer.WithPullInterval(s.cfg.Linger),
-		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
-		consumer.WithAutoCommit(true), // false is broken in the client: see the notes
-	)
+	pc, err := rmq.NewPushConsumer(consumerOptions(s.cfg)...)
 	if err != nil {
 		return fmt.Errorf("rocketmq: cannot create consumer for group %q: %w", s.cfg.Group, err)
 	}
@@ -278,4 +266,24 @@ func (s *Subscriber) Close(ctx context.Context) error {
 		<-s.stopped
 		return fmt.Errorf("rocketmq: handlers did not finish before the close deadline and were cancelled: %w", ctx.Err())
 	}
+}
+
+func consumerOptions(cfg Config) []consumer.Option {
+	opts := []consumer.Option{
+		consumer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+		consumer.WithGroupName(cfg.Group),
+		consumer.WithInstance(instanceName(cfg.Pipeline, "sub")),
+		consumer.WithConsumerModel(consumer.Clustering),
+		consumer.WithConsumerOrder(true),
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
+		consumer.WithConsumeMessageBatchMaxSize(cfg.BatchSize),
+		consumer.WithPullBatchSize(int32(cfg.BatchSize)),
+		consumer.WithPullInterval(cfg.Linger),
+		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
+		consumer.WithAutoCommit(true), // false is broken in the client: see the notes
+	}
+	if cfg.hasCredentials() {
+		opts = append(opts, consumer.WithCredentials(cfg.credentials()))
+	}
+	return opts
 }

@@ -43,7 +43,7 @@ func deleteTopicAfter(t *testing.T, ns []string, topic string) {
 		if err != nil {
 			return
 		}
-		adm, err := newAdmin(ns)
+		adm, err := newAdmin(Config{NameServers: ns})
 		if err != nil {
 			return
 		}

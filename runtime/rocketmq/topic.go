@@ -27,7 +27,7 @@ func EnsureTopic(ctx context.Context, cfg Config, topic string) error {
 		return err
 	}
 	setClientLogger(nil)
-	adm, err := newAdmin(cfg.NameServers)
+	adm, err := newAdmin(cfg)
 	if err != nil {
 		return err
 	}
@@ -48,17 +48,21 @@ func setup(cfg Config, log *slog.Logger) (Config, *slog.Logger, admin.Admin, err
 		log = slog.Default()
 	}
 	setClientLogger(log)
-	adm, err := newAdmin(cfg.NameServers)
+	adm, err := newAdmin(cfg)
 	if err != nil {
 		return cfg, nil, nil, err
 	}
 	return cfg, log, adm, nil
 }
 
-func newAdmin(nameServers []string) (admin.Admin, error) {
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(nameServers)))
+func newAdmin(cfg Config) (admin.Admin, error) {
+	opts := []admin.AdminOption{admin.WithResolver(primitive.NewPassthroughResolver(cfg.NameServers))}
+	if cfg.hasCredentials() {
+		opts = append(opts, admin.WithCredentials(cfg.credentials()))
+	}
+	adm, err := admin.NewAdmin(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("rocketmq: cannot create admin client for %v: %w", nameServers, err)
+		return nil, fmt.Errorf("rocketmq: cannot create admin client for %v: %w", cfg.NameServers, err)
 	}
 	return adm, nil
 }

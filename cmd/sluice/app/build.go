@@ -40,6 +40,12 @@ type mysqlSource struct {
 	// lack full metadata; SkipDDL: statements or GTIDs it leaves out.
 	HistoryFile string   `yaml:"history_file"`
 	SkipDDL     []string `yaml:"skip_ddl"`
+	// TLS of every connection to the server (replication and queries),
+	// see tlsOptions.
+	SSLMode string `yaml:"ssl_mode"`
+	SSLCA   string `yaml:"ssl_ca"`
+	SSLCert string `yaml:"ssl_cert"`
+	SSLKey  string `yaml:"ssl_key"`
 }
 
 // maskRule is one entry of a MySQL source's mask list (binlog.MaskRule).
@@ -69,6 +75,15 @@ type jdbcSink struct {
 	SchemaChanges  string `yaml:"schema_changes"`   // ignore | apply | fail
 	KeylessMode    string `yaml:"keyless_mode"`     // fail | append
 	Transactional  bool   `yaml:"transactional"`    // apply source transactions atomically
+	// TLS of the target connections (tlsOptions); unset leaves TLS to the DSN.
+	SSLMode string `yaml:"ssl_mode"`
+	SSLCA   string `yaml:"ssl_ca"`
+	SSLCert string `yaml:"ssl_cert"`
+	SSLKey  string `yaml:"ssl_key"`
+	// LockTimeout (default 30s) and StatementTimeout (default 10m) bound
+	// the sink's statements; negative: the server's setting. See sink.Config.
+	LockTimeout      time.Duration `yaml:"lock_timeout"`
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
 }
 
 type embeddedTransport struct {
@@ -94,6 +109,9 @@ type rocketmqTransport struct {
 	// rocketmq.Config.
 	BatchSize int           `yaml:"batch_size"`
 	Linger    time.Duration `yaml:"linger"`
+	// AccessKey and SecretKey: broker ACL credentials (both or neither).
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
 }
 
 // positionsConfig is the positions section: type file (dir), or postgres
@@ -186,6 +204,10 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 				Flavor: flavor, ServerName: c.ServerName, Include: c.Include, Exclude: c.Exclude,
 				Snapshot: c.Snapshot, SnapshotChunk: c.SnapshotChunk, SnapshotTruncate: c.SnapshotTruncate, Heartbeat: c.Heartbeat,
 				ExcludeColumns: c.ExcludeColumns, HistoryFile: c.HistoryFile, SkipDDL: c.SkipDDL}
+			var err error
+			if bc.TLSMode, bc.TLS, err = (tlsOptions{c.SSLMode, c.SSLCA, c.SSLCert, c.SSLKey}).client(); err != nil {
+				return nil, cfg.Source.Err("ssl_mode", err.Error())
+			}
 			for _, m := range c.Mask {
 				bc.Mask = append(bc.Mask, binlog.MaskRule{Columns: m.Columns, Kind: m.Kind, Salt: m.Salt, Value: m.Value, Length: m.Length})
 			}
@@ -223,7 +245,12 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			d.sink = &sink.Config{Dialect: dialect, DSN: c.DSN, Pipeline: cfg.Name, SchemaTemplate: c.Schema, TableTemplate: c.Table,
 				AutoCreate: truthy(c.AutoCreate, true), AutoEvolve: truthy(c.AutoEvolve, true), BatchSize: c.BatchSize, OnError: c.OnError,
 				CopyThreshold: c.CopyThreshold, ProgressTable: c.ProgressTable, TimeAsInterval: c.TimeAsInterval, EnumCheck: c.EnumCheck,
-				SchemaChanges: c.SchemaChanges, KeylessMode: c.KeylessMode, Transactional: c.Transactional}
+				SchemaChanges: c.SchemaChanges, KeylessMode: c.KeylessMode, Transactional: c.Transactional,
+				LockTimeout: c.LockTimeout, StatementTimeout: c.StatementTimeout}
+			var err error
+			if d.sink.TLSMode, d.sink.TLS, err = (tlsOptions{c.SSLMode, c.SSLCA, c.SSLCert, c.SSLKey}).client(); err != nil {
+				return nil, cfg.Sink.Err("ssl_mode", err.Error())
+			}
 			switch c.OnError {
 			case "", sink.OnErrorFail, sink.OnErrorSkip:
 			case sink.OnErrorDLQ:
@@ -269,7 +296,8 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		}
 		d.rocketmq = &rocketmq.Config{NameServers: c.NameServers, Pipeline: cfg.Name, Queues: c.Queues, TopicMode: c.TopicMode,
 			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics,
-			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger}
+			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger,
+			AccessKey: c.AccessKey, SecretKey: c.SecretKey}
 		if err := d.rocketmq.Validate(); err != nil {
 			return nil, cfg.Transport.Explain(err, &c)
 		}

@@ -1,0 +1,153 @@
+package binlog
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// TLS modes (Config.TLSMode), MySQL's ssl-mode values.
+const (
+	TLSDisabled       = "disabled"
+	TLSPreferred      = "preferred"
+	TLSRequired       = "required"
+	TLSVerifyCA       = "verify_ca"
+	TLSVerifyIdentity = "verify_identity"
+)
+
+// normalizeTLSMode accepts MySQL's spellings (VERIFY_CA, verify-ca) and
+// returns the mode as the constants spell it.
+func normalizeTLSMode(m string) (string, error) {
+	v := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(m)), "-", "_")
+	switch v {
+	case "":
+		return TLSDisabled, nil
+	case TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity:
+		return v, nil
+	}
+	return "", fmt.Errorf("%w: TLSMode %q must be one of disabled, preferred, required, verify_ca, verify_identity", ErrConfig, m)
+}
+
+// tlsConfig returns the client TLS configuration for the server, or nil
+// when the connection is not to use TLS.
+func (s *Source) tlsConfig() *tls.Config {
+	if s.cfg.TLSMode == TLSDisabled || s.plain.Load() {
+		return nil
+	}
+	return tlsFor(&s.cfg)
+}
+
+// tlsFor returns the client TLS configuration for c, nil when disabled.
+func tlsFor(c *Config) *tls.Config {
+	if c.TLSMode == TLSDisabled {
+		return nil
+	}
+	var t *tls.Config
+	if c.TLS != nil {
+		t = c.TLS.Clone()
+	} else {
+		t = &tls.Config{}
+	}
+	switch c.TLSMode {
+	case TLSPreferred, TLSRequired:
+		t.InsecureSkipVerify = true // encrypted, not authenticated (MySQL's meaning)
+	case TLSVerifyCA:
+		if t.VerifyConnection == nil {
+			t.InsecureSkipVerify, t.VerifyConnection = true, verifyChain(t.RootCAs)
+		}
+	case TLSVerifyIdentity:
+		if t.ServerName == "" {
+			t.ServerName = c.Host
+		}
+	}
+	if t.MinVersion == 0 {
+		t.MinVersion = tls.VersionTLS12
+	}
+	return t
+}
+
+// verifyChain checks that the server's certificate chains to roots,
+// whatever names it holds (ssl-mode VERIFY_CA).
+func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the server sent no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
+	}
+}
+
+// dial opens a client connection for queries (not the replication
+// stream), with TLS as the config says. A "preferred" source whose server
+// offers no TLS connects in plain text and remembers it for the
+// replication and snapshot connections.
+func (s *Source) dial(ctx context.Context) (*client.Conn, error) {
+	return dialServer(ctx, &s.cfg, s.tlsConfig(), func() { s.plain.Store(true) })
+}
+
+func dialServer(ctx context.Context, cfg *Config, t *tls.Config, fellBack func()) (*client.Conn, error) {
+	addr := (&Source{cfg: *cfg}).addr()
+	opt := func(c *client.Conn) error {
+		if t != nil {
+			c.SetTLSConfig(t)
+		}
+		return nil
+	}
+	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout, opt)
+	if err != nil && t != nil && cfg.TLSMode == TLSPreferred && noServerTLS(err) {
+		if fellBack != nil {
+			fellBack()
+		}
+		conn, err = client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
+	}
+	if err != nil {
+		return nil, tlsError(cfg, addr, err)
+	}
+	return conn, nil
+}
+
+// tlsFailure marks an error of TLS negotiation (see tlsError).
+type tlsFailure struct{ error }
+
+func (t tlsFailure) Unwrap() error { return t.error }
+
+func isTLSFailure(err error) bool { return errors.As(err, new(tlsFailure)) }
+
+func noServerTLS(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "does not support TLS")
+}
+
+// tlsError turns a failed TLS negotiation into a fatal error that names
+// the mode and the fix; other errors pass unchanged.
+func tlsError(cfg *Config, addr string, err error) error {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	var invalid x509.CertificateInvalidError
+	var alert tls.AlertError
+	switch {
+	case errors.As(err, &unknown), errors.As(err, &verify) && errors.As(verify.Err, &unknown):
+		return schema.Fatal(tlsFailure{fmt.Errorf("binlog: TLS (ssl_mode %s) with %s: the server's certificate is not signed by the configured CA (ssl_ca): %w", cfg.TLSMode, addr, err)})
+	case errors.As(err, &host):
+		return schema.Fatal(tlsFailure{fmt.Errorf("binlog: TLS (ssl_mode %s) with %s: the server's certificate is not for host %q: connect by a name the certificate lists, or use ssl_mode verify_ca: %w", cfg.TLSMode, addr, cfg.Host, err)})
+	case errors.As(err, &invalid), errors.As(err, &verify):
+		return schema.Fatal(tlsFailure{fmt.Errorf("binlog: TLS (ssl_mode %s) with %s: the server's certificate is not valid: %w", cfg.TLSMode, addr, err)})
+	case errors.As(err, &alert):
+		return schema.Fatal(tlsFailure{fmt.Errorf("binlog: TLS (ssl_mode %s) with %s: the server refused the handshake (check ssl_cert and ssl_key): %w", cfg.TLSMode, addr, err)})
+	case noServerTLS(err):
+		return schema.Fatal(tlsFailure{fmt.Errorf("binlog: %s offers no TLS, and ssl_mode is %s: configure ssl_cert and ssl_key on the server, or set ssl_mode preferred or disabled: %w", addr, cfg.TLSMode, err)})
+	}
+	return err
+}

@@ -1,0 +1,76 @@
+package rocketmq
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	rmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
+)
+
+// clientCredentials reads the credentials a client of rocketmq-client-go
+// was built with (unexported: options.ClientOptions.Credentials).
+func clientCredentials(t *testing.T, client any, path ...string) (string, string) {
+	t.Helper()
+	v := reflect.ValueOf(client)
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	for _, f := range path {
+		v = v.FieldByName(f)
+		for v.Kind() == reflect.Pointer {
+			v = v.Elem()
+		}
+		if !v.IsValid() {
+			t.Fatalf("%T has no field %s: the client's layout changed", client, f)
+		}
+	}
+	c := v.FieldByName("Credentials")
+	return c.FieldByName("AccessKey").String(), c.FieldByName("SecretKey").String()
+}
+
+// TestCredentialsReachTheClients: access_key and secret_key are set on the
+// producer, the push consumer and the admin client, and a half-set pair is
+// refused.
+func TestCredentialsReachTheClients(t *testing.T) {
+	cfg, err := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "acl", AccessKey: "ak-sluice", SecretKey: "sk-sluice-secret"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := rmq.NewProducer(producerOptions(cfg, "source", "pub")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ak, sk := clientCredentials(t, prod, "options"); ak != "ak-sluice" || sk != "sk-sluice-secret" {
+		t.Errorf("producer credentials %q/%q", ak, sk)
+	}
+	pc, err := rmq.NewPushConsumer(consumerOptions(cfg)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ak, sk := clientCredentials(t, pc, "defaultConsumer", "option"); ak != "ak-sluice" || sk != "sk-sluice-secret" {
+		t.Errorf("consumer credentials %q/%q", ak, sk)
+	}
+	adm, err := newAdmin(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ak, sk := clientCredentials(t, adm, "opts"); ak != "ak-sluice" || sk != "sk-sluice-secret" {
+		t.Errorf("admin credentials %q/%q", ak, sk)
+	}
+	var _ admin.Admin = adm
+
+	// Without credentials nothing is set (brokers without ACL).
+	plain, _ := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "acl"}.withDefaults()
+	prod2, _ := rmq.NewProducer(producerOptions(plain, "source", "pub2")...)
+	if ak, _ := clientCredentials(t, prod2, "options"); ak != "" {
+		t.Errorf("credentials without configuration: %q", ak)
+	}
+	for _, c := range []Config{{AccessKey: "ak"}, {SecretKey: "sk"}} {
+		c.NameServers, c.Pipeline = []string{"127.0.0.1:1"}, "acl"
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("half a credential pair %+v: %v", c, err)
+		}
+	}
+}
