@@ -207,7 +207,7 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 		}
 		offset = n
 	}
-	rec.Delivery = &schema.Delivery{Topic: m.Topic, Queue: queueID, Offset: offset}
+	rec.Delivery = &schema.Delivery{Topic: m.Topic, Broker: broker, Queue: queueID, Offset: offset}
 	for k, v := range m.GetProperties() {
 		name, isHeader := strings.CutPrefix(k, HeaderPropertyPrefix)
 		if !isHeader && k != DroppedColumnsProperty {

@@ -50,7 +50,7 @@ func TestSubscriberCallback(t *testing.T) {
 	if res != consumer.ConsumeSuccess || len(got) != 2 {
 		t.Fatalf("result %v, records %v", res, got)
 	}
-	if d := got[1].Delivery; d == nil || *d != (schema.Delivery{Topic: "t_db_t", Queue: 2, Offset: 41}) {
+	if d := got[1].Delivery; d == nil || *d != (schema.Delivery{Topic: "t_db_t", Broker: "b", Queue: 2, Offset: 41}) {
 		t.Errorf("delivery %+v", got[1].Delivery)
 	}
 	if got[0].KeyString() != "1" || got[1].After[1] != int64(1) {
