@@ -333,6 +333,10 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 	}
 	for {
 		err := s.applyOnce(ctx, recs, maxOff, opts, extra)
+		if err != nil && uniqueViolation(err) && ctx.Err() == nil {
+			s.log.Info("unique violation applying the reduced batch; applying it in source order", "records", len(recs), "err", err)
+			err = s.applyInOrder(ctx, recs, maxOff, opts, extra)
+		}
 		var re *rowError
 		if err == nil || s.cfg.OnError == OnErrorFail || !errors.As(err, &re) || !isFatal(err) || ctx.Err() != nil {
 			return err
@@ -438,12 +442,15 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]in
 			return err
 		}
 		for i, tp := range p.tables {
-			if views[i] == nil {
-				continue // table absent and nothing to write into it
+			if views[i] == nil || p.inOrder != nil {
+				continue // table absent and nothing to write into it, or applied record by record below
 			}
 			if err := s.applyTable(ctx, tx, tp, views[i]); err != nil {
 				return err
 			}
+		}
+		if err := s.applyInOrderIn(ctx, tx, p, views); err != nil {
+			return err
 		}
 		if extra != nil {
 			if err := extra(tx); err != nil {
