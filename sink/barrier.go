@@ -158,11 +158,33 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 	drop := "DELETE FROM " + qa + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 
 	delay := barrierPollMin
+	// Once waiting, a copy looks without the lock (so that the copies of an
+	// applied barrier pass at once, not one after the other) and takes it
+	// only to pass an applied barrier or to apply a complete one.
+	peek := "SELECT b.applied, (SELECT count(*) FROM " + qa + " a WHERE a.pipeline = " + p(1) + " AND a.barrier = " + p(2) + ") FROM " + qb +
+		" b WHERE b.pipeline = " + p(3) + " AND b.barrier = " + p(4)
 	for waited := false; ; waited = true {
 		moved := s.bar.wait()
+		passed := false // applied already: no lock needed to pass
+		if waited {
+			var done bool
+			var n int
+			err := s.db.QueryRowContext(ctx, peek, s.cfg.Pipeline, id, s.cfg.Pipeline, id).Scan(&done, &n)
+			if err == nil && !done && n < copies {
+				if err := barrierSleep(ctx, moved, &delay); err != nil {
+					return fmt.Errorf("sink: stopped waiting for the other copies of barrier %s (%d copies): %w", key, copies, err)
+				}
+				continue
+			}
+			passed = err == nil && done
+		}
 		var changed []target
 		applied, appliedHere := false, false
 		err := s.inTx(ctx, func(tx *txn) error {
+			if passed {
+				applied = true
+				return s.saveProgress(ctx, tx, maxOff)
+			}
 			var done bool
 			if err := tx.QueryRowContext(ctx, lock, s.cfg.Pipeline, id).Scan(&done); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
@@ -212,14 +234,25 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 			}
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("sink: stopped waiting for the other copies of barrier %s (%d copies): %w", key, copies, ctx.Err())
-		case <-moved:
-		case <-time.After(delay):
-			delay = min(2*delay, barrierPollMax)
+		if err := barrierSleep(ctx, moved, &delay); err != nil {
+			return fmt.Errorf("sink: stopped waiting for the other copies of barrier %s (%d copies): %w", key, copies, err)
 		}
 	}
+}
+
+// barrierSleep waits for a copy here to move, or *delay (which grows), or
+// ctx.
+func barrierSleep(ctx context.Context, moved <-chan struct{}, delay *time.Duration) error {
+	t := time.NewTimer(*delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-moved:
+	case <-t.C:
+		*delay = min(2**delay, barrierPollMax)
+	}
+	return nil
 }
 
 // forgetAllTables drops all cached table metadata.
