@@ -547,6 +547,16 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 	}
 	rec := m.marker(schema.OpSchemaChange, h, nil)
 	rec.Table = schema.TableID{Database: db}
+	if parsed {
+		// The first captured table it names: the change travels on that
+		// table's topic, ordered with its rows (schema.Record.IsBarrier).
+		for _, id := range tables {
+			if id.Table != "" && m.filter.match(id.Database, id.Table) {
+				rec.Table = id
+				break
+			}
+		}
+	}
 	rec.Source.Query = q
 	rec.Change = &schema.SchemaChange{DDL: q, Kind: ddlKind(q)}
 	return append(out, rec)

@@ -109,7 +109,8 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 			queueOf[i] = QueueFor(&recs[i], n)
 		}
 	}
-	ends := TransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], true })
+	// Barriers go to every queue, their copies marked as transaction ends.
+	ends := TransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], !recs[i].IsBarrier() })
 	p.e.txMu.Lock()
 	if p.e.txQueues == nil || len(p.e.txQueues) > maxOpenTx {
 		p.e.txQueues = map[string]map[int]bool{}
@@ -136,19 +137,25 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 		if r.Op.IsMarker() {
 			continue
 		}
-		q := queueOf[i]
-		if id != "" {
-			for _, m := range []map[string]map[int]bool{p.e.txQueues, inBatch} {
-				if m[id] == nil {
-					m[id] = map[int]bool{}
+		qs := []int{queueOf[i]}
+		if r.IsBarrier() {
+			qs = QueuesFor(&r, n)
+			r = BarrierCopy(r, len(qs))
+		}
+		for _, q := range qs {
+			if id != "" {
+				for _, m := range []map[string]map[int]bool{p.e.txQueues, inBatch} {
+					if m[id] == nil {
+						m[id] = map[int]bool{}
+					}
+					m[id][q] = true
 				}
-				m[id][q] = true
 			}
+			if ends[i] {
+				r = WithTxEnd(r)
+			}
+			split[q] = append(split[q], p.e.deliver(r, q))
 		}
-		if ends[i] {
-			r = WithTxEnd(r)
-		}
-		split[q] = append(split[q], p.e.deliver(r, q))
 	}
 	p.e.txMu.Unlock()
 	var parts int32

@@ -306,9 +306,35 @@ type ddlStatement struct {
 // redelivered if the progress did not commit).
 func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 	maxOff := offsetsOf([]schema.Record{*r})
+	var changed []target
+	err := s.inTx(ctx, func(tx *txn) error {
+		var err error
+		if changed, err = s.schemaChangeIn(ctx, tx, r); err != nil {
+			return err
+		}
+		return s.saveProgress(ctx, tx, maxOff)
+	})
+	s.forgetTargets(changed)
+	if err != nil {
+		s.forgetProgress(maxOff)
+		return err
+	}
+	s.noteProgress(maxOff)
+	return nil
+}
+
+// schemaChangeIn applies one schema-change (or, for a barrier, TRUNCATE)
+// record: on PostgreSQL inside tx, on MySQL the DDL on a connection of its
+// own first (it commits implicitly) and what is transactional inside tx.
+// Every statement is harmless when repeated. It returns the tables changed,
+// whose cached metadata the caller drops once tx has ended.
+func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([]target, error) {
 	var a ddlAction
 	ok := false
-	if r.Change != nil {
+	switch {
+	case r.Op == schema.OpTruncate:
+		a, ok = ddlAction{kind: ddlTruncate, tables: []schema.TableID{r.Table}}, true
+	case r.Change != nil:
 		a, ok = parseDDL(r.Change.DDL, r.Table.Database)
 	}
 	var stmts []ddlStatement
@@ -317,45 +343,44 @@ func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 	} else {
 		var err error
 		if stmts, err = s.ddlStatements(ctx, a); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	defer func() {
-		s.mu.Lock()
-		for _, st := range stmts {
-			delete(s.tables, st.table)
-		}
-		s.mu.Unlock()
-	}()
+	var changed []target
+	for _, st := range stmts {
+		changed = append(changed, st.table)
+	}
+	s.forgetTargets(changed)
 	_, pg := s.d.(postgres)
 	for _, st := range stmts {
 		if st.inTx || pg {
 			continue
 		}
 		if _, err := s.db.ExecContext(ctx, st.sql); err != nil && (st.ok == nil || !st.ok(err)) {
-			return fmt.Errorf("sink: apply %s to %s: %w", a.kind, st.table, wrapDB(err))
+			return changed, fmt.Errorf("sink: apply %s to %s: %w", a.kind, st.table, wrapDB(err))
 		}
 	}
-	err := s.inTx(ctx, func(tx *txn) error {
-		for _, st := range stmts {
-			if !st.inTx && !pg {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, st.sql); err != nil {
-				return fmt.Errorf("sink: apply %s to %s: %w", a.kind, st.table, wrapDB(err))
-			}
+	for _, st := range stmts {
+		if !st.inTx && !pg {
+			continue
 		}
-		return s.saveProgress(ctx, tx, maxOff)
-	})
-	if err != nil {
-		s.forgetProgress(maxOff)
-		return err
+		if _, err := tx.ExecContext(ctx, st.sql); err != nil {
+			return changed, fmt.Errorf("sink: apply %s to %s: %w", a.kind, st.table, wrapDB(err))
+		}
 	}
-	s.noteProgress(maxOff)
-	if len(stmts) > 0 {
+	if len(stmts) > 0 && r.Op == schema.OpSchemaChange {
 		s.log.Info("applied schema change", "action", a.kind.String(), "ddl", describeDDL(r))
 	}
-	return nil
+	return changed, nil
+}
+
+// forgetTargets drops the cached metadata of ts.
+func (s *Sink) forgetTargets(ts []target) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range ts {
+		delete(s.tables, t)
+	}
 }
 
 // ddlStatements turns a parsed change into statements on the target,

@@ -401,21 +401,24 @@ func (d mysql) upsert(t target, cols, keyCols []string, rows int) string {
 	var b strings.Builder
 	b.WriteString(insertSQL(d, t, cols, rows))
 	b.WriteString(" ON DUPLICATE KEY UPDATE ")
-	n := 0
-	for _, c := range cols {
-		if isKey(keyCols, c) {
-			continue
-		}
-		if n > 0 {
+	// The key columns first: a no-op when the duplicate is the key, while a
+	// duplicate on another UNIQUE index would move that other row onto
+	// this key, which fails (1062) when this key exists: the batch is then
+	// applied in source order (unique.go) instead of silently updating the
+	// wrong row.
+	for i, c := range keyCols {
+		if i > 0 {
 			b.WriteByte(',')
 		}
 		q := d.quote(c)
 		b.WriteString(q + "=VALUES(" + q + ")")
-		n++
 	}
-	if n == 0 {
-		q := d.quote(keyCols[0])
-		b.WriteString(q + "=" + q)
+	for _, c := range cols {
+		if isKey(keyCols, c) {
+			continue
+		}
+		q := d.quote(c)
+		b.WriteString("," + q + "=VALUES(" + q + ")")
 	}
 	return b.String()
 }

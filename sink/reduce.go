@@ -43,6 +43,9 @@ type tablePlan struct {
 type plan struct {
 	tables []*tablePlan
 	by     map[target]*tablePlan
+	// inOrder, when set, is applied instead of tables: one plan per record,
+	// in source order (unique.go).
+	inOrder []*tablePlan
 }
 
 func (p *plan) table(t target) *tablePlan {

@@ -33,6 +33,8 @@ type Sink struct {
 	// about (under ddlMu).
 	typeWarned map[string]bool
 
+	bar barrierState // wakes copies of a barrier waiting here (barrier.go)
+
 	mu       sync.Mutex
 	tables   map[target]*tableMeta
 	progress map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
@@ -150,6 +152,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := s.createBarrierTables(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if cfg.Transactional {
 		if err := createTable(ctx, db.DB, s.pendingDDL(), s.d.quote(cfg.PendingTable)); err != nil {
 			db.Close()
@@ -209,7 +215,9 @@ func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 		return err
 	}
 	for _, st := range s.steps(recs) {
-		if st.ddl != nil {
+		if st.barrier != nil {
+			err = s.passBarrier(ctx, st.barrier)
+		} else if st.ddl != nil {
 			err = s.applySchemaChange(ctx, st.ddl)
 		} else {
 			err = s.applyData(ctx, st.recs, nil)
@@ -255,29 +263,34 @@ func (s *Sink) relevant(recs []schema.Record) bool {
 	return false
 }
 
-// step is a run of data records applied in one transaction, or one schema
-// change.
+// step is a run of data records applied in one transaction, one schema
+// change, or one copy of a barrier (barrier.go).
 type step struct {
-	recs []schema.Record
-	ddl  *schema.Record
+	recs    []schema.Record
+	ddl     *schema.Record
+	barrier *schema.Record
 }
 
-// steps cuts recs at schema changes when they are applied: each is a
-// barrier between the data before and after it. Otherwise recs is one step.
+// steps cuts recs at barriers, and at schema changes when they are applied:
+// each is a step between the data before and after it. Otherwise recs is
+// one step.
 func (s *Sink) steps(recs []schema.Record) []step {
-	if s.cfg.SchemaChanges != SchemaChangesApply {
-		return []step{{recs: recs}}
-	}
 	var out []step
 	start := 0
 	for i := range recs {
-		if recs[i].Op != schema.OpSchemaChange {
+		r := &recs[i]
+		barrier := s.isBarrierStep(r)
+		if !barrier && (r.Op != schema.OpSchemaChange || s.cfg.SchemaChanges != SchemaChangesApply) {
 			continue
 		}
 		if i > start {
 			out = append(out, step{recs: recs[start:i]})
 		}
-		out = append(out, step{ddl: &recs[i]})
+		if barrier {
+			out = append(out, step{barrier: r})
+		} else {
+			out = append(out, step{ddl: r})
+		}
 		start = i + 1
 	}
 	if start < len(recs) || len(out) == 0 {
@@ -326,6 +339,10 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 	}
 	for {
 		err := s.applyOnce(ctx, recs, maxOff, opts, extra)
+		if err != nil && uniqueViolation(err) && ctx.Err() == nil {
+			s.log.Info("unique violation applying the reduced batch; applying it in source order", "records", len(recs), "err", err)
+			err = s.applyInOrder(ctx, recs, maxOff, opts, extra)
+		}
 		var re *rowError
 		if err == nil || s.cfg.OnError == OnErrorFail || !errors.As(err, &re) || !isFatal(err) || ctx.Err() != nil {
 			return err
@@ -431,12 +448,15 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 			return err
 		}
 		for i, tp := range p.tables {
-			if views[i] == nil {
-				continue // table absent and nothing to write into it
+			if views[i] == nil || p.inOrder != nil {
+				continue // table absent and nothing to write into it, or applied record by record below
 			}
 			if err := s.applyTable(ctx, tx, tp, views[i]); err != nil {
 				return err
 			}
+		}
+		if err := s.applyInOrderIn(ctx, tx, p, views); err != nil {
+			return err
 		}
 		if extra != nil {
 			if err := extra(tx); err != nil {

@@ -46,9 +46,9 @@ func TestUpsertSQL(t *testing.T) {
 		{postgres{}, []string{"a", "b"}, []string{"a", "b"}, 1,
 			`INSERT INTO "s"."t" ("a","b") VALUES ($1,$2) ON CONFLICT ("a","b") DO NOTHING`},
 		{mysql{}, []string{"id", "v"}, []string{"id"}, 2,
-			"INSERT INTO `s`.`t` (`id`,`v`) VALUES (?,?),(?,?) ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)"},
+			"INSERT INTO `s`.`t` (`id`,`v`) VALUES (?,?),(?,?) ON DUPLICATE KEY UPDATE `id`=VALUES(`id`),`v`=VALUES(`v`)"},
 		{mysql{}, []string{"a"}, []string{"a"}, 1,
-			"INSERT INTO `s`.`t` (`a`) VALUES (?) ON DUPLICATE KEY UPDATE `a`=`a`"},
+			"INSERT INTO `s`.`t` (`a`) VALUES (?) ON DUPLICATE KEY UPDATE `a`=VALUES(`a`)"},
 	}
 	for _, c := range cases {
 		if got := c.d.upsert(tg, c.cols, c.keys, c.rows); got != c.want {

@@ -261,12 +261,18 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 	// last), so a failure later in this Write can never apply them twice.
 	lastData := -1
 	for i, st := range steps {
-		if st.ddl == nil {
+		if st.ddl == nil && st.barrier == nil {
 			lastData = i
 		}
 	}
 	doneTail := false
 	for i, st := range steps {
+		if st.barrier != nil {
+			if err := s.passBarrier(ctx, st.barrier); err != nil {
+				return err
+			}
+			continue
+		}
 		if st.ddl != nil {
 			if err := s.applySchemaChange(ctx, st.ddl); err != nil {
 				return err

@@ -219,6 +219,11 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		if len(qs) == 0 {
 			return fmt.Errorf("rocketmq: topic %q has no writable queue", topic)
 		}
+		barrier := rec.IsBarrier()
+		if barrier { // a copy to every queue of the topic, on every broker
+			c := runtime.BarrierCopy(*rec, len(qs))
+			rec = &c
+		}
 		msg, err := p.fitMessage(ctx, rec, topic)
 		if err != nil {
 			return err
@@ -226,17 +231,29 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		if msg == nil { // sent to the dead-letter topic
 			continue
 		}
-		q := qs[runtime.QueueFor(rec, len(qs))]
-		msg.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: q.Broker, QueueId: q.ID}
-		k := pk{topic, q}
-		pt := index[k]
-		if pt == nil {
-			pt = &part{topic: topic, q: q}
-			index[k] = pt
-			parts = append(parts, pt)
+		targets := []queue{qs[runtime.QueueFor(rec, len(qs))]}
+		if barrier {
+			targets = qs
 		}
-		pt.msgs = append(pt.msgs, msg)
-		dest[i] = sent{k, msg}
+		for j, q := range targets {
+			m := msg
+			if j > 0 {
+				m = primitive.NewMessage(topic, msg.Body)
+				m.WithProperties(msg.GetProperties())
+			}
+			m.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: q.Broker, QueueId: q.ID}
+			k := pk{topic, q}
+			pt := index[k]
+			if pt == nil {
+				pt = &part{topic: topic, q: q}
+				index[k] = pt
+				parts = append(parts, pt)
+			}
+			pt.msgs = append(pt.msgs, m)
+			if !barrier { // barrier copies carry their end mark already
+				dest[i] = sent{k, m}
+			}
+		}
 	}
 	// Mark the last message of each transaction per queue whose commit is in
 	// this batch (see runtime.TransactionEnds).
