@@ -177,8 +177,9 @@ func TestCharsetColumnsStreamAndSnapshot(t *testing.T) {
 		names = append(names, cs)
 	}
 	slices.Sort(names)
-	cols := []string{"id INT NOT NULL", "k VARCHAR(40) CHARACTER SET cp1251 NOT NULL", "e ENUM('ёлка','ель') CHARACTER SET koi8r", "tx TEXT CHARACTER SET gbk"}
-	vals := []string{"1", "'ключ'", "'ёлка'", "'文本'"}
+	cols := []string{"id INT NOT NULL", "k VARCHAR(40) CHARACTER SET cp1251 NOT NULL", "e ENUM('ёлка','ель') CHARACTER SET koi8r", "tx TEXT CHARACTER SET gbk",
+		"u16 VARCHAR(20) CHARACTER SET utf16 COLLATE utf16_uca1400_ai_ci", "u32 VARCHAR(20) CHARACTER SET utf32 COLLATE utf32_uca1400_as_cs"}
+	vals := []string{"1", "'ключ'", "'ёлка'", "'文本'", "'utf16 🚀 ü'", "'utf32 🚀 ü'"}
 	for _, cs := range names {
 		cols = append(cols, fmt.Sprintf("c_%s VARCHAR(60) CHARACTER SET %s", cs, cs))
 		vals = append(vals, "'"+texts[cs]+"'")
@@ -192,7 +193,7 @@ func TestCharsetColumnsStreamAndSnapshot(t *testing.T) {
 				t.Errorf("%s %s: got %q, want %q", path, cs, got, texts[cs])
 			}
 		}
-		for name, want := range map[string]string{"k": "ключ", "e": "ёлка", "tx": "文本"} {
+		for name, want := range map[string]string{"k": "ключ", "e": "ёлка", "tx": "文本", "u16": "utf16 🚀 ü", "u32": "utf32 🚀 ü"} {
 			if got := colValue(t, r, name); got != want {
 				t.Errorf("%s %s: got %q, want %q", path, name, got, want)
 			}

@@ -137,7 +137,7 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		if cs, ok := builtinCollations[id]; ok {
 			return cs
 		}
-		return csUTF8MB4
+		return fmt.Sprintf("unknown (collation id %d)", id) // refused by checkCharsets
 	}
 
 	specs := make([]colSpec, n)
