@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
+	"golang.org/x/text/encoding/charmap"
+	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -73,4 +75,45 @@ func BenchmarkDecodeAndMap(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkDecodeText decodes a 40-character value per charset family:
+// UTF-8 (validated only), a single-byte table and a double-byte table.
+func BenchmarkDecodeText(b *testing.B) {
+	for _, tc := range []struct{ cs, text string }{
+		{csUTF8MB4, "Grüße aus Köln, 40 Zeichen mit Umlauten!"},
+		{csLatin1, "Grüße aus Köln, 40 Zeichen mit Umlauten!"},
+		{"cp1251", "Съешь же ещё этих мягких французских бул"},
+		{"gbk", "我能吞下玻璃而不伤身体我能吞下玻璃而不伤身体我能吞下玻璃而不伤身体我能吞下玻璃而"},
+	} {
+		enc := encodeFor(b, tc.cs, tc.text)
+		b.Run(tc.cs, func(b *testing.B) {
+			b.SetBytes(int64(len(enc)))
+			for i := 0; i < b.N; i++ {
+				if decodeText(enc, tc.cs) != tc.text {
+					b.Fatal("mismatch")
+				}
+			}
+		})
+	}
+}
+
+// encodeFor encodes text in cs with x/text (the inverse of decodeText for
+// these samples).
+func encodeFor(b *testing.B, cs, text string) []byte {
+	switch cs {
+	case csUTF8MB4:
+		return []byte(text)
+	case csLatin1:
+		out, _ := charmap.Windows1252.NewEncoder().Bytes([]byte(text))
+		return out
+	case "cp1251":
+		out, _ := charmap.Windows1251.NewEncoder().Bytes([]byte(text))
+		return out
+	case "gbk":
+		out, _ := simplifiedchinese.GBK.NewEncoder().Bytes([]byte(text))
+		return out
+	}
+	b.Fatalf("no encoder for %s", cs)
+	return nil
 }

@@ -196,18 +196,17 @@ func multiByteTable(cs string) *mbTable {
 // four-byte sequences go through x/text's decoder.
 func decodeMultiByte(b []byte, cs string) string {
 	t := multiByteTable(cs)
-	var sb strings.Builder
-	sb.Grow(len(b) + len(b)/2)
+	buf := make([]byte, 0, 3*len(b)) // no sequence takes more bytes in UTF-8 than 3 per byte
 	for i := 0; i < len(b); {
 		c := b[i]
 		if c < 0x80 {
-			sb.WriteByte(c)
+			buf = append(buf, c)
 			i++
 			continue
 		}
 		if t.triple != nil && c == 0x8F && i+2 < len(b) {
 			if r := t.triple[int(b[i+1])<<8|int(b[i+2])]; r != 0 {
-				sb.WriteRune(r)
+				buf = utf8.AppendRune(buf, r)
 				i += 3
 				continue
 			}
@@ -215,7 +214,7 @@ func decodeMultiByte(b []byte, cs string) string {
 		if cs == "gb18030" && i+3 < len(b) && b[i+1] >= 0x30 && b[i+1] <= 0x39 {
 			if out, err := multiByte[cs].NewDecoder().Bytes(b[i : i+4]); err == nil {
 				if r, n := utf8.DecodeRune(out); r != utf8.RuneError && n == len(out) {
-					sb.WriteRune(r)
+					buf = utf8.AppendRune(buf, r)
 					i += 4
 					continue
 				}
@@ -223,19 +222,19 @@ func decodeMultiByte(b []byte, cs string) string {
 		}
 		if i+1 < len(b) {
 			if r := t.pair[int(c)<<8|int(b[i+1])]; r != 0 {
-				sb.WriteRune(r)
+				buf = utf8.AppendRune(buf, r)
 				i += 2
 				continue
 			}
 		}
 		if r := t.single[c]; r != 0 {
-			sb.WriteRune(r)
+			buf = utf8.AppendRune(buf, r)
 		} else {
-			sb.WriteRune(utf8.RuneError)
+			buf = utf8.AppendRune(buf, utf8.RuneError)
 		}
 		i++
 	}
-	return sb.String()
+	return string(buf)
 }
 
 // charsetSupported reports whether sluice can decode text of charset cs.
@@ -280,16 +279,15 @@ func decodeText(b []byte, cs string) string {
 		if isASCII(b) {
 			return string(b)
 		}
-		var sb strings.Builder
-		sb.Grow(len(b) + len(b)/2)
+		buf := make([]byte, 0, 3*len(b)) // a rune of a code page takes at most 3 bytes
 		for _, c := range b {
 			if c < 0x80 {
-				sb.WriteByte(c)
+				buf = append(buf, c)
 			} else {
-				sb.WriteRune(t[c])
+				buf = utf8.AppendRune(buf, t[c])
 			}
 		}
-		return sb.String()
+		return string(buf)
 	}
 	if multiByte[cs] != nil {
 		if isASCII(b) {

@@ -14,7 +14,8 @@ import (
 
 // MaskRule replaces the values of matching columns before they leave the
 // source (Config.Mask). Masks apply only to string and binary columns
-// (CHAR, VARCHAR, TEXT, BINARY, VARBINARY, BLOB); a rule that matches a
+// (CHAR, VARCHAR, TEXT, BINARY, VARBINARY, BLOB, and MariaDB's UUID, INET6
+// and INET4, which become the VARCHAR of their text); a rule that matches a
 // column of another type (numbers, dates, ENUM, SET, JSON, geometry) stops
 // the source with an ErrConfig error when the table is first seen, as does
 // a "fixed" or "truncate" rule on a primary-key column (it would merge
@@ -159,7 +160,9 @@ func (cr *columnRules) apply(ti *tableInfo, serverName string) error {
 		col := ti.table.Columns[i]
 		m := cr.mask(ti.id, c.name)
 		if m != nil {
-			if c.kind != kString && c.kind != kBytes {
+			if c.kind == kUUID || c.kind == kInet6 || c.kind == kInet4 {
+				col = extAsVarchar(col, c.kind) // masked values are no UUIDs/addresses
+			} else if c.kind != kString && c.kind != kBytes {
 				return fmt.Errorf("%w: mask %q (%s) matches %s.%s of type %s; masks apply only to string and binary columns", ErrConfig, m.Columns, m.Kind, ti.id, c.name, col.SourceType)
 			}
 			if isKey[i] && m.Kind != MaskHash {
@@ -201,6 +204,23 @@ func (ti *tableInfo) checkCharsets(cr *columnRules) error {
 		return schema.Fatal(fmt.Errorf("table %s column %s: %w", ti.id, c.name, errCharset(c.charset)))
 	}
 	return nil
+}
+
+// extAsVarchar describes a UUID, INET6 or INET4 column as the VARCHAR of
+// its text, so that a mask fits the length and the target does not make a
+// uuid/inet column for values that are no longer either.
+func extAsVarchar(c schema.Column, k kind) schema.Column {
+	n := map[kind]int{kUUID: 36, kInet6: 45, kInet4: 15}[k]
+	s := *c.Schema
+	s.Params = make(map[string]string, len(c.Schema.Params)+1)
+	for key, v := range c.Schema.Params {
+		s.Params[key] = v
+	}
+	s.Params[schema.ParamLength] = strconv.Itoa(n)
+	c.Schema = &s
+	c.SourceType = fmt.Sprintf("varchar(%d)", n)
+	s.Params[schema.ParamSourceType] = c.SourceType
+	return c
 }
 
 // maskedColumn returns the column's description after masking: the same

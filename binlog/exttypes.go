@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 
@@ -167,6 +168,9 @@ func formatInet6(b []byte) string {
 // table as it is now, which is the table map's shape unless DDL changed
 // the table since that event; applyExt ignores a hint the storage does not
 // fit.
+// hintTimeout bounds each read and write of a type-hints query.
+const hintTimeout = 30 * time.Second
+
 type typeHints struct {
 	cfg Config // Flavor: MySQL has no CHECK_CONSTRAINTS.LEVEL (nor MariaDB's JSON)
 	mu  sync.Mutex
@@ -190,7 +194,11 @@ func (h *typeHints) get(id schema.TableID) (map[string]string, error) {
 	for attempt := 0; ; attempt++ {
 		if h.c == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-			c, err := client.ConnectWithContext(ctx, (&Source{cfg: h.cfg}).addr(), h.cfg.User, h.cfg.Password, "", dialTimeout)
+			c, err := client.ConnectWithContext(ctx, (&Source{cfg: h.cfg}).addr(), h.cfg.User, h.cfg.Password, "", dialTimeout,
+				func(c *client.Conn) error { // a hung server fails the query, not the stream for good
+					c.ReadTimeout, c.WriteTimeout = hintTimeout, hintTimeout
+					return nil
+				})
 			cancel()
 			if err != nil {
 				return nil, schema.Retriable(fmt.Errorf("binlog: read the column types of %s: connect: %w", id, err))

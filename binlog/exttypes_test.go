@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/go-mysql-org/go-mysql/mysql"
+
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -92,4 +94,39 @@ func FuzzExtBinary(f *testing.F) {
 			t.Fatalf("%q parsed to %x which does not render: %v", text, b, err)
 		}
 	})
+}
+
+// TestMaskExtColumn: a masked UUID/INET column becomes the VARCHAR of its
+// text (the target must not make a uuid column for hashes), and its
+// values are masked as strings.
+func TestMaskExtColumn(t *testing.T) {
+	bin16 := uint16(mysql.MYSQL_TYPE_STRING)<<8 | 16
+	specs := []colSpec{
+		{name: "id", typ: mysql.MYSQL_TYPE_LONG},
+		{name: "u", typ: mysql.MYSQL_TYPE_STRING, meta: bin16, charset: csBinary, nullable: true, ext: extUUID},
+		{name: "ip", typ: mysql.MYSQL_TYPE_STRING, meta: bin16, charset: csBinary, nullable: true, ext: extInet6},
+	}
+	ti, err := buildTableSpecs(schema.TableID{Database: "d", Table: "t"}, specs, []int{0}, "srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr, err := compileColumnRules(nil, []MaskRule{{Columns: "d.t.u", Kind: MaskHash}, {Columns: "d.t.ip", Kind: MaskTruncate, Length: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cr.apply(ti, "srv"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"u": "varchar(64)", "ip": "varchar(4)"} {
+		sch := ti.valueSchema.Fields[ti.valueSchema.FieldIndex(name)].Schema
+		if st := sch.Param(schema.ParamSourceType); st != want || sch.Type != schema.String {
+			t.Errorf("%s: %v source type %q, want string %s", name, sch, st, want)
+		}
+	}
+	u, _ := convert(&ti.cols[1], "\x01", true)
+	ip, _ := convert(&ti.cols[2], "\xfe\x80", true)
+	row := ti.project(schema.Row{int64(1), u, ip})
+	if row[1] != hexHash("", "01000000-0000-0000-0000-000000000000") || row[2] != "fe80" {
+		t.Errorf("masked row %v", row)
+	}
 }

@@ -177,8 +177,9 @@ func TestCharsetColumnsStreamAndSnapshot(t *testing.T) {
 		names = append(names, cs)
 	}
 	slices.Sort(names)
-	cols := []string{"id INT NOT NULL", "k VARCHAR(40) CHARACTER SET cp1251 NOT NULL", "e ENUM('ёлка','ель') CHARACTER SET koi8r", "tx TEXT CHARACTER SET gbk"}
-	vals := []string{"1", "'ключ'", "'ёлка'", "'文本'"}
+	cols := []string{"id INT NOT NULL", "k VARCHAR(40) CHARACTER SET cp1251 NOT NULL", "e ENUM('ёлка','ель') CHARACTER SET koi8r", "tx TEXT CHARACTER SET gbk",
+		"u16 VARCHAR(20) CHARACTER SET utf16 COLLATE utf16_uca1400_ai_ci", "u32 VARCHAR(20) CHARACTER SET utf32 COLLATE utf32_uca1400_as_cs"}
+	vals := []string{"1", "'ключ'", "'ёлка'", "'文本'", "'utf16 🚀 ü'", "'utf32 🚀 ü'"}
 	for _, cs := range names {
 		cols = append(cols, fmt.Sprintf("c_%s VARCHAR(60) CHARACTER SET %s", cs, cs))
 		vals = append(vals, "'"+texts[cs]+"'")
@@ -192,7 +193,7 @@ func TestCharsetColumnsStreamAndSnapshot(t *testing.T) {
 				t.Errorf("%s %s: got %q, want %q", path, cs, got, texts[cs])
 			}
 		}
-		for name, want := range map[string]string{"k": "ключ", "e": "ёлка", "tx": "文本"} {
+		for name, want := range map[string]string{"k": "ключ", "e": "ёлка", "tx": "文本", "u16": "utf16 🚀 ü", "u32": "utf32 🚀 ü"} {
 			if got := colValue(t, r, name); got != want {
 				t.Errorf("%s %s: got %q, want %q", path, name, got, want)
 			}
@@ -320,5 +321,45 @@ func TestMariaDBExtTypesStreamAndSnapshot(t *testing.T) {
 	paged, _ := readSnapshot(t, openSource(t, cfg, nil))
 	if len(paged) != len(streamed) {
 		t.Fatalf("paged snapshot read %d rows, want %d", len(paged), len(streamed))
+	}
+}
+
+// TestExtTypesWithHistory: with a schema history the stream still knows
+// MariaDB's UUID/INET (from the history's DDL) and JSON and TINYINT(1)
+// (which the history sees as LONGTEXT and TINYINT: from the hints).
+func TestExtTypesWithHistory(t *testing.T) {
+	env := needServer(t)
+	if env.flavor != FlavorMariaDB {
+		t.Skip("MariaDB types")
+	}
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, u UUID, i6 INET6, j JSON, b TINYINT(1))")
+	cfg := testConfig(env, db)
+	cfg.HistoryFile = t.TempDir() + "/history.jsonl"
+	s := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO t VALUES (1, '6ccd780c-baba-1026-9564-5b8c656024db', '::1', '[1]', 1)")
+	exec(t, c, "ALTER TABLE t ADD COLUMN u2 UUID")
+	exec(t, c, "INSERT INTO t VALUES (2, NULL, NULL, NULL, 0, '12345678-9abc-4def-8123-456789abcdef')")
+	recs := ownData(readUntil(t, s, func(r []schema.Record) bool { return countOps(ownData(r, db), schema.OpCreate) >= 2 }), db)
+	var rows []schema.Record
+	for _, r := range recs {
+		if r.Op == schema.OpCreate {
+			rows = append(rows, r)
+		}
+	}
+	want := map[string]string{"u": "uuid", "i6": "inet6", "j": "json", "b": "tinyint(1)"}
+	for _, r := range rows {
+		for name, st := range want {
+			sch := r.ValueSchema.Fields[r.ValueSchema.FieldIndex(name)].Schema
+			if sch.Param(schema.ParamSourceType) != st {
+				t.Errorf("row %v %s: source type %q, want %q", r.After[0], name, sch.Param(schema.ParamSourceType), st)
+			}
+		}
+	}
+	if got := colValue(t, rows[0], "u"); got != "6ccd780c-baba-1026-9564-5b8c656024db" {
+		t.Errorf("u: %#v", got)
+	}
+	if got := colValue(t, rows[1], "u2"); got != "12345678-9abc-4def-8123-456789abcdef" {
+		t.Errorf("u2 (added by ALTER): %#v", got)
 	}
 }

@@ -325,7 +325,7 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 		ht = m.hist.tables[schema.TableID{Database: string(e.Schema), Table: string(e.Table)}]
 	}
 	var hints map[string]string
-	if ht == nil && m.hints != nil {
+	if m.hints != nil {
 		var err error
 		if hints, err = m.hints(schema.TableID{Database: string(e.Schema), Table: string(e.Table)}); err != nil {
 			return err

@@ -339,15 +339,23 @@ func loadCollations(conn *client.Conn) (map[uint64]string, error) {
 		return nil, err
 	}
 	m := make(map[uint64]string, r.RowNumber())
-	for i := 0; i < r.RowNumber(); i++ {
-		id, err1 := r.GetUint(i, 0)
-		cs, err2 := r.GetString(i, 1)
-		if err1 == nil && err2 == nil {
-			if cs == "utf8" {
-				cs = csUTF8MB3
+	add := func(r *mysql.Result) {
+		for i := 0; i < r.RowNumber(); i++ {
+			id, err1 := r.GetUint(i, 0)
+			cs, err2 := r.GetString(i, 1)
+			if err1 == nil && err2 == nil {
+				if cs == "utf8" {
+					cs = csUTF8MB3
+				}
+				m[id] = cs
 			}
-			m[id] = cs
 		}
+	}
+	add(r)
+	// MariaDB lists its charset-specific uca1400 collations (utf16_uca1400_ai_ci,
+	// ...) only here; MySQL's table has no ID column.
+	if r, err := conn.Execute("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID IS NOT NULL"); err == nil {
+		add(r)
 	}
 	return m, nil
 }

@@ -91,9 +91,10 @@ func equalBytesList(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Eq
 // When both are present the table map wins, and a different column count
 // gives a warning. useHist says a history is kept (for messages).
 //
-// hints (column name -> extUUID, extInet6, extInet4, extJSON; nil: none)
-// name the MariaDB types the table map shows only as their storage, when
-// no history shape is known; a history shape gives them itself.
+// hints (column name -> extUUID, extInet6, extInet4, extJSON, extTinyint1;
+// nil: none) name the types the table map shows only as their storage; a
+// history shape overrides them, except where it cannot tell (JSON is
+// LONGTEXT to it, and it keeps no TINYINT(1) width).
 func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string, ht *histTable, useHist bool, hints map[string]string) (*tableInfo, string, error) {
 	id := schema.TableID{Database: string(tm.Schema), Table: string(tm.Table)}
 	n := int(tm.ColumnCount)
@@ -136,7 +137,7 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		if cs, ok := builtinCollations[id]; ok {
 			return cs
 		}
-		return csUTF8MB4
+		return fmt.Sprintf("unknown (collation id %d)", id) // refused by checkCharsets
 	}
 
 	specs := make([]colSpec, n)
@@ -156,10 +157,13 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		}
 		sp := colSpec{name: names[i], typ: tm.ColumnType[i], meta: tm.ColumnMeta[i], unsigned: uns,
 			charset: cs, nullable: nullable, ext: hints[names[i]]}
-		if ht != nil {
-			switch t := ht.Cols[i].Type; t {
-			case extUUID, extInet6, extInet4, extJSON, extTinyint1:
+		if ht != nil { // the history's type wins: it is the shape at this position
+			switch t := ht.Cols[i].Type; {
+			case t == extUUID || t == extInet6 || t == extInet4 || t == extJSON:
 				sp.ext = t
+			case sp.ext == extJSON && t == "longtext", sp.ext == extTinyint1 && t == "tinyint":
+				// what the history cannot say: MariaDB's JSON is LONGTEXT
+				// with a CHECK, and it keeps no display widths
 			default:
 				sp.ext = ""
 			}

@@ -335,6 +335,11 @@ func pgWidens(c, w colType) bool {
 		// bit(n) into bit(m) pads or refuses: only bit varying keeps the bits.
 		return w.base == "varbit" && (w.args == nil || w.args[0] >= c.args[0])
 	case "time", "timetz", "timestamp", "timestamptz":
+		if c.base == "time" && w.base == "interval" {
+			// time_as_interval set after the table was made: every TIME
+			// value is an INTERVAL (PostgreSQL casts it implicitly)
+			return true
+		}
 		return w.base == c.base && len(c.args) == 1 && len(w.args) == 1 && w.args[0] > c.args[0]
 	}
 	return false

@@ -53,9 +53,11 @@ type Config struct {
 	// may be negative or beyond 24 hours, MySQL's -838:59:59..838:59:59) to
 	// PostgreSQL INTERVAL instead of TIME(6), so every value fits. Off (the
 	// default), values outside 00:00:00..24:00:00 are a fatal ErrValue.
-	// It applies to columns the sink creates or adds; an existing column
-	// keeps its type. MySQL targets always use TIME(6), which holds the
-	// whole source range.
+	// It applies to columns the sink creates or adds, and, with AutoEvolve,
+	// alters existing TIME columns to INTERVAL (a widening); without
+	// AutoEvolve such a column is a fatal ErrSchema giving the ALTER TABLE
+	// to run. MySQL targets always use TIME(6), which holds the whole
+	// source range.
 	TimeAsInterval bool
 	// EnumCheck gives ENUM columns that PostgreSQL tables get as TEXT a
 	// named CHECK constraint (<column>_enum_<hash>) that admits the source's

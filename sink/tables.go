@@ -124,6 +124,8 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 						return nil, err
 					}
 					changed = changed || ch
+				} else if err := s.timeColumnFits(t, f, c); err != nil {
+					return nil, err
 				}
 				continue
 			}
@@ -235,6 +237,22 @@ func (s *Sink) loadEnumChecks(ctx context.Context, pg postgres, t target, m *tab
 		return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
 	}
 	return nil
+}
+
+// timeColumnFits refuses, without AutoEvolve, to write TimeAsInterval's
+// INTERVAL text into a PostgreSQL TIME column made before the option was
+// set (PostgreSQL would fail on it with an unrelated "time zone
+// displacement out of range"), saying what to run.
+func (s *Sink) timeColumnFits(t target, f schema.Field, c colInfo) error {
+	pg, ok := s.d.(postgres)
+	if !ok || !pg.interval || f.Schema.Logical != schema.Time {
+		return nil
+	}
+	if ct, ok := parsePGType(c.typ); !ok || ct.base != "time" {
+		return nil
+	}
+	return fatal(fmt.Errorf("%w: column %q of %s is %s, made before time_as_interval was set; run ALTER TABLE %s ALTER COLUMN %s TYPE INTERVAL, or turn auto_evolve on to let the sink do it",
+		ErrSchema, f.Name, t, c.typ, qualified(pg, t), pg.quote(f.Name)))
 }
 
 // enumCheck returns the CHECK constraint of a new column for field f:

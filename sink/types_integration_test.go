@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -246,6 +247,51 @@ func TestWriteTimeOutOfRange(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "id=2") {
 			t.Errorf("error %v does not name the key", err)
+		}
+		if !strings.Contains(err.Error(), "time_as_interval: true") {
+			t.Errorf("error %v does not name the YAML key to set", err)
+		}
+
+		// time_as_interval set afterwards: the TIME column made before
+		// becomes INTERVAL (auto_evolve), keeping its rows, and takes the
+		// value that stopped the pipeline.
+		write(t, s, mk(3, 7200_000000))
+		s2 := e.open(t, func(c *Config) { c.TimeAsInterval = true })
+		write(t, s2, mk(1, 3600_000000), mk(2, long))
+		var typ string
+		if err := e.db.QueryRow("SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'dur' AND column_name = 'dur'", e.schema).Scan(&typ); err != nil || typ != "interval" {
+			t.Fatalf("dur has type %q (%v) after time_as_interval, want interval", typ, err)
+		}
+		got := map[int64]int64{}
+		rows, err := e.db.Query("SELECT id, (EXTRACT(EPOCH FROM dur) * 1000000)::bigint FROM " + e.table("dur"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id, us int64
+			if err := rows.Scan(&id, &us); err != nil {
+				t.Fatal(err)
+			}
+			got[id] = us
+		}
+		rows.Close()
+		if want := map[int64]int64{1: 3600_000000, 2: long, 3: 7200_000000}; !maps.Equal(got, want) {
+			t.Errorf("after time_as_interval: %v, want %v", got, want)
+		}
+
+		// without auto_evolve the sink says what to run instead of
+		// letting PostgreSQL fail on the INTERVAL text
+		other := schema.TableID{Database: "src", Table: "dur_fixed"}
+		mk2 := func(id, us int64) schema.Record {
+			r := mk(id, us)
+			r.Table = other
+			return r
+		}
+		write(t, e.open(t, nil), mk2(1, 3600_000000))
+		s3 := e.open(t, func(c *Config) { c.TimeAsInterval, c.AutoEvolve = true, false })
+		err = s3.Write(context.Background(), []schema.Record{mk2(2, long)})
+		if !errors.As(err, &f) || !f.Fatal() || !strings.Contains(err.Error(), "ALTER TABLE") || !strings.Contains(err.Error(), "TYPE INTERVAL") {
+			t.Fatalf("TIME column without auto_evolve: %v, want a fatal error with the ALTER TABLE to run", err)
 		}
 	})
 }

@@ -286,7 +286,7 @@ func (d postgres) convert(col string, s *schema.Schema, v any) (any, error) {
 			return formatTime(us), nil
 		}
 		if us < 0 || us > usPerDay {
-			return nil, valueErr(col, s, v, "TIME outside 00:00:00..24:00:00 does not fit PostgreSQL TIME (set time_as_interval: true in the sink config to map TIME to INTERVAL)")
+			return nil, valueErr(col, s, v, "TIME outside 00:00:00..24:00:00 does not fit PostgreSQL TIME: set time_as_interval: true in the sink section, which makes TIME columns INTERVAL; tables made before are altered when auto_evolve is on (the default), else run ALTER TABLE ... ALTER COLUMN ... TYPE INTERVAL")
 		}
 		return formatTime(us), nil
 	case schema.ZonedTimestamp:
