@@ -12,6 +12,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/format"
 	tmysql "github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
@@ -101,6 +102,46 @@ type tableEdit struct {
 }
 
 var parsers = sync.Pool{New: func() any { return parser.New() }}
+
+// The TiDB parser refuses the MySQL character sets TiDB does not implement
+// (cp1251, big5, …) though it knows them: they are registered, since the
+// source server accepted them and only their names matter here.
+func init() {
+	for _, name := range []string{"big5", "dec8", "cp850", "hp8", "koi8r", "latin1", "latin2", "swe7", "ascii", "ujis",
+		"sjis", "hebrew", "tis620", "euckr", "koi8u", "gb2312", "greek", "cp1250", "gbk", "latin5", "armscii8", "utf8",
+		"ucs2", "cp866", "keybcs2", "macce", "macroman", "cp852", "latin7", "utf8mb4", "cp1251", "utf16", "utf16le",
+		"cp1256", "cp1257", "utf32", "binary", "geostd8", "cp932", "eucjpms", "gb18030"} {
+		if c, err := charset.GetCharsetInfo(name); c != nil && err != nil {
+			charset.AddCharset(c)
+		}
+	}
+}
+
+// collateClause finds COLLATE names, for replacing those the parser does
+// not know (MariaDB's utf8mb4_uca1400_ai_ci and the like).
+var collateClause = regexp.MustCompile("(?i)\\bCOLLATE(\\s*=\\s*|\\s+)([`'\"]?)([A-Za-z0-9_]+)([`'\"]?)")
+
+// knownCollations replaces each collation the parser does not know by the
+// default collation of its character set (the name's prefix), which is
+// all the history reads of it.
+func knownCollations(q string) (string, bool) {
+	changed := false
+	out := collateClause.ReplaceAllStringFunc(q, func(m string) string {
+		sub := collateClause.FindStringSubmatch(m)
+		name := sub[3]
+		if _, err := charset.GetCollationByName(name); err == nil {
+			return m
+		}
+		cs, _, _ := strings.Cut(strings.ToLower(name), "_")
+		def, err := charset.GetDefaultCollation(cs)
+		if err != nil {
+			def = "utf8mb4_general_ci"
+		}
+		changed = true
+		return "COLLATE" + sub[1] + sub[2] + def + sub[4]
+	})
+	return out, changed
+}
 
 // orReplace is MariaDB's CREATE OR REPLACE, which the TiDB parser lacks.
 var orReplace = regexp.MustCompile(`(?is)^\s*CREATE\s+OR\s+REPLACE\s+`)
@@ -236,7 +277,9 @@ func readDDL(q, defaultDB string) (res parsedDDL, err error) {
 	p := parsers.Get().(*parser.Parser)
 	stmts, _, perr := p.Parse(text, "", "")
 	if perr != nil {
-		if alt, ok := substituteTypes(text); ok {
+		alt, ok1 := knownCollations(text)
+		alt, ok2 := substituteTypes(alt)
+		if ok1 || ok2 {
 			if st, _, err := p.Parse(alt, "", ""); err == nil {
 				stmts, perr = st, nil
 			}

@@ -85,6 +85,8 @@ func TestReadDDLStructure(t *testing.T) {
 		{"TRUNCATE t", ""},
 		{"CREATE DATABASE x", ""},
 		{"ALTER TABLE t ADD COLUMN `we``ird` ENUM('a','it''s') CHARACTER SET latin1", "ALTER d.t [ADD we`ird enum('a','it''s')]"},
+		{"CREATE TABLE o.cs (k VARCHAR(4) CHARACTER SET cp1251 PRIMARY KEY, b VARCHAR(6) CHARACTER SET big5)", "CREATE o.cs [ADD k varchar(4) not-null] [ADD b varchar(6)] pk=k"},
+		{"ALTER TABLE t ADD c TEXT COLLATE utf8mb4_uca1400_ai_ci, ADD u VARCHAR(3) CHARACTER SET utf8mb3 COLLATE utf8mb3_uca1400_as_cs", "ALTER d.t [ADD c text] [ADD u varchar(3)]"},
 	} {
 		res, err := readDDL(tc.q, "d")
 		if err != nil {
@@ -136,5 +138,27 @@ func TestShapesFollowHistory(t *testing.T) {
 	}
 	if got := strings.Join(cols, ", ") + " pk=" + strings.Join(s.PrimaryKey, ","); got != "c int, id int, b varchar(5) pk=id" {
 		t.Fatalf("shape %s", got)
+	}
+}
+
+func TestUnparsedMatters(t *testing.T) {
+	tracked := func(id schema.TableID) bool { return id.Database == "cap" || id.Database == "we`ird" }
+	for _, tc := range []struct {
+		q, db string
+		want  bool
+	}{
+		{"ALTER TABLE t WAIT 2 ADD x INT", "cap", true},
+		{"ALTER TABLE t WAIT 2 ADD x INT", "other", false},
+		{"ALTER TABLE cap.t WAIT 2 ADD x INT", "", true},
+		{"ALTER TABLE `we``ird`.t WAIT 2 ADD x INT", "other", true},
+		{"ALTER TABLE other.t WAIT 2 ADD x INT DEFAULT 1.5", "", false},
+		{"/*!40000 ALTER TABLE t WAIT 2 ADD x INT */", "cap", true},
+		{"/* c */ CREATE TABLE t (a INT) WITH SYSTEM VERSIONING", "cap", true},
+		{"GRANT SELECT ON cap.* TO u", "cap", false},
+		{"CREATE USER x", "cap", false},
+	} {
+		if got := unparsedMatters(tc.q, tc.db, tracked); got != tc.want {
+			t.Errorf("unparsedMatters(%q, %q) = %v, want %v", tc.q, tc.db, got, tc.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -242,25 +243,38 @@ func (h *schemaHistory) entryAt(pos Position) (HistoryEntry, bool) {
 
 // unparsedMatters says whether a statement the parser rejects may change a
 // captured table: a table statement (CREATE/ALTER/DROP/RENAME … TABLE) run
-// in a captured database, or without a default database (its names are
-// then qualified, and unknown).
+// in a captured database, or naming one (a qualified name db.… in its
+// text).
 func unparsedMatters(q, db string, tracked func(schema.TableID) bool) bool {
-	f := strings.Fields(strings.ToUpper(q))
-	if len(f) == 0 {
+	u := strings.ToUpper(q)
+	if !strings.Contains(u, "TABLE") {
 		return false
 	}
-	switch f[0] {
-	case "CREATE", "ALTER", "DROP", "RENAME":
-	default:
-		if !strings.HasPrefix(f[0], "/*") {
-			return false
+	if !ddlStart.MatchString(q) {
+		return false
+	}
+	if db != "" && tracked(schema.TableID{Database: db}) {
+		return true
+	}
+	for _, m := range qualifier.FindAllStringSubmatch(q, -1) {
+		name := m[1]
+		if name == "" {
+			name = strings.ReplaceAll(m[2], "``", "`")
+		}
+		if tracked(schema.TableID{Database: name}) {
+			return true
 		}
 	}
-	if !strings.Contains(strings.ToUpper(q), "TABLE") {
-		return false
-	}
-	return db == "" || tracked(schema.TableID{Database: db})
+	return false
 }
+
+var (
+	// ddlStart: the statement (after any comments, or inside an
+	// executable one) starts with a table DDL verb
+	ddlStart = regexp.MustCompile(`(?is)^\s*(/\*.*?\*/\s*)*(/\*[M]?!\d*\s*)?(CREATE|ALTER|DROP|RENAME)\b`)
+	// qualifier: an identifier followed by a dot, bare or quoted
+	qualifier = regexp.MustCompile("(?:\\b([A-Za-z0-9_$]+)|`((?:[^`]|``)+)`)\\s*\\.")
+)
 
 func unparsedError(q, db string, pos Position, gtid, file string, cause error) error {
 	id := "its exact text"
