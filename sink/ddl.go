@@ -38,6 +38,7 @@ type ddlStatement struct {
 	ok    func(err error) bool
 	table target
 	also  target // a second table the statement changes (rename)
+	alone bool   // run outside the transaction on every dialect (CREATE, which may race AutoCreate)
 }
 
 // applySchemaChange applies one schema-change record (SchemaChanges
@@ -68,7 +69,7 @@ func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 	}()
 	_, pg := s.d.(postgres)
 	for _, st := range stmts {
-		if st.inTx || pg {
+		if !st.alone && (st.inTx || pg) {
 			continue
 		}
 		if _, err := s.db.ExecContext(ctx, st.sql); err != nil && (st.ok == nil || !st.ok(err)) {
@@ -77,7 +78,7 @@ func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 	}
 	err := s.inTx(ctx, func(tx *txn) error {
 		for _, st := range stmts {
-			if !st.inTx && !pg {
+			if st.alone || !st.inTx && !pg {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, st.sql); err != nil {
@@ -244,9 +245,9 @@ func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement,
 	}
 	var out []ddlStatement
 	if t.Schema != "" {
-		out = append(out, ddlStatement{what: "create schema", sql: s.d.createSchema(t.Schema), table: t})
+		out = append(out, ddlStatement{what: "create schema", sql: s.d.createSchema(t.Schema), table: t, alone: true, ok: concurrentCreate})
 	}
-	out = append(out, ddlStatement{what: "create table", sql: s.d.createTable(t, cols, keys), table: t})
+	out = append(out, ddlStatement{what: "create table", sql: s.d.createTable(t, cols, keys), table: t, alone: true, ok: concurrentCreate})
 	return out, infos, true
 }
 
