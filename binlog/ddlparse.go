@@ -836,6 +836,9 @@ func effect(res *parsedDDL, hist map[schema.TableID]*histTable) (ddlChange, erro
 		e := &res.changes[i]
 		switch e.Kind {
 		case schema.DropTable:
+			if t := cur(e.Table); t != nil {
+				e.Shape = t.shape() // the table's last shape, as Debezium reports a DROP
+			}
 			drop(e.Table)
 		case schema.RenameTable:
 			t := cur(e.Table)

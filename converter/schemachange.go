@@ -59,13 +59,13 @@ const tableChangesSchemaJSON = `{"type":"array","items":{"type":"struct","fields
 	`{"type":"array","items":{"type":"string","optional":false},"optional":true,"field":"primaryKeyColumnNames"},` +
 	`{"type":"array","items":` + columnSchemaJSON + `,"optional":false,"field":"columns"},` +
 	`{"type":"string","optional":true,"field":"comment"}` +
-	`],"optional":true,"name":"io.debezium.connector.schema.Table","field":"table"},` +
-	`{"type":"string","optional":true,"field":"comment"}` +
+	`],"optional":false,"name":"io.debezium.connector.schema.Table","field":"table"}` +
 	`],"optional":false,"name":"io.debezium.connector.schema.Change"},"optional":false,"field":"tableChanges"}`
 
-// appendTableChanges writes Debezium's tableChanges: one entry per table
-// change whose result the source knows (a DROP always; CREATE, ALTER and
-// RENAME with the table's shape).
+// appendTableChanges writes Debezium's tableChanges (its
+// ConnectTableChangeSerializer's shape): one entry per table change whose
+// result the source knows (a DROP always, with the table's last shape when
+// known; CREATE, ALTER and RENAME with the table's shape).
 func appendTableChanges(b []byte, ch *schema.SchemaChange) []byte {
 	b = append(b, '[')
 	n := 0
@@ -90,12 +90,12 @@ func appendTableChanges(b []byte, ch *schema.SchemaChange) []byte {
 			b = append(b, `{"type":"`+typ+`","id":`...)
 			b = appendString(b, strconv.Quote(id.Database)+"."+strconv.Quote(id.Table))
 			b = append(b, `,"table":`...)
-			if tc.Shape == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendShape(b, tc.Shape)
+			shape := tc.Shape
+			if shape == nil { // a DROP of a table whose shape the source does not know
+				shape = &schema.TableShape{}
 			}
-			b = append(b, `,"comment":null}`...)
+			b = appendShape(b, shape)
+			b = append(b, '}')
 		}
 	}
 	return append(b, ']')
@@ -165,7 +165,7 @@ func appendColumn(b []byte, c schema.ColumnDef, pos int) []byte {
 		b = appendString(b, c.Default.Value)
 	}
 	b = append(b, `,"enumValues":`...)
-	if c.Labels == nil {
+	if len(c.Labels) == 0 {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '[')

@@ -193,3 +193,35 @@ func waitForOr(t *testing.T, r *running, cond func() bool, msg func() string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestDDLUnderIgnore checks what the README says the target looks like
+// under the default schema_changes: ignore: a renamed column comes in as a
+// new, empty column beside the old one; an added column with a DEFAULT is
+// NULL in older target rows; a dropped table stays.
+func TestDDLUnderIgnore(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	db, my, pg := sourceAndTarget(t, e, "it_ddli")
+	r := startPipeline(t, writeConfig(t, e, db, "embedded"))
+	defer r.stop(t)
+	waitStreaming(t, my, pg, db, r)
+	mustExec(t, my, "CREATE TABLE "+db+".t (id INT PRIMARY KEY, a VARCHAR(20))")
+	mustExec(t, my, "INSERT INTO "+db+".t VALUES (1, 'x'), (2, 'y')")
+	mustExec(t, my, "USE "+db+"; ALTER TABLE t RENAME COLUMN a TO a2, ADD COLUMN d DECIMAL(3,1) DEFAULT 1.5")
+	mustExec(t, my, "INSERT INTO "+db+".t (id, a2) VALUES (3, 'z')")
+	want := []string{"'1','x',NULL,NULL", "'2','y',NULL,NULL", "'3',NULL,'z','1.5'"}
+	var got []string
+	waitForOr(t, r, func() bool {
+		var err error
+		got, err = dump(pg, `SELECT id, a, a2, d FROM "`+db+`"."t" ORDER BY id`)
+		return err == nil && slices.Equal(got, want)
+	}, func() string { return fmt.Sprintf("target rows %v, want %v", got, want) })
+	mustExec(t, my, "DROP TABLE "+db+".t")
+	mustExec(t, my, "INSERT INTO "+db+".orders VALUES (99, 'after drop', 0, 'x', '2024-01-01 00:00:00', NULL)")
+	waitForOr(t, r, func() bool {
+		n, err := dump(pg, `SELECT id FROM "`+db+`"."orders" WHERE id = 99`)
+		return err == nil && len(n) == 1
+	}, func() string { return "the row after the DROP never arrived" })
+	if rows, err := dump(pg, `SELECT id FROM "`+db+`"."t"`); err != nil || len(rows) != 3 {
+		t.Fatalf("the dropped table should stay in the target with its rows under ignore: %v %v", rows, err)
+	}
+}

@@ -119,7 +119,8 @@ type TableChange struct {
 	OrReplace   bool
 	// Shape is the whole table after the change (columns in order, key),
 	// when the source knows it: always for CreateTable, for AlterTable and
-	// RenameTable when the source keeps a schema history. Nil otherwise.
+	// RenameTable when the source keeps a schema history; for DropTable the
+	// table's last shape (with a history). Nil otherwise.
 	Shape *TableShape
 }
 
