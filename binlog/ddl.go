@@ -1,115 +1,89 @@
 package binlog
 
 import (
-	"strings"
+	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/sluicecdc/sluice/schema"
 )
 
 // ddlTables finds the tables a DDL statement names, for filtering:
 // TRUNCATE, CREATE/ALTER/DROP TABLE, RENAME TABLE and CREATE/DROP INDEX ...
-// ON. parsed is false for other statements and for text it cannot follow;
-// kind is the statement's first word, upper case.
+// ON. parsed is false for other statements and for text the parser
+// rejects; kind is the statement's first word, upper case.
 func ddlTables(q, defaultDB string) (kind string, tables []schema.TableID, parsed bool) {
-	toks, err := sqlTokens(q)
+	res, err := readDDL(q, defaultDB)
+	if err != nil || len(res.tables) == 0 {
+		return res.kind, nil, false
+	}
+	if res.truncate && len(res.tables) != 1 {
+		return res.kind, nil, false
+	}
+	return res.kind, res.tables, true
+}
+
+// statementDDL is a DDL statement as the mapper reads it.
+type statementDDL struct {
+	res      parsedDDL
+	parsed   bool
+	db       string               // the database the record is filed under
+	captured bool                 // the statement concerns a captured table or database
+	changes  []schema.TableChange // its effect on captured tables, with shapes where known
+}
+
+// readStatement parses a statement logged as its own transaction. A
+// statement the parser rejects that may change a captured table stops the
+// source (ErrUnparsedDDL, naming the ways on) unless skip_ddl lists it;
+// with a schema history the history reports it (after the record), so that
+// an equivalent statement recorded in the history file is used instead.
+func (m *mapper) readStatement(h *replication.EventHeader, q, defaultDB string) (statementDDL, error) {
+	d := statementDDL{db: defaultDB}
+	res, err := readDDL(q, defaultDB)
+	pos := Position{Version: PositionVersion, Flavor: m.flavor, File: m.file, Pos: h.LogPos}
+	if err != nil && m.hist != nil {
+		if e, ok := m.hist.entryAt(pos); ok { // fixed by hand in the history file
+			res, err = readDDL(e.DDL, e.DB)
+		}
+	}
+	d.res, d.parsed = res, err == nil
+	tracked := func(id schema.TableID) bool {
+		if id.Table == "" {
+			return m.filter.matchDatabase(id.Database)
+		}
+		return m.filter.match(id.Database, id.Table)
+	}
+	skipped := m.skipDDL[q] || (m.txGTID != "" && m.skipDDL[m.txGTID])
 	if err != nil {
-		if f := strings.Fields(q); len(f) > 0 {
-			kind = strings.ToUpper(f[0])
+		d.captured = m.filter.matchDatabase(defaultDB)
+		if unparsedMatters(q, defaultDB, tracked) && !skipped && m.hist == nil {
+			return d, unparsedError(q, defaultDB, pos, m.txGTID, "", err)
 		}
-		return kind, nil, false
+		return d, nil
 	}
-	if len(toks) == 0 {
-		return "", nil, false
+	if len(res.tables) == 0 {
+		d.captured = m.filter.matchDatabase(defaultDB) || res.dropDB != "" && m.filter.matchDatabase(res.dropDB)
+		if res.dropDB != "" {
+			d.db = res.dropDB
+		}
+		return d, nil
 	}
-	kind = strings.ToUpper(toks[0].text)
-	word := func(i int, w ...string) bool {
-		if i >= len(toks) || toks[i].quoted {
-			return false
-		}
-		for _, x := range w {
-			if strings.EqualFold(toks[i].text, x) {
-				return true
+	for _, id := range res.tables {
+		if tracked(id) {
+			if !d.captured {
+				d.db = id.Database
 			}
-		}
-		return false
-	}
-	// name reads [db.]table at i and returns the index after it.
-	name := func(i int) (schema.TableID, int, bool) {
-		if i >= len(toks) || toks[i].punct || toks[i].str {
-			return schema.TableID{}, i, false
-		}
-		id := schema.TableID{Database: defaultDB, Table: toks[i].text}
-		if i+2 < len(toks) && toks[i+1].text == "." && toks[i+1].punct && !toks[i+2].punct {
-			id = schema.TableID{Database: toks[i].text, Table: toks[i+2].text}
-			i += 2
-		}
-		return id, i + 1, id.Database != ""
-	}
-	// list reads name[, name...] at i.
-	list := func(i int, pairs bool) ([]schema.TableID, bool) {
-		var out []schema.TableID
-		for {
-			id, j, ok := name(i)
-			if !ok {
-				return nil, false
-			}
-			out = append(out, id)
-			if pairs { // RENAME TABLE a TO b
-				if !word(j, "TO") {
-					return nil, false
-				}
-				if id, j, ok = name(j + 1); !ok {
-					return nil, false
-				}
-				out = append(out, id)
-			}
-			if j < len(toks) && toks[j].punct && toks[j].text == "," {
-				i = j + 1
-				continue
-			}
-			return out, true
+			d.captured = true
 		}
 	}
-	i := 1
-	switch kind {
-	case "TRUNCATE":
-		if word(i, "TABLE") {
-			i++
-		}
-		t, ok := list(i, false)
-		return kind, t, ok && len(t) == 1
-	case "RENAME":
-		if !word(i, "TABLE", "TABLES") {
-			return kind, nil, false
-		}
-		t, ok := list(i+1, true)
-		return kind, t, ok
-	case "CREATE", "ALTER", "DROP":
-		for word(i, "TEMPORARY", "ONLINE", "IGNORE", "OR", "REPLACE", "UNIQUE", "FULLTEXT", "SPATIAL") {
-			i++
-		}
-		switch {
-		case word(i, "TABLE"):
-			i++
-			if word(i, "IF") && word(i+1, "NOT") && word(i+2, "EXISTS") {
-				i += 3
-			} else if word(i, "IF") && word(i+1, "EXISTS") {
-				i += 2
-			}
-			if kind == "DROP" {
-				t, ok := list(i, false)
-				return kind, t, ok
-			}
-			id, _, ok := name(i)
-			return kind, []schema.TableID{id}, ok
-		case word(i, "INDEX"):
-			for j := i + 1; j < len(toks); j++ {
-				if word(j, "ON") {
-					id, _, ok := name(j + 1)
-					return kind, []schema.TableID{id}, ok
-				}
-			}
+	if !d.captured || skipped || res.truncate {
+		return d, nil
+	}
+	if m.hist != nil {
+		_, _ = effect(&res, m.hist.tables) // fills the shapes; the history reports errors
+	}
+	for _, c := range res.tableChanges() {
+		if tracked(c.Table) || c.Kind == schema.RenameTable && tracked(c.NewTable) {
+			d.changes = append(d.changes, c)
 		}
 	}
-	return kind, nil, false
+	return d, nil
 }

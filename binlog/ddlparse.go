@@ -3,25 +3,45 @@ package binlog
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/pingcap/tidb/pkg/parser/format"
+	tmysql "github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values in the AST
+	"github.com/pingcap/tidb/pkg/parser/types"
 
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// This file is the schema history's DDL parser: a small, conservative
-// reader of the statements that change a table's shape. What it does not
-// understand it refuses (errDDLSyntax) rather than guesses.
+// This file is the source's one DDL reader. Statements are parsed by the
+// TiDB parser (MySQL grammar) into an AST, which becomes the structured
+// changes of schema.SchemaChange; the schema history applies the same
+// structure to its table shapes. What the parser rejects (some MariaDB
+// syntax: INET6 and UUID columns, WITH SYSTEM VERSIONING …) is refused with
+// errDDLSyntax, never guessed at.
 
 // histCol is one column as the schema history knows it: what a table map
-// without full metadata lacks.
+// without full metadata lacks, and the definition for schema changes.
 type histCol struct {
 	Name     string
 	Type     string // base type, lower case ("varchar", "int", "enum", ...)
 	Unsigned bool
 	Charset  string   // text and ENUM/SET columns ("binary" for binary strings); "" otherwise
 	Labels   []string // ENUM/SET
-	pk       bool     // declared PRIMARY KEY inline (CREATE TABLE)
+	def      schema.ColumnDef
+	// the parsed type, to rebuild def.Type once the charset is known
+	tp        byte
+	flen, dec int
+	nullable  bool
 }
 
 // histTable is one table's shape in the schema history.
@@ -32,8 +52,7 @@ type histTable struct {
 }
 
 func (t *histTable) clone() *histTable {
-	c := &histTable{Cols: slices.Clone(t.Cols), PK: slices.Clone(t.PK), Charset: t.Charset}
-	return c
+	return &histTable{Cols: slices.Clone(t.Cols), PK: slices.Clone(t.PK), Charset: t.Charset}
 }
 
 func (t *histTable) colIndex(name string) int {
@@ -45,6 +64,16 @@ func (t *histTable) colIndex(name string) int {
 	return -1
 }
 
+// shape is t as a schema.TableShape.
+func (t *histTable) shape() *schema.TableShape {
+	s := &schema.TableShape{Columns: make([]schema.ColumnDef, len(t.Cols)), PrimaryKey: slices.Clone(t.PK)}
+	for i, c := range t.Cols {
+		s.Columns[i] = c.def
+		s.Columns[i].Name = c.Name
+	}
+	return s
+}
+
 var errDDLSyntax = errors.New("statement not understood")
 
 // ddlChange is the effect of one statement on the history's tables.
@@ -54,428 +83,503 @@ type ddlChange struct {
 	dropDB string                        // DROP DATABASE
 }
 
-// sqlTok is a token of a DDL statement.
-type sqlTok struct {
-	text   string
-	quoted bool // `identifier`
-	str    bool // 'string' or "string" (text unescaped), also x'..', b'..', _cs'..'
-	punct  bool // . , ( ) ; =
+// parsedDDL is one statement as the parser read it.
+type parsedDDL struct {
+	kind     string           // the statement's first word, upper case
+	tables   []schema.TableID // the tables it names, for filtering
+	changes  []tableEdit      // its effect on table shapes, in order
+	dropDB   string           // DROP DATABASE / SCHEMA
+	truncate bool             // TRUNCATE TABLE
 }
 
-// sqlTokens splits a whole statement into tokens, skipping comments (the
-// server keeps /*!...*/ version comments' content, and so do we).
-func sqlTokens(q string) ([]sqlTok, error) {
-	var out []sqlTok
+// tableEdit is one schema.TableChange with what the history needs besides.
+type tableEdit struct {
+	schema.TableChange
+	cols    []histCol // per Columns entry: the history's view of the new definition
+	like    *schema.TableID
+	charset string // table default charset set by the statement
+	convert bool   // CONVERT TO CHARACTER SET charset
+}
+
+var parsers = sync.Pool{New: func() any { return parser.New() }}
+
+// The TiDB parser refuses the MySQL character sets TiDB does not implement
+// (cp1251, big5, …) though it knows them: they are registered, since the
+// source server accepted them and only their names matter here.
+func init() {
+	for _, name := range []string{"big5", "dec8", "cp850", "hp8", "koi8r", "latin1", "latin2", "swe7", "ascii", "ujis",
+		"sjis", "hebrew", "tis620", "euckr", "koi8u", "gb2312", "greek", "cp1250", "gbk", "latin5", "armscii8", "utf8",
+		"ucs2", "cp866", "keybcs2", "macce", "macroman", "cp852", "latin7", "utf8mb4", "cp1251", "utf16", "utf16le",
+		"cp1256", "cp1257", "utf32", "binary", "geostd8", "cp932", "eucjpms", "gb18030"} {
+		if c, err := charset.GetCharsetInfo(name); c != nil && err != nil {
+			charset.AddCharset(c)
+		}
+	}
+}
+
+// collateClause finds COLLATE names, for replacing those the parser does
+// not know (MariaDB's utf8mb4_uca1400_ai_ci and the like).
+var collateClause = regexp.MustCompile("(?i)\\bCOLLATE(\\s*=\\s*|\\s+)([`'\"]?)([A-Za-z0-9_]+)([`'\"]?)")
+
+// knownCollations replaces each collation the parser does not know by the
+// default collation of its character set (the name's prefix), which is
+// all the history reads of it.
+func knownCollations(q string) (string, bool) {
+	changed := false
+	out := collateClause.ReplaceAllStringFunc(q, func(m string) string {
+		sub := collateClause.FindStringSubmatch(m)
+		name := sub[3]
+		if _, err := charset.GetCollationByName(name); err == nil {
+			return m
+		}
+		cs, _, _ := strings.Cut(strings.ToLower(name), "_")
+		def, err := charset.GetDefaultCollation(cs)
+		if err != nil {
+			def = "utf8mb4_general_ci"
+		}
+		changed = true
+		return "COLLATE" + sub[1] + sub[2] + def + sub[4]
+	})
+	return out, changed
+}
+
+// orReplace is MariaDB's CREATE OR REPLACE, which the TiDB parser lacks.
+var orReplace = regexp.MustCompile(`(?is)^\s*CREATE\s+OR\s+REPLACE\s+`)
+
+// alterOnline is MariaDB's ALTER ONLINE TABLE (same as ALTER TABLE … LOCK=NONE).
+var alterOnline = regexp.MustCompile(`(?is)^\s*ALTER\s+ONLINE\s+`)
+
+// preprocess rewrites the MariaDB forms the TiDB parser lacks but that have
+// a MySQL equivalent: /*M!NNNNN … */ (outside quotes) becomes /*!NNNNN …
+// */, and CREATE OR REPLACE loses OR REPLACE (reported as replace).
+func preprocess(q string) (out string, replace bool) {
+	if strings.Contains(q, "/*M!") {
+		var b strings.Builder
+		var quote byte
+		for i := 0; i < len(q); i++ {
+			c := q[i]
+			switch {
+			case quote != 0:
+				if c == '\\' && quote != '`' && i+1 < len(q) {
+					b.WriteByte(c)
+					i++
+					c = q[i]
+				} else if c == quote {
+					quote = 0
+				}
+			case c == '\'' || c == '"' || c == '`':
+				quote = c
+			case strings.HasPrefix(q[i:], "/*M!"):
+				// the server ran it (its version is at least the one
+				// named); MariaDB's six digits would not read as MySQL's five
+				b.WriteString("/*! ")
+				i += 4
+				for i < len(q) && q[i] >= '0' && q[i] <= '9' {
+					i++
+				}
+				continue
+			case strings.HasPrefix(q[i:], "/*"):
+				end := strings.Index(q[i+2:], "*/")
+				if end < 0 {
+					b.WriteString(q[i:])
+					i = len(q)
+					continue
+				}
+				b.WriteString(q[i : i+end+4])
+				i += end + 3
+				continue
+			}
+			b.WriteByte(c)
+		}
+		q = b.String()
+	}
+	if loc := orReplace.FindStringIndex(q); loc != nil {
+		return "CREATE " + q[loc[1]:], true
+	}
+	if loc := alterOnline.FindStringIndex(q); loc != nil {
+		return "ALTER " + q[loc[1]:], false
+	}
+	return q, false
+}
+
+// Column types the TiDB parser lacks: spatial types and MariaDB's INET4,
+// INET6 and UUID. When a statement fails to parse, they are replaced by a
+// type it reads and a marker comment (sluice-type:NAME) that columnDef
+// turns back into the type; a column or table so named stays unparsed.
+var substituted = map[string]string{"geometry": "LONGBLOB", "point": "LONGBLOB", "linestring": "LONGBLOB",
+	"polygon": "LONGBLOB", "multipoint": "LONGBLOB", "multilinestring": "LONGBLOB", "multipolygon": "LONGBLOB",
+	"geometrycollection": "LONGBLOB", "geomcollection": "LONGBLOB",
+	"inet6": "BINARY(16)", "uuid": "BINARY(16)", "inet4": "BINARY(4)"}
+
+const typeMarker = "sluice-type:"
+
+func substituteTypes(q string) (string, bool) {
+	var b strings.Builder
+	changed := false
 	for i := 0; i < len(q); {
 		c := q[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			i++
-		case strings.HasPrefix(q[i:], "/*!") || strings.HasPrefix(q[i:], "/*M!"):
-			// executable comment: keep its body after the version number
-			j := i + 3
-			if q[i+2] == 'M' {
+		case c == '\'' || c == '"' || c == '`':
+			j := i + 1
+			for j < len(q) && q[j] != c {
+				if q[j] == '\\' && c != '`' {
+					j++
+				}
 				j++
 			}
-			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
-				j++
-			}
-			end := strings.Index(q[j:], "*/")
-			if end < 0 {
-				return nil, errDDLSyntax
-			}
-			q = q[:i] + q[j:j+end] + " " + q[j+end+2:]
-		case strings.HasPrefix(q[i:], "/*"):
+			j = min(j+1, len(q))
+			b.WriteString(q[i:j])
+			i = j
+		case c == '/' && strings.HasPrefix(q[i:], "/*") && !strings.HasPrefix(q[i:], "/*!"):
 			end := strings.Index(q[i+2:], "*/")
 			if end < 0 {
-				return nil, errDDLSyntax
-			}
-			i += end + 4
-		case strings.HasPrefix(q[i:], "-- ") || c == '#':
-			end := strings.IndexByte(q[i:], '\n')
-			if end < 0 {
+				b.WriteString(q[i:])
 				i = len(q)
-			} else {
-				i += end + 1
+				continue
 			}
-		case c == '`':
-			var b strings.Builder
-			j := i + 1
-			for ; j < len(q); j++ {
-				if q[j] == '`' {
-					if j+1 < len(q) && q[j+1] == '`' {
-						b.WriteByte('`')
-						j++
-						continue
-					}
-					break
-				}
-				b.WriteByte(q[j])
-			}
-			if j >= len(q) {
-				return nil, errDDLSyntax
-			}
-			out = append(out, sqlTok{text: b.String(), quoted: true})
-			i = j + 1
-		case c == '\'' || c == '"':
-			s, n, ok := readString(q[i:])
-			if !ok {
-				return nil, errDDLSyntax
-			}
-			out = append(out, sqlTok{text: s, str: true})
-			i += n
-		case strings.IndexByte(".,();=", c) >= 0:
-			out = append(out, sqlTok{text: string(c), punct: true})
-			i++
-		default:
+			b.WriteString(q[i : i+end+4])
+			i += end + 4
+		case c == '_' || c|0x20 >= 'a' && c|0x20 <= 'z':
 			j := i
-			for j < len(q) && !strings.ContainsRune(" \t\r\n.,();=`'\"", rune(q[j])) && !strings.HasPrefix(q[j:], "/*") {
+			for j < len(q) && (q[j] == '_' || q[j] == '$' || q[j] >= '0' && q[j] <= '9' || q[j]|0x20 >= 'a' && q[j]|0x20 <= 'z') {
 				j++
 			}
-			if j == i { // a lone character no rule takes
-				j++
+			w := strings.ToLower(q[i:j])
+			if t, ok := substituted[w]; ok && (i == 0 || q[i-1] != '.') {
+				b.WriteString(t + " COMMENT '" + typeMarker + w + "'")
+				changed = true
+			} else {
+				b.WriteString(q[i:j])
 			}
-			w := q[i:j]
-			if j < len(q) && q[j] == '\'' {
-				// x'..', b'..', N'..', _utf8mb4'..': one string literal
-				s, n, ok := readString(q[j:])
-				if !ok {
-					return nil, errDDLSyntax
-				}
-				out = append(out, sqlTok{text: s, str: true})
-				i = j + n
-				continue
-			}
-			out = append(out, sqlTok{text: w})
 			i = j
-		}
-	}
-	return out, nil
-}
-
-// readString reads a quoted literal at the start of q and returns its
-// unescaped text and length.
-func readString(q string) (string, int, bool) {
-	quote := q[0]
-	var b strings.Builder
-	for j := 1; j < len(q); j++ {
-		switch {
-		case q[j] == '\\' && j+1 < len(q):
-			j++
-			switch q[j] {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case '0':
-				b.WriteByte(0)
-			default:
-				b.WriteByte(q[j])
-			}
-		case q[j] == quote:
-			if j+1 < len(q) && q[j+1] == quote {
-				b.WriteByte(quote)
-				j++
-				continue
-			}
-			return b.String(), j + 1, true
 		default:
-			b.WriteByte(q[j])
+			b.WriteByte(c)
+			i++
 		}
 	}
-	return "", 0, false
+	return b.String(), changed
 }
 
-// ddlParser walks the tokens of one statement.
-type ddlParser struct {
-	toks      []sqlTok
-	i         int
-	defaultDB string
-}
-
-func (p *ddlParser) done() bool {
-	return p.i >= len(p.toks) || (p.toks[p.i].punct && p.toks[p.i].text == ";")
-}
-
-// is reports whether the token at i+off is one of the keywords ws.
-func (p *ddlParser) is(off int, ws ...string) bool {
-	j := p.i + off
-	if j < 0 || j >= len(p.toks) || p.toks[j].quoted || p.toks[j].str || p.toks[j].punct {
-		return false
+// readDDL parses one statement (several, separated by ';', are read in
+// order). defaultDB qualifies unqualified names. A statement that changes
+// no table shape gives no changes; one the parser rejects gives an error
+// wrapping errDDLSyntax.
+func readDDL(q, defaultDB string) (res parsedDDL, err error) {
+	if f := strings.Fields(q); len(f) > 0 {
+		res.kind = strings.ToUpper(f[0])
 	}
-	for _, w := range ws {
-		if strings.EqualFold(p.toks[j].text, w) {
-			return true
+	text, replace := preprocess(q)
+	defer func() {
+		if r := recover(); r != nil { // the parser must not stop the source
+			res, err = parsedDDL{kind: res.kind}, fmt.Errorf("%w: parser failure: %v", errDDLSyntax, r)
 		}
-	}
-	return false
-}
-
-// accept consumes the keyword sequence ws if it is next.
-func (p *ddlParser) accept(ws ...string) bool {
-	for k, w := range ws {
-		if !p.is(k, w) {
-			return false
-		}
-	}
-	p.i += len(ws)
-	return true
-}
-
-func (p *ddlParser) punct(s string) bool {
-	return p.i < len(p.toks) && p.toks[p.i].punct && p.toks[p.i].text == s
-}
-
-func (p *ddlParser) acceptPunct(s string) bool {
-	if p.punct(s) {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// ident reads an identifier.
-func (p *ddlParser) ident() (string, error) {
-	if p.done() || p.toks[p.i].punct || p.toks[p.i].str {
-		return "", errDDLSyntax
-	}
-	p.i++
-	return p.toks[p.i-1].text, nil
-}
-
-// tableName reads [db.]table.
-func (p *ddlParser) tableName() (schema.TableID, error) {
-	a, err := p.ident()
-	if err != nil {
-		return schema.TableID{}, err
-	}
-	if p.acceptPunct(".") {
-		b, err := p.ident()
-		if err != nil {
-			return schema.TableID{}, err
-		}
-		return schema.TableID{Database: a, Table: b}, nil
-	}
-	if p.defaultDB == "" {
-		return schema.TableID{}, fmt.Errorf("%w: table %s without a database", errDDLSyntax, a)
-	}
-	return schema.TableID{Database: p.defaultDB, Table: a}, nil
-}
-
-// skipParens skips a balanced (...) group at the cursor.
-func (p *ddlParser) skipParens() error {
-	if !p.acceptPunct("(") {
-		return errDDLSyntax
-	}
-	depth := 1
-	for ; p.i < len(p.toks); p.i++ {
-		t := p.toks[p.i]
-		if t.punct && t.text == "(" {
-			depth++
-		} else if t.punct && t.text == ")" {
-			depth--
-			if depth == 0 {
-				p.i++
-				return nil
+	}()
+	p := parsers.Get().(*parser.Parser)
+	stmts, _, perr := p.Parse(text, "", "")
+	if perr != nil {
+		alt, ok1 := knownCollations(text)
+		alt, ok2 := substituteTypes(alt)
+		if ok1 || ok2 {
+			if st, _, err := p.Parse(alt, "", ""); err == nil {
+				stmts, perr = st, nil
 			}
 		}
 	}
-	return errDDLSyntax
+	parsers.Put(p)
+	if perr != nil {
+		return parsedDDL{kind: res.kind}, fmt.Errorf("%w: %v", errDDLSyntax, perr)
+	}
+	if len(stmts) > 0 {
+		res.kind = firstWord(stmts[0])
+	}
+	for _, st := range stmts {
+		if err := res.add(st, defaultDB, replace); err != nil {
+			return parsedDDL{kind: res.kind}, err
+		}
+	}
+	return res, nil
 }
 
-// skipItem skips to the next top-level comma or closing parenthesis (not
-// consumed) or the end.
-func (p *ddlParser) skipItem() error {
-	for !p.done() {
-		if p.punct(",") || p.punct(")") {
+func firstWord(st ast.StmtNode) string {
+	switch st.(type) {
+	case *ast.CreateTableStmt, *ast.CreateIndexStmt, *ast.CreateDatabaseStmt, *ast.CreateViewStmt:
+		return "CREATE"
+	case *ast.AlterTableStmt, *ast.AlterDatabaseStmt:
+		return "ALTER"
+	case *ast.DropTableStmt, *ast.DropIndexStmt, *ast.DropDatabaseStmt:
+		return "DROP"
+	case *ast.RenameTableStmt:
+		return "RENAME"
+	case *ast.TruncateTableStmt:
+		return "TRUNCATE"
+	}
+	if f := strings.Fields(st.Text()); len(f) > 0 {
+		return strings.ToUpper(f[0])
+	}
+	return ""
+}
+
+func tableID(n *ast.TableName, defaultDB string) (schema.TableID, error) {
+	id := schema.TableID{Database: n.Schema.O, Table: n.Name.O}
+	if id.Database == "" {
+		id.Database = defaultDB
+	}
+	if id.Database == "" {
+		return id, fmt.Errorf("%w: table %s without a database", errDDLSyntax, id.Table)
+	}
+	return id, nil
+}
+
+func (res *parsedDDL) name(n *ast.TableName, defaultDB string) (schema.TableID, error) {
+	id, err := tableID(n, defaultDB)
+	if err == nil {
+		res.tables = append(res.tables, id)
+	}
+	return id, err
+}
+
+func (res *parsedDDL) add(st ast.StmtNode, defaultDB string, replace bool) error {
+	switch s := st.(type) {
+	case *ast.TruncateTableStmt:
+		_, err := res.name(s.Table, defaultDB)
+		res.truncate = true
+		return err
+	case *ast.DropDatabaseStmt:
+		res.dropDB = s.Name.O
+	case *ast.CreateIndexStmt:
+		_, err := res.name(s.Table, defaultDB)
+		return err
+	case *ast.DropIndexStmt:
+		_, err := res.name(s.Table, defaultDB)
+		return err
+	case *ast.DropTableStmt:
+		if s.IsView || s.TemporaryKeyword != ast.TemporaryNone {
 			return nil
 		}
-		if p.punct("(") {
-			if err := p.skipParens(); err != nil {
+		for _, n := range s.Tables {
+			id, err := res.name(n, defaultDB)
+			if err != nil {
 				return err
 			}
-			continue
+			res.changes = append(res.changes, tableEdit{TableChange: schema.TableChange{Kind: schema.DropTable, Table: id}})
 		}
-		p.i++
+	case *ast.RenameTableStmt:
+		for _, tt := range s.TableToTables {
+			from, err := res.name(tt.OldTable, defaultDB)
+			if err != nil {
+				return err
+			}
+			to, err := res.name(tt.NewTable, defaultDB)
+			if err != nil {
+				return err
+			}
+			res.changes = append(res.changes, tableEdit{TableChange: schema.TableChange{Kind: schema.RenameTable, Table: from, NewTable: to}})
+		}
+	case *ast.CreateTableStmt:
+		id, err := res.name(s.Table, defaultDB)
+		if err != nil || s.TemporaryKeyword != ast.TemporaryNone {
+			return err // a temporary table is not replicated as rows
+		}
+		e := tableEdit{TableChange: schema.TableChange{Kind: schema.CreateTable, Table: id, IfNotExists: s.IfNotExists, OrReplace: replace}}
+		if s.ReferTable != nil {
+			like, err := res.name(s.ReferTable, defaultDB)
+			if err != nil {
+				return err
+			}
+			e.like = &like
+			res.changes = append(res.changes, e)
+			return nil
+		}
+		e.charset = tableCharset(s.Options)
+		colCS := e.charset
+		if colCS == "" {
+			colCS = csUTF8MB4 // the server's default here
+		}
+		for _, cd := range s.Cols {
+			c, pk, err := columnDef(cd, colCS)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(e.cols, func(x histCol) bool { return strings.EqualFold(x.Name, c.Name) }) {
+				return fmt.Errorf("%w: column %s twice", errDDLSyntax, c.Name)
+			}
+			if pk {
+				e.PrimaryKey = []string{c.Name}
+			}
+			e.add(schema.ColumnChange{Kind: schema.AddColumn, Name: c.Name}, c)
+		}
+		for _, con := range s.Constraints {
+			if con.Tp == ast.ConstraintPrimaryKey {
+				e.PrimaryKey = keyNames(con)
+			}
+		}
+		if s.Select != nil {
+			return fmt.Errorf("%w: CREATE TABLE … SELECT (the columns of the query are not known)", errDDLSyntax)
+		}
+		for _, k := range e.PrimaryKey {
+			if !slices.ContainsFunc(e.cols, func(x histCol) bool { return strings.EqualFold(x.Name, k) }) {
+				return fmt.Errorf("%w: primary key column %s is not a column of %s", errDDLSyntax, k, id)
+			}
+		}
+		e.Shape = &schema.TableShape{PrimaryKey: slices.Clone(e.PrimaryKey)}
+		for _, c := range e.cols {
+			e.Shape.Columns = append(e.Shape.Columns, c.def)
+		}
+		res.changes = append(res.changes, e)
+	case *ast.AlterTableStmt:
+		id, err := res.name(s.Table, defaultDB)
+		if err != nil {
+			return err
+		}
+		e := tableEdit{TableChange: schema.TableChange{Kind: schema.AlterTable, Table: id}}
+		var renames []tableEdit
+		for _, sp := range s.Specs {
+			r, err := e.spec(sp, defaultDB)
+			if err != nil {
+				return err
+			}
+			if r != nil {
+				res.tables = append(res.tables, *r)
+				renames = append(renames, tableEdit{TableChange: schema.TableChange{Kind: schema.RenameTable, Table: id, NewTable: *r}})
+			}
+		}
+		if len(e.Columns) > 0 || e.PrimaryKey != nil || e.DropPrimaryKey || e.charset != "" {
+			res.changes = append(res.changes, e)
+		}
+		// a RENAME TO among the clauses takes effect after the others
+		if len(renames) > 0 {
+			last := renames[len(renames)-1]
+			res.changes = append(res.changes, last)
+		}
 	}
 	return nil
 }
 
-// nameList reads (a, b(10), c DESC) and returns the names.
-func (p *ddlParser) nameList() ([]string, error) {
-	if !p.acceptPunct("(") {
-		return nil, errDDLSyntax
+func (e *tableEdit) add(cc schema.ColumnChange, c histCol) {
+	if cc.Kind == schema.AddColumn || cc.Kind == schema.ModifyColumn {
+		d := c.def
+		cc.Column = &d
 	}
-	var out []string
-	for {
-		n, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-		if p.punct("(") {
-			if err := p.skipParens(); err != nil {
-				return nil, err
-			}
-		}
-		p.accept("ASC")
-		p.accept("DESC")
-		if p.acceptPunct(",") {
-			continue
-		}
-		if p.acceptPunct(")") {
-			return out, nil
-		}
-		return nil, errDDLSyntax
+	e.Columns = append(e.Columns, cc)
+	e.cols = append(e.cols, c)
+}
+
+func place(cc *schema.ColumnChange, p *ast.ColumnPosition) {
+	if p == nil {
+		return
+	}
+	switch p.Tp {
+	case ast.ColumnPositionFirst:
+		cc.First = true
+	case ast.ColumnPositionAfter:
+		cc.After = p.RelativeColumn.Name.O
 	}
 }
 
-var textTypes = map[string]bool{"char": true, "varchar": true, "tinytext": true, "text": true, "mediumtext": true,
-	"longtext": true, "enum": true, "set": true, "json": false}
-var binaryTypes = map[string]bool{"binary": true, "varbinary": true, "tinyblob": true, "blob": true, "mediumblob": true, "longblob": true}
-var columnTypes = map[string]bool{"tinyint": true, "smallint": true, "mediumint": true, "int": true, "integer": true,
-	"bigint": true, "float": true, "double": true, "real": true, "decimal": true, "numeric": true, "dec": true, "fixed": true,
-	"bit": true, "bool": true, "boolean": true, "year": true, "date": true, "time": true, "datetime": true, "timestamp": true,
-	"json": true, "geometry": true, "point": true, "linestring": true, "polygon": true, "multipoint": true,
-	"multilinestring": true, "multipolygon": true, "geometrycollection": true, "geomcollection": true,
-	"inet4": true, "inet6": true, "uuid": true, "vector": true, "serial": true}
+// spec reads one ALTER TABLE clause; it returns the new name of RENAME TO.
+func (e *tableEdit) spec(sp *ast.AlterTableSpec, defaultDB string) (*schema.TableID, error) {
+	switch sp.Tp {
+	case ast.AlterTableAddColumns:
+		for _, cd := range sp.NewColumns {
+			c, pk, err := columnDef(cd, "")
+			if err != nil {
+				return nil, err
+			}
+			cc := schema.ColumnChange{Kind: schema.AddColumn, Name: c.Name, IfExists: sp.IfNotExists}
+			if len(sp.NewColumns) == 1 {
+				place(&cc, sp.Position)
+			}
+			e.add(cc, c)
+			if pk {
+				e.PrimaryKey = []string{c.Name}
+			}
+		}
+	case ast.AlterTableDropColumn:
+		e.add(schema.ColumnChange{Kind: schema.DropColumn, Name: sp.OldColumnName.Name.O, IfExists: sp.IfExists}, histCol{})
+	case ast.AlterTableModifyColumn, ast.AlterTableChangeColumn:
+		if len(sp.NewColumns) != 1 {
+			return nil, fmt.Errorf("%w: MODIFY/CHANGE without one column", errDDLSyntax)
+		}
+		c, pk, err := columnDef(sp.NewColumns[0], "")
+		if err != nil {
+			return nil, err
+		}
+		cc := schema.ColumnChange{Kind: schema.ModifyColumn, Name: c.Name, IfExists: sp.IfExists}
+		if sp.Tp == ast.AlterTableChangeColumn {
+			cc.Name = sp.OldColumnName.Name.O
+			if !strings.EqualFold(cc.Name, c.Name) || cc.Name != c.Name {
+				cc.NewName = c.Name
+			}
+		}
+		place(&cc, sp.Position)
+		e.add(cc, c)
+		if pk {
+			e.PrimaryKey = []string{c.Name}
+		}
+	case ast.AlterTableRenameColumn:
+		e.add(schema.ColumnChange{Kind: schema.RenameColumn, Name: sp.OldColumnName.Name.O, NewName: sp.NewColumnName.Name.O}, histCol{})
+	case ast.AlterTableAlterColumn:
+		if len(sp.NewColumns) != 1 {
+			return nil, nil
+		}
+		cd := sp.NewColumns[0]
+		cc := schema.ColumnChange{Kind: schema.AlterDefault, Name: cd.Name.Name.O, Column: &schema.ColumnDef{Name: cd.Name.Name.O}}
+		// SET DEFAULT x carries x as an option's expression; DROP DEFAULT none
+		if len(cd.Options) > 0 && cd.Options[0].Expr != nil {
+			cc.Column.Default = defaultOf(cd.Options[0].Expr)
+		}
+		e.Columns = append(e.Columns, cc)
+		e.cols = append(e.cols, histCol{})
+	case ast.AlterTableAddConstraint:
+		if sp.Constraint != nil && sp.Constraint.Tp == ast.ConstraintPrimaryKey {
+			e.PrimaryKey = keyNames(sp.Constraint)
+		}
+	case ast.AlterTableDropPrimaryKey:
+		e.DropPrimaryKey, e.PrimaryKey = true, nil
+	case ast.AlterTableRenameTable:
+		id, err := tableID(sp.NewTable, defaultDB)
+		return &id, err
+	case ast.AlterTableExchangePartition:
+		return nil, fmt.Errorf("%w: EXCHANGE PARTITION swaps rows with another table", errDDLSyntax)
+	case ast.AlterTableOption:
+		for _, o := range sp.Options {
+			switch o.Tp {
+			case ast.TableOptionCharset:
+				e.charset = normCharset(o.StrValue)
+				e.convert = e.convert || o.UintValue == ast.TableOptionCharsetWithConvertTo
+			case ast.TableOptionCollate:
+				if e.charset == "" {
+					e.charset = charsetOfCollation(o.StrValue)
+				}
+			}
+		}
+	}
+	return nil, nil
+}
 
-// columnDef reads "name type [attributes]" up to the next top-level comma
-// or closing parenthesis.
-func (p *ddlParser) columnDef() (histCol, error) {
-	var c histCol
-	name, err := p.ident()
-	if err != nil {
-		return c, err
-	}
-	c.Name = name
-	typ, err := p.ident()
-	if err != nil {
-		return c, err
-	}
-	c.Type = strings.ToLower(typ)
-	switch c.Type {
-	case "national", "nchar", "nvarchar":
-		if c.Type == "national" {
-			t, err := p.ident()
-			if err != nil {
-				return c, err
-			}
-			c.Type = strings.ToLower(t)
-		}
-		c.Type = strings.TrimPrefix(c.Type, "n")
-		if c.Type == "char" && p.accept("VARYING") || c.Type == "nvarchar" {
-			c.Type = "varchar"
-		}
-		c.Charset = csUTF8MB3
-	case "character":
-		c.Type = "char"
-		if p.accept("VARYING") {
-			c.Type = "varchar"
-		}
-	case "double":
-		p.accept("PRECISION")
-	case "long":
-		c.Type = "mediumtext"
-		if p.accept("VARBINARY") {
-			c.Type = "mediumblob"
-		} else {
-			p.accept("VARCHAR")
-		}
-	case "bool", "boolean":
-		c.Type = "tinyint"
-	case "serial":
-		c.Type, c.Unsigned = "bigint", true
-	}
-	if !textTypes[c.Type] && !binaryTypes[c.Type] && !columnTypes[c.Type] {
-		return c, fmt.Errorf("%w: column %s has type %s", errDDLSyntax, c.Name, typ)
-	}
-	if binaryTypes[c.Type] {
-		c.Charset = csBinary
-	}
-	if p.punct("(") {
-		if c.Type == "enum" || c.Type == "set" {
-			p.i++
-			c.Labels = []string{}
-			for {
-				if p.done() || !p.toks[p.i].str {
-					return c, fmt.Errorf("%w: labels of %s", errDDLSyntax, c.Name)
-				}
-				c.Labels = append(c.Labels, p.toks[p.i].text)
-				p.i++
-				if p.acceptPunct(",") {
-					continue
-				}
-				if p.acceptPunct(")") {
-					break
-				}
-				return c, errDDLSyntax
-			}
-		} else if err := p.skipParens(); err != nil {
-			return c, err
+func keyNames(c *ast.Constraint) []string {
+	var out []string
+	for _, k := range c.Keys {
+		if k.Column != nil {
+			out = append(out, k.Column.Name.O)
 		}
 	}
-	for !p.done() && !p.punct(",") && !p.punct(")") && !p.is(0, "FIRST", "AFTER") {
-		switch {
-		case p.accept("UNSIGNED"), p.accept("ZEROFILL"):
-			c.Unsigned = true
-		case p.accept("PRIMARY", "KEY"):
-			c.pk = true
-		case p.accept("SIGNED"), p.accept("NOT", "NULL"), p.accept("NULL"), p.accept("AUTO_INCREMENT"),
-			p.accept("UNIQUE", "KEY"), p.accept("UNIQUE"), p.accept("KEY"),
-			p.accept("INVISIBLE"), p.accept("VISIBLE"), p.accept("VIRTUAL"), p.accept("STORED"), p.accept("PERSISTENT"),
-			p.accept("GENERATED", "ALWAYS"), p.accept("WITHOUT", "SYSTEM", "VERSIONING"), p.accept("WITH", "SYSTEM", "VERSIONING"),
-			p.accept("BINARY"), p.accept("ASCII"), p.accept("UNICODE"), p.accept("BYTE"):
-		case p.accept("CHARACTER", "SET"), p.accept("CHARSET"):
-			p.acceptPunct("=")
-			cs, err := p.ident()
-			if err != nil {
-				return c, err
+	return out
+}
+
+func tableCharset(opts []*ast.TableOption) string {
+	cs := ""
+	for _, o := range opts {
+		switch o.Tp {
+		case ast.TableOptionCharset:
+			cs = normCharset(o.StrValue)
+		case ast.TableOptionCollate:
+			if cs == "" {
+				cs = charsetOfCollation(o.StrValue)
 			}
-			if c.Charset != csBinary || strings.EqualFold(cs, "binary") {
-				c.Charset = normCharset(cs)
-			}
-		case p.accept("COLLATE"):
-			p.acceptPunct("=")
-			coll, err := p.ident()
-			if err != nil {
-				return c, err
-			}
-			if c.Charset == "" {
-				c.Charset = charsetOfCollation(coll)
-			}
-		case p.accept("DEFAULT"), p.accept("ON", "UPDATE"):
-			if p.done() {
-				return c, errDDLSyntax
-			}
-			if p.punct("(") { // (expression)
-				if err := p.skipParens(); err != nil {
-					return c, err
-				}
-				continue
-			}
-			p.i++ // a literal, a name, or a function name
-			if p.punct("(") {
-				if err := p.skipParens(); err != nil {
-					return c, err
-				}
-			}
-		case p.accept("COMMENT"), p.accept("COLUMN_FORMAT"), p.accept("STORAGE"), p.accept("COMPRESSED"):
-			p.acceptPunct("=")
-			if !p.done() && !p.punct(",") && !p.punct(")") {
-				p.i++
-			}
-		case p.accept("AS"), p.accept("CHECK"):
-			if err := p.skipParens(); err != nil {
-				return c, err
-			}
-		case p.accept("REFERENCES"):
-			return c, p.skipItem()
-		default:
-			return c, fmt.Errorf("%w: column %s: unknown attribute %q", errDDLSyntax, c.Name, p.toks[p.i].text)
 		}
 	}
-	return c, nil
+	return cs
 }
 
 func normCharset(cs string) string {
@@ -495,48 +599,393 @@ func charsetOfCollation(coll string) string {
 	return normCharset(cs)
 }
 
-// tableOptions reads table options after a CREATE TABLE's element list or
-// in an ALTER TABLE, keeping the default charset.
-func (p *ddlParser) tableOption(t *histTable) (bool, error) {
-	p.accept("DEFAULT")
-	switch {
-	case p.accept("CHARACTER", "SET"), p.accept("CHARSET"):
-		p.acceptPunct("=")
-		cs, err := p.ident()
-		if err != nil {
-			return true, err
-		}
-		t.Charset = normCharset(cs)
-		return true, nil
-	case p.accept("COLLATE"):
-		p.acceptPunct("=")
-		coll, err := p.ident()
-		if err != nil {
-			return true, err
-		}
-		if t.Charset == "" {
-			t.Charset = charsetOfCollation(coll)
-		}
-		return true, nil
+var textTypes = map[byte]bool{tmysql.TypeVarchar: true, tmysql.TypeString: true, tmysql.TypeVarString: true,
+	tmysql.TypeTinyBlob: true, tmysql.TypeBlob: true, tmysql.TypeMediumBlob: true, tmysql.TypeLongBlob: true,
+	tmysql.TypeEnum: true, tmysql.TypeSet: true}
+
+// columnDef converts one column definition; tableCS is the table's default
+// charset when the statement gives it (CREATE TABLE), "" otherwise: the
+// history fills it in from the table. pk says PRIMARY KEY was inline.
+func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error) {
+	c.Name = cd.Name.Name.O
+	ft := cd.Tp
+	if ft == nil {
+		return c, false, fmt.Errorf("%w: column %s without a type", errDDLSyntax, c.Name)
 	}
-	for _, o := range []string{"ENGINE", "AUTO_INCREMENT", "AVG_ROW_LENGTH", "CHECKSUM", "COMMENT", "COMPRESSION",
-		"CONNECTION", "DATA", "INDEX", "DELAY_KEY_WRITE", "ENCRYPTED", "ENCRYPTION", "ENCRYPTION_KEY_ID", "IETF_QUOTES",
-		"INSERT_METHOD", "KEY_BLOCK_SIZE", "MAX_ROWS", "MIN_ROWS", "PACK_KEYS", "PAGE_CHECKSUM", "PAGE_COMPRESSED",
-		"PAGE_COMPRESSION_LEVEL", "PASSWORD", "ROW_FORMAT", "SEQUENCE", "STATS_AUTO_RECALC", "STATS_PERSISTENT",
-		"STATS_SAMPLE_PAGES", "TABLESPACE", "TRANSACTIONAL", "UNION", "ALGORITHM", "LOCK", "STORAGE"} {
-		if p.accept(o) {
-			p.accept("DIRECTORY")
-			p.acceptPunct("=")
-			if p.punct("(") {
-				return true, p.skipParens()
+	tp := ft.GetType()
+	c.Unsigned = tmysql.HasUnsignedFlag(ft.GetFlag()) || tmysql.HasZerofillFlag(ft.GetFlag())
+	cs := ft.GetCharset()
+	if cs == "" && ft.GetCollate() != "" {
+		cs = charsetOfCollation(ft.GetCollate())
+	}
+	if tmysql.HasBinaryFlag(ft.GetFlag()) && textTypes[tp] && tp != tmysql.TypeEnum && tp != tmysql.TypeSet && (cs == "" || cs == csBinary) {
+		cs = csBinary
+	}
+	nullable := true
+	marked := "" // a type substituteTypes replaced
+	d := schema.ColumnDef{Name: c.Name}
+	for _, o := range cd.Options {
+		switch o.Tp {
+		case ast.ColumnOptionNotNull:
+			nullable = false
+		case ast.ColumnOptionNull:
+			nullable = true
+		case ast.ColumnOptionPrimaryKey:
+			pk, nullable = true, false
+		case ast.ColumnOptionAutoIncrement:
+			d.AutoIncrement = true
+		case ast.ColumnOptionDefaultValue:
+			d.Default = defaultOf(o.Expr)
+		case ast.ColumnOptionGenerated:
+			d.Generated = true
+		case ast.ColumnOptionComment:
+			if v, ok := o.Expr.(ast.ValueExpr); ok {
+				s, _ := v.GetValue().(string)
+				if name, ok := strings.CutPrefix(s, typeMarker); ok {
+					marked = name
+				} else {
+					d.Comment = s
+				}
 			}
-			if !p.done() && !p.punct(",") {
-				p.i++
+		case ast.ColumnOptionCollate:
+			if cs == "" || cs != csBinary {
+				cs = charsetOfCollation(o.StrValue)
 			}
-			return true, nil
 		}
 	}
-	return false, nil
+	if textTypes[tp] {
+		if cs == "" {
+			cs = tableCS
+		}
+		c.Charset = normCharset(cs)
+	}
+	c.Type = types.TypeToStr(tp, c.Charset)
+	if tp == tmysql.TypeTiny && ft.GetFlen() == 1 && strings.HasPrefix(strings.ToLower(restore(cd.Tp)), "bool") {
+		c.Type = "tinyint"
+	}
+	if marked != "" {
+		c.Type, c.Charset = marked, csBinary
+		if tp == tmysql.TypeLongBlob {
+			tp, c.Charset = tmysql.TypeGeometry, ""
+		}
+	}
+	if tp == tmysql.TypeEnum || tp == tmysql.TypeSet {
+		c.Labels = slices.Clone(ft.GetElems())
+		if c.Labels == nil {
+			c.Labels = []string{}
+		}
+	}
+	d.Labels = c.Labels
+	d.Charset = c.Charset
+	c.def = d
+	c.tp, c.flen, c.dec, c.nullable = tp, ft.GetFlen(), ft.GetDecimal(), nullable
+	return c, pk, c.fillType()
+}
+
+// fillType gives c.def its value schema, through the same builder as the
+// columns of a table map: the parsed type is written as the binlog's type
+// byte and metadata. A text column without a charset yet gets utf8mb4
+// (the history refills it from the table).
+func (c *histCol) fillType() error {
+	tp, flen, dec, nullable := c.tp, c.flen, c.dec, c.nullable
+	cs := c.Charset
+	if cs == "" {
+		cs = csUTF8MB4
+	}
+	var typ byte
+	var meta uint16
+	switch tp {
+	case tmysql.TypeTiny, tmysql.TypeShort, tmysql.TypeInt24, tmysql.TypeLong, tmysql.TypeLonglong,
+		tmysql.TypeFloat, tmysql.TypeDouble, tmysql.TypeYear, tmysql.TypeDate, tmysql.TypeJSON, tmysql.TypeGeometry:
+		typ = tp
+	case tmysql.TypeNewDecimal:
+		if flen <= 0 {
+			flen = 10
+		}
+		if dec < 0 {
+			dec = 0
+		}
+		typ, meta = mysql.MYSQL_TYPE_NEWDECIMAL, uint16(flen)<<8|uint16(dec)
+	case tmysql.TypeBit:
+		if flen <= 0 {
+			flen = 1
+		}
+		typ, meta = mysql.MYSQL_TYPE_BIT, uint16(flen/8)<<8|uint16(flen%8)
+	case tmysql.TypeDuration, tmysql.TypeDatetime, tmysql.TypeTimestamp:
+		if dec < 0 {
+			dec = 0
+		}
+		typ = map[byte]byte{tmysql.TypeDuration: mysql.MYSQL_TYPE_TIME2, tmysql.TypeDatetime: mysql.MYSQL_TYPE_DATETIME2,
+			tmysql.TypeTimestamp: mysql.MYSQL_TYPE_TIMESTAMP2}[tp]
+		meta = uint16(dec)
+	case tmysql.TypeVarchar, tmysql.TypeVarString:
+		if flen < 0 {
+			flen = 1
+		}
+		typ, meta = mysql.MYSQL_TYPE_VARCHAR, uint16(min(flen*maxBytesPerChar(cs), 65535))
+	case tmysql.TypeString:
+		if flen < 0 {
+			flen = 1
+		}
+		n := min(flen*maxBytesPerChar(cs), 1023)
+		b0 := byte(0xce) | byte(((n>>4)&0x30)^0x30)
+		typ, meta = mysql.MYSQL_TYPE_STRING, uint16(b0)<<8|uint16(n&0xff)
+	case tmysql.TypeTinyBlob, tmysql.TypeBlob, tmysql.TypeMediumBlob, tmysql.TypeLongBlob:
+		typ, meta = mysql.MYSQL_TYPE_BLOB, map[byte]uint16{tmysql.TypeTinyBlob: 1, tmysql.TypeBlob: 2, tmysql.TypeMediumBlob: 3, tmysql.TypeLongBlob: 4}[tp]
+	case tmysql.TypeEnum:
+		typ, meta = mysql.MYSQL_TYPE_STRING, uint16(mysql.MYSQL_TYPE_ENUM)<<8
+	case tmysql.TypeSet:
+		typ, meta = mysql.MYSQL_TYPE_STRING, uint16(mysql.MYSQL_TYPE_SET)<<8
+	case tmysql.TypeTiDBVectorFloat32:
+		typ = mysql.MYSQL_TYPE_VECTOR
+	default:
+		return fmt.Errorf("%w: column %s has type %s", errDDLSyntax, c.Name, types.TypeStr(tp))
+	}
+	ti, err := buildTableSpecs(schema.TableID{}, []colSpec{{name: c.Name, typ: typ, meta: meta, unsigned: c.Unsigned,
+		charset: cs, nullable: nullable, labels: c.Labels}}, nil, "")
+	if err != nil {
+		return fmt.Errorf("%w: column %s: %v", errDDLSyntax, c.Name, err)
+	}
+	col := ti.table.Columns[0]
+	c.def.Type, c.def.SourceType = col.Schema, col.SourceType
+	return nil
+}
+
+// restore renders an AST node back as SQL text.
+func restore(n interface {
+	Restore(*format.RestoreCtx) error
+}) string {
+	var b strings.Builder
+	if err := n.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags|format.RestoreStringWithoutCharset, &b)); err != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// defaultOf reads a DEFAULT expression: a literal as its value's text, a
+// negative number as such, NULL as none, anything else as an expression.
+func defaultOf(x ast.ExprNode) *schema.Default {
+	neg := ""
+	if u, ok := x.(*ast.UnaryOperationExpr); ok && u.Op == opcode.Minus {
+		neg, x = "-", u.V
+	}
+	if v, ok := x.(ast.ValueExpr); ok {
+		switch val := v.GetValue().(type) {
+		case nil:
+			if neg == "" {
+				return nil
+			}
+		case string:
+			if neg == "" {
+				return &schema.Default{Value: val}
+			}
+		case int64:
+			return negate(neg, strconv.FormatInt(val, 10))
+		case uint64:
+			return negate(neg, strconv.FormatUint(val, 10))
+		case float64:
+			return negate(neg, strconv.FormatFloat(val, 'g', -1, 64))
+		case fmt.Stringer:
+			if _, bin := x.(interface{ GetBinaryLiteral() []byte }); !bin && isDecimal(val.String()) {
+				return negate(neg, val.String())
+			}
+		}
+	}
+	if neg != "" {
+		return &schema.Default{Value: "-" + restore(x), Expr: true}
+	}
+	return &schema.Default{Value: restore(x), Expr: true}
+}
+
+func negate(neg, s string) *schema.Default {
+	if neg != "" && strings.HasPrefix(s, "-") {
+		return &schema.Default{Value: s[1:]}
+	}
+	return &schema.Default{Value: neg + s}
+}
+
+var decimalText = regexp.MustCompile(`^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$`)
+
+func isDecimal(s string) bool { return decimalText.MatchString(s) }
+
+// effect applies the structured changes of a statement to the tables of
+// hist (which it does not change) and returns the changed tables. Each
+// change with a known result gets its Shape.
+func effect(res *parsedDDL, hist map[schema.TableID]*histTable) (ddlChange, error) {
+	ch := ddlChange{set: map[schema.TableID]*histTable{}, dropDB: res.dropDB}
+	cur := func(id schema.TableID) *histTable {
+		if t, ok := ch.set[id]; ok {
+			return t
+		}
+		if slices.Contains(ch.drop, id) {
+			return nil
+		}
+		return hist[id]
+	}
+	drop := func(id schema.TableID) {
+		delete(ch.set, id)
+		if !slices.Contains(ch.drop, id) {
+			ch.drop = append(ch.drop, id)
+		}
+	}
+	set := func(id schema.TableID, t *histTable) {
+		ch.set[id] = t
+		ch.drop = slices.DeleteFunc(ch.drop, func(x schema.TableID) bool { return x == id })
+	}
+	for i := range res.changes {
+		e := &res.changes[i]
+		switch e.Kind {
+		case schema.DropTable:
+			if t := cur(e.Table); t != nil {
+				e.Shape = t.shape() // the table's last shape, as Debezium reports a DROP
+			}
+			drop(e.Table)
+		case schema.RenameTable:
+			t := cur(e.Table)
+			drop(e.Table)
+			if t != nil {
+				set(e.NewTable, t)
+				e.Shape = t.shape()
+			}
+		case schema.CreateTable:
+			if e.IfNotExists && cur(e.Table) != nil {
+				e.Shape = cur(e.Table).shape()
+				continue
+			}
+			if e.like != nil {
+				src := cur(*e.like)
+				if src == nil {
+					return ch, fmt.Errorf("%w: CREATE TABLE ... LIKE %s, a table the history does not know", errDDLSyntax, *e.like)
+				}
+				t := src.clone()
+				set(e.Table, t)
+				e.Shape = t.shape()
+				e.PrimaryKey = slices.Clone(t.PK)
+				for _, c := range t.Cols {
+					d := c.def
+					e.Columns = append(e.Columns, schema.ColumnChange{Kind: schema.AddColumn, Name: c.Name, Column: &d})
+				}
+				continue
+			}
+			t := &histTable{Cols: slices.Clone(e.cols), PK: slices.Clone(e.PrimaryKey), Charset: e.charset}
+			set(e.Table, t)
+		case schema.AlterTable:
+			old := cur(e.Table)
+			if old == nil {
+				return ch, fmt.Errorf("%w: ALTER TABLE %s, a table the history does not know", errDDLSyntax, e.Table)
+			}
+			t := old.clone()
+			if err := e.alter(t); err != nil {
+				return ch, err
+			}
+			for _, k := range t.PK {
+				if t.colIndex(k) < 0 {
+					return ch, fmt.Errorf("%w: primary key column %s is not a column of %s", errDDLSyntax, k, e.Table)
+				}
+			}
+			set(e.Table, t)
+			e.Shape = t.shape()
+		}
+	}
+	return ch, nil
+}
+
+// alter applies an ALTER's column changes to t.
+func (e *tableEdit) alter(t *histTable) error {
+	if e.charset != "" {
+		t.Charset = e.charset
+		if e.convert {
+			for i := range t.Cols {
+				if t.Cols[i].Charset != "" && t.Cols[i].Charset != csBinary {
+					t.Cols[i].Charset = e.charset
+					t.Cols[i].def.Charset = e.charset
+				}
+			}
+		}
+	}
+	renamePK := func(from, to string) {
+		for i, k := range t.PK {
+			if strings.EqualFold(k, from) {
+				t.PK[i] = to
+			}
+		}
+	}
+	for i, cc := range e.Columns {
+		k := t.colIndex(cc.Name)
+		switch cc.Kind {
+		case schema.AddColumn, schema.ModifyColumn:
+			c := e.cols[i]
+			if textTypes[c.tp] && c.Charset == "" {
+				c.Charset = t.Charset
+				if c.Charset == "" {
+					c.Charset = csUTF8MB4
+				}
+				c.def.Charset = c.Charset
+				if err := c.fillType(); err != nil {
+					return err
+				}
+			}
+			if cc.Kind == schema.AddColumn {
+				if k >= 0 {
+					if cc.IfExists {
+						continue
+					}
+					return fmt.Errorf("%w: ADD COLUMN %s: the column exists", errDDLSyntax, cc.Name)
+				}
+			} else {
+				if k < 0 {
+					if cc.IfExists {
+						continue
+					}
+					return fmt.Errorf("%w: MODIFY/CHANGE: no column %s", errDDLSyntax, cc.Name)
+				}
+				t.Cols = slices.Delete(t.Cols, k, k+1)
+				renamePK(cc.Name, c.Name)
+			}
+			at := len(t.Cols)
+			if k >= 0 {
+				at = k
+			}
+			if cc.First {
+				at = 0
+			} else if cc.After != "" {
+				a := t.colIndex(cc.After)
+				if a < 0 {
+					return fmt.Errorf("%w: AFTER %s: no such column", errDDLSyntax, cc.After)
+				}
+				at = a + 1
+			}
+			t.Cols = slices.Insert(t.Cols, at, c)
+		case schema.DropColumn:
+			if k < 0 {
+				if cc.IfExists {
+					continue
+				}
+				return fmt.Errorf("%w: DROP COLUMN %s: no such column", errDDLSyntax, cc.Name)
+			}
+			t.Cols = slices.Delete(t.Cols, k, k+1)
+			t.PK = slices.DeleteFunc(t.PK, func(s string) bool { return strings.EqualFold(s, cc.Name) })
+		case schema.RenameColumn:
+			if k < 0 {
+				return fmt.Errorf("%w: RENAME COLUMN %s: no such column", errDDLSyntax, cc.Name)
+			}
+			t.Cols[k].Name = cc.NewName
+			t.Cols[k].def.Name = cc.NewName
+			renamePK(cc.Name, cc.NewName)
+		case schema.AlterDefault:
+			if k < 0 {
+				return fmt.Errorf("%w: ALTER COLUMN %s: no such column", errDDLSyntax, cc.Name)
+			}
+			t.Cols[k].def.Default = cc.Column.Default
+		}
+	}
+	if e.DropPrimaryKey {
+		t.PK = nil
+	}
+	if e.PrimaryKey != nil {
+		t.PK = slices.Clone(e.PrimaryKey)
+	}
+	return nil
 }
 
 // parseDDL reads one statement and returns its effect on the tables of
@@ -544,447 +993,21 @@ func (p *ddlParser) tableOption(t *histTable) (bool, error) {
 // shape gives an empty change; one it cannot follow gives an error
 // wrapping errDDLSyntax.
 func parseDDL(q, defaultDB string, hist map[schema.TableID]*histTable) (ddlChange, error) {
-	ch, err := parseStatement(q, defaultDB, hist)
+	res, err := readDDL(q, defaultDB)
 	if err != nil {
-		return ch, err
+		return ddlChange{}, err
 	}
-	// A key must name columns of its table: the server would have refused
-	// anything else, so such a statement was not read right.
-	for id, t := range ch.set {
-		for _, k := range t.PK {
-			if t.colIndex(k) < 0 {
-				return ch, fmt.Errorf("%w: primary key column %s is not a column of %s", errDDLSyntax, k, id)
-			}
-		}
-	}
-	return ch, nil
+	return effect(&res, hist)
 }
 
-func parseStatement(q, defaultDB string, hist map[schema.TableID]*histTable) (ddlChange, error) {
-	ch := ddlChange{set: map[schema.TableID]*histTable{}}
-	toks, err := sqlTokens(q)
-	if err != nil {
-		return ch, err
-	}
-	p := &ddlParser{toks: toks, defaultDB: defaultDB}
-	switch {
-	case p.accept("TRUNCATE"):
-		return ch, nil
-	case p.accept("RENAME", "TABLE"), p.accept("RENAME", "TABLES"):
-		cur := func(id schema.TableID) *histTable {
-			if t, ok := ch.set[id]; ok {
-				return t
-			}
-			if slices.Contains(ch.drop, id) {
-				return nil
-			}
-			return hist[id]
-		}
-		for {
-			from, err := p.tableName()
-			if err != nil {
-				return ch, err
-			}
-			if !p.accept("TO") {
-				return ch, errDDLSyntax
-			}
-			to, err := p.tableName()
-			if err != nil {
-				return ch, err
-			}
-			t := cur(from)
-			delete(ch.set, from)
-			ch.drop = append(ch.drop, from)
-			if t != nil {
-				ch.set[to] = t
-				ch.drop = slices.DeleteFunc(ch.drop, func(x schema.TableID) bool { return x == to })
-			}
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	case p.accept("DROP"):
-		p.accept("TEMPORARY")
-		if p.accept("DATABASE") || p.accept("SCHEMA") {
-			p.accept("IF", "EXISTS")
-			db, err := p.ident()
-			if err != nil {
-				return ch, err
-			}
-			ch.dropDB = db
-			return ch, nil
-		}
-		if !p.accept("TABLE") && !p.accept("TABLES") {
-			return ch, nil // DROP INDEX, VIEW, TRIGGER...: no table shape changes
-		}
-		p.accept("IF", "EXISTS")
-		for {
-			id, err := p.tableName()
-			if err != nil {
-				return ch, err
-			}
-			ch.drop = append(ch.drop, id)
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-	case p.accept("CREATE"):
-		p.accept("OR", "REPLACE")
-		if p.accept("TEMPORARY") {
-			return ch, nil // not replicated as rows
-		}
-		if !p.accept("TABLE") {
-			return ch, nil // CREATE INDEX, VIEW, DATABASE...
-		}
-		ifNotExists := p.accept("IF", "NOT", "EXISTS")
-		id, err := p.tableName()
-		if err != nil {
-			return ch, err
-		}
-		if ifNotExists && hist[id] != nil {
-			return ch, nil
-		}
-		if p.accept("LIKE") || (p.punct("(") && p.is(1, "LIKE") && p.acceptPunct("(") && p.accept("LIKE")) {
-			src, err := p.tableName()
-			if err != nil {
-				return ch, err
-			}
-			t := hist[src]
-			if t == nil {
-				return ch, fmt.Errorf("%w: CREATE TABLE ... LIKE %s, a table the history does not know", errDDLSyntax, src)
-			}
-			ch.set[id] = t.clone()
-			return ch, nil
-		}
-		t := &histTable{}
-		if !p.acceptPunct("(") {
-			return ch, fmt.Errorf("%w: CREATE TABLE without a column list", errDDLSyntax)
-		}
-		for {
-			if err := p.createElement(t); err != nil {
-				return ch, err
-			}
-			if p.acceptPunct(",") {
-				continue
-			}
-			if p.acceptPunct(")") {
-				break
-			}
-			return ch, errDDLSyntax
-		}
-		for !p.done() {
-			if p.acceptPunct(",") && p.done() {
-				break // a trailing comma after the options
-			}
-			ok, err := p.tableOption(t)
-			if err != nil {
-				return ch, err
-			}
-			if !ok {
-				if p.is(0, "PARTITION") {
-					break
-				}
-				return ch, fmt.Errorf("%w: CREATE TABLE ... %s", errDDLSyntax, p.toks[p.i].text)
-			}
-		}
-		fillCharsets(t, "")
-		ch.set[id] = t
-	case p.accept("ALTER"):
-		p.accept("ONLINE")
-		p.accept("IGNORE")
-		if !p.accept("TABLE") {
-			return ch, nil // ALTER DATABASE, VIEW, USER...
-		}
-		p.accept("IF", "EXISTS")
-		id, err := p.tableName()
-		if err != nil {
-			return ch, err
-		}
-		old := hist[id]
-		if old == nil {
-			return ch, fmt.Errorf("%w: ALTER TABLE %s, a table the history does not know", errDDLSyntax, id)
-		}
-		t := old.clone()
-		newID := id
-		for !p.done() {
-			renamed, err := p.alterSpec(t)
-			if err != nil {
-				return ch, err
-			}
-			if renamed != nil {
-				newID = *renamed
-			}
-			if !p.acceptPunct(",") {
-				break
-			}
-		}
-		if !p.done() {
-			return ch, fmt.Errorf("%w: ALTER TABLE ... %s", errDDLSyntax, p.toks[p.i].text)
-		}
-		ch.set[newID] = t
-		if newID != id {
-			ch.drop = append(ch.drop, id)
-		}
-	}
-	return ch, nil
-}
-
-// fillCharsets gives text columns without a charset the table's default
-// (utf8mb4 when the statement names none: the server's default here).
-func fillCharsets(t *histTable, fallback string) {
-	cs := t.Charset
-	if cs == "" {
-		cs = fallback
-	}
-	if cs == "" {
-		cs = csUTF8MB4
-	}
-	for i := range t.Cols {
-		if textTypes[t.Cols[i].Type] && t.Cols[i].Charset == "" {
-			t.Cols[i].Charset = cs
-		}
-	}
-}
-
-// createElement reads one element of a CREATE TABLE list.
-func (p *ddlParser) createElement(t *histTable) error {
-	p.accept("CONSTRAINT")
-	if p.i < len(p.toks) && !p.is(0, "PRIMARY", "UNIQUE", "FOREIGN", "CHECK") && p.is(-1, "CONSTRAINT") {
-		p.i++ // the constraint's name
-	}
-	switch {
-	case p.accept("PRIMARY", "KEY"):
-		for !p.punct("(") && !p.done() {
-			p.i++ // USING BTREE and the like
-		}
-		names, err := p.nameList()
-		if err != nil {
-			return err
-		}
-		t.PK = names
-		return p.skipItem()
-	case p.is(0, "KEY", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PERIOD"):
-		return p.skipItem()
-	}
-	c, err := p.columnDef()
-	if err != nil {
-		return err
-	}
-	if t.colIndex(c.Name) >= 0 {
-		return fmt.Errorf("%w: column %s twice", errDDLSyntax, c.Name)
-	}
-	t.Cols = append(t.Cols, c)
-	if c.pk {
-		t.PK = []string{c.Name}
-	}
-	return nil
-}
-
-// alterSpec applies one ALTER TABLE specification to t; it returns the new
-// name for RENAME [TO].
-func (p *ddlParser) alterSpec(t *histTable) (*schema.TableID, error) {
-	place := func(c histCol, from int) error {
-		if from >= 0 {
-			t.Cols = slices.Delete(t.Cols, from, from+1)
-		}
-		at := len(t.Cols)
-		if p.accept("FIRST") {
-			at = 0
-		} else if p.accept("AFTER") {
-			n, err := p.ident()
-			if err != nil {
-				return err
-			}
-			k := t.colIndex(n)
-			if k < 0 {
-				return fmt.Errorf("%w: AFTER %s: no such column", errDDLSyntax, n)
-			}
-			at = k + 1
-		} else if from >= 0 {
-			at = from
-		}
-		t.Cols = slices.Insert(t.Cols, at, c)
+// tableChanges returns the statement's changes as the record carries them.
+func (res *parsedDDL) tableChanges() []schema.TableChange {
+	if len(res.changes) == 0 {
 		return nil
 	}
-	def := func() (histCol, error) {
-		c, err := p.columnDef()
-		if err == nil && textTypes[c.Type] && c.Charset == "" {
-			c.Charset = t.Charset
-			if c.Charset == "" {
-				c.Charset = csUTF8MB4
-			}
-		}
-		return c, err
+	out := make([]schema.TableChange, len(res.changes))
+	for i, e := range res.changes {
+		out[i] = e.TableChange
 	}
-	switch {
-	case p.accept("ADD"):
-		p.accept("CONSTRAINT")
-		if p.is(0, "PRIMARY") || p.is(1, "PRIMARY") && p.is(-1, "CONSTRAINT") {
-			if !p.is(0, "PRIMARY") {
-				p.i++
-			}
-			if !p.accept("PRIMARY", "KEY") {
-				return nil, fmt.Errorf("%w: ADD PRIMARY without KEY", errDDLSyntax)
-			}
-			for !p.punct("(") && !p.done() {
-				p.i++
-			}
-			names, err := p.nameList()
-			if err != nil {
-				return nil, err
-			}
-			t.PK = names
-			return nil, p.skipItem()
-		}
-		if p.is(0, "KEY", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PERIOD", "PARTITION", "SYSTEM") || p.is(-1, "CONSTRAINT") {
-			return nil, p.skipItem()
-		}
-		p.accept("COLUMN")
-		p.accept("IF", "NOT", "EXISTS")
-		if p.acceptPunct("(") {
-			for {
-				c, err := def()
-				if err != nil {
-					return nil, err
-				}
-				if t.colIndex(c.Name) < 0 {
-					t.Cols = append(t.Cols, c)
-				}
-				if p.acceptPunct(",") {
-					continue
-				}
-				if p.acceptPunct(")") {
-					return nil, nil
-				}
-				return nil, errDDLSyntax
-			}
-		}
-		c, err := def()
-		if err != nil {
-			return nil, err
-		}
-		if t.colIndex(c.Name) >= 0 {
-			return nil, nil // IF NOT EXISTS of a present column
-		}
-		return nil, place(c, -1)
-	case p.accept("DROP"):
-		switch {
-		case p.accept("PRIMARY", "KEY"):
-			t.PK = nil
-			return nil, nil
-		case p.is(0, "INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "SYSTEM", "PERIOD"):
-			return nil, p.skipItem()
-		}
-		p.accept("COLUMN")
-		ifExists := p.accept("IF", "EXISTS")
-		n, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
-		k := t.colIndex(n)
-		if k < 0 {
-			if ifExists {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("%w: DROP COLUMN %s: no such column", errDDLSyntax, n)
-		}
-		t.Cols = slices.Delete(t.Cols, k, k+1)
-		t.PK = slices.DeleteFunc(t.PK, func(s string) bool { return strings.EqualFold(s, n) })
-		p.accept("RESTRICT")
-		p.accept("CASCADE")
-		return nil, nil
-	case p.accept("MODIFY"), p.accept("CHANGE"):
-		change := strings.EqualFold(p.toks[p.i-1].text, "CHANGE")
-		p.accept("COLUMN")
-		p.accept("IF", "EXISTS")
-		old := ""
-		if change {
-			n, err := p.ident()
-			if err != nil {
-				return nil, err
-			}
-			old = n
-		}
-		c, err := def()
-		if err != nil {
-			return nil, err
-		}
-		if !change {
-			old = c.Name
-		}
-		k := t.colIndex(old)
-		if k < 0 {
-			return nil, fmt.Errorf("%w: %s: no column %s", errDDLSyntax, strings.ToUpper(p.toks[0].text), old)
-		}
-		for i, pk := range t.PK {
-			if strings.EqualFold(pk, old) {
-				t.PK[i] = c.Name
-			}
-		}
-		return nil, place(c, k)
-	case p.accept("RENAME", "COLUMN"):
-		from, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
-		if !p.accept("TO") {
-			return nil, errDDLSyntax
-		}
-		to, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
-		k := t.colIndex(from)
-		if k < 0 {
-			return nil, fmt.Errorf("%w: RENAME COLUMN %s: no such column", errDDLSyntax, from)
-		}
-		t.Cols[k].Name = to
-		for i, pk := range t.PK {
-			if strings.EqualFold(pk, from) {
-				t.PK[i] = to
-			}
-		}
-		return nil, nil
-	case p.accept("RENAME", "INDEX"), p.accept("RENAME", "KEY"):
-		return nil, p.skipItem()
-	case p.accept("RENAME"):
-		if !p.accept("TO") {
-			p.accept("AS")
-		}
-		id, err := p.tableName()
-		return &id, err
-	case p.accept("ALTER"):
-		p.accept("COLUMN")
-		return nil, p.skipItem() // SET/DROP DEFAULT, (IN)VISIBLE
-	case p.accept("CONVERT", "TO"):
-		if !p.accept("CHARACTER", "SET") && !p.accept("CHARSET") {
-			return nil, errDDLSyntax
-		}
-		cs, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
-		t.Charset = normCharset(cs)
-		for i := range t.Cols {
-			if textTypes[t.Cols[i].Type] {
-				t.Cols[i].Charset = t.Charset
-			}
-		}
-		p.accept("COLLATE")
-		return nil, p.skipItem()
-	case p.accept("FORCE"), p.accept("ENABLE", "KEYS"), p.accept("DISABLE", "KEYS"), p.accept("ORDER", "BY"),
-		p.accept("ADD", "PARTITION"), p.accept("REMOVE", "PARTITIONING"), p.accept("PARTITION", "BY"):
-		return nil, p.skipItem()
-	}
-	ok, err := p.tableOption(t)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		if p.done() {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("%w: ALTER TABLE ... %s", errDDLSyntax, p.toks[p.i].text)
-	}
-	return nil, nil
+	return out
 }

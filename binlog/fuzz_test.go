@@ -79,9 +79,11 @@ func parseNoPanic(p *replication.BinlogParser, raw []byte) (ev *replication.Binl
 	return p.Parse(raw)
 }
 
-// FuzzParseDDL feeds the schema history's DDL parser arbitrary statements
-// against a known table: it must never panic, and whatever it accepts must
-// leave well-formed tables (named columns, a key made of existing columns).
+// FuzzParseDDL feeds the DDL reader (the TiDB parser and the conversion of
+// its AST to structured changes) arbitrary statements against a known
+// table: it must never panic, every change must name its table and carry a
+// definition where its kind needs one, and whatever the history accepts
+// must leave well-formed tables (a key made of existing columns).
 func FuzzParseDDL(f *testing.F) {
 	for _, seed := range []string{
 		"CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET latin1, e ENUM('x','y'))",
@@ -97,13 +99,30 @@ func FuzzParseDDL(f *testing.F) {
 		"CREATE TABLE x (a INT, PRIMARY KEY (a), KEY k (a), CONSTRAINT c CHECK (a > 0)) ENGINE=InnoDB",
 		"ALTER TABLE t ADD w INT8 /*!80000 INVISIBLE */",
 		"alter table t add column `q``x` set('a','b') default 'a'",
+		"/*M!100301 ALTER TABLE t ADD COLUMN IF NOT EXISTS g INET6 DEFAULT '::1' */",
+		"CREATE OR REPLACE TABLE t (p POINT NOT NULL, d DECIMAL(3,1) DEFAULT -1.5)",
+		"ALTER TABLE t ALTER COLUMN a SET DEFAULT 'x', RENAME TO db.u",
 	} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
 		id := schema.TableID{Database: "db", Table: "t"}
 		hist := map[schema.TableID]*histTable{id: {Cols: []histCol{{Name: "id"}, {Name: "a"}}, PK: []string{"id"}}}
-		ch, err := parseDDL(q, "db", hist)
+		res, err := readDDL(q, "db")
+		if err != nil {
+			return
+		}
+		for _, c := range res.tableChanges() {
+			if c.Table.Table == "" || c.Kind == schema.RenameTable && c.NewTable.Table == "" {
+				t.Fatalf("%q: change %+v without its table", q, c)
+			}
+			for _, cc := range c.Columns {
+				if (cc.Kind == schema.AddColumn || cc.Kind == schema.ModifyColumn) && (cc.Column == nil || cc.Column.Type == nil) {
+					t.Fatalf("%q: %s %s without a definition", q, cc.Kind, cc.Name)
+				}
+			}
+		}
+		ch, err := effect(&res, hist)
 		if err != nil {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -173,7 +174,7 @@ func appendHistory(file string, entries []HistoryEntry) error {
 // entry fixed by hand wins. tracked says whether a table matters: a
 // statement on such a table that cannot be parsed returns ErrUnparsedDDL.
 func (h *schemaHistory) ddl(q, db string, pos Position, gtid string, skip map[string]bool, tracked func(schema.TableID) bool, file string) (bool, error) {
-	if h.last != nil && comparePositions(pos, *h.last) <= 0 {
+	if h.covers(pos) {
 		applied := false
 		for len(h.later) > 0 && comparePositions(h.later[0].Position, pos) <= 0 {
 			e := h.later[0]
@@ -185,19 +186,10 @@ func (h *schemaHistory) ddl(q, db string, pos Position, gtid string, skip map[st
 		}
 		return applied, nil
 	}
-	kind, ids, parsedNames := ddlTables(q, db)
-	relevant := false
-	for _, id := range ids {
+	res, perr := readDDL(q, db)
+	relevant := perr != nil && unparsedMatters(q, db, tracked) || res.dropDB != ""
+	for _, id := range res.tables {
 		relevant = relevant || tracked(id) || h.tables[id] != nil
-	}
-	switch kind {
-	case "CREATE", "ALTER", "DROP", "RENAME":
-		if !parsedNames && tracked(schema.TableID{Database: db}) && looksLikeTableDDL(q) {
-			relevant = true
-		}
-	}
-	if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q)), "DROP DATABASE") || strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q)), "DROP SCHEMA") {
-		relevant = true
 	}
 	if !relevant {
 		return false, nil
@@ -205,19 +197,22 @@ func (h *schemaHistory) ddl(q, db string, pos Position, gtid string, skip map[st
 	if skip[strings.TrimSpace(q)] || (gtid != "" && skip[gtid]) {
 		return false, nil
 	}
-	ch, err := parseDDL(q, db, h.tables)
-	if err != nil {
-		for _, id := range ids {
+	var ch ddlChange
+	if perr == nil {
+		ch, perr = effect(&res, h.tables)
+	}
+	if perr != nil {
+		for _, id := range res.tables {
 			if !tracked(id) {
 				continue
 			}
-			return false, unparsedError(q, db, pos, gtid, file, err)
+			return false, unparsedError(q, db, pos, gtid, file, perr)
 		}
-		if len(ids) == 0 {
-			return false, unparsedError(q, db, pos, gtid, file, err)
+		if len(res.tables) == 0 {
+			return false, unparsedError(q, db, pos, gtid, file, perr)
 		}
 		// only tables nobody captures: forget them
-		for _, id := range ids {
+		for _, id := range res.tables {
 			delete(h.tables, id)
 		}
 		return true, nil
@@ -229,17 +224,70 @@ func (h *schemaHistory) ddl(q, db string, pos Position, gtid string, skip map[st
 	return true, nil
 }
 
-func looksLikeTableDDL(q string) bool {
-	u := strings.ToUpper(q)
-	return strings.Contains(u, "TABLE")
+// covers reports whether the file already holds the statements up to pos.
+func (h *schemaHistory) covers(pos Position) bool {
+	return h.last != nil && comparePositions(pos, *h.last) <= 0
 }
 
+// entryAt returns the file's statement at pos not yet replayed, if any.
+func (h *schemaHistory) entryAt(pos Position) (HistoryEntry, bool) {
+	for _, e := range h.later {
+		if c := comparePositions(e.Position, pos); c == 0 {
+			return e, true
+		} else if c > 0 {
+			break
+		}
+	}
+	return HistoryEntry{}, false
+}
+
+// unparsedMatters says whether a statement the parser rejects may change a
+// captured table: a table statement (CREATE/ALTER/DROP/RENAME … TABLE) run
+// in a captured database, or naming one (a qualified name db.… in its
+// text).
+func unparsedMatters(q, db string, tracked func(schema.TableID) bool) bool {
+	u := strings.ToUpper(q)
+	if !strings.Contains(u, "TABLE") {
+		return false
+	}
+	if !ddlStart.MatchString(q) {
+		return false
+	}
+	if db != "" && tracked(schema.TableID{Database: db}) {
+		return true
+	}
+	for _, m := range qualifier.FindAllStringSubmatch(q, -1) {
+		name := m[1]
+		if name == "" {
+			name = strings.ReplaceAll(m[2], "``", "`")
+		}
+		if tracked(schema.TableID{Database: name}) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// ddlStart: the statement (after any comments, or inside an
+	// executable one) starts with a table DDL verb
+	ddlStart = regexp.MustCompile(`(?is)^\s*(/\*.*?\*/\s*)*(/\*[M]?!\d*\s*)?(CREATE|ALTER|DROP|RENAME)\b`)
+	// qualifier: an identifier followed by a dot, bare or quoted
+	qualifier = regexp.MustCompile("(?:\\b([A-Za-z0-9_$]+)|`((?:[^`]|``)+)`)\\s*\\.")
+)
+
 func unparsedError(q, db string, pos Position, gtid, file string, cause error) error {
-	line, _ := json.Marshal(HistoryEntry{Position: pos, DB: db, DDL: "<an equivalent statement: CREATE OR REPLACE TABLE ... with the new shape>"})
 	id := "its exact text"
 	if gtid != "" {
 		id = fmt.Sprintf("its GTID %q or its exact text", gtid)
 	}
+	if file == "" {
+		return fmt.Errorf("%w: %q (default database %q, at %s): %v. The statement may change a captured table, and no consumer could apply it: "+
+			"to continue, apply its effect to the target by hand (or make sure it changes no captured table), add %s to skip_ddl (Config.SkipDDL) and restart; "+
+			"with history_file (Config.HistoryFile) set you may instead record an equivalent statement the parser reads",
+			ErrUnparsedDDL, q, db, pos.String(), cause, id)
+	}
+	line, _ := json.Marshal(HistoryEntry{Position: pos, DB: db, DDL: "<an equivalent statement: DROP TABLE and CREATE TABLE ... with the new shape>"})
 	return fmt.Errorf("%w: %q (default database %q, at %s): %v. To continue: either append to the schema history %s the line\n%s\n"+
 		"with a statement the history understands, and restart; or, if the statement does not change the shape of captured tables, add %s to skip_ddl in the source config and restart",
 		ErrUnparsedDDL, q, db, pos.String(), cause, file, line, id)

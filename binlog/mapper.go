@@ -207,9 +207,12 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 			if isNoise(q) {
 				return m.commit(h, out)
 			}
-			out = m.statement(h, q, string(e.Schema), out)
+			out, err := m.statement(h, q, string(e.Schema), out)
+			if err != nil {
+				return out, err
+			}
 			gtid := m.txGTID
-			out, err := m.commit(h, out)
+			out, err = m.commit(h, out)
 			if err != nil || m.hist == nil {
 				return out, err
 			}
@@ -489,11 +492,6 @@ func isNoise(q string) bool {
 	return false
 }
 
-func ddlKind(q string) string {
-	word, _, _ := strings.Cut(strings.ToUpper(q), " ")
-	return word
-}
-
 // heartbeat is an OpHeartbeat record at the committed position: the source
 // is idle, and lag and positions stay measurable.
 func (m *mapper) heartbeat() schema.Record {
@@ -510,12 +508,15 @@ func (m *mapper) heartbeat() schema.Record {
 
 // statement maps a statement logged as its own transaction: TRUNCATE gives
 // an OpTruncate record per captured table, other DDL an OpSchemaChange
-// record when a table it names (or, for statements without one, its
-// database) is captured.
-func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out []schema.Record) []schema.Record {
-	kind, tables, parsed := ddlTables(q, defaultDB)
-	if kind == "TRUNCATE" && parsed {
-		for _, id := range tables {
+// record, with the statement's structured changes (ddl.go), when a table it
+// names (or, for statements without one, its database) is captured.
+func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out []schema.Record) ([]schema.Record, error) {
+	d, err := m.readStatement(h, q, defaultDB)
+	if err != nil {
+		return out, err
+	}
+	if d.res.truncate && d.parsed {
+		for _, id := range d.res.tables {
 			if !m.filter.match(id.Database, id.Table) {
 				continue
 			}
@@ -530,27 +531,17 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 			}
 			out = append(out, rec)
 		}
-		return out
+		return out, nil
 	}
-	db := defaultDB
-	if parsed && len(tables) > 0 {
-		match := false
-		for _, id := range tables {
-			match = match || m.filter.match(id.Database, id.Table)
-		}
-		if !match {
-			return out
-		}
-		db = tables[0].Database
-	} else if !m.filter.matchDatabase(defaultDB) {
-		return out
+	if !d.captured {
+		return out, nil
 	}
 	rec := m.marker(schema.OpSchemaChange, h, nil)
-	rec.Table = schema.TableID{Database: db}
-	if parsed {
+	rec.Table = schema.TableID{Database: d.db}
+	if d.parsed {
 		// The first captured table it names: the change travels on that
 		// table's topic, ordered with its rows (schema.Record.IsBarrier).
-		for _, id := range tables {
+		for _, id := range d.res.tables {
 			if id.Table != "" && m.filter.match(id.Database, id.Table) {
 				rec.Table = id
 				break
@@ -558,8 +549,8 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 		}
 	}
 	rec.Source.Query = q
-	rec.Change = &schema.SchemaChange{DDL: q, Kind: ddlKind(q)}
-	return append(out, rec)
+	rec.Change = &schema.SchemaChange{DDL: q, Kind: d.res.kind, Tables: d.changes}
+	return append(out, rec), nil
 }
 
 // tableByID finds the cached shape of a captured table, or nil.

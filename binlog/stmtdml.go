@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -41,96 +44,79 @@ func (m *mapper) stmtDMLError(q, defaultDB string) error {
 
 // dmlTables reports whether q is a row change (INSERT, REPLACE, UPDATE,
 // DELETE, LOAD DATA) and the tables it writes; tables is nil when q is one
-// but its tables cannot be told (multi-table forms, text not followed).
+// but its tables cannot be told (multi-table forms, text the parser cannot
+// read). It reads q with the same TiDB parser as the DDL (ddlparse.go).
 func dmlTables(q, defaultDB string) (kind string, tables []schema.TableID, dml bool) {
-	toks, err := sqlTokens(q)
-	if err != nil || len(toks) == 0 || toks[0].quoted || toks[0].str || toks[0].punct {
+	stmts, ok := parseStatements(q)
+	if !ok || len(stmts) != 1 {
 		f := strings.Fields(q)
 		if len(f) == 0 {
 			return "", nil, false
 		}
 		kind = strings.ToUpper(f[0])
+		if kind == "LOAD" && (len(f) < 2 || !(strings.EqualFold(f[1], "DATA") || strings.EqualFold(f[1], "XML"))) {
+			return kind, nil, false // LOAD INDEX INTO CACHE
+		}
 		return kind, nil, isDMLKind(kind)
 	}
-	kind = strings.ToUpper(toks[0].text)
-	if !isDMLKind(kind) {
-		return kind, nil, false
-	}
-	i := 1
-	skip := func(words ...string) {
-		for i < len(toks) && !toks[i].quoted && !toks[i].str && !toks[i].punct {
-			found := false
-			for _, w := range words {
-				if strings.EqualFold(toks[i].text, w) {
-					found = true
-					break
-				}
-			}
-			if !found {
-				return
-			}
-			i++
-		}
-	}
-	name := func() (schema.TableID, bool) {
-		if i >= len(toks) || toks[i].punct || toks[i].str {
-			return schema.TableID{}, false
-		}
-		id := schema.TableID{Database: defaultDB, Table: toks[i].text}
-		i++
-		if i+1 < len(toks) && toks[i].punct && toks[i].text == "." && !toks[i+1].punct && !toks[i+1].str {
-			id = schema.TableID{Database: toks[i-1].text, Table: toks[i+1].text}
-			i += 2
-		}
-		return id, id.Database != "" && id.Table != ""
-	}
-	// single reports the one table at i, unless what follows makes it a
-	// multi-table statement.
-	single := func() []schema.TableID {
-		id, ok := name()
-		if !ok {
+	kind = firstWord(stmts[0])
+	one := func(n *ast.TableName) []schema.TableID {
+		if n == nil {
 			return nil
 		}
-		if i < len(toks) && ((toks[i].punct && toks[i].text == ",") ||
-			(!toks[i].quoted && !toks[i].str && strings.EqualFold(toks[i].text, "JOIN")) ||
-			(!toks[i].quoted && !toks[i].str && strings.EqualFold(toks[i].text, "USING"))) {
+		id, err := tableID(n, defaultDB)
+		if err != nil || id.Database == "" || id.Table == "" {
 			return nil
 		}
 		return []schema.TableID{id}
 	}
-	switch kind {
-	case "INSERT", "REPLACE":
-		skip("LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO")
-		id, ok := name()
+	single := func(refs *ast.TableRefsClause) []schema.TableID {
+		if refs == nil || refs.TableRefs == nil || refs.TableRefs.Right != nil {
+			return nil
+		}
+		ts, ok := refs.TableRefs.Left.(*ast.TableSource)
 		if !ok {
-			return kind, nil, true
+			return nil
 		}
-		return kind, []schema.TableID{id}, true
-	case "UPDATE":
-		skip("LOW_PRIORITY", "IGNORE")
-		return kind, single(), true
-	case "DELETE":
-		skip("LOW_PRIORITY", "QUICK", "IGNORE")
-		if i >= len(toks) || !strings.EqualFold(toks[i].text, "FROM") || toks[i].quoted {
-			return kind, nil, true // DELETE t1, t2 FROM ...
-		}
-		i++
-		return kind, single(), true
-	case "LOAD":
-		if len(toks) < 2 || !(strings.EqualFold(toks[1].text, "DATA") || strings.EqualFold(toks[1].text, "XML")) {
-			return kind, nil, false // LOAD INDEX INTO CACHE
-		}
-		for i < len(toks) && !(strings.EqualFold(toks[i].text, "TABLE") && !toks[i].quoted && !toks[i].str) {
-			i++
-		}
-		i++
-		id, ok := name()
-		if !ok {
-			return kind, nil, true
-		}
-		return kind, []schema.TableID{id}, true
+		n, _ := ts.Source.(*ast.TableName)
+		return one(n)
 	}
-	return kind, nil, true
+	switch st := stmts[0].(type) {
+	case *ast.InsertStmt:
+		kind = "INSERT"
+		if st.IsReplace {
+			kind = "REPLACE"
+		}
+		return kind, single(st.Table), true
+	case *ast.UpdateStmt:
+		kind = "UPDATE"
+		if st.MultipleTable {
+			return kind, nil, true
+		}
+		return kind, single(st.TableRefs), true
+	case *ast.DeleteStmt:
+		kind = "DELETE"
+		if st.IsMultiTable {
+			return kind, nil, true
+		}
+		return kind, single(st.TableRefs), true
+	case *ast.LoadDataStmt:
+		return "LOAD", one(st.Table), true
+	}
+	return kind, nil, false // LOAD INDEX INTO CACHE and the like
+}
+
+// parseStatements reads q with the TiDB parser; ok is false when it cannot.
+func parseStatements(q string) (stmts []ast.StmtNode, ok bool) {
+	defer func() {
+		if r := recover(); r != nil { // the parser must not stop the source
+			stmts, ok = nil, false
+		}
+	}()
+	p := parsers.Get().(*parser.Parser)
+	defer parsers.Put(p)
+	stmts, _, err := p.Parse(q, "", "")
+	return stmts, err == nil
 }
 
 func isDMLKind(kind string) bool {

@@ -1091,6 +1091,15 @@ func (d *decoder) schemaChange(r *schema.Record) error {
 				hasDDL = true
 				ch.Kind, err = d.str()
 			}
+		case "changes":
+			if !d.null() {
+				var s string
+				if s, err = d.str(); err == nil {
+					if ch.Tables, err = readChanges(s); err != nil {
+						err = d.errf("schema change: changes: %v", err)
+					}
+				}
+			}
 		default:
 			err = d.skip()
 		}

@@ -76,8 +76,10 @@
 //
 // Schema changes (OpSchemaChange) are written as a small envelope named
 // io.debezium.connector.mysql.SchemaChangeValue with source, transaction,
-// ts_ms, databaseName, schemaName (null), ddl, tableChanges (always empty)
-// and an extra "kind"; they have no key. Their key/value schemas and rows,
+// ts_ms, databaseName, schemaName (null), ddl, tableChanges (Debezium's
+// shape, from SchemaChange.Tables where the table's shape is known), and
+// the extras "kind" and "changes" (the structured changes as JSON text,
+// read back by Decode); their key is Debezium's {databaseName}. Their key/value schemas and rows,
 // if any, are not carried.
 //
 // Schemas=false writes the payloads only (plain JSON for consumers that do

@@ -100,3 +100,18 @@ func typeRecords(tc typeCase) []schema.Record {
 	recs = append(recs, r)
 	return recs
 }
+
+// structuredChange is a schema change with table and column changes, as
+// the binlog source gives them.
+func structuredChange() *schema.SchemaChange {
+	dec := schema.DecimalSchema(3, 1, true)
+	dec.Params[schema.ParamSourceType] = "decimal(3,1)"
+	id := schema.Primitive(schema.Int32, false)
+	id.Params = map[string]string{schema.ParamSourceType: "int"}
+	d := schema.ColumnDef{Name: "d", Type: dec, SourceType: "decimal(3,1)", Default: &schema.Default{Value: "1.5"}}
+	return &schema.SchemaChange{DDL: "ALTER TABLE t RENAME COLUMN a TO b, ADD COLUMN d DECIMAL(3,1) DEFAULT 1.5", Kind: "ALTER",
+		Tables: []schema.TableChange{{Kind: schema.AlterTable, Table: schema.TableID{Database: "db", Table: "t"},
+			Columns: []schema.ColumnChange{{Kind: schema.RenameColumn, Name: "a", NewName: "b"}, {Kind: schema.AddColumn, Name: "d", Column: &d}},
+			Shape: &schema.TableShape{PrimaryKey: []string{"id"}, Columns: []schema.ColumnDef{
+				{Name: "id", Type: id, SourceType: "int", AutoIncrement: true}, d}}}}}
+}

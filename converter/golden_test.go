@@ -28,7 +28,7 @@ func goldenRecords() map[string]schema.Record {
 	}
 	ddl := schema.Record{Op: schema.OpSchemaChange, Table: schema.TableID{Database: "db"}, Source: testSource,
 		Transaction: &schema.Transaction{ID: "0-1-43", TotalOrder: 1}, TsMs: 1700000000123,
-		Change: &schema.SchemaChange{DDL: "ALTER TABLE t ADD c INT", Kind: "ALTER"}}
+		Change: structuredChange()}
 	out["schema_change"] = ddl
 	del := typeRecords(typeCases()[3])
 	out["delete"] = del[len(del)-2]

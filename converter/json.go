@@ -81,7 +81,10 @@ func (c *JSON) EncodeKey(r *schema.Record) ([]byte, error) {
 	if err := checkOp(r); err != nil {
 		return nil, err
 	}
-	if r.KeySchema == nil || r.Op == schema.OpSchemaChange {
+	if r.Op == schema.OpSchemaChange {
+		return c.encodeSchemaChangeKey(r), nil
+	}
+	if r.KeySchema == nil {
 		if len(r.Key) > 0 {
 			return nil, fmt.Errorf("%w: record of %s has a key but no key schema", ErrValue, r.Table)
 		}
@@ -286,7 +289,9 @@ func (c *JSON) encodeSchemaChange(r *schema.Record) ([]byte, error) {
 		b = append(b, sourceSchemaJSON...)
 		b = append(b, ',')
 		b = append(b, txSchemaJSON...)
-		b = append(b, `,{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":true,"field":"databaseName"},{"type":"string","optional":true,"field":"schemaName"},{"type":"string","optional":true,"field":"ddl"},{"type":"array","items":{"type":"struct","fields":[],"optional":false,"name":"io.debezium.connector.schema.Change"},"optional":false,"field":"tableChanges"},{"type":"string","optional":true,"field":"kind"}],"optional":false,"name":"io.debezium.connector.mysql.SchemaChangeValue"},"payload":`...)
+		b = append(b, `,{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":true,"field":"databaseName"},{"type":"string","optional":true,"field":"schemaName"},{"type":"string","optional":true,"field":"ddl"},`...)
+		b = append(b, tableChangesSchemaJSON...)
+		b = append(b, `,{"type":"string","optional":true,"field":"kind"},{"type":"string","optional":true,"field":"changes"}],"optional":false,"name":"io.debezium.connector.mysql.SchemaChangeValue"},"payload":`...)
 	}
 	b = append(b, `{"source":`...)
 	b = appendSource(b, r)
@@ -297,18 +302,23 @@ func (c *JSON) encodeSchemaChange(r *schema.Record) ([]byte, error) {
 	b = append(b, `,"databaseName":`...)
 	b = appendString(b, r.Table.Database)
 	b = append(b, `,"schemaName":null,"ddl":`...)
-	var ddl, kind string
 	if r.Change != nil {
-		ddl, kind = r.Change.DDL, r.Change.Kind
-		b = appendString(b, ddl)
+		b = appendString(b, r.Change.DDL)
 	} else {
 		b = append(b, "null"...)
 	}
-	b = append(b, `,"tableChanges":[],"kind":`...)
+	b = append(b, `,"tableChanges":`...)
+	b = appendTableChanges(b, r.Change)
+	b = append(b, `,"kind":`...)
 	if r.Change != nil {
-		b = appendString(b, kind)
+		b = appendString(b, r.Change.Kind)
 	} else {
 		b = append(b, "null"...)
+	}
+	b = append(b, `,"changes":`...)
+	var err error
+	if b, err = appendChanges(b, r.Change); err != nil {
+		return nil, err
 	}
 	b = append(b, '}')
 	if c.opts.Schemas {

@@ -44,6 +44,18 @@ func decodeSchemaless(r *schema.Record, payload []byte) error {
 			if !d.null() {
 				r.TsMs, err = d.int64()
 			}
+		case "changes":
+			if !d.null() {
+				if ddl == nil {
+					ddl = &schema.SchemaChange{}
+				}
+				var s string
+				if s, err = d.str(); err == nil {
+					if ddl.Tables, err = readChanges(s); err != nil {
+						err = fmt.Errorf("%w: schema change: changes: %v", ErrSyntax, err)
+					}
+				}
+			}
 		case "ddl", "kind":
 			if !d.null() {
 				if ddl == nil {

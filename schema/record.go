@@ -82,10 +82,104 @@ type Transaction struct {
 	DataCollectionOrder int64  // 1-based order among events of the same table
 }
 
-// SchemaChange is the payload of an OpSchemaChange record.
+// SchemaChange is the payload of an OpSchemaChange record: the statement as
+// the source ran it, and what it does to the shape of tables, read by the
+// source's one DDL parser. Consumers apply Tables; they never parse DDL.
 type SchemaChange struct {
 	DDL  string
 	Kind string // e.g. "CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"
+	// Tables is the statement's effect on table shapes, in statement order.
+	// Empty for statements that change none (CREATE INDEX, CREATE VIEW …).
+	Tables []TableChange
+}
+
+// Kinds of TableChange.
+const (
+	CreateTable = "CREATE"
+	AlterTable  = "ALTER"
+	DropTable   = "DROP"
+	RenameTable = "RENAME"
+)
+
+// TableChange is the effect of a statement on one table.
+type TableChange struct {
+	Kind     string  // CreateTable, AlterTable, DropTable or RenameTable
+	Table    TableID // the table (its old name for RenameTable)
+	NewTable TableID // RenameTable (and ALTER TABLE … RENAME TO, given as its own change)
+	// Columns are the column changes in statement order: for CreateTable
+	// one AddColumn per column, for AlterTable its clauses.
+	Columns []ColumnChange
+	// PrimaryKey is the key the statement sets (CREATE TABLE, ALTER TABLE
+	// … ADD PRIMARY KEY); DropPrimaryKey says an ALTER drops the key.
+	PrimaryKey     []string
+	DropPrimaryKey bool
+	// IfNotExists: CREATE TABLE IF NOT EXISTS; OrReplace: CREATE OR
+	// REPLACE TABLE (drop the table first).
+	IfNotExists bool
+	OrReplace   bool
+	// Shape is the whole table after the change (columns in order, key),
+	// when the source knows it: always for CreateTable, for AlterTable and
+	// RenameTable when the source keeps a schema history; for DropTable the
+	// table's last shape (with a history). Nil otherwise.
+	Shape *TableShape
+}
+
+// Kinds of ColumnChange.
+const (
+	AddColumn    = "ADD"
+	DropColumn   = "DROP"
+	RenameColumn = "RENAME"  // name only: Name to NewName
+	ModifyColumn = "MODIFY"  // new definition; NewName set by CHANGE a b …
+	AlterDefault = "DEFAULT" // ALTER COLUMN … SET/DROP DEFAULT: Column.Default
+)
+
+// ColumnChange is one change of a column.
+type ColumnChange struct {
+	Kind    string // AddColumn, DropColumn, RenameColumn, ModifyColumn, AlterDefault
+	Name    string // the column (its old name for a rename or CHANGE)
+	NewName string // RenameColumn, and ModifyColumn from CHANGE COLUMN a b
+	// Column is the new definition (AddColumn, ModifyColumn; for
+	// AlterDefault only Default is meaningful). Nil for DropColumn and
+	// RenameColumn.
+	Column *ColumnDef
+	// First and After place an added or modified column (FIRST, AFTER c).
+	First bool
+	After string
+	// IfExists / IfNotExists of MariaDB's ADD COLUMN IF NOT EXISTS, DROP
+	// COLUMN IF EXISTS and the like.
+	IfExists bool
+}
+
+// ColumnDef is a column as a DDL statement defines it.
+type ColumnDef struct {
+	Name string
+	// Type is the column's value schema in the record model (the one its
+	// rows carry): physical and logical type, parameters (precision,
+	// scale, length, charset, allowed labels, source.type); Optional is
+	// the column's nullability.
+	Type          *Schema
+	SourceType    string   // the type as declared, lower case: "decimal(3,1)", "int unsigned"
+	Labels        []string // ENUM and SET labels, exact
+	Charset       string   // text columns; "" otherwise
+	Default       *Default // nil: no DEFAULT clause (or DEFAULT NULL)
+	AutoIncrement bool
+	Generated     bool // a generated (virtual or stored) column
+	Comment       string
+}
+
+// Default is a column default. Literal defaults are Value as text (a
+// number's digits, a string's unquoted characters); Expr marks an
+// expression (CURRENT_TIMESTAMP, a function call), with Value its SQL text
+// as the source's parser restored it.
+type Default struct {
+	Value string
+	Expr  bool
+}
+
+// TableShape is a whole table's columns and key.
+type TableShape struct {
+	Columns    []ColumnDef
+	PrimaryKey []string
 }
 
 // Record is one change event. It is a value: copy it freely; do not mutate

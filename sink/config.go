@@ -69,9 +69,9 @@ type Config struct {
 	EnumCheck bool
 	// SchemaChanges decides what schema-change records (schema.OpSchemaChange)
 	// do: "ignore" (the default, also ""), "apply" (see the package doc:
-	// TRUNCATE, DROP TABLE, ALTER TABLE … DROP COLUMN and RENAME COLUMN are
-	// applied to the target; added columns arrive through AutoEvolve; other
-	// DDL is logged and ignored) or "fail" (a Write carrying one fails with a
+	// the record's structured changes, schema.SchemaChange.Tables, are
+	// applied to the target: tables created, dropped, renamed; columns
+	// added with their default, dropped, renamed, modified) or "fail" (a Write carrying one fails with a
 	// fatal ErrSchemaChange, for pipelines where a person reviews DDL).
 	SchemaChanges string
 	// OnError decides what happens to a row the target rejects for good

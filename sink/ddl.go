@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
@@ -11,272 +12,10 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// Schema changes the sink can apply (Config.SchemaChanges = "apply"). The
-// DDL text is only ever parsed into identifiers; the statements the sink runs
-// are built from those identifiers, quoted, never from the text itself.
-
-type ddlKind int
-
-const (
-	ddlNone         ddlKind = iota
-	ddlTruncate             // TRUNCATE [TABLE] t
-	ddlDropTable            // DROP TABLE [IF EXISTS] t [, t …]
-	ddlDropColumn           // ALTER TABLE t DROP [COLUMN] [IF EXISTS] c
-	ddlRenameColumn         // ALTER TABLE t RENAME COLUMN a TO b
-)
-
-func (k ddlKind) String() string {
-	return [...]string{"none", "truncate", "drop table", "drop column", "rename column"}[k]
-}
-
-// ddlAction is a parsed schema change.
-type ddlAction struct {
-	kind   ddlKind
-	tables []schema.TableID
-	col    string // dropped or renamed column
-	newCol string // new name of a renamed column
-}
-
-type ddlToken struct {
-	text   string
-	quoted bool // a `quoted` identifier: never a keyword
-	punct  byte // '.', ',', ';' or 0 for identifiers
-}
-
-// ddlTokens splits MySQL DDL into identifiers and the punctuation the
-// supported forms need. Comments are skipped, except executable ones
-// (/*! … */, /*M! … */) whose content the server runs. Anything else (a
-// string literal, parentheses, an operator) makes the statement
-// unsupported: ok is false.
-func ddlTokens(q string) (toks []ddlToken, ok bool) {
-	i := 0
-	for i < len(q) {
-		c := q[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
-			i++
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			if strings.HasPrefix(q[i:], "/*!") || strings.HasPrefix(q[i:], "/*M!") {
-				return nil, false
-			}
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				return nil, false
-			}
-			i += 2 + end + 2
-		case c == '#' || (c == '-' && strings.HasPrefix(q[i:], "-- ")):
-			end := strings.IndexByte(q[i:], '\n')
-			if end < 0 {
-				i = len(q)
-			} else {
-				i += end + 1
-			}
-		case c == '`':
-			var b strings.Builder
-			i++
-			for {
-				if i >= len(q) {
-					return nil, false
-				}
-				if q[i] == '`' {
-					if i+1 < len(q) && q[i+1] == '`' {
-						b.WriteByte('`')
-						i += 2
-						continue
-					}
-					i++
-					break
-				}
-				b.WriteByte(q[i])
-				i++
-			}
-			if b.Len() == 0 {
-				return nil, false
-			}
-			toks = append(toks, ddlToken{text: b.String(), quoted: true})
-		case c == '.' || c == ',' || c == ';':
-			toks = append(toks, ddlToken{punct: c})
-			i++
-		case c == '_' || c == '$' || c >= 0x80 || (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'z'):
-			start := i
-			for i < len(q) {
-				c = q[i]
-				if c == '_' || c == '$' || c >= 0x80 || (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'z') {
-					i++
-					continue
-				}
-				break
-			}
-			toks = append(toks, ddlToken{text: q[start:i]})
-		default:
-			return nil, false
-		}
-		if len(toks) > 4096 {
-			return nil, false
-		}
-	}
-	return toks, true
-}
-
-type ddlParser struct {
-	toks []ddlToken
-	pos  int
-}
-
-func (p *ddlParser) peekWord(w string) bool {
-	if p.pos >= len(p.toks) {
-		return false
-	}
-	t := p.toks[p.pos]
-	return t.punct == 0 && !t.quoted && strings.EqualFold(t.text, w)
-}
-
-func (p *ddlParser) word(w string) bool {
-	if p.peekWord(w) {
-		p.pos++
-		return true
-	}
-	return false
-}
-
-func (p *ddlParser) punct(c byte) bool {
-	if p.pos < len(p.toks) && p.toks[p.pos].punct == c {
-		p.pos++
-		return true
-	}
-	return false
-}
-
-// ident takes one identifier (quoted or bare).
-func (p *ddlParser) ident() (string, bool) {
-	if p.pos >= len(p.toks) || p.toks[p.pos].punct != 0 {
-		return "", false
-	}
-	t := p.toks[p.pos]
-	p.pos++
-	return t.text, true
-}
-
-// tableName takes [db.]table, filling in db.
-func (p *ddlParser) tableName(db string) (schema.TableID, bool) {
-	a, ok := p.ident()
-	if !ok {
-		return schema.TableID{}, false
-	}
-	if p.punct('.') {
-		b, ok := p.ident()
-		if !ok {
-			return schema.TableID{}, false
-		}
-		return schema.TableID{Database: a, Table: b}, true
-	}
-	if db == "" {
-		return schema.TableID{}, false
-	}
-	return schema.TableID{Database: db, Table: a}, true
-}
-
-// end accepts an optional ';' and then nothing.
-func (p *ddlParser) end() bool {
-	p.punct(';')
-	return p.pos == len(p.toks)
-}
-
-// Words after DROP that name something other than a column.
-var dropNotColumn = map[string]bool{"PRIMARY": true, "INDEX": true, "KEY": true, "FOREIGN": true, "CONSTRAINT": true,
-	"CHECK": true, "PARTITION": true, "SYSTEM": true, "PERIOD": true, "DEFAULT": true}
-
-// parseDDL recognises the forms the sink applies; db is the session's
-// database, for unqualified names. ok is false for anything else, which the
-// caller logs and ignores (ALTER TABLE … ADD COLUMN among them: AutoEvolve
-// adds the column when a record carries it).
-func parseDDL(q, db string) (ddlAction, bool) {
-	toks, ok := ddlTokens(q)
-	if !ok || len(toks) == 0 {
-		return ddlAction{}, false
-	}
-	p := &ddlParser{toks: toks}
-	switch {
-	case p.word("TRUNCATE"):
-		p.word("TABLE")
-		t, ok := p.tableName(db)
-		if !ok || !p.end() {
-			return ddlAction{}, false
-		}
-		return ddlAction{kind: ddlTruncate, tables: []schema.TableID{t}}, true
-	case p.word("DROP"):
-		if !p.word("TABLE") {
-			return ddlAction{}, false // DROP TEMPORARY TABLE, DROP DATABASE, DROP INDEX …
-		}
-		if p.word("IF") && !p.word("EXISTS") {
-			return ddlAction{}, false
-		}
-		a := ddlAction{kind: ddlDropTable}
-		for {
-			t, ok := p.tableName(db)
-			if !ok {
-				return ddlAction{}, false
-			}
-			a.tables = append(a.tables, t)
-			if !p.punct(',') {
-				break
-			}
-		}
-		if !p.word("RESTRICT") {
-			p.word("CASCADE")
-		}
-		if !p.end() {
-			return ddlAction{}, false
-		}
-		return a, true
-	case p.word("ALTER"):
-		p.word("ONLINE")
-		p.word("IGNORE")
-		if !p.word("TABLE") {
-			return ddlAction{}, false
-		}
-		if p.word("IF") && !p.word("EXISTS") {
-			return ddlAction{}, false
-		}
-		t, ok := p.tableName(db)
-		if !ok {
-			return ddlAction{}, false
-		}
-		switch {
-		case p.word("DROP"):
-			explicit := p.word("COLUMN")
-			if p.word("IF") && !p.word("EXISTS") {
-				return ddlAction{}, false
-			}
-			if !explicit && p.pos < len(p.toks) && !p.toks[p.pos].quoted && dropNotColumn[strings.ToUpper(p.toks[p.pos].text)] {
-				return ddlAction{}, false
-			}
-			c, ok := p.ident()
-			if !ok {
-				return ddlAction{}, false
-			}
-			if !p.word("RESTRICT") {
-				p.word("CASCADE")
-			}
-			if !p.end() {
-				return ddlAction{}, false
-			}
-			return ddlAction{kind: ddlDropColumn, tables: []schema.TableID{t}, col: c}, true
-		case p.word("RENAME"):
-			if !p.word("COLUMN") {
-				return ddlAction{}, false // RENAME TO, RENAME INDEX …
-			}
-			a, ok1 := p.ident()
-			to := p.word("TO")
-			b, ok2 := p.ident()
-			if !ok1 || !to || !ok2 || !p.end() {
-				return ddlAction{}, false
-			}
-			return ddlAction{kind: ddlRenameColumn, tables: []schema.TableID{t}, col: a, newCol: b}, true
-		}
-	}
-	return ddlAction{}, false
-}
+// Schema changes the sink applies (Config.SchemaChanges = "apply") come as
+// structure (schema.SchemaChange.Tables), read by the source's DDL parser:
+// the sink never parses a source's SQL. The statements it runs are built
+// from identifiers, quoted, and from literals it renders itself.
 
 // describeDDL names a schema-change record for logs and errors, with the
 // statement cut to a readable length.
@@ -293,17 +32,19 @@ func describeDDL(r *schema.Record) string {
 
 // ddlStatement is one statement a schema change runs on the target.
 type ddlStatement struct {
+	what  string // for logs and errors: "add column", "rename table" …
 	sql   string
 	inTx  bool // transactional on this dialect (PostgreSQL DDL, MySQL DELETE)
 	ok    func(err error) bool
 	table target
+	also  target // a second table the statement changes (rename)
+	alone bool   // run outside the transaction on every dialect (CREATE, which may race AutoCreate)
 }
 
 // applySchemaChange applies one schema-change record (SchemaChanges
-// "apply") and saves its progress. On PostgreSQL the statements and the
-// progress commit together; on MySQL the DDL commits on its own first, and
-// every statement is written to be harmless when repeated (the record is
-// redelivered if the progress did not commit).
+// "apply") that is not a barrier (one without a table: the transport did
+// not copy it to every queue) and saves its progress in the same
+// transaction.
 func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 	maxOff := offsetsOf([]schema.Record{*r})
 	var changed []target
@@ -324,52 +65,60 @@ func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 }
 
 // schemaChangeIn applies one schema-change (or, for a barrier, TRUNCATE)
-// record: on PostgreSQL inside tx, on MySQL the DDL on a connection of its
-// own first (it commits implicitly) and what is transactional inside tx.
-// Every statement is harmless when repeated. It returns the tables changed,
-// whose cached metadata the caller drops once tx has ended.
+// record from its structure: on PostgreSQL inside tx, on MySQL the DDL on a
+// connection of its own first (it commits implicitly) and what is
+// transactional inside tx; CREATE (which may race AutoCreate) runs alone on
+// both. Every statement is harmless when repeated. It returns the tables
+// changed, whose cached metadata the caller drops once tx has ended.
 func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([]target, error) {
-	var a ddlAction
-	ok := false
+	var stmts []ddlStatement
 	switch {
 	case r.Op == schema.OpTruncate:
-		a, ok = ddlAction{kind: ddlTruncate, tables: []schema.TableID{r.Table}}, true
-	case r.Change != nil:
-		a, ok = parseDDL(r.Change.DDL, r.Table.Database)
-	}
-	var stmts []ddlStatement
-	if !ok {
-		s.log.Info("schema change not applied: only TRUNCATE, DROP TABLE and ALTER TABLE … DROP COLUMN / RENAME COLUMN are (added columns arrive through auto_evolve)", "ddl", describeDDL(r))
-	} else {
+		t := s.cfg.target(r.Table)
+		m, err := s.loadMeta(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			stmts = append(stmts, ddlStatement{what: "truncate", sql: s.d.truncate(t), inTx: true, table: t})
+		}
+	case r.Change == nil || len(r.Change.Tables) == 0:
+		s.log.Info("schema change not applied: it carries no table change (an index, a view, or a statement the source left out)", "ddl", describeDDL(r))
+	default:
 		var err error
-		if stmts, err = s.ddlStatements(ctx, a); err != nil {
+		if stmts, err = s.ddlStatements(ctx, r.Change.Tables); err != nil {
 			return nil, err
 		}
 	}
 	var changed []target
 	for _, st := range stmts {
 		changed = append(changed, st.table)
+		if st.also != (target{}) {
+			changed = append(changed, st.also)
+		}
 	}
 	s.forgetTargets(changed)
 	_, pg := s.d.(postgres)
 	for _, st := range stmts {
-		if st.inTx || pg {
+		if !st.alone && (st.inTx || pg) {
 			continue
 		}
 		if _, err := s.db.ExecContext(ctx, st.sql); err != nil && (st.ok == nil || !st.ok(err)) {
-			return changed, fmt.Errorf("sink: apply %s to %s: %w", a.kind, st.table, wrapDB(err))
+			return changed, fmt.Errorf("sink: apply %s to %s: %w", st.what, st.table, wrapDB(err))
 		}
 	}
 	for _, st := range stmts {
-		if !st.inTx && !pg {
+		if st.alone || !st.inTx && !pg {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, st.sql); err != nil {
-			return changed, fmt.Errorf("sink: apply %s to %s: %w", a.kind, st.table, wrapDB(err))
+			return changed, fmt.Errorf("sink: apply %s to %s: %w", st.what, st.table, wrapDB(err))
 		}
 	}
-	if len(stmts) > 0 && r.Op == schema.OpSchemaChange {
-		s.log.Info("applied schema change", "action", a.kind.String(), "ddl", describeDDL(r))
+	if r.Op == schema.OpSchemaChange {
+		for _, st := range stmts {
+			s.log.Info("applied schema change", "action", st.what, "table", st.table.String(), "ddl", describeDDL(r))
+		}
 	}
 	return changed, nil
 }
@@ -383,60 +132,339 @@ func (s *Sink) forgetTargets(ts []target) {
 	}
 }
 
-// ddlStatements turns a parsed change into statements on the target,
-// looking at the target's current columns so that a repeated change is a
-// no-op: a missing table or column is skipped, a rename already done is
-// not redone.
-func (s *Sink) ddlStatements(ctx context.Context, a ddlAction) ([]ddlStatement, error) {
-	_, pg := s.d.(postgres)
-	var out []ddlStatement
-	for _, id := range a.tables {
-		t := s.cfg.target(id)
-		if s.checkIdent("table", t.Table) != nil || (t.Schema != "" && s.checkIdent("schema", t.Schema) != nil) {
-			s.log.Warn("schema change names a table the target cannot have; ignored", "table", t.String())
-			continue
+// targetTable is what ddlStatements knows of a target table while it
+// plans: its columns (folded names), nil when it does not exist.
+type targetTable struct {
+	cols map[string]colInfo
+}
+
+// ddlStatements turns structured changes into statements on the target,
+// looking at the target's current tables and columns (and at what the
+// statements before do to them) so that a repeated change is a no-op: a
+// missing table or column is skipped, a rename already done is not redone.
+func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) ([]ddlStatement, error) {
+	known := map[target]*targetTable{}
+	look := func(t target) (*targetTable, error) {
+		if tt, ok := known[t]; ok {
+			return tt, nil
 		}
 		m, err := s.loadMeta(ctx, t)
 		if err != nil {
 			return nil, err
 		}
-		if m == nil {
-			continue // nothing to truncate, drop or alter
+		var tt *targetTable
+		if m != nil {
+			tt = &targetTable{cols: m.cols}
+		}
+		known[t] = tt
+		return tt, nil
+	}
+	valid := func(t target) bool {
+		if s.checkIdent("table", t.Table) != nil || (t.Schema != "" && s.checkIdent("schema", t.Schema) != nil) {
+			s.log.Warn("schema change names a table the target cannot have; ignored", "table", t.String())
+			return false
+		}
+		return true
+	}
+	_, pg := s.d.(postgres)
+	var out []ddlStatement
+	for _, c := range changes {
+		t := s.cfg.target(c.Table)
+		if !valid(t) {
+			continue
+		}
+		tt, err := look(t)
+		if err != nil {
+			return nil, err
 		}
 		q := qualified(s.d, t)
-		switch a.kind {
-		case ddlTruncate:
-			out = append(out, ddlStatement{sql: s.d.truncate(t), inTx: true, table: t})
-		case ddlDropTable:
-			out = append(out, ddlStatement{sql: "DROP TABLE IF EXISTS " + q, table: t})
-		case ddlDropColumn:
-			if _, has := m.cols[s.fold(a.col)]; !has {
+		switch c.Kind {
+		case schema.DropTable:
+			if tt != nil {
+				out = append(out, ddlStatement{what: "drop table", sql: "DROP TABLE IF EXISTS " + q, table: t})
+				known[t] = nil
+			}
+		case schema.CreateTable:
+			if tt != nil && c.OrReplace {
+				out = append(out, ddlStatement{what: "drop table", sql: "DROP TABLE IF EXISTS " + q, table: t})
+				tt, known[t] = nil, nil
+			}
+			if tt != nil {
+				continue // it exists already (IF NOT EXISTS, or a redelivery)
+			}
+			st, cols, ok := s.createFromChange(t, c)
+			if ok {
+				out = append(out, st...)
+				known[t] = &targetTable{cols: cols}
+			}
+		case schema.RenameTable:
+			to := s.cfg.target(c.NewTable)
+			if !valid(to) || to == t {
 				continue
 			}
-			st := ddlStatement{sql: "ALTER TABLE " + q + " DROP COLUMN " + s.d.quote(a.col), table: t}
-			if pg {
-				st.sql = "ALTER TABLE " + q + " DROP COLUMN IF EXISTS " + s.d.quote(a.col)
-			} else {
-				st.ok = func(err error) bool { return mysqlErrno(err) == 1091 } // already gone
+			dst, err := look(to)
+			if err != nil {
+				return nil, err
 			}
-			out = append(out, st)
-		case ddlRenameColumn:
-			_, hasOld := m.cols[s.fold(a.col)]
-			_, hasNew := m.cols[s.fold(a.newCol)]
-			if s.checkIdent("column", a.newCol) != nil {
-				s.log.Warn("rename column not applied: the new name does not fit the target", "table", t.String(), "to", a.newCol)
-				continue
-			}
-			if !hasOld || hasNew {
-				if hasOld && hasNew {
-					s.log.Warn("rename column not applied: the target already has both columns", "table", t.String(), "from", a.col, "to", a.newCol)
+			if tt == nil || dst != nil {
+				if tt != nil {
+					s.log.Warn("rename table not applied: the target already has both tables", "from", t.String(), "to", to.String())
 				}
 				continue
 			}
-			out = append(out, ddlStatement{sql: "ALTER TABLE " + q + " RENAME COLUMN " + s.d.quote(a.col) + " TO " + s.d.quote(a.newCol), table: t})
+			if pg {
+				if to.Schema != t.Schema {
+					out = append(out, ddlStatement{what: "rename table", sql: "ALTER TABLE " + q + " SET SCHEMA " + s.d.quote(schemaOrPublic(to.Schema)), table: t, also: to})
+					q = qualified(s.d, target{Schema: to.Schema, Table: t.Table})
+				}
+				out = append(out, ddlStatement{what: "rename table", sql: "ALTER TABLE " + q + " RENAME TO " + s.d.quote(to.Table), table: t, also: to})
+			} else {
+				out = append(out, ddlStatement{what: "rename table", sql: "RENAME TABLE " + q + " TO " + qualified(s.d, to), table: t, also: to,
+					ok: func(err error) bool { n := mysqlErrno(err); return n == 1146 || n == 1050 }})
+			}
+			known[to], known[t] = tt, nil
+		case schema.AlterTable:
+			if tt == nil {
+				continue // nothing to alter: records arriving later create it
+			}
+			for _, cc := range c.Columns {
+				if st, ok := s.columnStatement(t, tt, cc); ok {
+					out = append(out, st...)
+				}
+			}
+			if c.DropPrimaryKey || c.PrimaryKey != nil {
+				s.log.Warn("primary key change not applied to the target: change its key by hand if it must follow", "table", t.String(), "key", strings.Join(c.PrimaryKey, ","))
+			}
 		}
 	}
 	return out, nil
+}
+
+func schemaOrPublic(s string) string {
+	if s == "" {
+		return "public"
+	}
+	return s
+}
+
+// createFromChange builds CREATE TABLE from a table's structure. A change
+// without its columns (CREATE TABLE … LIKE without a schema history) is
+// left to AutoCreate, at the table's first record.
+func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement, map[string]colInfo, bool) {
+	var defs []schema.ColumnDef
+	keys := c.PrimaryKey
+	if c.Shape != nil {
+		defs, keys = c.Shape.Columns, c.Shape.PrimaryKey
+	} else {
+		for _, cc := range c.Columns {
+			if cc.Kind == schema.AddColumn && cc.Column != nil {
+				defs = append(defs, *cc.Column)
+			}
+		}
+	}
+	if len(defs) == 0 {
+		s.log.Info("create table not applied: the change lists no columns; the table is created with its first record (AutoCreate)", "table", t.String())
+		return nil, nil, false
+	}
+	cols := make([]colDef, 0, len(defs))
+	infos := map[string]colInfo{}
+	for _, d := range defs {
+		key := isKey(keys, d.Name)
+		cd, ok := s.columnFromDef(t, d, key)
+		if !ok {
+			return nil, nil, false
+		}
+		cols = append(cols, cd)
+		infos[s.fold(d.Name)] = colInfo{typ: cd.Type}
+	}
+	var out []ddlStatement
+	if t.Schema != "" {
+		out = append(out, ddlStatement{what: "create schema", sql: s.d.createSchema(t.Schema), table: t, alone: true, ok: concurrentCreate})
+	}
+	out = append(out, ddlStatement{what: "create table", sql: s.d.createTable(t, cols, keys), table: t, alone: true, ok: concurrentCreate})
+	return out, infos, true
+}
+
+// columnFromDef maps a column definition to the target: its type as
+// AutoEvolve would give it, NOT NULL only for key columns or with a
+// default (older target rows must be able to hold it), the default.
+func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bool) {
+	if s.checkIdent("column", d.Name) != nil || d.Type == nil {
+		s.log.Warn("schema change names a column the target cannot have; ignored", "table", t.String(), "column", d.Name)
+		return colDef{}, false
+	}
+	f := schema.Field{Name: d.Name, Schema: d.Type}
+	typ, err := s.d.columnType(d.Name, d.Type, key)
+	if err != nil {
+		s.log.Warn("schema change not applied: no target type for the column", "table", t.String(), "column", d.Name, "error", err.Error())
+		return colDef{}, false
+	}
+	check, err := s.enumCheck(f)
+	if err != nil {
+		s.log.Warn("schema change not applied: no CHECK for the column", "table", t.String(), "column", d.Name, "error", err.Error())
+		return colDef{}, false
+	}
+	cd := colDef{Name: d.Name, Type: typ, NotNull: key, Check: check}
+	if lit, ok := s.defaultLiteral(d); ok {
+		cd.Type += " DEFAULT " + lit
+		cd.NotNull = cd.NotNull || !d.Type.Optional
+	} else if d.Default != nil {
+		s.log.Warn("column default not applied: the target has no equivalent", "table", t.String(), "column", d.Name, "default", d.Default.Value)
+	}
+	return cd, true
+}
+
+// columnStatement plans one column change on an existing target table.
+func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange) ([]ddlStatement, bool) {
+	_, pg := s.d.(postgres)
+	q := qualified(s.d, t)
+	cur, has := tt.cols[s.fold(cc.Name)]
+	switch cc.Kind {
+	case schema.AddColumn:
+		if has || cc.Column == nil {
+			return nil, false // added already (redelivery, or AutoEvolve)
+		}
+		d := *cc.Column
+		d.Name = cc.Name
+		cd, ok := s.columnFromDef(t, d, false)
+		if !ok {
+			return nil, false
+		}
+		st := ddlStatement{what: "add column", sql: s.d.addColumn(t, cd), table: t}
+		if !pg {
+			st.ok = func(err error) bool { return mysqlErrno(err) == 1060 } // added already
+		}
+		tt.cols[s.fold(cc.Name)] = colInfo{typ: cd.Type}
+		return []ddlStatement{st}, true
+	case schema.DropColumn:
+		if !has {
+			return nil, false
+		}
+		st := ddlStatement{what: "drop column", sql: "ALTER TABLE " + q + " DROP COLUMN " + s.d.quote(cc.Name), table: t}
+		if pg {
+			st.sql = "ALTER TABLE " + q + " DROP COLUMN IF EXISTS " + s.d.quote(cc.Name)
+		} else {
+			st.ok = func(err error) bool { return mysqlErrno(err) == 1091 } // already gone
+		}
+		delete(tt.cols, s.fold(cc.Name))
+		return []ddlStatement{st}, true
+	case schema.RenameColumn, schema.ModifyColumn:
+		var out []ddlStatement
+		name := cc.Name
+		if cc.NewName != "" && s.fold(cc.NewName) != s.fold(cc.Name) {
+			_, hasNew := tt.cols[s.fold(cc.NewName)]
+			switch {
+			case s.checkIdent("column", cc.NewName) != nil:
+				s.log.Warn("rename column not applied: the new name does not fit the target", "table", t.String(), "to", cc.NewName)
+				return nil, false
+			case has && hasNew:
+				s.log.Warn("rename column not applied: the target already has both columns", "table", t.String(), "from", cc.Name, "to", cc.NewName)
+				return nil, false
+			case has:
+				out = append(out, ddlStatement{what: "rename column", sql: "ALTER TABLE " + q + " RENAME COLUMN " + s.d.quote(cc.Name) + " TO " + s.d.quote(cc.NewName), table: t})
+				delete(tt.cols, s.fold(cc.Name))
+				tt.cols[s.fold(cc.NewName)] = cur
+			case !hasNew:
+				return nil, false // neither: nothing to rename
+			}
+			name = cc.NewName
+			cur = tt.cols[s.fold(name)]
+			has = true
+		}
+		if cc.Kind == schema.ModifyColumn && has && cc.Column != nil {
+			out = append(out, s.modifyStatements(t, name, cur, *cc.Column)...)
+		}
+		return out, len(out) > 0
+	case schema.AlterDefault:
+		if !has || cc.Column == nil {
+			return nil, false
+		}
+		return []ddlStatement{s.defaultStatement(t, cc.Name, *cc.Column)}, true
+	}
+	return nil, false
+}
+
+// modifyStatements follows MODIFY/CHANGE: the type when the target's is a
+// safe widening of it (as AutoEvolve), nullability relaxed, the default.
+func (s *Sink) modifyStatements(t target, name string, cur colInfo, d schema.ColumnDef) []ddlStatement {
+	var out []ddlStatement
+	q := qualified(s.d, t)
+	if d.Type != nil {
+		if want, err := s.d.columnType(name, d.Type, false); err == nil && cur.typ != "" {
+			switch s.d.widen(cur.typ, want) {
+			case typeWiden:
+				if sql, why := s.d.alterType(t, name, want, cur); why == "" {
+					out = append(out, ddlStatement{what: "modify column", sql: sql, table: t})
+				} else {
+					s.warnType(t, name, cur.typ, want, why)
+				}
+			case typeDiffer:
+				s.warnType(t, name, cur.typ, want, "not a safe widening")
+			}
+		}
+		if d.Type.Optional && cur.notNull {
+			if _, pg := s.d.(postgres); pg {
+				out = append(out, ddlStatement{what: "modify column", sql: "ALTER TABLE " + q + " ALTER COLUMN " + s.d.quote(name) + " DROP NOT NULL", table: t})
+			} else {
+				s.log.Warn("column stays NOT NULL in the target: MODIFY it by hand to follow the source", "table", t.String(), "column", name)
+			}
+		}
+	}
+	return append(out, s.defaultStatement(t, name, d))
+}
+
+// defaultStatement sets (or drops) a column's default.
+func (s *Sink) defaultStatement(t target, name string, d schema.ColumnDef) ddlStatement {
+	q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.quote(name)
+	if lit, ok := s.defaultLiteral(d); ok {
+		return ddlStatement{what: "set default", sql: q + " SET DEFAULT " + lit, table: t}
+	}
+	return ddlStatement{what: "drop default", sql: q + " DROP DEFAULT", table: t}
+}
+
+var (
+	numberText   = regexp.MustCompile(`^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$`)
+	temporalText = regexp.MustCompile(`^[0-9]{1,6}[-0-9: .]*$`)
+)
+
+// defaultLiteral renders a column's default as a literal of the target, or
+// false when there is none it can write: numbers as digits, text, ENUM,
+// SET, JSON and temporal values quoted, CURRENT_TIMESTAMP on temporal
+// columns; other expressions and binary values are not carried.
+func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
+	if d.Default == nil || d.Type == nil {
+		return "", false
+	}
+	v := d.Default.Value
+	temporal := d.Type.Logical == schema.Timestamp || d.Type.Logical == schema.ZonedTimestamp || d.Type.Logical == schema.Date || d.Type.Logical == schema.Time
+	if d.Default.Expr {
+		u := strings.ToUpper(strings.TrimSpace(v))
+		if temporal && d.Type.Logical != schema.Date && (strings.HasPrefix(u, "CURRENT_TIMESTAMP") || strings.HasPrefix(u, "NOW(") || strings.HasPrefix(u, "LOCALTIMESTAMP")) {
+			return "CURRENT_TIMESTAMP", true
+		}
+		return "", false
+	}
+	switch {
+	case d.Type.Logical == schema.Decimal || d.Type.Logical == schema.Year:
+		return v, numberText.MatchString(v)
+	case d.Type.Logical == schema.None && d.Type.Type >= schema.Int8 && d.Type.Type <= schema.Float64:
+		return v, numberText.MatchString(v)
+	case temporal:
+		if !temporalText.MatchString(v) || strings.HasPrefix(v, "0000") {
+			return "", false
+		}
+		return "'" + v + "'", true
+	case d.Type.Type == schema.String:
+		if strings.IndexByte(v, 0) >= 0 {
+			return "", false
+		}
+		v = strings.ReplaceAll(v, "'", "''")
+		if _, pg := s.d.(postgres); !pg {
+			v = strings.ReplaceAll(v, `\`, `\\`)
+		}
+		return "'" + v + "'", true
+	}
+	return "", false
 }
 
 func mysqlErrno(err error) uint16 {

@@ -55,23 +55,23 @@
 // default) skips them. "fail" fails the Write (fatal ErrSchemaChange, nothing
 // of the batch applied). "apply" makes each one a barrier: the data before it
 // commits, then the change, then the data after it, each with its progress.
-// The DDL text is parsed conservatively into identifiers (backquotes,
-// [db.]table, comments skipped; executable /*! */ comments, literals,
-// parentheses or several clauses make it unsupported), and the statements
-// run on the target are built from those identifiers, quoted, never from the
-// text. Unqualified names take the record's database (the session's). The
-// target table is found through SchemaTemplate/TableTemplate.
+// The sink never parses the DDL text: it applies the record's structure
+// (schema.SchemaChange.Tables, read by the source's DDL parser), building
+// each statement from identifiers, quoted, and literals it renders. Names
+// map through SchemaTemplate/TableTemplate.
 //
-//   - TRUNCATE [TABLE] t: the target table is emptied (in a transaction on
-//     both targets).
-//   - DROP TABLE [IF EXISTS] t[, …]: the target tables are dropped. Records
-//     arriving later re-create them (AutoCreate).
-//   - ALTER TABLE t DROP [COLUMN] [IF EXISTS] c: the column is dropped.
-//   - ALTER TABLE t RENAME COLUMN a TO b: renamed, unless the target already
-//     lacks a or has b.
-//   - Anything else (ALTER TABLE … ADD, MODIFY, CHANGE, CREATE, RENAME TABLE,
-//     several clauses in one ALTER) is logged and ignored; added columns
-//     arrive through AutoEvolve when a record carries them.
+//   - CREATE TABLE: created from the columns (OR REPLACE drops it first); a
+//     change without columns is left to AutoCreate.
+//   - DROP TABLE: dropped. Records arriving later re-create it (AutoCreate).
+//   - RENAME TABLE: renamed, unless the target lacks the old one or has the
+//     new one.
+//   - ADD COLUMN: added with the type AutoEvolve would give it and its
+//     default (numbers, text, temporal literals, CURRENT_TIMESTAMP), so the
+//     rows already there read the default, as in the source.
+//   - DROP COLUMN: dropped. RENAME COLUMN, CHANGE a b: renamed, values kept.
+//   - MODIFY/CHANGE: the type widened when that is safe (as AutoEvolve),
+//     NOT NULL relaxed (PostgreSQL), the default set or dropped.
+//   - Primary-key changes, indexes and the like: logged, not applied.
 //
 // Each change looks at the target first, so a redelivered change is a no-op
 // (the table or column is gone already). On PostgreSQL a change commits with

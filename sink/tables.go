@@ -437,6 +437,18 @@ func retriableDDL(err error) bool {
 	return true
 }
 
+// concurrentCreate reports that CREATE TABLE IF NOT EXISTS lost a race with
+// another session creating the same table (PostgreSQL reports it as a
+// unique violation in its catalog): the table exists, which is the goal.
+func concurrentCreate(err error) bool {
+	var pe *pq.Error
+	if errors.As(err, &pe) {
+		return pe.Code == "42P07" || pe.Code == "42P06" || pe.Code == "23505" && (pe.Constraint == "pg_type_typname_nsp_index" || pe.Constraint == "pg_namespace_nspname_index")
+	}
+	var me *mysqldrv.MySQLError
+	return errors.As(err, &me) && me.Number == 1050
+}
+
 // createTable creates t from the schemas of r: all columns nullable except
 // the primary key, whose columns are NOT NULL.
 func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) error {
@@ -471,7 +483,7 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		}
 	}
 	q := s.d.createTable(t, cols, keyCols)
-	if _, err := s.db.ExecContext(ctx, q); err != nil {
+	if _, err := s.db.ExecContext(ctx, q); err != nil && !concurrentCreate(err) {
 		return fmt.Errorf("sink: create table %s: %w", t, wrapDB(err))
 	}
 	s.log.Info("created table", "table", t.String(), "columns", len(cols), "key", strings.Join(keyCols, ","))
