@@ -15,4 +15,10 @@
 //     batch is acknowledged only after Sink.Write returned nil.
 //  5. On shutdown the source stops first, outstanding batches are awaited,
 //     the position is saved, then the sink side stops.
+//
+// Errors are read with ClassOf (schema.ClassOf; connectors classify their
+// errors where they make them): a source's end of input (schema.ErrEndOfInput)
+// drains and saves like a shutdown and ends the pipeline as FINISHED; a
+// fatal error ends it as FAILED; any other error makes the Worker rebuild
+// it after a bounded backoff (RESTARTING meanwhile).
 package runtime
