@@ -26,6 +26,13 @@ func TestPositionsConfig(t *testing.T) {
 	if err != nil || d.positions.typ != "postgres" || d.positions.Table != "app.positions" {
 		t.Fatalf("postgres: %+v, %v", d.positions, err)
 	}
+	// kept in the target: the sink refuses source tables that map there
+	if len(d.sink.ControlTables) != 1 || d.sink.ControlTables[0] != "app.positions" {
+		t.Fatalf("positions in the target are no control table of the sink: %v", d.sink.ControlTables)
+	}
+	if d, err = decode("positions:\n  type: postgres\n  dsn: postgres://x@127.0.0.1/other\n"); err != nil || len(d.sink.ControlTables) != 0 {
+		t.Fatalf("positions elsewhere: %v, %v", d.sink.ControlTables, err)
+	}
 	for section, want := range map[string]string{
 		"positions:\n  type: mysql\n":                          "need a dsn",
 		"positions:\n  type: file\n  dsn: x\n":                 "type file takes dir",
