@@ -271,7 +271,7 @@ func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
 		}
 		d, err := time.ParseDuration(val.Value)
 		if err != nil || val.Kind != yaml.ScalarNode {
-			return cfgErr(file, val.Line, key, fmt.Sprintf("expected a duration such as 500ms or 2s, got %s", shown(val)))
+			return cfgErr(file, val.Line, key, fmt.Sprintf("expected a duration such as 500ms or 2s, got %s", nodeKind(val)))
 		}
 		fv.SetInt(int64(d))
 	case fv.Kind() == reflect.Struct:
@@ -295,7 +295,7 @@ func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
 			return nil
 		}
 		if val.Kind != yaml.SequenceNode {
-			return cfgErr(file, val.Line, key, "expected a list, got "+shown(val))
+			return cfgErr(file, val.Line, key, "expected a list, got "+nodeKind(val))
 		}
 		out := reflect.MakeSlice(fv.Type(), len(val.Content), len(val.Content))
 		for i, el := range val.Content {
@@ -310,7 +310,7 @@ func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
 			return nil
 		}
 		if val.Kind != yaml.MappingNode {
-			return cfgErr(file, val.Line, key, "expected a mapping, got "+shown(val))
+			return cfgErr(file, val.Line, key, "expected a mapping, got "+nodeKind(val))
 		}
 		out := reflect.MakeMapWithSize(fv.Type(), len(val.Content)/2)
 		for i := 0; i+1 < len(val.Content); i += 2 {
@@ -329,7 +329,7 @@ func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
 		fv.Set(out)
 	default:
 		if val.Kind != yaml.ScalarNode {
-			return cfgErr(file, val.Line, key, fmt.Sprintf("expected %s, got %s", kindName(fv.Type()), shown(val)))
+			return cfgErr(file, val.Line, key, fmt.Sprintf("expected %s, got %s", kindName(fv.Type()), nodeKind(val)))
 		}
 		if err := val.Decode(fv.Addr().Interface()); err != nil {
 			return cfgErr(file, val.Line, key, fmt.Sprintf("expected %s, got %q", kindName(fv.Type()), val.Value))
@@ -347,8 +347,6 @@ func nodeKind(n *yaml.Node) string {
 	}
 	return fmt.Sprintf("%q", n.Value)
 }
-
-func shown(n *yaml.Node) string { return nodeKind(n) }
 
 func kindName(t reflect.Type) string {
 	switch t.Kind() {

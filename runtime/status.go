@@ -71,8 +71,8 @@ func (p *Pipeline) progress(now time.Time) progress {
 		out.snapshot = snapshotStatus(pr.Progress())
 	}
 	w := p.win.Load()
-	if p.Source == nil || w == nil {
-		return out
+	if st := p.Status().State; p.Source == nil || w == nil || st != StateRunning && st != StatePaused {
+		return out // a stopped or failed pipeline is not catching up
 	}
 	saved, tsMs, idle := w.committed()
 	inFlight := p.InFlight()
