@@ -25,6 +25,11 @@ func call(t *testing.T, srv *httptest.Server, method, path, token string) (int, 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	return send(t, srv, req)
+}
+
+func send(t *testing.T, srv *httptest.Server, req *http.Request) (int, string) {
+	t.Helper()
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -145,13 +150,7 @@ func TestRESTLoopbackHostAndOrigin(t *testing.T) {
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return send(t, srv, req)
 	}
 	for _, c := range []struct {
 		host, origin string

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/big"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -126,6 +127,18 @@ func TestTargetTLS(t *testing.T) {
 			})
 		}
 		wantRows(t, e, "tls", map[int64]string{0: TLSVerifyIdentity, 1: TLSVerifyCA, 2: TLSRequired, 3: TLSPreferred})
+		if e.dialect == DialectPostgres {
+			// The DSN's own settings, without ssl_mode: sslmode=verify-full.
+			dsn := e.cfg.DSN + "?sslmode=verify-full&sslrootcert=" + url.QueryEscape(os.Getenv("SLUICE_TLS_CA"))
+			if strings.Contains(e.cfg.DSN, "?") {
+				dsn = strings.Replace(dsn, "?sslmode", "&sslmode", 1)
+			}
+			s := e.open(t, func(c *Config) { c.DSN = dsn })
+			var on bool
+			if err := s.db.QueryRow("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&on); err != nil || !on {
+				t.Fatalf("sslmode=verify-full in the DSN: ssl %v, %v", on, err)
+			}
+		}
 
 		for _, mode := range []string{TLSVerifyIdentity, TLSVerifyCA} {
 			cfg := e.cfg

@@ -122,8 +122,8 @@ type Config struct {
 	// OversizeTruncateColumns.
 	OversizePolicy string
 	// AccessKey and SecretKey are the ACL credentials of every client
-	// (producers, consumer, admin) for brokers with aclEnable=true; both or
-	// neither. The secret signs requests and is never sent or logged.
+	// (producers, consumer, admin) for brokers with authentication; both or
+	// neither. The client signs its requests with the secret key.
 	AccessKey string
 	SecretKey string
 }
