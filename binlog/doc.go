@@ -15,7 +15,9 @@
 //     record before it is delivered. Data records carry no position; an
 //     OpBegin marker opens each transaction and an OpCommit marker ends it.
 //     Statements logged as their own transaction (DDL) give an
-//     OpSchemaChange record followed by an OpCommit; TRUNCATE gives an
+//     OpSchemaChange record (its Table the first captured table it names,
+//     or only the database for DDL of no table) followed by an OpCommit;
+//     TRUNCATE gives an
 //     OpTruncate record for the table (with its schemas when a row event
 //     showed them) and an OpCommit. DDL naming tables (CREATE/ALTER/DROP/
 //     RENAME TABLE, CREATE/DROP INDEX, TRUNCATE) is kept only when one of
