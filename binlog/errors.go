@@ -20,10 +20,10 @@ var (
 	// ErrSnapshotDone is returned by Read, after the last snapshot record,
 	// when Config.Snapshot is "initial_only". It is not a failure.
 	ErrSnapshotDone = errors.New("binlog: snapshot complete (Snapshot is initial_only)")
-	// ErrUnparsedDDL reports a DDL statement on a captured table that the
-	// schema history cannot parse (Config.HistoryFile). It is fatal; the
-	// message quotes the statement and says how to continue (doc.go).
-	ErrUnparsedDDL = errors.New("binlog: schema history cannot parse a DDL statement")
+	// ErrUnparsedDDL reports a DDL statement that may change a captured
+	// table and that the DDL parser cannot read. It is fatal; the message
+	// quotes the statement and says how to continue (doc.go).
+	ErrUnparsedDDL = errors.New("binlog: cannot parse a DDL statement on a captured database")
 	// ErrClosed is returned by Read after Close.
 	ErrClosed = errors.New("binlog: source closed")
 )
