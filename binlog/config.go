@@ -84,8 +84,10 @@ type Config struct {
 	// before 10.5), and Open accepts such servers.
 	HistoryFile string
 	// SkipDDL lists DDL statements (their exact text, or the GTID of their
-	// transaction) the schema history leaves out: the way past a statement
-	// it cannot parse that does not change a captured table's shape.
+	// transaction) the DDL parser and the schema history leave out: the way
+	// past a statement it cannot parse, once its effect is in the target or
+	// when it changes no captured table's shape. The record still carries
+	// the text, with no structured changes.
 	SkipDDL []string
 	// TLSMode is MySQL's ssl-mode for every connection to the server (the
 	// replication stream, the snapshot, position and check queries):

@@ -150,48 +150,22 @@ var orReplace = regexp.MustCompile(`(?is)^\s*CREATE\s+OR\s+REPLACE\s+`)
 var alterOnline = regexp.MustCompile(`(?is)^\s*ALTER\s+ONLINE\s+`)
 
 // preprocess rewrites the MariaDB forms the TiDB parser lacks but that have
-// a MySQL equivalent: /*M!NNNNN … */ (outside quotes) becomes /*!NNNNN …
-// */, and CREATE OR REPLACE loses OR REPLACE (reported as replace).
+// a MySQL equivalent: /*M!NNNNNN … */ becomes /*! … */ (the server ran it:
+// its version is at least the one named; MariaDB's six digits would not
+// read as MySQL's five), CREATE OR REPLACE loses OR REPLACE (reported as
+// replace), ALTER ONLINE loses ONLINE.
 func preprocess(q string) (out string, replace bool) {
 	if strings.Contains(q, "/*M!") {
-		var b strings.Builder
-		var quote byte
-		for i := 0; i < len(q); i++ {
-			c := q[i]
-			switch {
-			case quote != 0:
-				if c == '\\' && quote != '`' && i+1 < len(q) {
-					b.WriteByte(c)
-					i++
-					c = q[i]
-				} else if c == quote {
-					quote = 0
-				}
-			case c == '\'' || c == '"' || c == '`':
-				quote = c
-			case strings.HasPrefix(q[i:], "/*M!"):
-				// the server ran it (its version is at least the one
-				// named); MariaDB's six digits would not read as MySQL's five
-				b.WriteString("/*! ")
-				i += 4
-				for i < len(q) && q[i] >= '0' && q[i] <= '9' {
-					i++
-				}
-				continue
-			case strings.HasPrefix(q[i:], "/*"):
-				end := strings.Index(q[i+2:], "*/")
-				if end < 0 {
-					b.WriteString(q[i:])
-					i = len(q)
-					continue
-				}
-				b.WriteString(q[i : i+end+4])
-				i += end + 3
-				continue
+		q, _ = rewriteCode(q, func(q string, i int) (string, int) {
+			if !strings.HasPrefix(q[i:], "/*M!") {
+				return "", 0
 			}
-			b.WriteByte(c)
-		}
-		q = b.String()
+			j := i + 4
+			for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+				j++
+			}
+			return "/*! ", j - i
+		})
 	}
 	if loc := orReplace.FindStringIndex(q); loc != nil {
 		return "CREATE " + q[loc[1]:], true
@@ -200,6 +174,42 @@ func preprocess(q string) (out string, replace bool) {
 		return "ALTER " + q[loc[1]:], false
 	}
 	return q, false
+}
+
+// rewriteCode copies q, offering f each position outside quoted strings,
+// quoted identifiers and plain comments (executable /*! comments are code):
+// f returns a replacement and the length it replaces, or 0 to copy on.
+func rewriteCode(q string, f func(q string, i int) (string, int)) (string, bool) {
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(q); {
+		if repl, n := f(q, i); n > 0 {
+			b.WriteString(repl)
+			i += n
+			changed = true
+			continue
+		}
+		j := i + 1
+		switch c := q[i]; {
+		case c == '\'' || c == '"' || c == '`':
+			for j < len(q) && q[j] != c {
+				if q[j] == '\\' && c != '`' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(q))
+		case strings.HasPrefix(q[i:], "/*") && !strings.HasPrefix(q[i:], "/*!") && !strings.HasPrefix(q[i:], "/*M!"):
+			end := strings.Index(q[i+2:], "*/")
+			j = len(q)
+			if end >= 0 {
+				j = i + end + 4
+			}
+		}
+		b.WriteString(q[i:j])
+		i = j
+	}
+	return b.String(), changed
 }
 
 // Column types the TiDB parser lacks: spatial types and MariaDB's INET4,
@@ -214,50 +224,23 @@ var substituted = map[string]string{"geometry": "LONGBLOB", "point": "LONGBLOB",
 const typeMarker = "sluice-type:"
 
 func substituteTypes(q string) (string, bool) {
-	var b strings.Builder
-	changed := false
-	for i := 0; i < len(q); {
-		c := q[i]
-		switch {
-		case c == '\'' || c == '"' || c == '`':
-			j := i + 1
-			for j < len(q) && q[j] != c {
-				if q[j] == '\\' && c != '`' {
-					j++
-				}
-				j++
-			}
-			j = min(j+1, len(q))
-			b.WriteString(q[i:j])
-			i = j
-		case c == '/' && strings.HasPrefix(q[i:], "/*") && !strings.HasPrefix(q[i:], "/*!"):
-			end := strings.Index(q[i+2:], "*/")
-			if end < 0 {
-				b.WriteString(q[i:])
-				i = len(q)
-				continue
-			}
-			b.WriteString(q[i : i+end+4])
-			i += end + 4
-		case c == '_' || c|0x20 >= 'a' && c|0x20 <= 'z':
-			j := i
-			for j < len(q) && (q[j] == '_' || q[j] == '$' || q[j] >= '0' && q[j] <= '9' || q[j]|0x20 >= 'a' && q[j]|0x20 <= 'z') {
-				j++
-			}
-			w := strings.ToLower(q[i:j])
-			if t, ok := substituted[w]; ok && (i == 0 || q[i-1] != '.') {
-				b.WriteString(t + " COMMENT '" + typeMarker + w + "'")
-				changed = true
-			} else {
-				b.WriteString(q[i:j])
-			}
-			i = j
-		default:
-			b.WriteByte(c)
-			i++
-		}
+	word := func(c byte) bool {
+		return c == '_' || c == '$' || c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z'
 	}
-	return b.String(), changed
+	return rewriteCode(q, func(q string, i int) (string, int) {
+		if !word(q[i]) || i > 0 && (word(q[i-1]) || q[i-1] == '.') {
+			return "", 0
+		}
+		j := i
+		for j < len(q) && word(q[j]) {
+			j++
+		}
+		w := strings.ToLower(q[i:j])
+		if t, ok := substituted[w]; ok {
+			return t + " COMMENT '" + typeMarker + w + "'", j - i
+		}
+		return "", 0
+	})
 }
 
 // readDDL parses one statement (several, separated by ';', are read in

@@ -16,8 +16,9 @@
 //     OpBegin marker opens each transaction and an OpCommit marker ends it.
 //     Statements logged as their own transaction (DDL) give an
 //     OpSchemaChange record (its Table the first captured table it names,
-//     or only the database for DDL of no table) followed by an OpCommit;
-//     TRUNCATE gives an
+//     or only the database for DDL of no table), with the statement's
+//     structured changes in Change.Tables (see "DDL" below), followed by an
+//     OpCommit; TRUNCATE gives an
 //     OpTruncate record for the table (with its schemas when a row event
 //     showed them) and an OpCommit. DDL naming tables (CREATE/ALTER/DROP/
 //     RENAME TABLE, CREATE/DROP INDEX, TRUNCATE) is kept only when one of
@@ -100,17 +101,23 @@
 // history's is logged as a warning) and from the history otherwise, so
 // binlog_row_metadata MINIMAL or NO_LOG (and MariaDB before 10.5) work.
 // A statement the stream meets again after a restart from an older
-// position is taken from the file, not parsed again. The parser knows
-// CREATE TABLE (also LIKE), ALTER TABLE ADD/DROP/MODIFY/CHANGE/RENAME
-// COLUMN, ADD/DROP PRIMARY KEY, RENAME TO, CONVERT TO CHARACTER SET, index,
-// constraint and table options, RENAME TABLE, DROP TABLE, TRUNCATE, CREATE/
-// DROP INDEX and DROP DATABASE. A DDL statement on an included table that
-// it cannot parse stops the source with ErrUnparsedDDL, quoting the
-// statement and its position; it is never skipped silently. To continue,
-// either (a) append to the history file a line with the position given in
-// the message and an equivalent statement the parser understands (e.g.
-// CREATE OR REPLACE TABLE with the new shape), and restart: the stream then
-// takes that line instead of parsing the statement; or (b) when the
-// statement does not change the shape of a captured table, add its exact
-// text or its GTID to Config.SkipDDL (yaml skip_ddl) and restart.
+// position is taken from the file, not parsed again.
+//
+// DDL: every statement is read by one parser, the TiDB parser (MySQL's
+// grammar), into the structured changes of schema.SchemaChange (create,
+// drop, rename table; add, drop, rename, modify column with type,
+// nullability and default), which the schema history applies too. MariaDB
+// forms with a MySQL equivalent are rewritten first (/*M!NNNNNN … */,
+// CREATE OR REPLACE, ALTER ONLINE; spatial, INET4/INET6/UUID column types
+// and unknown collations on a retry). A statement it still rejects (e.g.
+// ALTER TABLE … WAIT n, WITH SYSTEM VERSIONING) that runs in an included
+// database or names one stops the source with ErrUnparsedDDL, quoting the
+// statement and its position; it is never skipped silently, since no
+// consumer could apply it. To continue, either (a) with a history file,
+// append to it a line with the position given in the message and an
+// equivalent statement the parser understands, and restart: the stream
+// then takes that line instead of parsing the statement; or (b) once its
+// effect is in the target (or when it does not change the shape of a
+// captured table), add its exact text or its GTID to Config.SkipDDL (yaml
+// skip_ddl) and restart: the record then carries the text and no changes.
 package binlog

@@ -34,10 +34,10 @@ var (
 	// schema.ErrEndOfInput, so the runtime drains, saves the position and
 	// stops the pipeline cleanly.
 	ErrSnapshotDone = fmt.Errorf("binlog: snapshot complete (Snapshot is initial_only): %w", schema.ErrEndOfInput)
-	// ErrUnparsedDDL reports a DDL statement on a captured table that the
-	// schema history cannot parse (Config.HistoryFile). It is fatal; the
-	// message quotes the statement and says how to continue (doc.go).
-	ErrUnparsedDDL = schema.Fatal(errors.New("binlog: schema history cannot parse a DDL statement"))
+	// ErrUnparsedDDL reports a DDL statement that may change a captured
+	// table and that the DDL parser cannot read. It is fatal; the message
+	// quotes the statement and says how to continue (doc.go).
+	ErrUnparsedDDL = schema.Fatal(errors.New("binlog: cannot parse a DDL statement on a captured database"))
 	// ErrAccessDenied reports that the server refused the login or a
 	// privilege the source needs. It is fatal: fix the user, the password or
 	// the grants (see `sluice check`).

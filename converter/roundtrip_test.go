@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -285,5 +286,31 @@ func TestRecentSchemaProbe(t *testing.T) {
 	}
 	if !got.ValueSchema.Equal(other.ValueSchema) {
 		t.Fatalf("duplicate schema member: got %s", got.ValueSchema)
+	}
+}
+
+// TestSchemaChangeStructureRoundTrip: the structured changes come back
+// exactly, with and without schemas in the envelope, and the key is
+// Debezium's {databaseName}.
+func TestSchemaChangeStructureRoundTrip(t *testing.T) {
+	for _, schemas := range []bool{true, false} {
+		opts := DefaultOptions()
+		opts.Schemas = schemas
+		c := NewJSON(opts)
+		r := schema.Record{Op: schema.OpSchemaChange, Table: schema.TableID{Database: "db"}, Source: testSource, Change: structuredChange()}
+		k, v, err := c.Encode(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := `{"databaseName":"db"}`; !strings.Contains(string(k), want) {
+			t.Fatalf("schemas=%v: key %s, want it to hold %s", schemas, k, want)
+		}
+		got, err := c.Decode(k, v)
+		if err != nil {
+			t.Fatalf("schemas=%v: %v\n%s", schemas, err, v)
+		}
+		if got.Change == nil || !reflect.DeepEqual(got.Change.Tables, r.Change.Tables) {
+			t.Fatalf("schemas=%v: changes\n got %+v\nwant %+v", schemas, got.Change, r.Change)
+		}
 	}
 }
