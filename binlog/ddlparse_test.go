@@ -167,3 +167,13 @@ func TestUnparsedMatters(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReadDDL: the cost of reading one typical ALTER into structure.
+func BenchmarkReadDDL(b *testing.B) {
+	q := "ALTER TABLE t RENAME COLUMN a TO b, ADD COLUMN d DECIMAL(3,1) NOT NULL DEFAULT 1.5 AFTER b, MODIFY c VARCHAR(40) CHARACTER SET latin1"
+	for i := 0; i < b.N; i++ {
+		if _, err := readDDL(q, "d"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
