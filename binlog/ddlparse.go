@@ -236,12 +236,21 @@ func substituteTypes(q string) (string, bool) {
 			j++
 		}
 		w := strings.ToLower(q[i:j])
-		if t, ok := substituted[w]; ok {
+		next := strings.TrimLeft(q[j:], " \t\r\n")
+		if t, ok := substituted[w]; ok && !strings.HasPrefix(next, "(") { // uuid() is a function
 			return t + " COMMENT '" + typeMarker + w + "'", j - i
+		}
+		if droppedAttributes[w] {
+			return "", j - i
 		}
 		return "", 0
 	})
 }
+
+// droppedAttributes are MariaDB column attributes the TiDB parser lacks
+// that change neither the column's type nor the row images: left out on the
+// retry. (WITH SYSTEM VERSIONING is not among them: it adds columns.)
+var droppedAttributes = map[string]bool{"invisible": true, "compressed": true}
 
 // readDDL parses one statement (several, separated by ';', are read in
 // order). defaultDB qualifies unqualified names. A statement that changes

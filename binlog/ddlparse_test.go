@@ -75,6 +75,11 @@ func TestReadDDLStructure(t *testing.T) {
 		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (b, a))", "CREATE d.t [ADD a int] [ADD b int] pk=b,a"},
 		{"CREATE OR REPLACE TABLE t (a INT)", "CREATE d.t or-replace [ADD a int]"},
 		{"ALTER ONLINE TABLE t ADD g INET6, ADD p POINT", "ALTER d.t [ADD g binary(16)] [ADD p geometry]"},
+		// MariaDB's SHOW CREATE TABLE
+		{"CREATE TABLE `a2` (\n  `id` int(11) NOT NULL,\n  `ts` timestamp(3) NOT NULL DEFAULT current_timestamp(3) ON UPDATE current_timestamp(3),\n" +
+			"  `u` uuid DEFAULT uuid(),\n  `x` int(11) INVISIBLE DEFAULT NULL,\n  `c` varchar(10) /*M!100301 COMPRESSED*/ DEFAULT NULL,\n  PRIMARY KEY (`id`)\n" +
+			") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci ROW_FORMAT=DYNAMIC COMMENT='t'",
+			"CREATE d.a2 [ADD id int not-null] [ADD ts timestamp(3) not-null default=expr:CURRENT_TIMESTAMP(3)] [ADD u binary(16) default=expr:UUID()] [ADD x int] [ADD c varchar(10)] pk=id"},
 		{"DROP TABLE IF EXISTS a, o.b", "DROP d.a; DROP o.b"},
 		{"ALTER TABLE t ADD x INT, RENAME TO u", "ALTER d.t [ADD x int]; RENAME d.t>d.u"},
 		{"ALTER TABLE t ALTER COLUMN c SET DEFAULT 5", `ALTER d.t [DEFAULT c default="5"]`},
@@ -103,7 +108,7 @@ func TestReadDDLStructure(t *testing.T) {
 // structure guessed.
 func TestReadDDLRefuses(t *testing.T) {
 	for _, q := range []string{
-		"CREATE TABLE t (a INT) WITH SYSTEM VERSIONING",
+		"CREATE TABLE t (a INT) WITH SYSTEM VERSIONING", // it adds row_start and row_end
 		"ALTER TABLE t ADD COLUMN w WIBBLE",
 		"ALTER TABLE t ADD COLUMN point POINT", // a substituted type name as a column name too
 		"CREATE TABLE u SELECT * FROM t",
@@ -159,6 +164,16 @@ func TestUnparsedMatters(t *testing.T) {
 	} {
 		if got := unparsedMatters(tc.q, tc.db, tracked); got != tc.want {
 			t.Errorf("unparsedMatters(%q, %q) = %v, want %v", tc.q, tc.db, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkReadDDL: the cost of reading one typical ALTER into structure.
+func BenchmarkReadDDL(b *testing.B) {
+	q := "ALTER TABLE t RENAME COLUMN a TO b, ADD COLUMN d DECIMAL(3,1) NOT NULL DEFAULT 1.5 AFTER b, MODIFY c VARCHAR(40) CHARACTER SET latin1"
+	for i := 0; i < b.N; i++ {
+		if _, err := readDDL(q, "d"); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

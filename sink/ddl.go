@@ -307,7 +307,8 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 	cd := colDef{Name: d.Name, Type: typ, NotNull: key, Check: check}
 	if lit, ok := s.defaultLiteral(d); ok {
 		cd.Type += " DEFAULT " + lit
-		cd.NotNull = cd.NotNull || !d.Type.Optional
+		// MySQL's TIMESTAMP type is written "… NULL" (no implicit default)
+		cd.NotNull = cd.NotNull || !d.Type.Optional && !strings.HasSuffix(typ, " NULL")
 	} else if d.Default != nil {
 		s.log.Warn("column default not applied: the target has no equivalent", "table", t.String(), "column", d.Name, "default", d.Default.Value)
 	}
@@ -439,7 +440,11 @@ func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
 	temporal := d.Type.Logical == schema.Timestamp || d.Type.Logical == schema.ZonedTimestamp || d.Type.Logical == schema.Date || d.Type.Logical == schema.Time
 	if d.Default.Expr {
 		u := strings.ToUpper(strings.TrimSpace(v))
-		if temporal && d.Type.Logical != schema.Date && (strings.HasPrefix(u, "CURRENT_TIMESTAMP") || strings.HasPrefix(u, "NOW(") || strings.HasPrefix(u, "LOCALTIMESTAMP")) {
+		stamp := d.Type.Logical == schema.Timestamp || d.Type.Logical == schema.ZonedTimestamp
+		if stamp && (strings.HasPrefix(u, "CURRENT_TIMESTAMP") || strings.HasPrefix(u, "NOW(") || strings.HasPrefix(u, "LOCALTIMESTAMP")) {
+			if _, pg := s.d.(postgres); !pg {
+				return "CURRENT_TIMESTAMP(6)", true // the precision of the target's DATETIME(6) / TIMESTAMP(6)
+			}
 			return "CURRENT_TIMESTAMP", true
 		}
 		return "", false

@@ -24,7 +24,7 @@ func TestDefaultLiteral(t *testing.T) {
 		{schema.Primitive(schema.Int32, true), &schema.Default{Value: "-3"}, "-3", "-3"},
 		{str, &schema.Default{Value: `it's \ here`}, `'it''s \ here'`, `'it''s \\ here'`},
 		{str, &schema.Default{Value: "a\x00b"}, "-", "-"},
-		{ts, &schema.Default{Value: "CURRENT_TIMESTAMP(3)", Expr: true}, "CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP"},
+		{ts, &schema.Default{Value: "CURRENT_TIMESTAMP(3)", Expr: true}, "CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP(6)"},
 		{ts, &schema.Default{Value: "2024-01-02 03:04:05"}, "'2024-01-02 03:04:05'", "'2024-01-02 03:04:05'"},
 		{ts, &schema.Default{Value: "0000-00-00 00:00:00"}, "-", "-"},
 		{str, &schema.Default{Value: "uuid()", Expr: true}, "-", "-"},
