@@ -43,7 +43,7 @@ go vet ./... || status=1
 mapfile -t unit_pkgs < <(go list ./... | grep -v -E '/integration(/|$)')
 if ((${#unit_pkgs[@]})); then
   echo "== go test -race -count=1 (unit, ${#unit_pkgs[@]} packages)"
-  go test -race -count=1 "$@" "${unit_pkgs[@]}" || status=1
+  go test -race -count=1 -timeout 30m "$@" "${unit_pkgs[@]}" || status=1
 fi
 
 # The RocketMQ client's push consumer has a known data race

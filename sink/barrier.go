@@ -84,10 +84,11 @@ func (s *Sink) barrierDDL() []string {
 
 // createBarrierTables makes the control tables (at New).
 func (s *Sink) createBarrierTables(ctx context.Context) error {
-	for _, q := range s.barrierDDL() {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			b, _ := s.barrierTables()
-			return fmt.Errorf("sink: create barrier table %s: %w", b, wrapDB(err))
+	b, a := s.barrierTables()
+	for i, q := range s.barrierDDL() {
+		name := []string{b, a}[min(i, 1)]
+		if err := createTable(ctx, s.db.DB, q, s.d.quote(name)); err != nil {
+			return fmt.Errorf("sink: create barrier table %s: %w", name, wrapDB(err))
 		}
 	}
 	return nil

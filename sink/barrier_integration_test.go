@@ -110,7 +110,8 @@ func TestBarrierDropColumnAcrossQueues(t *testing.T) {
 		for round := range 5 {
 			base := int64(round * 100)
 			ddl := schema.Record{Op: schema.OpSchemaChange, Table: schema.TableID{Database: e.schema, Table: "dc"},
-				Change: &schema.SchemaChange{DDL: "ALTER TABLE " + e.schema + ".dc DROP COLUMN extra", Kind: "ALTER"},
+				Change: &schema.SchemaChange{DDL: "ALTER TABLE " + e.schema + ".dc DROP COLUMN extra", Kind: "ALTER",
+					Tables: []schema.TableChange{alter("dc", schema.ColumnChange{Kind: schema.DropColumn, Name: "extra"})}},
 				Source: schema.Source{File: "mysql-bin.000001", Pos: uint64(5000 + round)},
 				ID:     schema.ID{Epoch: 1, File: 1, Pos: uint64(10*(base+3) + 5)}} // between the rows around it (see on)
 			if round > 0 { // the column comes back by an ADD COLUMN (AutoEvolve)

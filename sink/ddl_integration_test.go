@@ -23,7 +23,7 @@ func alter(table string, cols ...schema.ColumnChange) schema.TableChange {
 }
 
 func ddlTruncRec(table string, off int64) schema.Record {
-	return schema.Record{Op: schema.OpTruncate, Table: src(table), Delivery: &schema.Delivery{Topic: "ddl", Queue: 0, Offset: off}}
+	return schema.Record{Op: schema.OpTruncate, Table: src(table), Delivery: &schema.Delivery{Topic: "ddl", Queue: 0, Offset: off}, ID: testID(off)}
 }
 
 func at(r schema.Record, off int64) schema.Record {
