@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/sluicecdc/sluice/schema"
 )
 
 var sqlIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -62,14 +60,14 @@ func NewSQLStore(ctx context.Context, driver, dsn, table string) (*SQLStore, err
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("position store: %w: %w", schema.RedactDSNError(err, dsn), ErrConfig)
+		return nil, fmt.Errorf("position store: %w: %w", err, ErrConfig)
 	}
 	db.SetMaxOpenConns(2)
 	s := &SQLStore{db: db, table: table, dialect: driver}
 	ddl := "CREATE TABLE IF NOT EXISTS " + table + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))"
 	if _, err := db.ExecContext(ctx, ddl); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("position store: create table %s (check the DSN and that the user may create tables): %w", table, schema.RedactDSNError(err, dsn))
+		return nil, fmt.Errorf("position store: create table %s (check the DSN and that the user may create tables): %w", table, err)
 	}
 	return s, nil
 }
