@@ -340,7 +340,7 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 	}
 	if err != nil {
 		syncer.Close()
-		return nil, nil, s.classify(err, p)
+		return nil, nil, s.classify(tlsError(&s.cfg, s.addr(), err), p)
 	}
 	s.connID.Store(syncer.LastConnectionID())
 	return syncer, stream, nil
@@ -348,9 +348,6 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 
 // classify wraps err, marking a purged position as ErrPositionPurged.
 func (s *Source) classify(err error, p Position) error {
-	if e := tlsError(&s.cfg, s.addr(), err); e != err {
-		return e
-	}
 	if errors.Is(err, ErrPositionPurged) || errors.Is(err, ErrMissingMetadata) || errors.Is(err, ErrUnsupported) || errors.Is(err, ErrBadPosition) ||
 		errors.Is(err, ErrUnparsedDDL) || errors.Is(err, ErrConfig) {
 		return err
