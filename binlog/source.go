@@ -36,8 +36,9 @@ const (
 // satisfies the runtime's Source contract: Open, then Read until done, then
 // Close.
 type Source struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	plain atomic.Bool // TLSMode preferred and the server offers no TLS
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -48,7 +49,6 @@ type Source struct {
 	rest    []schema.Record // records taken from ch but not yet returned
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
-	plain   atomic.Bool     // TLSMode preferred and the server offers no TLS
 	snap    snapCounters
 }
 
@@ -321,13 +321,14 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		UseDecimal: true, ParseTime: true,
 		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
-		TLSConfig: s.tlsConfig(),
-		Logger:    s.log.With("component", "go-mysql"),
+		Logger: s.log.With("component", "go-mysql"),
 	}
 }
 
 func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
-	syncer := replication.NewBinlogSyncer(s.syncerConfig())
+	sc := s.syncerConfig()
+	sc.TLSConfig = s.tlsConfig() // nil unless TLSMode asks for TLS
+	syncer := replication.NewBinlogSyncer(sc)
 	var stream *replication.BinlogStreamer
 	var err error
 	if p.GTIDSet != "" {
