@@ -37,8 +37,9 @@ const (
 // satisfies the runtime's Source contract: Open, then Read until done, then
 // Close.
 type Source struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	plain atomic.Bool // TLSMode preferred and the server offers no TLS
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -49,7 +50,6 @@ type Source struct {
 	rest    []schema.Record // records taken from ch but not yet returned
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
-	plain   atomic.Bool     // TLSMode preferred and the server offers no TLS
 	snap    snapCounters
 	hints   *typeHints // column types the table maps do not show
 }
@@ -374,13 +374,14 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		// MariaDB 11.4 may send events with log pos 0; record IDs are built
 		// from each event's end position, so have the client fill it in.
 		FillZeroLogPos: s.cfg.Flavor == FlavorMariaDB,
-		TLSConfig:      s.tlsConfig(),
 		Logger:         s.log.With("component", "go-mysql"),
 	}
 }
 
 func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
-	syncer := replication.NewBinlogSyncer(s.syncerConfig())
+	sc := s.syncerConfig()
+	sc.TLSConfig = s.tlsConfig() // nil unless TLSMode asks for TLS
+	syncer := replication.NewBinlogSyncer(sc)
 	var stream *replication.BinlogStreamer
 	var err error
 	if p.GTIDSet != "" {
@@ -393,7 +394,7 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 	}
 	if err != nil {
 		syncer.Close()
-		return nil, nil, s.classify(err, p)
+		return nil, nil, s.classify(tlsError(&s.cfg, s.addr(), err), p)
 	}
 	s.connID.Store(syncer.LastConnectionID())
 	return syncer, stream, nil
@@ -404,9 +405,6 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 // as ErrAccessDenied (all fatal); other errors are returned wrapped and
 // unclassified, which the reconnect loop and the runtime retry.
 func (s *Source) classify(err error, p Position) error {
-	if e := tlsError(&s.cfg, s.addr(), err); e != err {
-		return e
-	}
 	if schema.ClassOf(err) != schema.ClassUnknown {
 		return err
 	}

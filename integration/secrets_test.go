@@ -195,7 +195,21 @@ func TestNoSecretInOutput(t *testing.T) {
 			transport = section{"type": "rocketmq", "name_servers": fmt.Sprintf("[%q]", broker), "access_key": "sluice-ak",
 				"secret_key": fmt.Sprintf("%q", secret), "topics": fmt.Sprintf("[%s_%s_t]", name, db)}
 		}
-		cfg := write(name, config(name, source(secret), transport, pgSink(pgDSN),
+		src, snk := source(secret), pgSink(pgDSN)
+		// With the servers' test CA, source and target go over verified TLS
+		// from the YAML keys, and the source account may only use TLS.
+		var haveSSL, pgSSL string
+		_ = my.QueryRow("SELECT @@have_ssl").Scan(&haveSSL)
+		_ = pg.QueryRow("SHOW ssl").Scan(&pgSSL)
+		if ca := e["SLUICE_TLS_CA"]; ca != "" && haveSSL == "YES" && pgSSL == "on" {
+			mustExec(t, my, fmt.Sprintf("ALTER USER '%s'@'127.0.0.1' REQUIRE SSL", user))
+			src["ssl_mode"], src["ssl_ca"] = "verify_identity", ca
+			snk["dsn"] = fmt.Sprintf("%q", strings.Replace(pgDSN, "?sslmode=disable", "", 1))
+			snk["ssl_mode"], snk["ssl_ca"] = "verify_identity", ca
+		} else if os.Getenv("CI") == "true" {
+			t.Fatalf("the servers do not serve TLS with a test CA (SLUICE_TLS_CA %q, have_ssl %q, ssl %q): start them with scripts/servers.sh", ca, haveSSL, pgSSL)
+		}
+		cfg := write(name, config(name, src, transport, snk,
 			section{"type": "postgres", "dsn": fmt.Sprintf("%q", pgDSN), "table": "leak_positions"}))
 		var outputs []string
 		for _, cmd := range []string{"validate", "check"} {

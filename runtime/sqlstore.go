@@ -79,14 +79,14 @@ func NewSQLStore(ctx context.Context, driver, dsn, table string) (*SQLStore, err
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("position store: %w: %w", schema.RedactDSNError(err, dsn), ErrConfig)
+		return nil, fmt.Errorf("position store: %w: %w", err, ErrConfig)
 	}
 	db.SetMaxOpenConns(2)
 	s := &SQLStore{db: db, table: table, dialect: driver}
 	ddl := "CREATE TABLE IF NOT EXISTS " + table + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))"
 	if err := createTable(ctx, db, ddl, table); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("position store: create table %s (check the DSN and that the user may create tables): %w", table, schema.RedactDSNError(err, dsn))
+		return nil, fmt.Errorf("position store: create table %s (check the DSN and that the user may create tables): %w", table, err)
 	}
 	return s, nil
 }

@@ -24,6 +24,31 @@ type Config struct {
 	Dialect  string // "postgres" or "mysql" (MySQL and MariaDB)
 	DSN      string // lib/pq DSN or go-sql-driver DSN
 	Pipeline string // pipeline name, the first key column of the progress table
+	// TLSMode is MySQL's ssl-mode for the target connections, for both
+	// dialects: "disabled", "preferred" (TLS when the server offers it; for
+	// PostgreSQL lib/pq's sslmode=prefer, without a client certificate),
+	// "required" (TLS, the certificate is not checked), "verify_ca" (signed
+	// by a CA in TLS.RootCAs) or "verify_identity" (verify_ca, and the
+	// certificate names the DSN's host). "" (the default) leaves TLS to the
+	// DSN (PostgreSQL sslmode=..., MySQL tls=...); setting both is an error.
+	TLSMode string
+	// TLS holds RootCAs (nil: the system's roots) and Certificates (a
+	// client certificate); the sink applies TLSMode's verification to a
+	// copy. Nil is an empty config; verify_ca needs RootCAs.
+	TLS *tls.Config
+	// LockTimeout bounds how long a statement waits for a lock another
+	// session holds (PostgreSQL lock_timeout; MySQL and MariaDB
+	// innodb_lock_wait_timeout and lock_wait_timeout, rounded up to whole
+	// seconds). The transaction then fails with a retriable error and is
+	// retried after the runtime's backoff. 0 means DefaultLockTimeout (30s),
+	// negative leaves the server's setting. A value the DSN sets wins.
+	LockTimeout time.Duration
+	// StatementTimeout bounds each statement of the sink, DDL included
+	// (PostgreSQL statement_timeout, MariaDB max_statement_time; MySQL has no
+	// such limit for writes and ignores it). A statement over it fails the
+	// transaction with a retriable error. 0 means DefaultStatementTimeout
+	// (10m), negative leaves the server's setting. A value the DSN sets wins.
+	StatementTimeout time.Duration
 	// SchemaTemplate names the target schema (PostgreSQL) or database
 	// (MySQL); placeholders ${db} (source database) and ${table} (source
 	// table). Unset ("") means "${db}". To write into the connection's
@@ -108,31 +133,6 @@ type Config struct {
 	// progress and pending tables, no source table may map onto one: the
 	// sink refuses such a record instead of writing over it.
 	ControlTables []string
-	// TLSMode is MySQL's ssl-mode for the target connections, for both
-	// dialects: "disabled", "preferred" (TLS when the server offers it; for
-	// PostgreSQL lib/pq's sslmode=prefer, without a client certificate),
-	// "required" (TLS, the certificate is not checked), "verify_ca" (signed
-	// by a CA in TLS.RootCAs) or "verify_identity" (verify_ca, and the
-	// certificate names the DSN's host). "" (the default) leaves TLS to the
-	// DSN (PostgreSQL sslmode=..., MySQL tls=...); setting both is an error.
-	TLSMode string
-	// TLS holds RootCAs (nil: the system's roots) and Certificates (a
-	// client certificate); the sink applies TLSMode's verification to a
-	// copy. Nil is an empty config; verify_ca needs RootCAs.
-	TLS *tls.Config
-	// LockTimeout bounds how long a statement waits for a lock another
-	// session holds (PostgreSQL lock_timeout; MySQL and MariaDB
-	// innodb_lock_wait_timeout and lock_wait_timeout, rounded up to whole
-	// seconds). The transaction then fails with a retriable error and is
-	// retried after the runtime's backoff. 0 means DefaultLockTimeout (30s),
-	// negative leaves the server's setting. A value the DSN sets wins.
-	LockTimeout time.Duration
-	// StatementTimeout bounds each statement of the sink, DDL included
-	// (PostgreSQL statement_timeout, MariaDB max_statement_time; MySQL has no
-	// such limit for writes and ignores it). A statement over it fails the
-	// transaction with a retriable error. 0 means DefaultStatementTimeout
-	// (10m), negative leaves the server's setting. A value the DSN sets wins.
-	StatementTimeout time.Duration
 }
 
 // Policies of Config.SchemaChanges, Config.OnError and Config.KeylessMode.

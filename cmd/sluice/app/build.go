@@ -12,6 +12,7 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
 )
 
@@ -145,7 +146,8 @@ func openPositions(ctx context.Context, c positionsConfig) (resettableStore, err
 	}
 	s, err := runtime.NewSQLStore(ctx, c.typ, c.DSN, c.Table)
 	if err != nil {
-		return nil, err
+		// Drivers quote an unparseable DSN, password included.
+		return nil, schema.RedactDSNError(err, c.DSN)
 	}
 	if prev, loaded := sqlStores.LoadOrStore(key, s); loaded {
 		s.Close()
