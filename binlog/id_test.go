@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/replication"
@@ -117,4 +118,36 @@ func TestReconnectInsideTransactionKeepsIDs(t *testing.T) {
 	if len(again) == 0 {
 		t.Fatal("nothing re-read")
 	}
+}
+
+func TestMariaDBAtLeast(t *testing.T) {
+	for v, want := range map[string]bool{"11.4.2-MariaDB-log": true, "5.5.5-10.11.6-MariaDB": false, "11.3.9-MariaDB": false,
+		"12.0.1-MariaDB": true, "5.5.5-11.4.0-MariaDB-1": true, "8.4.0": false, "garbage": false} {
+		if got := mariaDBAtLeast(v, 11, 4); got != want {
+			t.Errorf("mariaDBAtLeast(%q) = %v", v, got)
+		}
+	}
+}
+
+// An event that makes records without a log position would give wrong IDs:
+// the mapper refuses it.
+func TestEventWithoutLogPositionRefused(t *testing.T) {
+	evs := fixtureEvents(t)
+	m := fixtureMapper(t)
+	for _, ev := range evs {
+		if _, ok := ev.Event.(*replication.XIDEvent); ok {
+			bad := *ev
+			h := *ev.Header
+			h.LogPos = 0
+			bad.Header = &h
+			if _, err := m.Map(&bad, nil); !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("XID event with log pos 0: %v", err)
+			}
+			return
+		}
+		if _, err := m.Map(ev, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("no XID event in the fixture")
 }

@@ -156,6 +156,9 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 	h := ev.Header
 	if m.depth == 0 {
 		m.evPos, m.evIdx = h.LogPos, 0
+		if h.LogPos == 0 && makesRecords(ev) {
+			return out, fmt.Errorf("%w: %s event without a log position in %s: record IDs need each event's end position (MariaDB 11.4 and later: the client fills it in)", ErrUnsupported, h.EventType, m.file)
+		}
 	}
 	switch e := ev.Event.(type) {
 	case *replication.RotateEvent:
@@ -252,6 +255,16 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		}
 	}
 	return out, nil
+}
+
+// makesRecords reports events whose records take their ID from the event's
+// position.
+func makesRecords(ev *replication.BinlogEvent) bool {
+	switch ev.Event.(type) {
+	case *replication.RowsEvent, *replication.QueryEvent, *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.TransactionPayloadEvent:
+		return true
+	}
+	return false
 }
 
 func (m *mapper) startTx(gtid string, pending func() error) {

@@ -50,8 +50,11 @@ type Source struct {
 	rest    []schema.Record // records taken from ch but not yet returned
 	columns *columnRules    // compiled ExcludeColumns and Mask
 	connID  atomic.Uint32   // server thread id of the replication connection
-	snap    snapCounters
-	hints   *typeHints // column types the table maps do not show
+	// zeroLogPos: the server is MariaDB 11.4 or later, which may send
+	// events with log pos 0 (set in Open, read by syncerConfig).
+	zeroLogPos bool
+	snap       snapCounters
+	hints      *typeHints // column types the table maps do not show
 }
 
 type batch struct {
@@ -107,6 +110,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		return connectError(s.addr(), s.cfg.User, err)
 	}
 	defer conn.Close()
+	s.zeroLogPos = s.cfg.Flavor == FlavorMariaDB && mariaDBAtLeast(conn.GetServerVersion(), 11, 4)
 	var resume *SnapshotProgress
 	doSnapshot := false
 	if position == nil {
@@ -253,6 +257,17 @@ func (s *Source) snapshotThenStream(ctx context.Context, m *mapper, snap *snapsh
 	close(s.done)
 }
 
+// mariaDBAtLeast reports whether a MariaDB version string (such as
+// "11.4.2-MariaDB-log" or "5.5.5-10.11.6-MariaDB") is major.minor or later.
+func mariaDBAtLeast(version string, major, minor int) bool {
+	v := strings.TrimPrefix(version, "5.5.5-") // the replication-era prefix of MariaDB 10+
+	var ma, mi int
+	if _, err := fmt.Sscanf(v, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
 // currentPosition asks the server where its binlog ends now.
 // CurrentPosition returns the server's current binlog position, encoded as
 // Open takes it: a source opened there reads only what is committed after
@@ -372,8 +387,9 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
 		// MariaDB 11.4 may send events with log pos 0; record IDs are built
-		// from each event's end position, so have the client fill it in.
-		FillZeroLogPos: s.cfg.Flavor == FlavorMariaDB,
+		// from each event's end position, so have the client fill it in
+		// (it asks for annotate events then, to count every byte).
+		FillZeroLogPos: s.zeroLogPos,
 		Logger:         s.log.With("component", "go-mysql"),
 	}
 }
