@@ -20,8 +20,8 @@ func TestWriteKeylessModes(t *testing.T) {
 		s := e.open(t, nil)
 		write(t, s, keyless(cIns("kl", 1, "a")))
 		err := s.Write(context.Background(), []schema.Record{keyless(cIns("kl", 2, "b")), keyless(cUpd("kl", 1, 1, "a", "a2"))})
-		if !errors.Is(err, ErrSchema) || !isFatal(err) || !strings.Contains(err.Error(), "kl") || !strings.Contains(err.Error(), "KeylessMode") {
-			t.Fatalf("keyless update: %v, want a fatal ErrSchema naming the table and KeylessMode", err)
+		if !errors.Is(err, ErrSchema) || !isFatal(err) || !strings.Contains(err.Error(), "kl") || !strings.Contains(err.Error(), "keyless_mode") {
+			t.Fatalf("keyless update: %v, want a fatal ErrSchema naming the table and keyless_mode", err)
 		}
 		// OnError skip does not turn that into a skipped row.
 		s2 := e.open(t, func(c *Config) { c.OnError = OnErrorSkip })
