@@ -109,7 +109,7 @@ func TestIntegrationOversize(t *testing.T) {
 		if err := json.Unmarshal(dl[0].Value, &body); err != nil {
 			t.Fatalf("dead letter body %.200q: %v", dl[0].Value, err)
 		}
-		if body.Table != "db.big" || body.Key != "2" || !strings.Contains(body.Error, "more than MaxMessageBytes") ||
+		if body.Table != "db.big" || body.Key != "2" || !strings.Contains(body.Error, "more than max_message_bytes") ||
 			!strings.Contains(dl[0].Properties[DeadLetterErrorProperty], `key "2"`) {
 			t.Fatalf("dead letter %+v properties %v", body, dl[0].Properties)
 		}
