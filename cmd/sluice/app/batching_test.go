@@ -30,8 +30,8 @@ func TestTransportBatchingConfig(t *testing.T) {
 		t.Fatalf("rocketmq: %+v, %v", d.rocketmq, err)
 	}
 	for _, bad := range []struct{ transport, want string }{
-		{"transport:\n  type: embedded\n  linger: -1s\n", "transport.linger: -1s is negative"},
-		{"transport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:9876\"]\n  topics: [a]\n  linger: 2m\n", "linger 2m0s: use 0 to 65.535s"},
+		{"transport:\n  type: embedded\n  linger: -1s\n", "p.yaml:9: transport.linger: -1s is negative"},
+		{"transport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:9876\"]\n  topics: [a]\n  linger: 2m\n", "p.yaml:11: transport.linger: rocketmq: invalid config: linger 2m0s: use 0 to 65.535s"},
 	} {
 		_, err := decode(bad.transport)
 		if err == nil || !strings.Contains(err.Error(), bad.want) || !errors.Is(err, runtime.ErrConfig) {
