@@ -538,25 +538,26 @@ rmq_cluster_ok() { # rmq_cluster_ok [NAME PORT] : the broker (default broker-a) 
   grep -q "${1:-broker-a}" <<<"$out" && grep -q "$HOST:${2:-$RMQ_BROKER_PORT}" <<<"$out"
 }
 
-# rmq_start_broker NAME PORT CONF PIDFILE OUT HOME : starts a broker unless
-# running and waits until the name server lists it; returns 0 when this
-# call started it, 1 when it was running already.
-rmq_start_broker() {
-  local name="$1" port="$2" conf="$3" pidfile="$4" out="$5" home="$6" t0 ok p started=1
+# rmq_launch_broker NAME PORT CONF PIDFILE OUT HOME : starts a broker unless
+# running; returns 0 when it started one, 1 when it was running already.
+rmq_launch_broker() {
+  local name="$1" port="$2" conf="$3" pidfile="$4" out="$5" home="$6" p
+  pid_alive "$pidfile" && return 1
+  for p in "$port" $((port - 2)) $((port + 1)); do
+    port_open "$p" && die "rocketmq: $name port $p is already taken"
+  done
+  mkdir -p "$home"
+  log "rocketmq: starting $name on $HOST:$port"
+  (RMQ_HOME="$home" rmq_java rmq.broker.logback.xml -Xms512m -Xmx512m -Xmn256m -XX:MaxDirectMemorySize=512m \
+     org.apache.rocketmq.broker.BrokerStartup -c "$conf") >>"$out" 2>&1 </dev/null 9>&- &
+  echo $! >"$pidfile"
+}
+
+# rmq_wait_broker NAME PORT PIDFILE OUT HOME : waits until the name server
+# lists the broker.
+rmq_wait_broker() {
+  local name="$1" port="$2" pidfile="$3" out="$4" home="$5" t0 ok=0
   t0="$(now)"
-  if pid_alive "$pidfile"; then
-    started=0
-  else
-    for p in "$port" $((port - 2)) $((port + 1)); do
-      port_open "$p" && die "rocketmq: $name port $p is already taken"
-    done
-    mkdir -p "$home"
-    log "rocketmq: starting $name on $HOST:$port"
-    (RMQ_HOME="$home" rmq_java rmq.broker.logback.xml -Xms512m -Xmx512m -Xmn256m -XX:MaxDirectMemorySize=512m \
-       org.apache.rocketmq.broker.BrokerStartup -c "$conf") >>"$out" 2>&1 </dev/null 9>&- &
-    echo $! >"$pidfile"
-  fi
-  ok=0
   local deadline=$(( $(date +%s) + START_TIMEOUT ))
   while (( $(date +%s) < deadline )); do
     pid_alive "$pidfile" || break
@@ -565,7 +566,6 @@ rmq_start_broker() {
   done
   ((ok)) || { tail_log "$out" "$home/logs/rocketmqlogs/broker.log"; die "rocketmq: $name not visible in clusterList on $RMQ_NAMESRV"; }
   log "rocketmq: $name registered after $(elapsed "$t0")s"
-  ((started))
 }
 
 start_rocketmq() {
@@ -604,14 +604,19 @@ start_rocketmq() {
   ((ok)) || { tail_log "$RMQ_NS_OUT" "$RMQ_HOME/logs/rocketmqlogs/namesrv.log"; die "rocketmq: name server not listening on $RMQ_NAMESRV"; }
   log "rocketmq: name server listening after $(elapsed "$tns")s"
 
+  # Both brokers start at once (each takes 15-25 s), then both are awaited.
   local started_broker=0
-  if rmq_start_broker broker-a "$RMQ_BROKER_PORT" "$RMQ_DIR/broker.conf" "$RMQ_BR_PID" "$RMQ_BR_OUT" "$RMQ_HOME"; then started_broker=1; fi
+  if rmq_launch_broker broker-a "$RMQ_BROKER_PORT" "$RMQ_DIR/broker.conf" "$RMQ_BR_PID" "$RMQ_BR_OUT" "$RMQ_HOME"; then started_broker=1; fi
   local brokers="$HOST:$RMQ_BROKER_PORT" bvars=(SLUICE_ROCKETMQ_BROKER_B= SLUICE_ROCKETMQ_BROKER_B_ADDR=)
   if [[ "$RMQ_BROKER_B" != 0 ]]; then
     mkdir -p "$RMQ_STORE-b"
-    if rmq_start_broker broker-b "$RMQ_BROKER_B_PORT" "$RMQ_DIR/broker-b.conf" "$RMQ_BRB_PID" "$RMQ_BRB_OUT" "$RMQ_HOME_B"; then started_broker=1; fi
+    if rmq_launch_broker broker-b "$RMQ_BROKER_B_PORT" "$RMQ_DIR/broker-b.conf" "$RMQ_BRB_PID" "$RMQ_BRB_OUT" "$RMQ_HOME_B"; then started_broker=1; fi
     brokers+=" and $HOST:$RMQ_BROKER_B_PORT"
     bvars=(SLUICE_ROCKETMQ_BROKER_B=broker-b SLUICE_ROCKETMQ_BROKER_B_ADDR="$HOST:$RMQ_BROKER_B_PORT")
+  fi
+  rmq_wait_broker broker-a "$RMQ_BROKER_PORT" "$RMQ_BR_PID" "$RMQ_BR_OUT" "$RMQ_HOME"
+  if [[ "$RMQ_BROKER_B" != 0 ]]; then
+    rmq_wait_broker broker-b "$RMQ_BROKER_B_PORT" "$RMQ_BRB_PID" "$RMQ_BRB_OUT" "$RMQ_HOME_B"
   fi
 
   # First start of this broker: prove a topic can be created and a message written.

@@ -2,6 +2,7 @@ package rocketmq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -486,5 +487,54 @@ func TestNewPublisherNameServerDown(t *testing.T) {
 	}
 	if err := EnsureTopic(ctx, cfg, "x"); err == nil {
 		t.Fatal("EnsureTopic with the name server down: no error")
+	}
+}
+
+// A TRUNCATE goes to every queue of its topic, after the rows before it on
+// each, with the copy count; rows go to one queue each.
+func TestPublisherBarrierToEveryQueue(t *testing.T) {
+	f := newFakeSender()
+	p := testPublisher(t, f, nil)
+	defer p.Close(context.Background())
+	var batch []schema.Record
+	for k := range int64(20) {
+		batch = append(batch, rec(k, 1))
+	}
+	batch = append(batch, schema.Record{Op: schema.OpTruncate, Table: tbl})
+	for k := range int64(20) {
+		batch = append(batch, rec(k, 2))
+	}
+	acked := make(chan error, 1)
+	if err := p.Publish(context.Background(), batch, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for q := range 4 {
+		copies, after := 0, false
+		for _, m := range f.sent[q] {
+			props := m.GetProperties()
+			if n, ok := props[HeaderPropertyPrefix+schema.HeaderBarrierCopies]; ok {
+				copies++
+				after = true
+				if n != "4" {
+					t.Errorf("queue %d: copies property %q, want 4", q, n)
+				}
+				continue
+			}
+			var env testEnvelope
+			if err := json.Unmarshal(m.Body, &env); err != nil || len(env.After) != 2 {
+				t.Fatalf("queue %d: body %s: %v", q, m.Body, err)
+			}
+			if v := env.After[1]; (v == 2) != after {
+				t.Errorf("queue %d: a version-%d row on the wrong side of the truncate", q, v)
+			}
+		}
+		if copies != 1 {
+			t.Errorf("queue %d: %d copies of the truncate, want 1", q, copies)
+		}
 	}
 }

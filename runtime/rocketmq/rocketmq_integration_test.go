@@ -160,8 +160,17 @@ func TestIntegrationEnsureTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if qs := r.writeQueues(); len(qs) != 6 {
-		t.Fatalf("topic %s has queues %v, want 6", topic, qs)
+	ci, err := fetchClusterInfo(ctx, cfg.NameServers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := cfg.baseDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters := len(ci.masters(dc.Cluster))
+	if qs := r.writeQueues(); len(qs) != 6*masters {
+		t.Fatalf("topic %s has queues %v, want 6 on each of the %d master brokers", topic, qs, masters)
 	}
 	if err := EnsureTopic(ctx, cfg, "bad.topic"); !errors.Is(err, ErrConfig) {
 		t.Errorf("invalid topic name: %v", err)
@@ -287,6 +296,7 @@ func testOrderPerKey(t *testing.T, mode string) {
 	seen := map[kv][]int64{}
 	lastOffset := map[string]int64{}
 	queuesSeen := map[string]bool{}
+	routes := map[string][]queue{} // topic -> its queues, as the publisher picks among them
 	total := 0
 	done := make(chan struct{})
 	cctx, stop := context.WithCancel(ctx)
@@ -301,7 +311,7 @@ func testOrderPerKey(t *testing.T, mode string) {
 					t.Error("record without Delivery")
 					continue
 				}
-				qk := d.Topic + "/" + strconv.Itoa(d.Queue)
+				qk := d.Topic + "/" + d.Broker + "/" + strconv.Itoa(d.Queue) // queue ids repeat per broker
 				if last, ok := lastOffset[qk]; ok && d.Offset <= last {
 					t.Errorf("queue %s: offset %d after %d", qk, d.Offset, last)
 				}
@@ -310,8 +320,18 @@ func testOrderPerKey(t *testing.T, mode string) {
 				if want := TopicName(cfg.Pipeline, r.Table.Database, r.Table.Table, mode); d.Topic != want {
 					t.Errorf("record of %s delivered from topic %s", r.Table, d.Topic)
 				}
-				if want := runtime.QueueForKey(r.Table, r.KeyString(), 4); d.Queue != want {
-					t.Errorf("key %s on queue %d, want %d", r.KeyString(), d.Queue, want)
+				qs, ok := routes[d.Topic]
+				if !ok {
+					route, err := fetchRoute(ctx, cfg.NameServers, d.Topic)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					qs = route.writeQueues()
+					routes[d.Topic] = qs
+				}
+				if want := qs[runtime.QueueForKey(r.Table, r.KeyString(), len(qs))]; d.Queue != want.ID || d.Broker != want.Broker {
+					t.Errorf("key %s on queue %s/%d, want %s/%d", r.KeyString(), d.Broker, d.Queue, want.Broker, want.ID)
 				}
 				if r.Op != schema.OpUpdate || len(r.Before) != 2 || len(r.After) != 2 || fmt.Sprint(r.Before[1]) != fmt.Sprint(r.After[1].(int64)-1) || !r.KeySchema.Equal(itKeySchema) {
 					t.Errorf("record changed on the way: %+v", r)
@@ -361,8 +381,12 @@ func testOrderPerKey(t *testing.T, mode string) {
 			}
 		}
 	}
-	if want := 4 * len(map[string]bool{TopicName(cfg.Pipeline, "db", "orders", mode): true, TopicName(cfg.Pipeline, "db", "items", mode): true}); len(queuesSeen) != want {
-		t.Errorf("records came from %d queues (%v), want 4 per topic", len(queuesSeen), queuesSeen)
+	want := 0
+	for _, qs := range routes {
+		want += len(qs)
+	}
+	if len(routes) != len(map[string]bool{TopicName(cfg.Pipeline, "db", "orders", mode): true, TopicName(cfg.Pipeline, "db", "items", mode): true}) || len(queuesSeen) != want {
+		t.Errorf("records came from %d queues (%v), want all %d of topics %v", len(queuesSeen), queuesSeen, want, routes)
 	}
 }
 
@@ -545,13 +569,17 @@ func TestIntegrationResumeAfterClose(t *testing.T) {
 	_ = p.Close(ctx)
 
 	type span struct{ first, last int64 }
-	run := func(stopAfter int) (map[int]span, int) {
+	type qid struct {
+		broker string
+		queue  int
+	}
+	run := func(stopAfter int) (map[qid]span, int) {
 		s, err := NewSubscriber(ctx, cfg, quietLog())
 		if err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
-		spans := map[int]span{}
+		spans := map[qid]span{}
 		total := 0
 		enough := make(chan struct{})
 		var once sync.Once
@@ -561,12 +589,13 @@ func TestIntegrationResumeAfterClose(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, r := range rs {
-					sp, ok := spans[r.Delivery.Queue]
+					q := qid{r.Delivery.Broker, r.Delivery.Queue}
+					sp, ok := spans[q]
 					if !ok {
 						sp.first = r.Delivery.Offset
 					}
 					sp.last = r.Delivery.Offset
-					spans[r.Delivery.Queue] = sp
+					spans[q] = sp
 				}
 				total += len(rs)
 				if total >= stopAfter {
@@ -590,15 +619,15 @@ func TestIntegrationResumeAfterClose(t *testing.T) {
 		f, ok := first[q]
 		if !ok {
 			if sp.first != 0 {
-				t.Errorf("queue %d: untouched by the first run, but the second starts at %d: a gap", q, sp.first)
+				t.Errorf("queue %v: untouched by the first run, but the second starts at %d: a gap", q, sp.first)
 			}
 			continue
 		}
 		if sp.first > f.last+1 {
-			t.Errorf("queue %d: first run handled offsets %d..%d, second run starts at %d: a gap", q, f.first, f.last, sp.first)
+			t.Errorf("queue %v: first run handled offsets %d..%d, second run starts at %d: a gap", q, f.first, f.last, sp.first)
 		}
 		if sp.first <= f.first {
-			t.Errorf("queue %d: first run handled offsets %d..%d, second run starts again at %d: no resume", q, f.first, f.last, sp.first)
+			t.Errorf("queue %v: first run handled offsets %d..%d, second run starts again at %d: no resume", q, f.first, f.last, sp.first)
 		}
 	}
 	t.Logf("first run %d records %v; second run %d records, starting at %v", got1, first, got2, second)
