@@ -194,8 +194,10 @@ func (h *typeHints) get(id schema.TableID) (map[string]string, error) {
 	for attempt := 0; ; attempt++ {
 		if h.c == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-			c, err := client.ConnectWithContext(ctx, (&Source{cfg: h.cfg}).addr(), h.cfg.User, h.cfg.Password, "", dialTimeout,
-				func(c *client.Conn) error { // a hung server fails the query, not the stream for good
+			// With the source's TLS settings, like every connection of the
+			// source; a hung server fails the query, not the stream for good.
+			c, err := dialServer(ctx, &h.cfg, tlsFor(&h.cfg), nil,
+				func(c *client.Conn) error {
 					c.ReadTimeout, c.WriteTimeout = hintTimeout, hintTimeout
 					return nil
 				})

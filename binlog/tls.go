@@ -97,7 +97,7 @@ func (s *Source) dial(ctx context.Context) (*client.Conn, error) {
 	return dialServer(ctx, &s.cfg, s.tlsConfig(), func() { s.plain.Store(true) })
 }
 
-func dialServer(ctx context.Context, cfg *Config, t *tls.Config, fellBack func()) (*client.Conn, error) {
+func dialServer(ctx context.Context, cfg *Config, t *tls.Config, fellBack func(), more ...client.Option) (*client.Conn, error) {
 	addr := (&Source{cfg: *cfg}).addr()
 	opt := func(c *client.Conn) error {
 		if t != nil {
@@ -105,12 +105,12 @@ func dialServer(ctx context.Context, cfg *Config, t *tls.Config, fellBack func()
 		}
 		return nil
 	}
-	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout, opt)
+	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout, append([]client.Option{opt}, more...)...)
 	if err != nil && t != nil && cfg.TLSMode == TLSPreferred && noServerTLS(err) {
 		if fellBack != nil {
 			fellBack()
 		}
-		conn, err = client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout)
+		conn, err = client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout, more...)
 	}
 	if err != nil {
 		return nil, tlsError(cfg, addr, err)
