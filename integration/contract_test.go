@@ -260,18 +260,32 @@ func rounds() int {
 // queues, round after round (issue #10, problem 1: the TRUNCATE was routed
 // to one queue and raced the rows of the other three).
 func TestContractTruncateBetweenRows(t *testing.T) {
-	eachPair(t, "ct_trunc", func(t *testing.T, k *kit) {
-		k.createTable(t, "t", "id BIGINT PRIMARY KEY, v BIGINT NULL")
-		r := k.start(t)
-		defer r.stop(t)
-		for round := 1; round <= rounds(); round++ {
-			base := round * 1000
-			k.insertRange(t, "t", base+1, base+200, round)
-			mustExec(t, k.src, "TRUNCATE TABLE "+k.db+".t")
-			k.insertRange(t, "t", base+201, base+400, round)
-			k.sameRows(t, r, "t", "id, v", time.Minute)
-		}
+	eachPair(t, "ct_trunc", func(t *testing.T, k *kit) { truncateRounds(t, k) })
+}
+
+// TestContractTruncateTransactional is TestContractTruncateBetweenRows with
+// the transaction-consistent sink (transactional: true), on the embedded
+// transport.
+func TestContractTruncateTransactional(t *testing.T) {
+	eachPairWhere(t, "ct_trtx", func(p pair) bool { return p.transport == "embedded" }, func(t *testing.T, k *kit) {
+		k.sink = "  transactional: true\n"
+		truncateRounds(t, k)
 	})
+}
+
+// truncateRounds runs rounds of `INSERT 200 rows; TRUNCATE; INSERT 200
+// rows` on k, each ending with the target equal to the source.
+func truncateRounds(t *testing.T, k *kit) {
+	k.createTable(t, "t", "id BIGINT PRIMARY KEY, v BIGINT NULL")
+	r := k.start(t)
+	defer r.stop(t)
+	for round := 1; round <= rounds(); round++ {
+		base := round * 1000
+		k.insertRange(t, "t", base+1, base+200, round)
+		mustExec(t, k.src, "TRUNCATE TABLE "+k.db+".t")
+		k.insertRange(t, "t", base+201, base+400, round)
+		k.sameRows(t, r, "t", "id, v", time.Minute)
+	}
 }
 
 // TestContractSchemaChangesApply: under schema_changes: apply, rounds of
