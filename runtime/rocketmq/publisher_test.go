@@ -500,7 +500,7 @@ func TestPublisherBarrierToEveryQueue(t *testing.T) {
 	for k := range int64(20) {
 		batch = append(batch, rec(k, 1))
 	}
-	batch = append(batch, schema.Record{Op: schema.OpTruncate, Table: tbl})
+	batch = append(batch, schema.Record{Op: schema.OpTruncate, Table: tbl, ID: nextTestID()})
 	for k := range int64(20) {
 		batch = append(batch, rec(k, 2))
 	}
