@@ -59,7 +59,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		if !errors.As(err, new(reportedError)) {
+			fmt.Fprintf(stderr, "sluice: %v\n", err)
+		}
 		if errors.Is(err, runtime.ErrConfig) || errors.Is(err, binlog.ErrConfig) || errors.Is(err, sink.ErrConfig) || errors.Is(err, flag.ErrHelp) {
 			return 2
 		}
@@ -156,6 +158,12 @@ func cmdRun(args []string, log *slog.Logger) error {
 	}
 }
 
+// reportedError is an error already logged where it happened: Main ends
+// with its exit code without printing it a second time.
+type reportedError struct{ error }
+
+func (r reportedError) Unwrap() error { return r.error }
+
 // runResult is how `sluice run` ends: an error (exit 1) when the pipeline
 // FAILED, nil (exit 0) when it FINISHED or was stopped.
 func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
@@ -165,7 +173,8 @@ func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
 	}
 	switch st.State {
 	case runtime.StateFailed:
-		return fmt.Errorf("pipeline %s failed: %s", name, st.LastError)
+		// The worker logged the failure with its error when it happened.
+		return reportedError{fmt.Errorf("pipeline %s failed: %s", name, st.LastError)}
 	case runtime.StateFinished:
 		log.Info("pipeline finished: its input is complete", "pipeline", name, "position", st.Position)
 	default:
