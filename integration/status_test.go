@@ -106,7 +106,11 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 		if err := w.Pause(cfg.Name); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(500 * time.Millisecond) // let a batch read before the pause drain
+		// A Read already waiting on the stream when the pause came returns
+		// once more: give it a transaction of its own, so that every one
+		// written after it stays unread.
+		mustExec(t, my, fmt.Sprintf("INSERT INTO %s.orders (id, customer, amount, status, updated_at) VALUES (%d, 'p', 2, 'new', NOW(6))", db, 99999))
+		time.Sleep(time.Second)
 		const txs = 5
 		for i := 0; i < txs; i++ {
 			mustExec(t, my, fmt.Sprintf("INSERT INTO %s.orders (id, customer, amount, status, updated_at) VALUES (%d, 'p', 2, 'new', NOW(6))", db, 100000+i))
