@@ -213,25 +213,37 @@ type embeddedSub struct {
 // Consume runs one goroutine per queue; each applies batches in order and
 // retries a failing batch with exponential backoff until ctx is done.
 func (s *embeddedSub) Consume(ctx context.Context, h Handler) error {
+	// A batch that fails for good (applyWithRetry gives up only on a fatal
+	// error) ends every queue and is Consume's result, so the pipeline fails
+	// at once: a source blocked publishing to the stopped queue would
+	// otherwise wait for it forever.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
+	var once sync.Once
+	var failed error
 	for q := range s.e.queues {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.consumeQueue(ctx, q, h)
+			if err := s.consumeQueue(ctx, q, h); err != nil {
+				once.Do(func() { failed = err; cancel() })
+			}
 		}()
 	}
 	wg.Wait()
-	return nil
+	return failed
 }
 
-func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h Handler) {
+// consumeQueue applies the batches of queue q until ctx ends (nil) or a
+// batch fails for good (its error).
+func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h Handler) error {
 	ch := s.e.queues[q]
 	for {
 		var batch []part
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case p := <-ch:
 			batch = append(batch, p)
 		}
@@ -261,7 +273,10 @@ func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h Handler) {
 			p.done(err)
 		}
 		if err != nil {
-			return
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
 	}
 }

@@ -53,6 +53,9 @@ type Pipeline struct {
 	win     atomic.Pointer[window]
 	pauseMu sync.Mutex
 	resumed chan struct{} // nil while running; closed on resume
+	// sinkFailed is set when the sink side's failure stopped the source:
+	// Run reports that error, so the source side does not say it again.
+	sinkFailed atomic.Bool
 }
 
 func (p *Pipeline) metrics() *Metrics {
@@ -188,6 +191,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			select {
 			case err := <-failed:
 				failed <- err // keep it for the report below
+				p.sinkFailed.Store(true)
 				stopSrc()
 			case <-srcCtx.Done():
 			}
@@ -389,7 +393,9 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 		if errors.Is(waitErr, context.Canceled) {
 			level = slog.LevelInfo
 		}
-		log.Log(ctx, level, "stopped with batches unacknowledged; they will be read again at the next start", "err", waitErr)
+		if !p.sinkFailed.Load() { // else the batch's error is the failure Run reports
+			log.Log(ctx, level, "stopped with batches unacknowledged; they will be read again at the next start", "err", waitErr)
+		}
 		waitErr = nil
 	}
 	if readErr != nil && waitErr != nil && errors.Is(readErr, waitErr) {

@@ -280,3 +280,36 @@ func TestPipelineStopsWhenPositionsCannotBeSaved(t *testing.T) {
 		t.Fatal("the pipeline kept reading although no position could be saved")
 	}
 }
+
+// slowFatalSink fails every batch for good, after a while: long enough for
+// the source to fill the queue and block publishing into it.
+type slowFatalSink struct{ fakeSink }
+
+func (s *slowFatalSink) Write(ctx context.Context, _ []schema.Record) error {
+	select {
+	case <-time.After(200 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	return Fatal(errors.New("check constraint violated"))
+}
+
+// A fatal sink error ends the pipeline even while the source is blocked
+// publishing into the queue whose consumer stopped: before, the embedded
+// subscriber returned nothing and the source waited on the full queue
+// forever.
+func TestFatalSinkErrorUnblocksAFullQueue(t *testing.T) {
+	src := &fakeSource{n: 3000, k: 7}
+	e := NewEmbedded(1, 1)
+	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(4), Sink: &slowFatalSink{},
+		Positions: &memStore{pos: map[string][]byte{}}, MaxInFlight: 100000}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	select {
+	case err := <-done:
+		if !IsFatal(err) {
+			t.Fatalf("Run returned %v, want the fatal sink error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the pipeline hung after a fatal sink error with its source blocked on a full queue")
+	}
+}
