@@ -9,9 +9,10 @@
 #   scripts/servers.sh clean      # stop all, then delete every data directory
 #
 # Everything listens on 127.0.0.1 only. All state lives under one root
-# (SLUICE_SERVERS_ROOT, default /tmp/sluice-servers) except the RocketMQ store,
-# which goes to tmpfs (SLUICE_ROCKETMQ_STORE, default /dev/shm/sluice-rocketmq-<port>),
-# and the RocketMQ jars, cached in SLUICE_CACHE (default ~/.cache/sluice).
+# (SLUICE_SERVERS_ROOT, default /tmp/sluice-servers), the RocketMQ store included
+# (SLUICE_ROCKETMQ_STORE, default $ROOT/rocketmq-store; point it at tmpfs for speed
+# when little is written), except the RocketMQ jars, cached in SLUICE_CACHE
+# (default ~/.cache/sluice).
 # Connection settings are written to $ROOT/servers.env (KEY=value lines).
 # TLS: the first start under a root makes a throwaway CA and a server
 # certificate for 127.0.0.1/localhost (and a client certificate) in $ROOT/tls;
@@ -32,7 +33,10 @@ PG_PORT="${SLUICE_POSTGRES_PORT:-15432}"
 RMQ_NAMESRV_PORT="${SLUICE_ROCKETMQ_NAMESRV_PORT:-19876}"
 RMQ_BROKER_PORT="${SLUICE_ROCKETMQ_BROKER_PORT:-20911}"   # broker also uses port-2 and port+1
 RMQ_VERSION="${SLUICE_ROCKETMQ_VERSION:-5.3.3}"
-RMQ_STORE="${SLUICE_ROCKETMQ_STORE:-/dev/shm/sluice-rocketmq-${RMQ_BROKER_PORT}}"
+# On disk under the root by default: a tmpfs store is RAM the kernel cannot reclaim, and a
+# test suite writing gigabytes to it ends in the OOM killer. It follows the root, so
+# `clean` of one root never removes another root's store.
+RMQ_STORE="${SLUICE_ROCKETMQ_STORE:-$ROOT/rocketmq-store}"
 # A second master broker, broker-b, in the same cluster (topics then have
 # queues on both): on unless SLUICE_ROCKETMQ_BROKER_B=0. Its store is $RMQ_STORE-b.
 RMQ_BROKER_B="${SLUICE_ROCKETMQ_BROKER_B:-1}"
