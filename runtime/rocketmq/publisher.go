@@ -82,7 +82,7 @@ type Publisher struct {
 
 // NewPublisher starts a producer and creates the topics of cfg.Tables.
 func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher, error) {
-	cfg, log, adm, err := setup(cfg, log)
+	cfg, log, adm, err := setup(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,9 @@ func EnsureTopic(ctx context.Context, cfg Config, topic string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkCredentials(ctx, cfg); err != nil {
+		return err
+	}
 	setClientLogger(nil)
 	adm, err := newAdmin(cfg)
 	if err != nil {
@@ -37,11 +40,15 @@ func EnsureTopic(ctx context.Context, cfg Config, topic string) error {
 }
 
 // setup is how the Publisher, Subscriber and DeadLetter constructors
-// start: cfg with its defaults, log (slog.Default() when nil) as the
-// client's logger too, and an admin client the caller must close.
-func setup(cfg Config, log *slog.Logger) (Config, *slog.Logger, admin.Admin, error) {
+// start: cfg with its defaults, the brokers' acceptance of its credentials
+// (checkCredentials), log (slog.Default() when nil) as the client's logger
+// too, and an admin client the caller must close.
+func setup(ctx context.Context, cfg Config, log *slog.Logger) (Config, *slog.Logger, admin.Admin, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
+		return cfg, nil, nil, err
+	}
+	if err := checkCredentials(ctx, cfg); err != nil {
 		return cfg, nil, nil, err
 	}
 	if log == nil {
@@ -63,6 +70,9 @@ func newAdmin(cfg Config) (admin.Admin, error) {
 	adm, err := admin.NewAdmin(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq: cannot create admin client for %v: %w", cfg.NameServers, err)
+	}
+	if cfg.hasCredentials() {
+		return signedAdmin{adm, cfg.credentials()}, nil
 	}
 	return adm, nil
 }
