@@ -690,8 +690,11 @@ status_rocketmq() {
 RMQ_ACL_NAMESRV_PORT="${SLUICE_ROCKETMQ_ACL_NAMESRV_PORT:-39876}"
 RMQ_ACL_BROKER_PORT="${SLUICE_ROCKETMQ_ACL_BROKER_PORT:-40911}"   # also port-2 and port+1
 RMQ_ACL_STORE="${SLUICE_ROCKETMQ_ACL_STORE:-/dev/shm/sluice-rocketmq-acl-${RMQ_ACL_BROKER_PORT}}"
+# The super user, made by the broker at its first start (initAuthenticationUser);
+# tests make the normal users they need with it. A throwaway credential of a
+# throwaway test broker.
 RMQ_ACL_USER=sluice-acl
-RMQ_ACL_SECRET=sluice-acl-Secret-9d41c7   # throwaway credential of a throwaway test broker
+RMQ_ACL_SECRET=sluice-acl-Secret-9d41c7
 
 rmq_acl_globals() { # points the RMQ_* globals at the ACL instance (call in a subshell)
   RMQ_DIR="$ROOT/rocketmq-acl"

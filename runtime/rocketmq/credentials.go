@@ -143,3 +143,53 @@ func (a signedAdmin) CreateTopic(ctx context.Context, opts ...admin.OptionCreate
 	}
 	return nil
 }
+
+// checkSubscribe asks each broker of each topic for one message of its
+// first queue as group would, without committing an offset, and returns the
+// fatal ErrAuth error of a broker that refuses it: a user that may not
+// subscribe would otherwise leave the consumer pulling in vain, only
+// logging. Only with credentials (brokers with authorization).
+func checkSubscribe(ctx context.Context, cfg Config, topics []string) error {
+	if !cfg.hasCredentials() {
+		return nil
+	}
+	for _, topic := range topics {
+		qs, err := tailQueues(ctx, cfg.NameServers, topic)
+		if err != nil {
+			return nil // the consumer reports it
+		}
+		checked := map[string]bool{}
+		for _, q := range qs {
+			if checked[q.addr] {
+				continue
+			}
+			checked[q.addr] = true
+			h, _, err := invokeSigned(ctx, cfg.credentials(), q.addr, reqPullMessage, map[string]string{
+				"consumerGroup": cfg.Group, "topic": topic, "queueId": strconv.Itoa(q.id), "queueOffset": "0", "maxMsgNums": "1",
+				"sysFlag": strconv.Itoa(flagSubscription), "commitOffset": "0", "suspendTimeoutMillis": "0",
+				"subscription": "*", "subVersion": "0", "expressionType": "TAG", "bname": q.broker,
+			}, nil)
+			if err != nil {
+				continue
+			}
+			if err := authError(cfg.AccessKey, q.addr, h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sendRefused returns the fatal ErrAuth error for a send the broker refused
+// with NO_PERMISSION, nil for any other error. The client reports a
+// refused send only as the text "CODE: 16, DESC: <remark>".
+func sendRefused(accessKey, broker string, err error) error {
+	if err == nil {
+		return nil
+	}
+	remark, ok := strings.CutPrefix(err.Error(), "CODE: "+strconv.Itoa(resNoPermission)+", DESC: ")
+	if !ok {
+		return nil
+	}
+	return authError(accessKey, "broker "+broker, remotingHeader{Code: resNoPermission, Remark: remark})
+}

@@ -573,6 +573,9 @@ func (w *worker) sendRetry(topic string, q queue, msgs []*primitive.Message) err
 			err = fmt.Errorf("broker answered status %d", sendStatus(res))
 		}
 		last = err
+		if err := sendRefused(p.cfg.AccessKey, q.Broker, err); err != nil {
+			return err // no retry makes the broker accept it
+		}
 		if ctx.Err() != nil {
 			break
 		}

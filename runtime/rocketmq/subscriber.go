@@ -64,6 +64,9 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		}
 	}
 	_ = adm.Close()
+	if err := checkSubscribe(ctx, cfg, topics); err != nil {
+		return nil, err
+	}
 	return &Subscriber{
 		cfg: cfg, log: log, topics: topics,
 		closing: make(chan struct{}),

@@ -231,7 +231,7 @@ func queueOffset(ctx context.Context, q *tailQueue, code int) (int64, error) {
 		return 0, fmt.Errorf("rocketmq: offsets of %s queue %d on %s: %w", q.topic, q.id, q.addr, err)
 	}
 	if err := authError(q.cred.AccessKey, q.addr, h); err != nil {
-		return 0, fmt.Errorf("rocketmq: offsets of %s queue %d: %w", q.topic, q.id, err)
+		return 0, err
 	}
 	if h.Code != resSuccess {
 		return 0, fmt.Errorf("rocketmq: offsets of %s queue %d on %s: code %d: %s", q.topic, q.id, q.addr, h.Code, h.Remark)
@@ -257,7 +257,7 @@ func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.Me
 			return nil, fmt.Errorf("rocketmq: pull %s queue %d offset %d from %s: %w", q.topic, q.id, q.next, q.addr, err)
 		}
 		if err := authError(q.cred.AccessKey, q.addr, h); err != nil {
-			return nil, fmt.Errorf("rocketmq: pull %s queue %d: %w", q.topic, q.id, err)
+			return nil, err
 		}
 		nextBegin, _ := strconv.ParseInt(h.ExtFields["nextBeginOffset"], 10, 64)
 		switch h.Code {

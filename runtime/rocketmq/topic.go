@@ -106,6 +106,9 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 			admin.WithBrokerAddrCreate(addr),
 			admin.WithReadQueueNums(cfg.Queues),
 			admin.WithWriteQueueNums(cfg.Queues))
+		if errors.Is(err, ErrAuth) {
+			return err // it names the broker and the topic; no retry helps
+		}
 		if err != nil {
 			return fmt.Errorf("create topic %q on broker %s: %w", topic, addr, err)
 		}
@@ -116,7 +119,9 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 	// servers decides. Failed creates are sent again (they are idempotent).
 	failed := map[string]error{}
 	for _, addr := range masters {
-		if err := create(addr); err != nil {
+		if err := create(addr); errors.Is(err, ErrAuth) {
+			return nil, err
+		} else if err != nil {
 			failed[addr] = err
 		}
 	}
