@@ -63,6 +63,7 @@ func TestRocketMQACL(t *testing.T) {
 				t.Errorf("the output says %q %d times, want once:\n%s", w, n, r.output())
 			}
 		}
+		assertNoRepeatedPrefix(t, "output", r.output())
 		if strings.Contains(r.output(), "restarting it") {
 			t.Errorf("refused credentials were retried:\n%s", r.output())
 		}
