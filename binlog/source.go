@@ -555,7 +555,12 @@ func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.Binlog
 func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.BinlogEvent) error {
 	recs, err := m.Map(ev, nil)
 	if err != nil {
-		return fmt.Errorf("binlog: at %s:%d: %w", m.file, ev.Header.LogPos, err)
+		// One "binlog:" prefix: the mapper's errors mostly carry it already.
+		err = fmt.Errorf("%w (at %s:%d)", err, m.file, ev.Header.LogPos)
+		if !strings.HasPrefix(err.Error(), "binlog: ") {
+			err = fmt.Errorf("binlog: %w", err)
+		}
+		return err
 	}
 	if m.hist != nil && len(m.hist.pending) > 0 {
 		// on disk before any position after the statement is handed on

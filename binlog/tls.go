@@ -13,26 +13,26 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// TLS modes (Config.TLSMode), MySQL's ssl-mode values.
+// TLS modes (Config.TLSMode), MySQL's ssl-mode values (schema.ParseSSLMode).
 const (
-	TLSDisabled       = "disabled"
-	TLSPreferred      = "preferred"
-	TLSRequired       = "required"
-	TLSVerifyCA       = "verify_ca"
-	TLSVerifyIdentity = "verify_identity"
+	TLSDisabled       = schema.SSLDisabled
+	TLSPreferred      = schema.SSLPreferred
+	TLSRequired       = schema.SSLRequired
+	TLSVerifyCA       = schema.SSLVerifyCA
+	TLSVerifyIdentity = schema.SSLVerifyIdentity
 )
 
 // normalizeTLSMode accepts MySQL's spellings (VERIFY_CA, verify-ca) and
-// returns the mode as the constants spell it.
+// returns the mode as the constants spell it; unset is disabled.
 func normalizeTLSMode(m string) (string, error) {
-	v := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(m)), "-", "_")
-	switch v {
-	case "":
-		return TLSDisabled, nil
-	case TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity:
-		return v, nil
+	v, err := schema.ParseSSLMode(m)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	return "", fmt.Errorf("%w: TLSMode %q must be one of disabled, preferred, required, verify_ca, verify_identity", ErrConfig, m)
+	if v == "" {
+		return TLSDisabled, nil
+	}
+	return v, nil
 }
 
 // tlsConfig returns the client TLS configuration for the server, or nil
@@ -45,49 +45,7 @@ func (s *Source) tlsConfig() *tls.Config {
 }
 
 // tlsFor returns the client TLS configuration for c, nil when disabled.
-func tlsFor(c *Config) *tls.Config {
-	if c.TLSMode == TLSDisabled {
-		return nil
-	}
-	var t *tls.Config
-	if c.TLS != nil {
-		t = c.TLS.Clone()
-	} else {
-		t = &tls.Config{}
-	}
-	switch c.TLSMode {
-	case TLSPreferred, TLSRequired:
-		t.InsecureSkipVerify = true // encrypted, not authenticated (MySQL's meaning)
-	case TLSVerifyCA:
-		if t.VerifyConnection == nil {
-			t.InsecureSkipVerify, t.VerifyConnection = true, verifyChain(t.RootCAs)
-		}
-	case TLSVerifyIdentity:
-		if t.ServerName == "" {
-			t.ServerName = c.Host
-		}
-	}
-	if t.MinVersion == 0 {
-		t.MinVersion = tls.VersionTLS12
-	}
-	return t
-}
-
-// verifyChain checks that the server's certificate chains to roots,
-// whatever names it holds (ssl-mode VERIFY_CA).
-func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
-	return func(cs tls.ConnectionState) error {
-		if len(cs.PeerCertificates) == 0 {
-			return errors.New("the server sent no certificate")
-		}
-		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-		for _, c := range cs.PeerCertificates[1:] {
-			opts.Intermediates.AddCert(c)
-		}
-		_, err := cs.PeerCertificates[0].Verify(opts)
-		return err
-	}
-}
+func tlsFor(c *Config) *tls.Config { return schema.ClientTLS(c.TLSMode, c.TLS, c.Host) }
 
 // dial opens a client connection for queries (not the replication
 // stream), with TLS as the config says. A "preferred" source whose server

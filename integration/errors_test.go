@@ -61,6 +61,8 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		if n := strings.Count(r.output(), want[0]); n != 1 { // one line per event
 			t.Errorf("the process output says %q %d times, want once:\n%s", want[0], n, r.output())
 		}
+		assertNoRepeatedPrefix(t, "last error", st.LastError)
+		assertNoRepeatedPrefix(t, "output", r.output())
 	}
 
 	t.Run("purged position", func(t *testing.T) {
@@ -170,6 +172,8 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		if strings.Contains(r.output(), "restarting it") {
 			t.Errorf("a fatal error was retried:\n%s", r.output())
 		}
+		assertNoRepeatedPrefix(t, "last error", st.LastError)
+		assertNoRepeatedPrefix(t, "output", r.output())
 	})
 
 	t.Run("second process of a pipeline", func(t *testing.T) {
@@ -211,6 +215,8 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 			if !strings.Contains(r.output(), "restarting it") {
 				t.Errorf("no retry logged:\n%s", r.output())
 			}
+			assertNoRepeatedPrefix(t, "last error", st.LastError)
+			assertNoRepeatedPrefix(t, "output", r.output())
 		})
 	}
 
@@ -269,6 +275,7 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		if code := r.wait(t, 30*time.Second); code != 2 || !strings.Contains(r.output(), "slat") {
 			t.Fatalf("exit code %d, want 2 naming the key slat:\n%s", code, r.output())
 		}
+		assertNoRepeatedPrefix(t, "output", r.output())
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,7 +178,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			defer close(sinkDone)
 			err := p.Subscriber.Consume(sinkCtx, p.apply)
 			if err != nil && sinkCtx.Err() == nil {
-				failed <- fmt.Errorf("sink: %w", err)
+				failed <- prefixed("sink", err)
 			}
 		}()
 	}
@@ -478,4 +479,14 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 			return fmt.Errorf("publish: %w", err)
 		}
 	}
+}
+
+// prefixed returns err with "prefix: " in front, unless its text says
+// "prefix: " already (the sink's own errors do, also behind a transport's
+// "topic … queue … offset …: "): one prefix, not two.
+func prefixed(prefix string, err error) error {
+	if msg := err.Error(); strings.HasPrefix(msg, prefix+": ") || strings.Contains(msg, ": "+prefix+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -311,5 +312,29 @@ func TestFatalSinkErrorUnblocksAFullQueue(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the pipeline hung after a fatal sink error with its source blocked on a full queue")
+	}
+}
+
+type msgSink struct {
+	fakeSink
+	msg string
+}
+
+func (s *msgSink) Write(context.Context, []schema.Record) error { return Fatal(errors.New(s.msg)) }
+
+// A sink error is said "sink: …" once: the runtime adds the prefix only to
+// errors that do not carry it already (the sink's own do).
+func TestSinkErrorPrefixedOnce(t *testing.T) {
+	for _, msg := range []string{"column does not exist", "sink: column does not exist", `topic "t" queue 1 offset 0: sink: column does not exist`} {
+		e := NewEmbedded(1, 4)
+		p := &Pipeline{Name: "p", Source: &fakeSource{n: 3, k: 1}, Publisher: e.Publisher(), Subscriber: e.Subscriber(8),
+			Sink: &msgSink{msg: msg}, Positions: &memStore{pos: map[string][]byte{}}}
+		err := p.Run(context.Background())
+		if err == nil || strings.Count(err.Error(), "sink:") != 1 || !strings.Contains(err.Error(), "sink: column does not exist") {
+			t.Errorf("sink error %q: Run returned %q, want it with one \"sink:\" prefix", msg, err)
+		}
+		if st := p.Status(); strings.Count(st.LastError, "sink:") != 1 {
+			t.Errorf("sink error %q: last error %q", msg, st.LastError)
+		}
 	}
 }

@@ -2,8 +2,8 @@
 # Throwaway real servers for sluice's integration tests: MariaDB (binlog source),
 # PostgreSQL (sink) and Apache RocketMQ (name server + two master brokers).
 #
-#   scripts/servers.sh start  [mariadb|postgres|rocketmq|all]   (default: all)
-#   scripts/servers.sh stop   [mariadb|postgres|rocketmq|all]   (default: all)
+#   scripts/servers.sh start  [mariadb|postgres|rocketmq|rocketmq-acl|all]   (default: all)
+#   scripts/servers.sh stop   [mariadb|postgres|rocketmq|rocketmq-acl|all]   (default: all)
 #   scripts/servers.sh status
 #   scripts/servers.sh env        # prints the path of the env file
 #   scripts/servers.sh clean      # stop all, then delete every data directory
@@ -18,6 +18,12 @@
 # certificate for 127.0.0.1/localhost (and a client certificate) in $ROOT/tls;
 # MariaDB and PostgreSQL serve TLS with them (plain connections keep working)
 # and servers.env names the files (SLUICE_TLS_CA, SLUICE_TLS_CLIENT_CERT/KEY).
+#
+# rocketmq-acl (not part of "all"): a second, separate RocketMQ (own name server
+# on SLUICE_ROCKETMQ_ACL_NAMESRV_PORT, default 39876, one broker on
+# SLUICE_ROCKETMQ_ACL_BROKER_PORT, default 40911, small heaps) with authentication
+# and authorization on; servers.env gets SLUICE_ROCKETMQ_ACL_NAMESRV and its super
+# user's SLUICE_ROCKETMQ_ACL_ACCESS_KEY/SECRET_KEY (throwaway test credentials).
 #
 # start is idempotent (already running => checks readiness, refreshes env, succeeds);
 # every start waits for real readiness and, on failure, prints the server log tail
@@ -552,7 +558,8 @@ rmq_launch_broker() {
   done
   mkdir -p "$home"
   log "rocketmq: starting $name on $HOST:$port"
-  (RMQ_HOME="$home" rmq_java rmq.broker.logback.xml -Xms512m -Xmx512m -Xmn256m -XX:MaxDirectMemorySize=512m \
+  # shellcheck disable=SC2086 # RMQ_BROKER_HEAP is a list of JVM options
+  (RMQ_HOME="$home" rmq_java rmq.broker.logback.xml ${RMQ_BROKER_HEAP:--Xms512m -Xmx512m -Xmn256m -XX:MaxDirectMemorySize=512m} \
      org.apache.rocketmq.broker.BrokerStartup -c "$conf") >>"$out" 2>&1 </dev/null 9>&- &
   echo $! >"$pidfile"
 }
@@ -570,6 +577,26 @@ rmq_wait_broker() {
   done
   ((ok)) || { tail_log "$out" "$home/logs/rocketmqlogs/broker.log"; die "rocketmq: $name not visible in clusterList on $RMQ_NAMESRV"; }
   log "rocketmq: $name registered after $(elapsed "$t0")s"
+}
+
+# rmq_start_namesrv JVM_OPTS... : starts the name server ($RMQ_DIR/namesrv.conf)
+# unless running, and waits until it listens.
+rmq_start_namesrv() {
+  local tns i ok=0; tns="$(now)"
+  if ! pid_alive "$RMQ_NS_PID"; then
+    port_open "$RMQ_NAMESRV_PORT" && die "rocketmq: name server port $RMQ_NAMESRV_PORT is already taken"
+    log "rocketmq: starting name server on $RMQ_NAMESRV"
+    (rmq_java rmq.namesrv.logback.xml "$@" \
+       org.apache.rocketmq.namesrv.NamesrvStartup -c "$RMQ_DIR/namesrv.conf") >>"$RMQ_NS_OUT" 2>&1 </dev/null 9>&- &
+    echo $! >"$RMQ_NS_PID"
+  fi
+  for ((i = 0; i < START_TIMEOUT * 5; i++)); do
+    port_open "$RMQ_NAMESRV_PORT" && { ok=1; break; }
+    pid_alive "$RMQ_NS_PID" || break
+    sleep 0.2
+  done
+  ((ok)) || { tail_log "$RMQ_NS_OUT" "$RMQ_HOME/logs/rocketmqlogs/namesrv.log"; die "rocketmq: name server not listening on $RMQ_NAMESRV"; }
+  log "rocketmq: name server listening after $(elapsed "$tns")s"
 }
 
 start_rocketmq() {
@@ -591,22 +618,7 @@ start_rocketmq() {
   local pct; pct="$(df -P "$RMQ_STORE" | awk 'NR==2 {sub("%", "", $5); print $5}')"
   (( pct < 80 )) || die "rocketmq: filesystem of $RMQ_STORE is ${pct}% full; the broker rejects writes above 90%"
 
-  tns="$(now)"
-  if ! pid_alive "$RMQ_NS_PID"; then
-    port_open "$RMQ_NAMESRV_PORT" && die "rocketmq: name server port $RMQ_NAMESRV_PORT is already taken"
-    log "rocketmq: starting name server on $RMQ_NAMESRV"
-    (rmq_java rmq.namesrv.logback.xml -Xms256m -Xmx256m -Xmn128m \
-       org.apache.rocketmq.namesrv.NamesrvStartup -c "$RMQ_DIR/namesrv.conf") >>"$RMQ_NS_OUT" 2>&1 </dev/null 9>&- &
-    echo $! >"$RMQ_NS_PID"
-  fi
-  ok=0
-  for ((i = 0; i < START_TIMEOUT * 5; i++)); do
-    port_open "$RMQ_NAMESRV_PORT" && { ok=1; break; }
-    pid_alive "$RMQ_NS_PID" || break
-    sleep 0.2
-  done
-  ((ok)) || { tail_log "$RMQ_NS_OUT" "$RMQ_HOME/logs/rocketmqlogs/namesrv.log"; die "rocketmq: name server not listening on $RMQ_NAMESRV"; }
-  log "rocketmq: name server listening after $(elapsed "$tns")s"
+  rmq_start_namesrv -Xms256m -Xmx256m -Xmn128m
 
   # Both brokers start at once (each takes 15-25 s), then both are awaited.
   local started_broker=0
@@ -673,6 +685,92 @@ status_rocketmq() {
   echo "rmq-br-b  $s"
 }
 
+# ------------------------------------------------------- RocketMQ with ACL --
+# A separate name server and broker with authentication and authorization on
+# (RocketMQ 5.x "ACL 2.0": broker.conf authenticationEnabled/authorizationEnabled
+# with the local metadata providers). initAuthenticationUser makes the super
+# user at the broker's first start. It reuses the functions above with the
+# RMQ_* globals pointed at the ACL instance (each function runs in a subshell).
+RMQ_ACL_NAMESRV_PORT="${SLUICE_ROCKETMQ_ACL_NAMESRV_PORT:-39876}"
+RMQ_ACL_BROKER_PORT="${SLUICE_ROCKETMQ_ACL_BROKER_PORT:-40911}"   # also port-2 and port+1
+RMQ_ACL_STORE="${SLUICE_ROCKETMQ_ACL_STORE:-/dev/shm/sluice-rocketmq-acl-${RMQ_ACL_BROKER_PORT}}"
+# The super user, made by the broker at its first start (initAuthenticationUser);
+# tests make the normal users they need with it. A throwaway credential of a
+# throwaway test broker.
+RMQ_ACL_USER=sluice-acl
+RMQ_ACL_SECRET=sluice-acl-Secret-9d41c7
+
+rmq_acl_globals() { # points the RMQ_* globals at the ACL instance (call in a subshell)
+  RMQ_DIR="$ROOT/rocketmq-acl"
+  RMQ_HOME="$RMQ_DIR/home"
+  RMQ_NS_PID="$RMQ_DIR/namesrv.pid"; RMQ_NS_OUT="$RMQ_DIR/namesrv.out"
+  RMQ_BR_PID="$RMQ_DIR/broker.pid"; RMQ_BR_OUT="$RMQ_DIR/broker.out"
+  RMQ_ADMIN="$RMQ_DIR/bin/mqadmin"
+  RMQ_NAMESRV_PORT="$RMQ_ACL_NAMESRV_PORT"
+  RMQ_NAMESRV="$HOST:$RMQ_ACL_NAMESRV_PORT"
+  RMQ_BROKER_PORT="$RMQ_ACL_BROKER_PORT"
+  RMQ_STORE="$RMQ_ACL_STORE"
+  RMQ_BROKER_HEAP="-Xms256m -Xmx256m -Xmn96m -XX:MaxDirectMemorySize=256m"
+}
+
+start_rocketmq_acl() (
+  rmq_acl_globals
+  local t0; t0="$(now)"
+  rmq_resolve
+  RMQ_SHIM="$(loopback_shim)" && [[ -f "$RMQ_SHIM" ]] || die "rocketmq-acl: no loopback-bind shim"
+  mkdir -p "$RMQ_DIR" "$RMQ_HOME/conf" "$RMQ_STORE"
+  printf '# generated by scripts/servers.sh\nlistenPort=%s\nbindAddress=%s\nrocketmqHome=%s\n' \
+    "$RMQ_NAMESRV_PORT" "$HOST" "$RMQ_HOME" >"$RMQ_DIR/namesrv.conf"
+  { rmq_broker_conf broker-acl "$RMQ_BROKER_PORT" "$RMQ_STORE" "$RMQ_HOME"
+    printf '%s\n' "authenticationEnabled=true" \
+      "authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider" \
+      "authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider" \
+      "initAuthenticationUser={\"username\":\"$RMQ_ACL_USER\",\"password\":\"$RMQ_ACL_SECRET\"}" \
+      "innerClientAuthenticationCredentials={\"accessKey\":\"$RMQ_ACL_USER\",\"secretKey\":\"$RMQ_ACL_SECRET\"}" \
+      "authorizationEnabled=true" \
+      "authorizationProvider=org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider" \
+      "authorizationMetadataProvider=org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider" \
+      "authConfigPath=$RMQ_DIR/auth"
+  } >"$RMQ_DIR/broker.conf"
+  chmod 600 "$RMQ_DIR/broker.conf"
+  # The admin tool signs its requests with conf/tools.yml under rocketmq.home.dir.
+  printf 'accessKey: %s\nsecretKey: %s\n' "$RMQ_ACL_USER" "$RMQ_ACL_SECRET" >"$RMQ_HOME/conf/tools.yml"
+  chmod 600 "$RMQ_HOME/conf/tools.yml"
+  rmq_write_admin
+  rmq_start_namesrv -Xms96m -Xmx96m -Xmn48m
+  rmq_launch_broker broker-acl "$RMQ_BROKER_PORT" "$RMQ_DIR/broker.conf" "$RMQ_BR_PID" "$RMQ_BR_OUT" "$RMQ_HOME" || true
+  rmq_wait_broker broker-acl "$RMQ_BROKER_PORT" "$RMQ_BR_PID" "$RMQ_BR_OUT" "$RMQ_HOME"
+  env_set SLUICE_ROCKETMQ_ACL_NAMESRV="$RMQ_NAMESRV" SLUICE_ROCKETMQ_ACL_BROKER_ADDR="$HOST:$RMQ_BROKER_PORT" \
+    SLUICE_ROCKETMQ_ACL_ACCESS_KEY="$RMQ_ACL_USER" SLUICE_ROCKETMQ_ACL_SECRET_KEY="$RMQ_ACL_SECRET" \
+    SLUICE_ROCKETMQ_ACL_ADMIN="$RMQ_ADMIN"
+  log "rocketmq-acl: ready (name server $RMQ_NAMESRV, broker $HOST:$RMQ_BROKER_PORT, authentication and authorization on) in $(elapsed "$t0")s"
+)
+
+stop_rocketmq_acl() (
+  rmq_acl_globals
+  if ! pid_alive "$RMQ_BR_PID" && ! pid_alive "$RMQ_NS_PID"; then
+    rm -f "$RMQ_BR_PID" "$RMQ_NS_PID"; log "rocketmq-acl: not running"; return 0
+  fi
+  log "rocketmq-acl: stopping broker, then name server"
+  kill_pidfile "$RMQ_BR_PID" rocketmq-acl-broker 90
+  kill_pidfile "$RMQ_NS_PID" rocketmq-acl-namesrv 20
+  log "rocketmq-acl: stopped"
+)
+
+status_rocketmq_acl() (
+  rmq_acl_globals
+  [[ -f "$RMQ_NS_PID" || -f "$RMQ_BR_PID" ]] || return 0   # never started under this root
+  local s
+  if pid_alive "$RMQ_NS_PID"; then s="running  pid $(cat "$RMQ_NS_PID")  $RMQ_NAMESRV"; else s="stopped"; fi
+  echo "acl-ns    $s"
+  if pid_alive "$RMQ_BR_PID"; then
+    s="running  pid $(cat "$RMQ_BR_PID")  $HOST:$RMQ_BROKER_PORT"
+    if [[ -x "$RMQ_ADMIN" ]] && rmq_cluster_ok broker-acl "$RMQ_BROKER_PORT"; then s="$s  registered"
+    else s="$s  NOT registered"; fi
+  else s="stopped"; fi
+  echo "acl-br    $s"
+)
+
 # -------------------------------------------------------------------- main --
 targets() { # expands "all"/empty into the list of servers, validates names
   local t out=()
@@ -683,7 +781,8 @@ targets() { # expands "all"/empty into the list of servers, validates names
       mariadb|mysql) out+=(mariadb) ;;
       postgres|postgresql|pg) out+=(postgres) ;;
       rocketmq|rmq) out+=(rocketmq) ;;
-      *) die "unknown server '$t' (mariadb|postgres|rocketmq|all)" ;;
+      rocketmq-acl|rmq-acl) out+=(rocketmq_acl) ;;
+      *) die "unknown server '$t' (mariadb|postgres|rocketmq|rocketmq-acl|all)" ;;
     esac
   done
   printf '%s\n' "${out[@]}" | awk '!seen[$0]++'
@@ -696,7 +795,7 @@ with_lock() { # serialise concurrent start/stop calls on the same root
   if ! flock -w 600 9; then die "could not lock $ROOT/.servers.lock (another servers.sh start/stop is running?)"; fi
 }
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd="${1:-}"; shift || true
 case "$cmd" in
@@ -711,15 +810,15 @@ case "$cmd" in
     for s in $(targets "$@" | tac); do "stop_$s"; done
     ;;
   status)
-    status_mariadb; status_postgres; status_rocketmq
+    status_mariadb; status_postgres; status_rocketmq; status_rocketmq_acl
     [[ -f "$ENV_FILE" ]] && echo "env file: $ENV_FILE"
     ;;
   env) echo "$ENV_FILE" ;;
   clean)
     with_lock
-    for s in rocketmq postgres mariadb; do "stop_$s"; done
-    rm -rf "$RMQ_STORE" "$RMQ_STORE-b" "$ROOT"
-    log "removed $ROOT, $RMQ_STORE and $RMQ_STORE-b"
+    for s in rocketmq_acl rocketmq postgres mariadb; do "stop_$s"; done
+    rm -rf "$RMQ_STORE" "$RMQ_STORE-b" "$RMQ_ACL_STORE" "$ROOT"
+    log "removed $ROOT, $RMQ_STORE, $RMQ_STORE-b and $RMQ_ACL_STORE"
     ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;

@@ -20,13 +20,14 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// TLS modes (Config.TLSMode): MySQL's ssl-mode values, for both dialects.
+// TLS modes (Config.TLSMode): MySQL's ssl-mode values, for both dialects
+// (schema.ParseSSLMode).
 const (
-	TLSDisabled       = "disabled"
-	TLSPreferred      = "preferred"
-	TLSRequired       = "required"
-	TLSVerifyCA       = "verify_ca"
-	TLSVerifyIdentity = "verify_identity"
+	TLSDisabled       = schema.SSLDisabled
+	TLSPreferred      = schema.SSLPreferred
+	TLSRequired       = schema.SSLRequired
+	TLSVerifyCA       = schema.SSLVerifyCA
+	TLSVerifyIdentity = schema.SSLVerifyIdentity
 )
 
 // Defaults of Config.LockTimeout and Config.StatementTimeout.
@@ -35,49 +36,19 @@ const (
 	DefaultStatementTimeout = 10 * time.Minute
 )
 
+// normalizeTLSMode accepts MySQL's spellings; unset stays unset (TLS as
+// the DSN says).
 func normalizeTLSMode(m string) (string, error) {
-	v := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(m)), "-", "_")
-	switch v {
-	case "", TLSDisabled, TLSPreferred, TLSRequired, TLSVerifyCA, TLSVerifyIdentity:
-		return v, nil
+	v, err := schema.ParseSSLMode(m)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	return "", fmt.Errorf("%w: TLSMode %q must be one of disabled, preferred, required, verify_ca, verify_identity", ErrConfig, m)
+	return v, nil
 }
 
 // tlsFor applies the mode's verification to a copy of base for host.
 func tlsFor(mode string, base *tls.Config, host string) *tls.Config {
-	t := &tls.Config{}
-	if base != nil {
-		t = base.Clone()
-	}
-	switch mode {
-	case TLSPreferred, TLSRequired:
-		t.InsecureSkipVerify = true // encrypted, not authenticated (MySQL's meaning)
-	case TLSVerifyCA:
-		if t.VerifyConnection == nil {
-			roots := t.RootCAs
-			t.InsecureSkipVerify = true
-			t.VerifyConnection = func(cs tls.ConnectionState) error {
-				if len(cs.PeerCertificates) == 0 {
-					return errors.New("the server sent no certificate")
-				}
-				opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-				for _, c := range cs.PeerCertificates[1:] {
-					opts.Intermediates.AddCert(c)
-				}
-				_, err := cs.PeerCertificates[0].Verify(opts)
-				return err
-			}
-		}
-	case TLSVerifyIdentity:
-		if t.ServerName == "" {
-			t.ServerName = host
-		}
-	}
-	if t.MinVersion == 0 {
-		t.MinVersion = tls.VersionTLS12
-	}
-	return t
+	return schema.ClientTLS(mode, base, host)
 }
 
 var pqTLSKeys atomic.Uint64

@@ -1,12 +1,18 @@
 package rocketmq
 
 import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/base64"
 	"errors"
 	"reflect"
 	"testing"
 
 	rmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/runtime"
 )
 
 // clientCredentials reads the credentials a client of rocketmq-client-go
@@ -56,8 +62,15 @@ func TestCredentialsReachTheClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ak, sk := clientCredentials(t, adm, "opts"); ak != "ak-sluice" || sk != "sk-sluice-secret" {
+	sa, ok := adm.(signedAdmin)
+	if !ok {
+		t.Fatalf("admin with credentials is a %T, want signedAdmin (the client's own admin sends CreateTopic unsigned)", adm)
+	}
+	if ak, sk := clientCredentials(t, sa.Admin, "opts"); ak != "ak-sluice" || sk != "sk-sluice-secret" {
 		t.Errorf("admin credentials %q/%q", ak, sk)
+	}
+	if sa.cred.AccessKey != "ak-sluice" || sa.cred.SecretKey != "sk-sluice-secret" {
+		t.Errorf("signed admin credentials %+v", sa.cred)
 	}
 	var _ admin.Admin = adm
 
@@ -72,5 +85,32 @@ func TestCredentialsReachTheClients(t *testing.T) {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("half a credential pair %+v: %v", c, err)
 		}
+	}
+}
+
+// TestSignRequest: the signature is the base64 HMAC-SHA1, keyed with the
+// secret key, of the values sorted by field name (AccessKey included) and
+// the body, as the broker recomputes it; no access key leaves the request
+// unsigned; the caller's fields are not changed.
+func TestSignRequest(t *testing.T) {
+	ext := map[string]string{"topic": "t1", "queueId": "3"}
+	got := signRequest(primitive.Credentials{AccessKey: "ak", SecretKey: "sk"}, ext, []byte("body"))
+	// Sorted names: AccessKey, queueId, topic.
+	mac := hmac.New(sha1.New, []byte("sk"))
+	mac.Write([]byte("ak" + "3" + "t1" + "body"))
+	if want := base64.StdEncoding.EncodeToString(mac.Sum(nil)); got["Signature"] != want || got["AccessKey"] != "ak" {
+		t.Errorf("signed fields %v, want Signature %s", got, want)
+	}
+	if len(ext) != 2 {
+		t.Errorf("the caller's fields were changed: %v", ext)
+	}
+	if plain := signRequest(primitive.Credentials{}, ext, nil); len(plain) != 2 {
+		t.Errorf("without an access key the request is signed: %v", plain)
+	}
+	if err := authError("ak", "b:1", remotingHeader{Code: resNoPermission, Remark: "check signature failed."}); !errors.Is(err, ErrAuth) || !runtime.IsFatal(err) {
+		t.Errorf("NO_PERMISSION: %v, want a fatal ErrAuth", err)
+	}
+	if err := authError("ak", "b:1", remotingHeader{Code: resSuccess}); err != nil {
+		t.Errorf("success: %v", err)
 	}
 }

@@ -52,7 +52,7 @@ type DeadLetter struct {
 
 // NewDeadLetter starts a producer and creates the dead-letter topic.
 func NewDeadLetter(ctx context.Context, cfg Config, log *slog.Logger) (*DeadLetter, error) {
-	cfg, log, adm, err := setup(cfg, log)
+	cfg, log, adm, err := setup(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,11 @@ var errTopicNotExist = errors.New("rocketmq: topic does not exist")
 
 // invoke sends one request to addr and returns the response header and body.
 func invoke(ctx context.Context, addr string, code int, ext map[string]string) (remotingHeader, []byte, error) {
+	return invokeBody(ctx, addr, code, ext, nil)
+}
+
+// invokeBody is invoke with a request body.
+func invokeBody(ctx context.Context, addr string, code int, ext map[string]string, body []byte) (remotingHeader, []byte, error) {
 	var zero remotingHeader
 	d := net.Dialer{Timeout: remotingTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
@@ -68,10 +73,11 @@ func invoke(ctx context.Context, addr string, code int, ext map[string]string) (
 	if err != nil {
 		return zero, nil, err
 	}
-	frame := make([]byte, 8, 8+len(hdr))
-	binary.BigEndian.PutUint32(frame[0:4], uint32(4+len(hdr)))
+	frame := make([]byte, 8, 8+len(hdr)+len(body))
+	binary.BigEndian.PutUint32(frame[0:4], uint32(4+len(hdr)+len(body)))
 	binary.BigEndian.PutUint32(frame[4:8], uint32(len(hdr))) // serialize type 0 (JSON) in the top byte
 	frame = append(frame, hdr...)
+	frame = append(frame, body...)
 	if _, err := conn.Write(frame); err != nil {
 		return zero, nil, err
 	}

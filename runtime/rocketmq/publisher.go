@@ -82,7 +82,7 @@ type Publisher struct {
 
 // NewPublisher starts a producer and creates the topics of cfg.Tables.
 func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher, error) {
-	cfg, log, adm, err := setup(cfg, log)
+	cfg, log, adm, err := setup(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -573,6 +573,9 @@ func (w *worker) sendRetry(topic string, q queue, msgs []*primitive.Message) err
 			err = fmt.Errorf("broker answered status %d", sendStatus(res))
 		}
 		last = err
+		if err := sendRefused(p.cfg.AccessKey, q.Broker, err); err != nil {
+			return err // no retry makes the broker accept it
+		}
 		if ctx.Err() != nil {
 			break
 		}

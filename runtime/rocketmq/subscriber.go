@@ -48,7 +48,7 @@ type Subscriber struct {
 // NewSubscriber prepares an orderly consumer of cfg.Topics (or the topics of
 // cfg.Tables), creating missing topics; Consume starts it.
 func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscriber, error) {
-	cfg, log, adm, err := setup(cfg, log)
+	cfg, log, adm, err := setup(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +64,9 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		}
 	}
 	_ = adm.Close()
+	if err := checkSubscribe(ctx, cfg, topics); err != nil {
+		return nil, err
+	}
 	return &Subscriber{
 		cfg: cfg, log: log, topics: topics,
 		closing: make(chan struct{}),

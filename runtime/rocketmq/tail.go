@@ -76,7 +76,8 @@ var ErrTailDone = errors.New("rocketmq: tail done")
 type tailQueue struct {
 	topic, broker, addr string
 	id                  int
-	next, end           int64 // end: stop offset without Follow
+	next, end           int64                 // end: stop offset without Follow
+	cred                primitive.Credentials // signs the requests (brokers with authentication)
 }
 
 // Tail calls emit for each selected message of the topics, in offset order
@@ -114,6 +115,7 @@ func Tail(ctx context.Context, cfg Config, opts TailOptions, emit func(TailMessa
 			return err
 		}
 		for _, q := range qs {
+			q.cred = cfg.credentials()
 			lo, err := queueOffset(ctx, q, reqGetMinOffset)
 			if err != nil {
 				return err
@@ -224,9 +226,12 @@ func tailQueues(ctx context.Context, ns []string, topic string) ([]*tailQueue, e
 }
 
 func queueOffset(ctx context.Context, q *tailQueue, code int) (int64, error) {
-	h, _, err := invoke(ctx, q.addr, code, map[string]string{"topic": q.topic, "queueId": strconv.Itoa(q.id)})
+	h, _, err := invokeSigned(ctx, q.cred, q.addr, code, map[string]string{"topic": q.topic, "queueId": strconv.Itoa(q.id)}, nil)
 	if err != nil {
 		return 0, fmt.Errorf("rocketmq: offsets of %s queue %d on %s: %w", q.topic, q.id, q.addr, err)
+	}
+	if err := authError(q.cred.AccessKey, q.addr, h); err != nil {
+		return 0, err
 	}
 	if h.Code != resSuccess {
 		return 0, fmt.Errorf("rocketmq: offsets of %s queue %d on %s: code %d: %s", q.topic, q.id, q.addr, h.Code, h.Remark)
@@ -242,14 +247,17 @@ func queueOffset(ctx context.Context, q *tailQueue, code int) (int64, error) {
 // asks for no offset commit, so no group offset moves.
 func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.MessageExt, error) {
 	for attempt := 0; ; attempt++ {
-		h, body, err := invoke(ctx, q.addr, reqPullMessage, map[string]string{
+		h, body, err := invokeSigned(ctx, q.cred, q.addr, reqPullMessage, map[string]string{
 			"consumerGroup": group, "topic": q.topic, "queueId": strconv.Itoa(q.id),
 			"queueOffset": strconv.FormatInt(q.next, 10), "maxMsgNums": strconv.Itoa(tailPullBatch),
 			"sysFlag": strconv.Itoa(flagSubscription), "commitOffset": "0", "suspendTimeoutMillis": "0",
 			"subscription": "*", "subVersion": "0", "expressionType": "TAG", "bname": q.broker,
-		})
+		}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("rocketmq: pull %s queue %d offset %d from %s: %w", q.topic, q.id, q.next, q.addr, err)
+		}
+		if err := authError(q.cred.AccessKey, q.addr, h); err != nil {
+			return nil, err
 		}
 		nextBegin, _ := strconv.ParseInt(h.ExtFields["nextBeginOffset"], 10, 64)
 		switch h.Code {

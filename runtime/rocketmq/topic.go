@@ -26,6 +26,9 @@ func EnsureTopic(ctx context.Context, cfg Config, topic string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkCredentials(ctx, cfg); err != nil {
+		return err
+	}
 	setClientLogger(nil)
 	adm, err := newAdmin(cfg)
 	if err != nil {
@@ -37,11 +40,15 @@ func EnsureTopic(ctx context.Context, cfg Config, topic string) error {
 }
 
 // setup is how the Publisher, Subscriber and DeadLetter constructors
-// start: cfg with its defaults, log (slog.Default() when nil) as the
-// client's logger too, and an admin client the caller must close.
-func setup(cfg Config, log *slog.Logger) (Config, *slog.Logger, admin.Admin, error) {
+// start: cfg with its defaults, the brokers' acceptance of its credentials
+// (checkCredentials), log (slog.Default() when nil) as the client's logger
+// too, and an admin client the caller must close.
+func setup(ctx context.Context, cfg Config, log *slog.Logger) (Config, *slog.Logger, admin.Admin, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
+		return cfg, nil, nil, err
+	}
+	if err := checkCredentials(ctx, cfg); err != nil {
 		return cfg, nil, nil, err
 	}
 	if log == nil {
@@ -63,6 +70,9 @@ func newAdmin(cfg Config) (admin.Admin, error) {
 	adm, err := admin.NewAdmin(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq: cannot create admin client for %v: %w", cfg.NameServers, err)
+	}
+	if cfg.hasCredentials() {
+		return signedAdmin{adm, cfg.credentials()}, nil
 	}
 	return adm, nil
 }
@@ -96,6 +106,9 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 			admin.WithBrokerAddrCreate(addr),
 			admin.WithReadQueueNums(cfg.Queues),
 			admin.WithWriteQueueNums(cfg.Queues))
+		if errors.Is(err, ErrAuth) {
+			return err // it names the broker and the topic; no retry helps
+		}
 		if err != nil {
 			return fmt.Errorf("create topic %q on broker %s: %w", topic, addr, err)
 		}
@@ -106,7 +119,9 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 	// servers decides. Failed creates are sent again (they are idempotent).
 	failed := map[string]error{}
 	for _, addr := range masters {
-		if err := create(addr); err != nil {
+		if err := create(addr); errors.Is(err, ErrAuth) {
+			return nil, err
+		} else if err != nil {
 			failed[addr] = err
 		}
 	}
