@@ -116,10 +116,18 @@ CREATE TABLE others (
   s     SET('x', 'y', 'z'),
   j     JSON,
   u     UUID,
-  i4    INET4,
-  i6    INET6,
   d_e   ENUM('on', 'off') NOT NULL DEFAULT 'off',
   d_s   SET('p', 'q') DEFAULT 'p,q'
+);
+
+-- Debezium 3.4's DDL parser cannot parse INET4 or INET6 (it stops the
+-- connector): the conformance test leaves this table out of Debezium.
+CREATE TABLE inets (
+  id    INT NOT NULL PRIMARY KEY,
+  i4    INET4,
+  i6    INET6,
+  d_i4  INET4 DEFAULT '127.0.0.1',
+  d_i6  INET6 DEFAULT '::1'
 );
 
 CREATE TABLE geo (
@@ -209,12 +217,17 @@ INSERT INTO bins (id, d_bn) VALUES (5, NULL);
 
 INSERT INTO others VALUES
   (1, 'a', 'x,z', '{"a": [1, 2.5, {"b": null}], "s": "x", "u": "ü"}', '123e4567-e89b-12d3-a456-426614174000',
-   '0.0.0.0', '::', 'on', ''),
-  (2, 'd''e', 'x,y,z', '[]', 'ffffffff-ffff-ffff-ffff-ffffffffffff', '255.255.255.255',
-   'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'off', 'q'),
-  (3, 'ü', '', '"text"', '00000000-0000-0000-0000-000000000000', '10.0.0.1', '2001:db8::ff00:42:8329', 'on', 'p');
+   'on', ''),
+  (2, 'd''e', 'x,y,z', '[]', 'ffffffff-ffff-ffff-ffff-ffffffffffff',
+   'off', 'q'),
+  (3, 'ü', '', '"text"', '00000000-0000-0000-0000-000000000000', 'on', 'p');
 INSERT INTO others (id) VALUES (4);
 INSERT INTO others (id, d_s) VALUES (5, NULL);
+
+INSERT INTO inets VALUES
+  (1, '0.0.0.0', '::', '255.255.255.255', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff'),
+  (2, '10.0.0.1', '2001:db8::ff00:42:8329', NULL, '::ffff:1.2.3.4');
+INSERT INTO inets (id) VALUES (3);
 
 INSERT INTO geo VALUES
   (1, ST_GeomFromText('POINT(1 2)'), ST_GeomFromText('POINT(-180 -90)'), ST_GeomFromText('LINESTRING(0 0, 1 1, 2 0)'),
@@ -241,7 +254,8 @@ INSERT INTO nums SELECT id + 100, dec_w, dec0, dec55, decu, f, fmd, d, dmd, r, b
 INSERT INTO times SELECT id + 100, dt, dtm0, dtm1, dtm3, dtm4, dtm6, ts0, ts3, ts6, tm0, tm3, tm6, y, d_dt, d_dtm, d_ts, d_tm, d_y FROM times WHERE id < 100;
 INSERT INTO strs SELECT id + 100, c, vc, tt, t, mt, lt, c_latin1, c_latin2, c_cp1251, c_gbk, c_sjis, c_utf8, c_ucs2, c_ascii, d_vc, d_c FROM strs WHERE id < 100;
 INSERT INTO bins SELECT id + 100, bn, vb, tb, b, mb, lb, d_bn FROM bins WHERE id < 100;
-INSERT INTO others SELECT id + 100, e, s, j, u, i4, i6, d_e, d_s FROM others WHERE id < 100;
+INSERT INTO others SELECT id + 100, e, s, j, u, d_e, d_s FROM others WHERE id < 100;
+INSERT INTO inets SELECT id + 100, i4, i6, d_i4, d_i6 FROM inets WHERE id < 100;
 INSERT INTO geo SELECT id + 100, g, p, ls, pg, mp, gc FROM geo WHERE id < 100;
 
 -- Updates (before and after images), NULL to value and back, deletes.
