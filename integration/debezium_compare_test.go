@@ -112,6 +112,14 @@ func flatten(prefix string, v any, out map[string]string) {
 			}
 			flatten(prefix+name, e, out)
 		}
+	case json.Number:
+		// JSON numbers compare by value: Jackson writes 1.0E-10 where Go
+		// writes 1e-10, 0.0 where Go writes 0.
+		if f, err := strconv.ParseFloat(string(x), 64); err == nil && strings.ContainsAny(string(x), ".eE") {
+			out[prefix] = strconv.FormatFloat(f, 'g', -1, 64)
+			return
+		}
+		out[prefix] = string(x)
 	default:
 		b, _ := json.Marshal(x)
 		out[prefix] = string(b)
