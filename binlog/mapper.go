@@ -566,7 +566,6 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 			m.tableOrder[id]++
 			rec.Transaction.TotalOrder, rec.Transaction.DataCollectionOrder = m.txOrder, m.tableOrder[id]
 			rec.Table = id
-			rec.Source.Query = q
 			if ti := m.tableByID(id); ti != nil {
 				rec.KeySchema, rec.ValueSchema = ti.keySchema, ti.valueSchema
 			}
@@ -591,7 +590,6 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 			}
 		}
 	}
-	rec.Source.Query = q
 	rec.Change = &schema.SchemaChange{DDL: q, Kind: d.res.kind, Tables: d.changes}
 	return append(out, rec), nil
 }

@@ -64,7 +64,7 @@ const columnSchemaJSON = `{"type":"struct","fields":[` +
 	`{"type":"string","optional":true,"field":"comment"},` +
 	`{"type":"string","optional":true,"field":"defaultValueExpression"},` +
 	`{"type":"array","items":{"type":"string","optional":false},"optional":true,"field":"enumValues"}` +
-	`],"optional":false,"name":"io.debezium.connector.schema.Column"}`
+	`],"optional":false,"name":"io.debezium.connector.schema.Column","version":1}`
 
 // tableChangesSchemaJSON is Debezium's io.debezium.connector.schema.Change.
 const tableChangesSchemaJSON = `{"type":"array","items":{"type":"struct","fields":[` +
@@ -75,8 +75,8 @@ const tableChangesSchemaJSON = `{"type":"array","items":{"type":"struct","fields
 	`{"type":"array","items":{"type":"string","optional":false},"optional":true,"field":"primaryKeyColumnNames"},` +
 	`{"type":"array","items":` + columnSchemaJSON + `,"optional":false,"field":"columns"},` +
 	`{"type":"string","optional":true,"field":"comment"}` +
-	`],"optional":false,"name":"io.debezium.connector.schema.Table","field":"table"}` +
-	`],"optional":false,"name":"io.debezium.connector.schema.Change"},"optional":false,"field":"tableChanges"}`
+	`],"optional":true,"name":"io.debezium.connector.schema.Table","version":1,"field":"table"}` +
+	`],"optional":false,"name":"io.debezium.connector.schema.Change","version":1},"optional":false,"field":"tableChanges"}`
 
 // appendTableChanges writes Debezium's tableChanges (its
 // ConnectTableChangeSerializer's shape): one entry per table change whose
