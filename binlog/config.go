@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Flavors of server.
@@ -89,6 +91,16 @@ type Config struct {
 	// when it changes no captured table's shape. The record still carries
 	// the text, with no structured changes.
 	SkipDDL []string
+	// SkippedOperations is Debezium's skipped.operations: the ops ("c",
+	// "u", "d", "t") whose records the source does not emit; "none" or
+	// empty skips nothing. Debezium's default is "t" (truncates skipped);
+	// sluice's is none, because a skipped TRUNCATE leaves every row of the
+	// table in the target after the source emptied it.
+	SkippedOperations []string
+	// SkipSchemaChanges is Debezium's include.schema.changes=false: no
+	// OpSchemaChange records (the schema history, if any, still follows the
+	// DDL). Debezium's default, true, is sluice's too.
+	SkipSchemaChanges bool
 	// TLSMode is MySQL's ssl-mode for every connection to the server (the
 	// replication stream, the snapshot, position and check queries):
 	// "disabled" (the default, also ""), "preferred" (TLS when the server
@@ -142,6 +154,13 @@ func (c *Config) validate() error {
 	case SnapshotNever, SnapshotInitial, SnapshotWhenNeeded, SnapshotInitialOnly:
 	default:
 		return fmt.Errorf("%w: Snapshot %q must be one of never, initial, when_needed, initial_only", ErrConfig, c.Snapshot)
+	}
+	for _, op := range c.SkippedOperations {
+		switch op {
+		case "c", "u", "d", "t", "none":
+		default:
+			return fmt.Errorf("%w: skipped.operations %q: use a list of c, u, d and t (create, update, delete, truncate), or none", ErrConfig, op)
+		}
 	}
 	if c.SnapshotChunk < 0 {
 		return fmt.Errorf("%w: SnapshotChunk %d must not be negative", ErrConfig, c.SnapshotChunk)
@@ -256,4 +275,20 @@ func (f filter) matchDatabase(db string) bool {
 		}
 	}
 	return false
+}
+
+// skippedOps is the set of ops SkippedOperations names (nil: none).
+func (c *Config) skippedOps() map[schema.Op]bool {
+	var m map[schema.Op]bool
+	for _, op := range c.SkippedOperations {
+		o, ok := map[string]schema.Op{"c": schema.OpCreate, "u": schema.OpUpdate, "d": schema.OpDelete, "t": schema.OpTruncate}[op]
+		if !ok {
+			continue
+		}
+		if m == nil {
+			m = map[schema.Op]bool{}
+		}
+		m[o] = true
+	}
+	return m
 }

@@ -30,6 +30,10 @@ const (
 	extTinyint1 = "tinyint(1)"
 )
 
+// UUIDSchemaName is the Connect schema name of a MariaDB UUID column, as
+// Debezium names it.
+const UUIDSchemaName = "io.debezium.data.Uuid"
+
 // applyExt turns a column whose storage the table map gave into the
 // MariaDB type ext names. It reports false (and changes nothing) when the
 // storage does not fit ext, e.g. a hint read after the column changed.
@@ -45,6 +49,9 @@ func applyExt(c *column, sch *schema.Schema, srcType *string, ext string) bool {
 		}
 		c.kind = map[string]kind{extUUID: kUUID, extInet6: kInet6, extInet4: kInet4}[ext]
 		sch.Type, sch.Logical = schema.String, schema.None
+		if ext == extUUID {
+			sch.Name = UUIDSchemaName
+		}
 		delete(sch.Params, schema.ParamLength)
 		*srcType = ext
 		return true
@@ -186,9 +193,18 @@ func (h *typeHints) close() {
 	}
 }
 
-// get returns column name -> ext type for the table's UUID, INET6, INET4
-// and JSON columns. An error is retriable (the server is unreachable).
-func (h *typeHints) get(id schema.TableID) (map[string]string, error) {
+// colHint is what information_schema says of a column that its table map
+// does not: the MariaDB type its storage stands for (ext), its COLUMN_TYPE
+// (lower case: FLOAT(M,D), the geometry subtype) and its COLUMN_DEFAULT.
+type colHint struct {
+	ext     string
+	colType string
+	def     *string // nil: no default (or NULL)
+}
+
+// get returns column name -> hint for every column of the table. An error
+// is retriable (the server is unreachable).
+func (h *typeHints) get(id schema.TableID) (map[string]colHint, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for attempt := 0; ; attempt++ {
@@ -224,32 +240,37 @@ func (h *typeHints) get(id schema.TableID) (map[string]string, error) {
 const jsonCheckCount = `(SELECT COUNT(*) FROM information_schema.CHECK_CONSTRAINTS k WHERE k.CONSTRAINT_SCHEMA = c.TABLE_SCHEMA AND k.TABLE_NAME = c.TABLE_NAME
      AND k.LEVEL = 'Column' AND k.CONSTRAINT_NAME = c.COLUMN_NAME AND k.CHECK_CLAUSE LIKE 'json_valid(%')`
 
-func queryHints(c *client.Conn, id schema.TableID, mariadb bool) (map[string]string, error) {
+func queryHints(c *client.Conn, id schema.TableID, mariadb bool) (map[string]colHint, error) {
 	checks := "0"
 	if mariadb {
 		checks = jsonCheckCount
 	}
-	r, err := c.Execute(`SELECT c.COLUMN_NAME, LOWER(c.DATA_TYPE), `+checks+`, LOWER(c.COLUMN_TYPE)
-  FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?
-  AND (LOWER(c.DATA_TYPE) IN ('uuid', 'inet6', 'inet4', 'longtext') OR LOWER(c.COLUMN_TYPE) LIKE 'tinyint(1)%')`,
+	r, err := c.Execute(`SELECT c.COLUMN_NAME, LOWER(c.DATA_TYPE), `+checks+`, LOWER(c.COLUMN_TYPE), c.COLUMN_DEFAULT
+  FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?`,
 		id.Database, id.Table)
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]string{}
+	m := map[string]colHint{}
 	for i := 0; i < r.RowNumber(); i++ {
 		name, _ := r.GetString(i, 0)
 		typ, _ := r.GetString(i, 1)
 		checks, _ := r.GetInt(i, 2)
 		colType, _ := r.GetString(i, 3)
+		h := colHint{colType: colType}
+		if isNull, _ := r.IsNull(i, 4); !isNull {
+			d, _ := r.GetString(i, 4)
+			h.def = &d
+		}
 		switch {
 		case typ == "longtext" && checks > 0:
-			m[name] = extJSON
+			h.ext = extJSON
 		case typ == "tinyint" && strings.HasPrefix(colType, "tinyint(1)"):
-			m[name] = extTinyint1
+			h.ext = extTinyint1
 		case typ == extUUID || typ == extInet6 || typ == extInet4:
-			m[name] = typ
+			h.ext = typ
 		}
+		m[name] = h
 	}
 	return m, nil
 }

@@ -31,7 +31,9 @@ type mapper struct {
 	histFile   string
 	skipDDL    map[string]bool
 	log        *slog.Logger
-	hints      func(schema.TableID) (map[string]string, error)
+	hints      func(schema.TableID) (map[string]colHint, error)
+	skipOps    map[schema.Op]bool // skipped.operations
+	noDDL      bool               // include.schema.changes=false
 
 	file      string        // current binlog file
 	gset      mysql.GTIDSet // committed transactions
@@ -78,7 +80,11 @@ type mapperConfig struct {
 	Log         *slog.Logger      // warnings (history/table map mismatches); nil: discarded
 	// Hints reads the MariaDB types (UUID, INET6, INET4, JSON) the table
 	// maps of a table show only as storage; nil: none (typeHints.get).
-	Hints func(schema.TableID) (map[string]string, error)
+	Hints func(schema.TableID) (map[string]colHint, error)
+	// SkipOps are the ops whose records are not emitted (skipped.operations);
+	// SkipSchemaChanges drops OpSchemaChange records (include.schema.changes).
+	SkipOps           map[schema.Op]bool
+	SkipSchemaChanges bool
 }
 
 // newMapper starts a mapper at a committed position.
@@ -91,6 +97,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
 		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
 		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log, hints: cfg.Hints,
+		skipOps: cfg.SkipOps, noDDL: cfg.SkipSchemaChanges,
 		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start, epoch: start.Epoch,
 		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
@@ -285,6 +292,7 @@ func (m *mapper) txIDFor(h *replication.EventHeader) string {
 
 func (m *mapper) source(h *replication.EventHeader) schema.Source {
 	return schema.Source{
+		Version:   Version,
 		Connector: m.flavor,
 		Name:      m.serverName,
 		TsMs:      int64(h.Timestamp) * 1000,
@@ -340,14 +348,14 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 	if m.hist != nil {
 		ht = m.hist.tables[schema.TableID{Database: string(e.Schema), Table: string(e.Table)}]
 	}
-	var hints map[string]string
+	var hints map[string]colHint
 	if m.hints != nil {
 		var err error
 		if hints, err = m.hints(schema.TableID{Database: string(e.Schema), Table: string(e.Table)}); err != nil {
 			return err
 		}
 	}
-	ti, warn, err := buildTable(e, m.serverName, m.collations, ht, m.hist != nil, hints)
+	ti, warn, err := buildTable(e, m.serverName, m.collations, ht, m.hist != nil, hints, m.flavor)
 	if warn != "" {
 		m.log.Warn("binlog: "+warn, "table", string(e.Schema)+"."+string(e.Table), "history", m.histFile)
 	}
@@ -362,6 +370,12 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 }
 
 func (m *mapper) rows(h *replication.EventHeader, e *replication.RowsEvent, out []schema.Record) ([]schema.Record, error) {
+	start := len(out)
+	out, err := m.rowRecords(h, e, out)
+	return m.dropSkipped(out, start), err
+}
+
+func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent, out []schema.Record) ([]schema.Record, error) {
 	ti, ok := m.tables[e.TableID]
 	if !ok {
 		return out, fmt.Errorf("%w: rows event for table id %d without its table map (a position must be a transaction boundary)", ErrUnsupported, e.TableID)
@@ -475,6 +489,20 @@ func (m *mapper) record(h *replication.EventHeader, ti *tableInfo, op schema.Op,
 	}
 }
 
+// dropSkipped removes the records of skipped ops from out[start:].
+func (m *mapper) dropSkipped(out []schema.Record, start int) []schema.Record {
+	if len(m.skipOps) == 0 {
+		return out
+	}
+	kept := out[:start]
+	for _, r := range out[start:] {
+		if !m.skipOps[r.Op] {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
 func keyOf(ti *tableInfo, img schema.Row) schema.Row {
 	if len(ti.outKey) == 0 {
 		return nil
@@ -538,15 +566,16 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 			m.tableOrder[id]++
 			rec.Transaction.TotalOrder, rec.Transaction.DataCollectionOrder = m.txOrder, m.tableOrder[id]
 			rec.Table = id
-			rec.Source.Query = q
 			if ti := m.tableByID(id); ti != nil {
 				rec.KeySchema, rec.ValueSchema = ti.keySchema, ti.valueSchema
 			}
-			out = append(out, rec)
+			if !m.skipOps[schema.OpTruncate] {
+				out = append(out, rec)
+			}
 		}
 		return out, nil
 	}
-	if !d.captured {
+	if !d.captured || m.noDDL {
 		return out, nil
 	}
 	rec := m.marker(schema.OpSchemaChange, h, nil)
@@ -561,7 +590,6 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 			}
 		}
 	}
-	rec.Source.Query = q
 	rec.Change = &schema.SchemaChange{DDL: q, Kind: d.res.kind, Tables: d.changes}
 	return append(out, rec), nil
 }

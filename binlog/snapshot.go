@@ -276,7 +276,7 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 		jsonCheck = jsonCheckCount
 	}
 	rows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME,
-  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, `+jsonCheck+`
+  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, `+jsonCheck+`, COLUMN_DEFAULT
   FROM information_schema.COLUMNS c WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Database, id.Table)
 	if err != nil {
 		return nil, fmt.Errorf("binlog: snapshot: columns of %s: %w", id, err)
@@ -286,11 +286,12 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 	for rows.Next() {
 		var ic infoColumn
 		if err := rows.Scan(&ic.name, &ic.dataType, &ic.columnType, &ic.nullable, &ic.charset, &ic.collation,
-			&ic.octets, &ic.precision, &ic.scale, &ic.fsp, &ic.jsonChecks); err != nil {
+			&ic.octets, &ic.precision, &ic.scale, &ic.fsp, &ic.jsonChecks, &ic.def); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		sp, err := ic.spec()
+		sp.flavor = sn.s.cfg.Flavor
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("table %s column %s: %w", id, ic.name, err)
@@ -362,12 +363,17 @@ type infoColumn struct {
 	charset, collation                   sql.NullString
 	octets, precision, scale, fsp        sql.NullInt64
 	jsonChecks                           int64 // json_valid CHECKs on the column (MariaDB's JSON)
+	def                                  sql.NullString
 }
 
 // spec rebuilds the table map's type byte and metadata of the column.
 func (ic *infoColumn) spec() (colSpec, error) {
 	sp := colSpec{name: ic.name, nullable: ic.nullable == "YES",
-		unsigned: strings.Contains(strings.ToLower(ic.columnType), "unsigned"), charset: csBinary}
+		unsigned: strings.Contains(strings.ToLower(ic.columnType), "unsigned"), charset: csBinary,
+		colType: strings.ToLower(ic.columnType)}
+	if ic.def.Valid {
+		sp.def = &ic.def.String
+	}
 	if ic.charset.Valid {
 		sp.charset = ic.charset.String
 		if sp.charset == "utf8" {
@@ -744,6 +750,7 @@ func (sn *snapshotter) run(ctx context.Context) error {
 		}
 		tStart, lastLog := time.Now(), time.Now()
 		var rowsRead int64
+		tableFirst := key == nil // Debezium's first_in_data_collection
 		for {
 			q, err := st.chunkQuery(key, limit)
 			if err != nil && rowsRead == 0 && key != nil {
@@ -783,7 +790,8 @@ func (sn *snapshotter) run(ctx context.Context) error {
 						zeros = zeroDateNote(zeros, st.ti, i, string(raw[i]))
 					}
 				}
-				rec := sn.record(st.ti, st.ti.project(row), first)
+				rec := sn.record(st.ti, st.ti.project(row), first, tableFirst)
+				tableFirst = false
 				if len(zeros) > 0 {
 					rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(zeros, ";")}
 				}
@@ -811,6 +819,17 @@ func (sn *snapshotter) run(ctx context.Context) error {
 			total += int64(n)
 			s.snap.rows.Add(int64(n))
 			done := !st.keyable || n < limit
+			if done { // Debezium's last_in_data_collection on the table's last row
+				var last *schema.Record
+				if len(recs) > 0 {
+					last = &recs[len(recs)-1]
+				} else if len(held) > 0 && held[len(held)-1].Table == id && held[len(held)-1].Op == schema.OpRead {
+					last = &held[len(held)-1]
+				}
+				if last != nil && last.Source.Snapshot == "true" {
+					last.Source.Snapshot = "last_in_data_collection"
+				}
+			}
 			if len(recs) > 0 {
 				p := sn.start
 				if done {
@@ -870,10 +889,13 @@ func (sn *snapshotter) run(ctx context.Context) error {
 	return nil
 }
 
-func (sn *snapshotter) record(ti *tableInfo, row schema.Row, first bool) schema.Record {
+func (sn *snapshotter) record(ti *tableInfo, row schema.Row, first, tableFirst bool) schema.Record {
 	snap := "true"
-	if first {
+	switch {
+	case first:
 		snap = "first"
+	case tableFirst:
+		snap = "first_in_data_collection"
 	}
 	return schema.Record{
 		Op:          schema.OpRead,
@@ -882,8 +904,9 @@ func (sn *snapshotter) record(ti *tableInfo, row schema.Row, first bool) schema.
 		Key:         keyOf(ti, row),
 		ValueSchema: ti.valueSchema,
 		After:       row,
-		Source: schema.Source{Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: snap,
-			GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos)},
+		// No GTID: a snapshot row is no transaction's (Debezium's is null too).
+		Source: schema.Source{Version: Version, Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: snap,
+			File: sn.start.File, Pos: uint64(sn.start.Pos)},
 		TsMs: time.Now().UnixMilli(),
 		ID:   sn.nextID(),
 	}
@@ -894,7 +917,7 @@ func (sn *snapshotter) record(ti *tableInfo, row schema.Row, first bool) schema.
 func (sn *snapshotter) truncate(ti *tableInfo) schema.Record {
 	return schema.Record{
 		Op: schema.OpTruncate, Table: ti.id, KeySchema: ti.keySchema, ValueSchema: ti.valueSchema,
-		Source: schema.Source{Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: "true",
+		Source: schema.Source{Version: Version, Connector: sn.s.cfg.Flavor, Name: sn.s.cfg.ServerName, TsMs: sn.ms, Snapshot: "true",
 			GTID: sn.start.GTIDSet, File: sn.start.File, Pos: uint64(sn.start.Pos), Query: "TRUNCATE TABLE " + quoteIdent(ti.id.Database) + "." + quoteIdent(ti.id.Table) + " /* snapshot_truncate */"},
 		TsMs: time.Now().UnixMilli(),
 		ID:   sn.nextID(),

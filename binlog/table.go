@@ -95,7 +95,7 @@ func equalBytesList(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Eq
 // nil: none) name the types the table map shows only as their storage; a
 // history shape overrides them, except where it cannot tell (JSON is
 // LONGTEXT to it, and it keeps no TINYINT(1) width).
-func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string, ht *histTable, useHist bool, hints map[string]string) (*tableInfo, string, error) {
+func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string, ht *histTable, useHist bool, hints map[string]colHint, flavor string) (*tableInfo, string, error) {
 	id := schema.TableID{Database: string(tm.Schema), Table: string(tm.Table)}
 	n := int(tm.ColumnCount)
 	names := tm.ColumnNameString()
@@ -155,8 +155,9 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 				cs = hc.Charset
 			}
 		}
+		h := hints[names[i]]
 		sp := colSpec{name: names[i], typ: tm.ColumnType[i], meta: tm.ColumnMeta[i], unsigned: uns,
-			charset: cs, nullable: nullable, ext: hints[names[i]]}
+			charset: cs, nullable: nullable, ext: h.ext, colType: h.colType, def: h.def, flavor: flavor}
 		if ht != nil { // the history's type wins: it is the shape at this position
 			switch t := ht.Cols[i].Type; {
 			case t == extUUID || t == extInet6 || t == extInet4 || t == extJSON:
@@ -220,6 +221,9 @@ type colSpec struct {
 	nullable bool
 	labels   []string // ENUM/SET labels, decoded; nil when absent
 	ext      string   // MariaDB type the storage stands for (extUUID, ...); "" none
+	colType  string   // information_schema's COLUMN_TYPE, lower case; "" unknown
+	def      *string  // information_schema's COLUMN_DEFAULT; nil: none or unknown
+	flavor   string   // of the server def comes from (MariaDB quotes literals)
 }
 
 // buildTableSpecs derives the columns, key and schemas of a table from its
@@ -252,6 +256,12 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && !charsetSupported(sp.charset) {
 			c.charset = sp.charset
 		}
+		srcType = refineSourceType(&c, srcType, sp.colType)
+		if sp.def != nil {
+			if v, ok := columnDefault(&c, *sp.def, sp.flavor); ok {
+				sch.Default = v
+			}
+		}
 		sch.Optional = sp.nullable
 		sch.Params[schema.ParamSourceType] = srcType
 		ti.cols[i] = c
@@ -266,7 +276,7 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 	}
 	ti.outKey = ti.keyIdx
 	ti.table = t
-	prefix := serverName + "." + id.Database + "." + id.Table
+	prefix := schemaName(serverName + "." + id.Database + "." + id.Table)
 	ti.valueSchema = t.ValueSchema(prefix + ".Value")
 	ti.keySchema = t.KeySchema(prefix + ".Key")
 	return ti, nil
@@ -408,4 +418,33 @@ func withFsp(name string, v2 bool, fsp uint16) string {
 		return fmt.Sprintf("%s(%d)", name, fsp)
 	}
 	return name
+}
+
+// schemaName is Debezium's topic-derived schema name of a table: every
+// character but ASCII letters, digits, '.', '_' and '-' becomes '_'
+// (`we"ird tåble` is we_ird_t_ble).
+func schemaName(s string) string {
+	ok := true
+	for i := 0; i < len(s); i++ {
+		if !nameChar(s[i]) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x80 && nameChar(byte(r)) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+func nameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
 }

@@ -148,8 +148,8 @@ func BenchmarkEncodeStdlib(b *testing.B) {
 	c := NewJSON(DefaultOptions())
 	r := benchRecord()
 	ks, vs := stdSchemas(b, c, &r)
-	vp, _ := planFor(r.ValueSchema, DecimalPrecise)
-	kp, _ := planFor(r.KeySchema, DecimalPrecise)
+	vp, _ := planFor(r.ValueSchema, &defaultModes)
+	kp, _ := planFor(r.KeySchema, &defaultModes)
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
@@ -201,7 +201,7 @@ func BenchmarkDecodeStdlib(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	vp, _ := planFor(r.ValueSchema, DecimalPrecise)
+	vp, _ := planFor(r.ValueSchema, &defaultModes)
 	b.SetBytes(int64(len(k) + len(v)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -22,6 +22,8 @@ const (
 	nameBits          = "io.debezium.data.Bits"
 	nameYear          = "io.debezium.time.Year"
 	nameGeometry      = "io.debezium.data.geometry.Geometry"
+	namePoint         = "io.debezium.data.geometry.Point"
+	nameUUID          = "io.debezium.data.Uuid"
 	nameTimeMs        = "io.debezium.time.Time"
 	nameTimestampMs   = "io.debezium.time.Timestamp"
 	nameNanoTime      = "io.debezium.time.NanoTime"
@@ -35,6 +37,7 @@ const (
 	paramSluiceLog    = sluicePrefix + "logical"
 	paramSluiceName   = sluicePrefix + "name"
 	paramSluiceNil    = sluicePrefix + "nil"
+	paramSluiceBinary = sluicePrefix + "binary" // binary.handling.mode of a bytes column written as a string
 	maxDecimalScale   = 1000
 	maxSchemaDepth    = 64
 	uint64DecimalPrec = "20"
@@ -68,6 +71,11 @@ const (
 	kMsToUs  // int64 ms -> µs
 	kNsToUs  // int64 ns -> µs
 	kDaysI32 // same as kDate but from a foreign name
+	// modes (Options)
+	kUintLong  // uint64 as int64, wrapping (bigint.unsigned.handling.mode=long)
+	kUsToMs    // int64 µs written as ms (io.debezium.time.Timestamp, Connect Timestamp)
+	kUsToMsI32 // int64 µs written as int32 ms (Connect Time)
+	kBytesText // []byte as a string (binary.handling.mode base64, base64-url-safe, hex)
 )
 
 // logicalNames maps a Connect name that a logical type owns to its sluice
@@ -88,6 +96,7 @@ var logicalNames = map[string]struct {
 	nameBits:        {schema.Uint64, schema.Bits},
 	nameYear:        {schema.Int32, schema.Year},
 	nameGeometry:    {schema.Bytes, schema.Geometry},
+	namePoint:       {schema.Bytes, schema.Geometry},
 	nameTimeMs:      {schema.Int64, schema.Time},
 	nameTimestampMs: {schema.Int64, schema.Timestamp},
 	nameNanoTime:    {schema.Int64, schema.Time},
@@ -111,7 +120,8 @@ type cschema struct {
 	version  int
 	optional bool
 	params   [][2]string // in output order
-	def      any         // sluice Go value of the default, nil when none
+	doc      string
+	def      any // sluice Go value of the default, nil when none
 	fields   []cfield
 	items    *cschema
 	keys     *cschema
@@ -125,11 +135,14 @@ type cfield struct {
 	s    *cschema
 }
 
+// defaultModes are the options decoding compares with.
+var defaultModes = Options{DecimalMode: DecimalPrecise}
+
 // shape picks the Connect type, name and value kind of s.
-func shape(s *schema.Schema, mode DecimalMode) (typ, name string, version int, k kind) {
+func shape(s *schema.Schema, o *Options) (typ, name string, version int, k kind) {
 	switch s.Logical {
 	case schema.Decimal:
-		switch mode {
+		switch o.DecimalMode {
 		case DecimalString:
 			return "string", "", 0, kDecString
 		case DecimalDouble:
@@ -140,10 +153,22 @@ func shape(s *schema.Schema, mode DecimalMode) (typ, name string, version int, k
 		}
 		return "bytes", nameDecimal, 1, kDecBytes
 	case schema.Date:
+		if o.TimePrecisionMode == TimeConnect {
+			return "int32", nameConnectDate, 1, kDate
+		}
 		return "int32", nameDate, 1, kDate
 	case schema.Time:
+		if o.TimePrecisionMode == TimeConnect {
+			return "int32", nameConnectTime, 1, kUsToMsI32
+		}
 		return "int64", nameMicroTime, 1, kInt
 	case schema.Timestamp:
+		if o.TimePrecisionMode == TimeConnect {
+			return "int64", nameConnectTS, 1, kUsToMs
+		}
+		if p := fsp(s); p >= 0 && p <= 3 {
+			return "int64", nameTimestampMs, 1, kUsToMs // adaptive: DATETIME(0..3)
+		}
 		return "int64", nameMicroTS, 1, kInt
 	case schema.ZonedTimestamp:
 		return "string", nameZonedTS, 1, kZoned
@@ -161,14 +186,25 @@ func shape(s *schema.Schema, mode DecimalMode) (typ, name string, version int, k
 	case schema.Year:
 		return "int32", nameYear, 1, kInt
 	case schema.Geometry:
+		if sourceTypeIs(s, "point") {
+			return "struct", namePoint, 1, kGeometry
+		}
 		return "struct", nameGeometry, 1, kGeometry
 	}
 	switch s.Type {
-	case schema.Int8, schema.Int16, schema.Int32, schema.Int64:
+	case schema.Int8:
+		return "int16", "", 0, kInt // Debezium: TINYINT is int16
+	case schema.Int16, schema.Int32, schema.Int64:
 		return s.Type.String(), "", 0, kInt
 	case schema.Uint64:
+		if o.BigintUnsignedMode == BigintLong {
+			return "int64", "", 0, kUintLong
+		}
 		return "bytes", nameDecimal, 1, kUintDec
 	case schema.Float32:
+		if floatWithScale(s) {
+			return "double", "", 0, kFloat32 // Debezium: FLOAT(M,D) is a double
+		}
 		return "float", "", 0, kFloat32
 	case schema.Float64:
 		return "double", "", 0, kFloat64
@@ -177,6 +213,10 @@ func shape(s *schema.Schema, mode DecimalMode) (typ, name string, version int, k
 	case schema.String:
 		return "string", "", 0, kString
 	case schema.Bytes:
+		switch o.BinaryMode {
+		case BinaryBase64, BinaryBase64URLSafe, BinaryHex:
+			return "string", "", 0, kBytesText
+		}
 		return "bytes", "", 0, kBytes
 	case schema.Struct:
 		return "struct", "", 0, kStruct
@@ -201,6 +241,16 @@ func decodeKind(s *schema.Schema, typ, name string) kind {
 			return kNsToUs
 		}
 	}
+	switch {
+	case s.Type == schema.Uint64 && s.Logical == schema.None && typ == "int64":
+		return kUintLong
+	case s.Type == schema.Bytes && s.Logical == schema.None && typ == "string":
+		return kBytesText
+	case s.Type == schema.Int8 && s.Logical == schema.None && (typ == "int16" || typ == "int8"):
+		return kInt
+	case s.Type == schema.Float32 && s.Logical == schema.None && (typ == "double" || typ == "float64"):
+		return kFloat32
+	}
 	switch s.Logical {
 	case schema.Decimal:
 		switch typ {
@@ -223,7 +273,7 @@ func decodeKind(s *schema.Schema, typ, name string) kind {
 		}
 		return kInvalid
 	}
-	_, _, _, k := shape(s, DecimalPrecise)
+	_, _, _, k := shape(s, &defaultModes)
 	if want := connectTypeOf(s, k); want != "" && want != typ && !(typ == "float32" && want == "float") && !(typ == "float64" && want == "double") {
 		return kInvalid
 	}
@@ -260,7 +310,7 @@ func connectTypeOf(s *schema.Schema, k kind) string {
 }
 
 // toConnect maps a sluice schema to its Connect form.
-func toConnect(s *schema.Schema, mode DecimalMode, depth int) (*cschema, error) {
+func toConnect(s *schema.Schema, mode *Options, depth int) (*cschema, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: nil schema", ErrSchema)
 	}
@@ -274,6 +324,9 @@ func toConnect(s *schema.Schema, mode DecimalMode, depth int) (*cschema, error) 
 	c := &cschema{typ: typ, name: name, version: version, optional: s.Optional, kind: k, src: s}
 	if name == "" {
 		c.name = s.Name
+		if s.Name == nameUUID {
+			c.version = 1 // Debezium's io.debezium.data.Uuid (MariaDB UUID)
+		}
 	}
 	// Native parameters.
 	native := map[string]bool{}
@@ -291,6 +344,8 @@ func toConnect(s *schema.Schema, mode DecimalMode, depth int) (*cschema, error) 
 		c.params = append(c.params, [2]string{schema.ParamScale, "0"}, [2]string{paramConnectPrec, uint64DecimalPrec})
 	case kBitsBytes:
 		addNative(schema.ParamLength, schema.ParamLength)
+	case kBytesText:
+		c.params = append(c.params, [2]string{paramSluiceBinary, mode.BinaryMode})
 	}
 	if s.Logical == schema.Enum || s.Logical == schema.Set {
 		addNative(schema.ParamAllowed, schema.ParamAllowed)
@@ -329,6 +384,12 @@ func toConnect(s *schema.Schema, mode DecimalMode, depth int) (*cschema, error) 
 		}
 	case kGeometry:
 		c.fields = []cfield{{"wkb", &cschema{typ: "bytes", kind: kBytes}}, {"srid", &cschema{typ: "int32", optional: true, kind: kInt}}}
+		c.doc = "Geometry"
+		if name == namePoint {
+			c.doc = "Geometry (POINT)"
+			c.fields = append([]cfield{{"x", &cschema{typ: "double", kind: kFloat64}}, {"y", &cschema{typ: "double", kind: kFloat64}},
+				{"wkb", &cschema{typ: "bytes", optional: true, kind: kBytes}}}, c.fields[1])
+		}
 	case kDecVar:
 		c.fields = []cfield{{"scale", &cschema{typ: "int32", kind: kInt}}, {"value", &cschema{typ: "bytes", kind: kBytes}}}
 	case kArray:
@@ -406,7 +467,7 @@ func fromConnect(j *jschema, depth int) (*plan, error) {
 			s.Logical = schema.Logical(v)
 		case k == paramSluiceName:
 			s.Name = v
-		case k == paramSluiceNil:
+		case k == paramSluiceNil, k == paramSluiceBinary:
 		case len(k) > len(sluicePrefix) && k[:len(sluicePrefix)] == sluicePrefix:
 			params[k[len(sluicePrefix):]] = v
 		}
@@ -434,7 +495,7 @@ func fromConnect(j *jschema, depth int) (*plan, error) {
 	if len(params) > 0 {
 		s.Params = params
 	}
-	p := &plan{s: s, kind: decodeKind(s, j.Type, j.Name)}
+	p := &plan{s: s, kind: decodeKind(s, j.Type, j.Name), binary: j.Parameters[paramSluiceBinary]}
 	if p.kind == kInvalid {
 		return nil, fmt.Errorf("%w: Connect type %q cannot carry %s", ErrSyntax, j.Type, s)
 	}
@@ -495,9 +556,12 @@ func fromConnect(j *jschema, depth int) (*plan, error) {
 type plan struct {
 	s      *schema.Schema
 	kind   kind
-	scale  int32 // kDecBytes, kDecString, kDecDouble
-	nbytes int   // kBitsBytes
-	nbits  int   // kBitsBytes, kBitsBool
+	scale  int32  // kDecBytes, kDecString, kDecDouble
+	fsp    int    // kZoned: fraction digits written, -1: as many as needed
+	point  bool   // kGeometry: io.debezium.data.geometry.Point (x, y first)
+	binary string // kBytesText: binary.handling.mode
+	nbytes int    // kBitsBytes
+	nbits  int    // kBitsBytes, kBitsBool
 	fields []*plan
 	names  []string       // field names
 	keys   [][]byte       // `"name":` JSON, for encoding
@@ -509,6 +573,9 @@ type plan struct {
 
 func (p *plan) prepare() error {
 	switch p.kind {
+	case kZoned:
+		p.fsp = fsp(p.s)
+
 	case kDecBytes, kDecString, kDecDouble:
 		if v := p.s.Param(schema.ParamScale); v != "" {
 			n, err := strconv.Atoi(v)
@@ -570,7 +637,7 @@ func (p *plan) field(key []byte, hint int) int {
 }
 
 // planFor compiles a sluice schema for encoding.
-func planFor(s *schema.Schema, mode DecimalMode) (*plan, error) {
+func planFor(s *schema.Schema, mode *Options) (*plan, error) {
 	c, err := toConnect(s, mode, 0)
 	if err != nil {
 		return nil, err
@@ -579,7 +646,12 @@ func planFor(s *schema.Schema, mode DecimalMode) (*plan, error) {
 }
 
 func planOf(c *cschema) (*plan, error) {
-	p := &plan{s: c.src, kind: c.kind, c: c}
+	p := &plan{s: c.src, kind: c.kind, c: c, point: c.name == namePoint}
+	for _, kv := range c.params {
+		if kv[0] == paramSluiceBinary {
+			p.binary = kv[1]
+		}
+	}
 	if p.s == nil {
 		p.s = &schema.Schema{}
 	}

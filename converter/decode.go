@@ -746,6 +746,19 @@ func (d *decoder) value(p *plan) (any, error) {
 	case kMsToUs:
 		v, err := d.int64()
 		return v * 1000, err
+	case kUintLong:
+		v, err := d.int64()
+		return uint64(v), err // bigint.unsigned.handling.mode=long wrapped it
+	case kBytesText:
+		s, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		raw, err := decodeBinaryText(s, p.binary)
+		if err != nil {
+			return nil, d.errf("%s bytes: %v", p.binary, err)
+		}
+		return raw, nil
 	case kNsToUs:
 		v, err := d.int64()
 		if v < 0 && v%1000 != 0 {

@@ -16,42 +16,59 @@
 // # Value
 //
 //	{"schema": {"type":"struct","name":"<server>.<db>.<table>.Envelope","optional":false,"fields":[
-//	    before, after (<server>.<db>.<table>.Value), source (io.debezium.connector.mysql.Source),
-//	    transaction (event.block), op, ts_ms, ts_us, ts_ns]},
+//	    before, after (<server>.<db>.<table>.Value), source (io.debezium.connector.mariadb.Source,
+//	    or …mysql.Source when Source.Connector is not "mariadb"; version 1),
+//	    transaction (event.block), op, ts_ms, ts_us, ts_ns], "version":2},
 //	 "payload": {"before":…,"after":…,"source":{…},"transaction":…,"op":"c","ts_ms":…,"ts_us":…,"ts_ns":…}}
 //
 // The key is {"schema":{…"<server>.<db>.<table>.Key"…},"payload":{pk columns}};
-// EncodeKey returns nil when the record has no key schema.
+// EncodeKey returns nil when the record has no key schema, and for a
+// truncate (Debezium's truncate key is null).
 //
 // The source block carries version, connector, name, ts_ms, snapshot, db,
 // sequence, ts_us, ts_ns, table, server_id, gtid, file, pos, row, thread and
-// query; db and table are Record.Table. Empty gtid, table, query and
-// snapshot are written as null (snapshot's schema default is "false", which
-// is what Kafka Connect readers then see).
+// query; db and table are Record.Table. Empty gtid, table and query are
+// written as null, a zero thread as null, an empty snapshot as "false"
+// (streaming), as Debezium writes them. With Options.OmitTransaction
+// (provide.transaction.metadata=false) transaction is null.
 //
 // # Types
 //
-// Column schemas follow Debezium's MySQL defaults (decimal.handling.mode
-// from Options, time.precision.mode=adaptive_time_microseconds,
-// bigint.unsigned.handling.mode=precise, binary.handling.mode=bytes):
+// Column schemas follow Debezium's defaults, with the value-format options
+// of Options (decimal.handling.mode, bigint.unsigned.handling.mode,
+// time.precision.mode, binary.handling.mode). sluice's defaults are
+// Debezium's except bigint.unsigned.handling.mode: Debezium's default is
+// long, sluice's precise, because long writes values above 2^63-1 as
+// negative numbers (see Options):
 //
-//	Int8…Int64          int8…int64
-//	Uint64              bytes org.apache.kafka.connect.data.Decimal scale 0, precision 20
-//	Float32, Float64    float, double (NaN and ±Inf as the strings "NaN", "Infinity", "-Infinity")
-//	Bool, String, Bytes boolean, string, bytes (base64)
+//	Int8                int16 (as Debezium writes TINYINT; "__sluice.type" keeps int8)
+//	Int16…Int64         int16…int64
+//	Uint64              precise: bytes org.apache.kafka.connect.data.Decimal scale 0, precision 20;
+//	                    long: int64, wrapping above 2^63-1 (Decode restores the uint64)
+//	Float32, Float64    float, double (NaN and ±Inf as the strings "NaN", "Infinity", "-Infinity");
+//	                    a Float32 whose source type is FLOAT(M,D) as double, as Debezium
+//	Bool, String        boolean, string
+//	Bytes               bytes (base64); binary.handling.mode base64, base64-url-safe, hex:
+//	                    a string in that form ("__sluice.binary" names it for Decode)
 //	Decimal             precise: bytes org.apache.kafka.connect.data.Decimal (base64 two's-complement
 //	                    big-endian unscaled value); without a scale parameter
 //	                    io.debezium.data.VariableScaleDecimal; "string": string; "double": double
 //	Date                int32 io.debezium.time.Date (days)
 //	Time                int64 io.debezium.time.MicroTime
-//	Timestamp           int64 io.debezium.time.MicroTimestamp
-//	ZonedTimestamp      string io.debezium.time.ZonedTimestamp, e.g. "2018-06-20T13:37:03.5Z"
+//	Timestamp           int64 io.debezium.time.Timestamp (ms) when the source type says a
+//	                    precision of 0..3 (DATETIME(3)), else io.debezium.time.MicroTimestamp
+//	                    (time.precision.mode adaptive_time_microseconds); connect mode:
+//	                    org.apache.kafka.connect.data.Date, Time (int32 ms), Timestamp (ms)
+//	ZonedTimestamp      string io.debezium.time.ZonedTimestamp with the source type's fraction
+//	                    digits (TIMESTAMP(3): "2018-06-20T13:37:03.500Z"), else as many as needed
 //	Json                string io.debezium.data.Json
 //	Enum, Set           string io.debezium.data.Enum / io.debezium.data.EnumSet, parameter "allowed"
 //	Bits                length 1: boolean; else bytes io.debezium.data.Bits (little-endian,
 //	                    (length+7)/8 bytes), parameter "length"
 //	Year                int32 io.debezium.time.Year
-//	Geometry            struct io.debezium.data.geometry.Geometry {wkb, srid (always null)}
+//	Geometry            struct io.debezium.data.geometry.Geometry {wkb, srid (always null)};
+//	                    source type point: io.debezium.data.geometry.Point {x, y, wkb, srid}
+//	String named io.debezium.data.Uuid (MariaDB UUID): string, that name, version 1
 //
 // # Exactness
 //
@@ -72,10 +89,12 @@
 // streaming; Kafka Connect rewrites the null written for "" as the schema
 // default "false"); a Go string that is not valid UTF-8 is written with U+FFFD
 // replacements (JSON strings are text; use Bytes for binary data); a
-// decimal whose scale is below the column's is padded to it.
+// decimal whose scale is below the column's is padded to it; a truncate's
+// KeySchema and Key are not carried (its key is null); under
+// time.precision.mode connect, digits below the millisecond are cut.
 //
 // Schema changes (OpSchemaChange) are written as a small envelope named
-// io.debezium.connector.mysql.SchemaChangeValue with source, transaction,
+// io.debezium.connector.<mariadb|mysql>.SchemaChangeValue with source, transaction,
 // ts_ms, databaseName, schemaName (null), ddl, tableChanges (Debezium's
 // shape, from SchemaChange.Tables where the table's shape is known), and
 // the extras "kind" and "changes" (the structured changes as JSON text,
@@ -88,7 +107,7 @@
 // Json text): useful for inspection, not exact.
 //
 // Options{} has Schemas false (Go's zero value); use DefaultOptions() for
-// Debezium's defaults. Decode recognises both forms by their content, so any
+// sluice's defaults. Decode recognises both forms by their content, so any
 // converter decodes events with schemas exactly.
 //
 // # Performance
@@ -105,15 +124,17 @@
 //
 // # Deliberate differences from Debezium
 //
-//   - TINYINT is int8 (Debezium: int16), and the integer widths are those of
-//     the record's schema, which the binlog source widens for unsigned columns.
-//   - DATETIME is always MicroTimestamp; Debezium uses io.debezium.time.Timestamp
-//     (milliseconds) for DATETIME(0..3). Decode accepts both (and the Connect
-//     and Nano time types), converting to microseconds.
-//   - ZonedTimestamp prints only the fraction digits needed, whatever the
-//     column's precision.
+// The full list, each with its reason and switch, is
+// integration/testdata/debezium/differences.yaml, checked against Debezium
+// 3.4.0 on the same binlog by integration's TestDebeziumConformance. The
+// converter's own:
+//
+//   - BIGINT UNSIGNED is precise by default (Debezium: long, which wraps).
+//   - The transaction block is written unless Options.OmitTransaction.
+//   - __sluice.* schema parameters; schema-change events carry kind,
+//     changes and the transaction block.
 //   - Geometry srid is always null: the source keeps only the WKB.
-//   - The Envelope schema has no "version"; "sequence" in source is always null.
+//   - "sequence" in source is always null.
 //   - Decode accepts "snapshot" as a JSON boolean too (as in Debezium's
 //     documented examples).
 //   - NaN and ±Infinity are written as the strings Jackson (and so Kafka's

@@ -45,6 +45,10 @@ func appendCSchema(b []byte, c *cschema, field string) []byte {
 		b = append(b, `,"version":`...)
 		b = strconv.AppendInt(b, int64(c.version), 10)
 	}
+	if c.doc != "" {
+		b = append(b, `,"doc":`...)
+		b = appendString(b, c.doc)
+	}
 	if len(c.params) > 0 {
 		b = append(b, `,"parameters":{`...)
 		for i, p := range c.params {
@@ -132,9 +136,31 @@ func appendValue(b []byte, p *plan, v any) ([]byte, error) {
 			}
 			return appendBase64(b, buf[start:]), nil
 		}
+	case kUintLong:
+		if x, ok := v.(uint64); ok {
+			return strconv.AppendInt(b, int64(x), 10), nil // wraps above 2^63-1, as Debezium's long mode
+		}
+	case kUsToMs, kUsToMsI32:
+		if x, ok := v.(int64); ok {
+			ms := x / 1000
+			if x < 0 && x%1000 != 0 {
+				ms-- // floor: Debezium cuts toward the past
+			}
+			if p.kind == kUsToMsI32 && (ms < math.MinInt32 || ms > math.MaxInt32) {
+				return nil, fmt.Errorf("%w: time %dµs does not fit Kafka Connect's Time (int32 ms); use time.precision.mode adaptive_time_microseconds", ErrValue, x)
+			}
+			return strconv.AppendInt(b, ms, 10), nil
+		}
+	case kBytesText:
+		if x, ok := v.([]byte); ok {
+			return appendBinaryText(b, x, p.binary), nil
+		}
 	case kFloat32:
 		switch x := v.(type) {
 		case float32:
+			if p.c != nil && p.c.typ == "double" {
+				return appendFloat(b, float64(x), 64), nil // FLOAT(M,D): the float's exact double
+			}
 			return appendFloat(b, float64(x), 32), nil
 		}
 	case kFloat64:
@@ -190,7 +216,7 @@ func appendValue(b []byte, p *plan, v any) ([]byte, error) {
 	case kZoned:
 		if x, ok := v.(int64); ok {
 			b = append(b, '"')
-			b = appendZoned(b, x)
+			b = appendZonedFsp(b, x, p.fsp)
 			return append(b, '"'), nil
 		}
 	case kBitsBytes:
@@ -213,6 +239,19 @@ func appendValue(b []byte, p *plan, v any) ([]byte, error) {
 		}
 	case kGeometry:
 		if x, ok := v.([]byte); ok {
+			if p.point {
+				px, py, ok := pointXY(x)
+				if !ok {
+					return nil, fmt.Errorf("%w: POINT column value is not a WKB point (%d bytes)", ErrValue, len(x))
+				}
+				b = append(b, `{"x":`...)
+				b = appendFloat(b, px, 64)
+				b = append(b, `,"y":`...)
+				b = appendFloat(b, py, 64)
+				b = append(b, `,"wkb":`...)
+				b = appendBase64(b, x)
+				return append(b, `,"srid":null}`...), nil
+			}
 			b = append(b, `{"wkb":`...)
 			b = appendBase64(b, x)
 			return append(b, `,"srid":null}`...), nil

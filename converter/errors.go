@@ -1,6 +1,10 @@
 package converter
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluicecdc/sluice/schema"
+)
 
 // Sentinel errors callers may test with errors.Is.
 var (
@@ -15,4 +19,7 @@ var (
 	// ErrSyntax means the bytes given to Decode are not a well-formed event
 	// of this format; the message is corrupt or was written by something else.
 	ErrSyntax = errors.New("converter: malformed event")
+	// ErrConfig means an option value is not one the converter knows; the
+	// message names the option and the allowed values. Fix the config.
+	ErrConfig = schema.Fatal(errors.New("converter: bad option"))
 )

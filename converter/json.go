@@ -25,11 +25,37 @@ type Options struct {
 	// Schemas writes {"schema":…,"payload":…} envelopes (Kafka Connect's
 	// schemas.enable=true). Without it only payloads are written.
 	Schemas bool
-	// DecimalMode defaults to DecimalPrecise.
+	// DecimalMode is decimal.handling.mode; it defaults to DecimalPrecise
+	// (Debezium's default too).
 	DecimalMode DecimalMode
+	// BigintUnsignedMode is bigint.unsigned.handling.mode: BigintPrecise
+	// (the default, "" too) or BigintLong. Debezium's default is long, but
+	// long writes values above 2^63-1 as negative numbers (18446744073709551615
+	// as -1), which every consumer that does not know the column is
+	// unsigned stores wrong; so sluice keeps precise unless asked. Under
+	// long sluice's own decoder restores the unsigned value.
+	BigintUnsignedMode string
+	// TimePrecisionMode is time.precision.mode: TimeAdaptiveMicros (the
+	// default, "" too, as in Debezium: DATETIME(0..3) as
+	// io.debezium.time.Timestamp in ms, DATETIME(4..6) as MicroTimestamp,
+	// TIME as MicroTime) or TimeConnect (Kafka Connect's Date, Time in ms as
+	// int32 and Timestamp in ms: sub-millisecond digits are cut as in
+	// Debezium, and TIME beyond ±596h fails).
+	TimePrecisionMode string
+	// BinaryMode is binary.handling.mode for BINARY, VARBINARY and BLOB
+	// columns: BinaryBytes (the default, "" too), or a string in
+	// BinaryBase64, BinaryBase64URLSafe or BinaryHex.
+	BinaryMode string
+	// OmitTransaction is provide.transaction.metadata=false: the
+	// "transaction" member of every event is null. Debezium's default is
+	// false (no metadata); sluice writes it unless asked, because its sink's
+	// transactional mode needs the transaction ids from the topic.
+	OmitTransaction bool
 }
 
-// DefaultOptions are Debezium's defaults: schemas on, precise decimals.
+// DefaultOptions are sluice's defaults: schemas on, precise decimals, and
+// every other option at its zero value (see Options for where that differs
+// from Debezium's defaults, and why).
 func DefaultOptions() Options { return Options{Schemas: true, DecimalMode: DecimalPrecise} }
 
 // maxCached bounds each schema cache; past it the cache starts over.
@@ -84,6 +110,9 @@ func (c *JSON) EncodeKey(r *schema.Record) ([]byte, error) {
 	if r.Op == schema.OpSchemaChange {
 		return c.encodeSchemaChangeKey(r), nil
 	}
+	if r.Op == schema.OpTruncate {
+		return nil, nil // Debezium's truncate event has no key
+	}
 	if r.KeySchema == nil {
 		if len(r.Key) > 0 {
 			return nil, fmt.Errorf("%w: record of %s has a key but no key schema", ErrValue, r.Table)
@@ -137,7 +166,7 @@ func (c *JSON) keyEncoder(ks *schema.Schema) (*keyEnc, error) {
 	if ke != nil {
 		return ke, nil
 	}
-	p, err := planFor(ks, c.opts.DecimalMode)
+	p, err := planFor(ks, &c.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +218,7 @@ func (c *JSON) valueEncoder(r *schema.Record) (*envEnc, error) {
 	ee := &envEnc{vs: vs}
 	var vc *cschema
 	if vs != nil {
-		p, err := planFor(vs, c.opts.DecimalMode)
+		p, err := planFor(vs, &c.opts)
 		if err != nil {
 			return nil, err
 		}
@@ -207,12 +236,12 @@ func (c *JSON) valueEncoder(r *schema.Record) (*envEnc, error) {
 		b = append(b, ',')
 		b = appendCSchema(b, vc, "after")
 		b = append(b, ',')
-		b = append(b, sourceSchemaJSON...)
+		b = append(b, sourceSchema(r.Source.Connector)...)
 		b = append(b, ',')
 		b = append(b, txSchemaJSON...)
 		b = append(b, `,{"type":"string","optional":false,"field":"op"},{"type":"int64","optional":true,"field":"ts_ms"},{"type":"int64","optional":true,"field":"ts_us"},{"type":"int64","optional":true,"field":"ts_ns"}],"optional":false,"name":`...)
 		b = appendString(b, envelopeName(r))
-		b = append(b, `},"payload":{`...)
+		b = append(b, `,"version":2},"payload":{`...)
 		ee.prefix = b
 	} else {
 		ee.prefix = []byte{'{'}
@@ -259,7 +288,7 @@ func (c *JSON) EncodeValue(r *schema.Record) ([]byte, error) {
 	b = append(b, `,"source":`...)
 	b = appendSource(b, r)
 	b = append(b, `,"transaction":`...)
-	b = appendTx(b, r.Transaction)
+	b = c.appendTx(b, r.Transaction)
 	b = append(b, `,"op":"`...)
 	b = append(b, r.Op.String()...)
 	b = append(b, `","ts_ms":`...)
@@ -286,17 +315,19 @@ func (c *JSON) encodeSchemaChange(r *schema.Record) ([]byte, error) {
 	b := make([]byte, 0, 2048)
 	if c.opts.Schemas {
 		b = append(b, `{"schema":{"type":"struct","fields":[`...)
-		b = append(b, sourceSchemaJSON...)
+		b = append(b, sourceSchema(r.Source.Connector)...)
 		b = append(b, ',')
 		b = append(b, txSchemaJSON...)
 		b = append(b, `,{"type":"int64","optional":false,"field":"ts_ms"},{"type":"string","optional":true,"field":"databaseName"},{"type":"string","optional":true,"field":"schemaName"},{"type":"string","optional":true,"field":"ddl"},`...)
 		b = append(b, tableChangesSchemaJSON...)
-		b = append(b, `,{"type":"string","optional":true,"field":"kind"},{"type":"string","optional":true,"field":"changes"}],"optional":false,"name":"io.debezium.connector.mysql.SchemaChangeValue"},"payload":`...)
+		b = append(b, `,{"type":"string","optional":true,"field":"kind"},{"type":"string","optional":true,"field":"changes"}],"optional":false,"name":"io.debezium.connector.`...)
+		b = append(b, connectorPackage(r.Source.Connector)...)
+		b = append(b, `.SchemaChangeValue","version":1},"payload":`...)
 	}
 	b = append(b, `{"source":`...)
 	b = appendSource(b, r)
 	b = append(b, `,"transaction":`...)
-	b = appendTx(b, r.Transaction)
+	b = c.appendTx(b, r.Transaction)
 	b = append(b, `,"ts_ms":`...)
 	b = appendInt(b, r.TsMs)
 	b = append(b, `,"databaseName":`...)
@@ -348,7 +379,18 @@ var sourceSchemaJSON = `{"type":"struct","fields":[` +
 	`{"type":"int32","optional":false,"field":"row"},` +
 	`{"type":"int64","optional":true,"field":"thread"},` +
 	`{"type":"string","optional":true,"field":"query"}` +
-	`],"optional":false,"name":"io.debezium.connector.mysql.Source","field":"source"}`
+	`],"optional":false,"name":"io.debezium.connector.mysql.Source","version":1,"field":"source"}`
+
+// sourceSchemaMariaDB is the same under the MariaDB connector's name.
+var sourceSchemaMariaDB = strings.Replace(sourceSchemaJSON, ".mysql.Source", ".mariadb.Source", 1)
+
+// sourceSchema is the source block's schema of a connector.
+func sourceSchema(connector string) string {
+	if connector == "mariadb" {
+		return sourceSchemaMariaDB
+	}
+	return sourceSchemaJSON
+}
 
 var txSchemaJSON = `{"type":"struct","fields":[` +
 	`{"type":"string","optional":false,"field":"id"},` +
@@ -367,7 +409,11 @@ func appendSource(b []byte, r *schema.Record) []byte {
 	b = append(b, `,"ts_ms":`...)
 	b = appendInt(b, s.TsMs)
 	b = append(b, `,"snapshot":`...)
-	b = appendOptString(b, s.Snapshot)
+	if s.Snapshot == "" {
+		b = append(b, `"false"`...) // streaming, as Debezium writes it
+	} else {
+		b = appendString(b, s.Snapshot)
+	}
 	b = append(b, `,"db":`...)
 	b = appendString(b, r.Table.Database)
 	b = append(b, `,"sequence":null,"ts_us":`...)
@@ -387,14 +433,18 @@ func appendSource(b []byte, r *schema.Record) []byte {
 	b = append(b, `,"row":`...)
 	b = appendInt(b, int64(s.Row))
 	b = append(b, `,"thread":`...)
-	b = appendUint(b, s.Thread)
+	if s.Thread == 0 {
+		b = append(b, "null"...) // unknown, as Debezium writes it
+	} else {
+		b = appendUint(b, s.Thread)
+	}
 	b = append(b, `,"query":`...)
 	b = appendOptString(b, s.Query)
 	return append(b, '}')
 }
 
-func appendTx(b []byte, t *schema.Transaction) []byte {
-	if t == nil {
+func (c *JSON) appendTx(b []byte, t *schema.Transaction) []byte {
+	if t == nil || c.opts.OmitTransaction {
 		return append(b, "null"...)
 	}
 	b = append(b, `{"id":`...)

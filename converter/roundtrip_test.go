@@ -152,14 +152,22 @@ func TestRoundTripEdgeRecords(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if (r.KeySchema == nil) != (k == nil) && r.Op != schema.OpSchemaChange {
+			want := r
+			if r.Op == schema.OpTruncate {
+				// Debezium's truncate event has a null key (a struct key
+				// with a null payload is invalid for JsonConverter).
+				if k != nil {
+					t.Fatalf("truncate key %q, want none", k)
+				}
+				want.KeySchema, want.Key = nil, nil
+			} else if (r.KeySchema == nil) != (k == nil) && r.Op != schema.OpSchemaChange {
 				t.Fatalf("key %q for key schema %v", k, r.KeySchema)
 			}
 			got, err := c.Decode(k, v)
 			if err != nil {
 				t.Fatalf("decode: %v\n%s", err, v)
 			}
-			if d := recordDiff(&r, &got); d != "" {
+			if d := recordDiff(&want, &got); d != "" {
 				t.Fatalf("%s\n%s", d, v)
 			}
 		})

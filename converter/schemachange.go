@@ -16,12 +16,28 @@ import (
 // reads back (renames cannot be told from Debezium's table snapshots).
 
 // schemaChangeKeySchema is Debezium's key of schema-change events.
-const schemaChangeKeySchema = `{"type":"struct","fields":[{"type":"string","optional":false,"field":"databaseName"}],"optional":false,"name":"io.debezium.connector.mysql.SchemaChangeKey"}`
+// schemaChangeKeySchema is Debezium's SchemaChangeKey of the connector
+// ("mysql" or "mariadb").
+func schemaChangeKeySchema(connector string) string {
+	return `{"type":"struct","fields":[{"type":"string","optional":false,"field":"databaseName"}],"optional":false,"name":"io.debezium.connector.` +
+		connectorPackage(connector) + `.SchemaChangeKey","version":1}`
+}
+
+// connectorPackage is the Debezium package of a connector's schema names:
+// "mariadb" for MariaDB, "mysql" for everything else.
+func connectorPackage(connector string) string {
+	if connector == "mariadb" {
+		return "mariadb"
+	}
+	return "mysql"
+}
 
 func (c *JSON) encodeSchemaChangeKey(r *schema.Record) []byte {
 	var b []byte
 	if c.opts.Schemas {
-		b = append(b, `{"schema":`+schemaChangeKeySchema+`,"payload":`...)
+		b = append(b, `{"schema":`...)
+		b = append(b, schemaChangeKeySchema(r.Source.Connector)...)
+		b = append(b, `,"payload":`...)
 	}
 	b = append(b, `{"databaseName":`...)
 	b = appendString(b, r.Table.Database)
@@ -48,7 +64,7 @@ const columnSchemaJSON = `{"type":"struct","fields":[` +
 	`{"type":"string","optional":true,"field":"comment"},` +
 	`{"type":"string","optional":true,"field":"defaultValueExpression"},` +
 	`{"type":"array","items":{"type":"string","optional":false},"optional":true,"field":"enumValues"}` +
-	`],"optional":false,"name":"io.debezium.connector.schema.Column"}`
+	`],"optional":false,"name":"io.debezium.connector.schema.Column","version":1}`
 
 // tableChangesSchemaJSON is Debezium's io.debezium.connector.schema.Change.
 const tableChangesSchemaJSON = `{"type":"array","items":{"type":"struct","fields":[` +
@@ -59,8 +75,8 @@ const tableChangesSchemaJSON = `{"type":"array","items":{"type":"struct","fields
 	`{"type":"array","items":{"type":"string","optional":false},"optional":true,"field":"primaryKeyColumnNames"},` +
 	`{"type":"array","items":` + columnSchemaJSON + `,"optional":false,"field":"columns"},` +
 	`{"type":"string","optional":true,"field":"comment"}` +
-	`],"optional":false,"name":"io.debezium.connector.schema.Table","field":"table"}` +
-	`],"optional":false,"name":"io.debezium.connector.schema.Change"},"optional":false,"field":"tableChanges"}`
+	`],"optional":true,"name":"io.debezium.connector.schema.Table","version":1,"field":"table"}` +
+	`],"optional":false,"name":"io.debezium.connector.schema.Change","version":1},"optional":false,"field":"tableChanges"}`
 
 // appendTableChanges writes Debezium's tableChanges (its
 // ConnectTableChangeSerializer's shape): one entry per table change whose

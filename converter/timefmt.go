@@ -69,7 +69,11 @@ func appendDigits(b []byte, v int64, width int) []byte {
 // appendZoned writes µs since the epoch as ISO-8601 UTC the way Java's
 // ISO_OFFSET_DATE_TIME does: seconds always, fraction digits as needed,
 // "Z"; years beyond 9999 get a "+" sign, years before 0 a "-".
-func appendZoned(b []byte, us int64) []byte {
+func appendZoned(b []byte, us int64) []byte { return appendZonedFsp(b, us, -1) }
+
+// appendZonedFsp is appendZoned with exactly fsp fraction digits (Debezium
+// writes a TIMESTAMP(n) column's n digits); fsp < 0 writes as many as needed.
+func appendZonedFsp(b []byte, us int64, fsp int) []byte {
 	days := us / usPerDay
 	rem := us % usPerDay
 	if rem < 0 {
@@ -99,7 +103,12 @@ func appendZoned(b []byte, us int64) []byte {
 	b = appendDigits(b, secs/60%60, 2)
 	b = append(b, ':')
 	b = appendDigits(b, secs%60, 2)
-	if frac != 0 {
+	switch {
+	case fsp > 0 && fsp <= 6 && frac%pow10[6-fsp] == 0:
+		b = append(b, '.')
+		b = appendDigits(b, frac/pow10[6-fsp], fsp)
+	case fsp == 0 && frac == 0:
+	case frac != 0:
 		width := 6
 		for frac%10 == 0 {
 			frac /= 10
@@ -110,6 +119,8 @@ func appendZoned(b []byte, us int64) []byte {
 	}
 	return append(b, 'Z')
 }
+
+var pow10 = [...]int64{1, 10, 100, 1000, 10000, 100000, 1000000}
 
 // parseZoned reads an ISO-8601 date-time with a zone offset ("Z" or
 // ±HH:MM[:SS]) into µs since the epoch. Fractions beyond µs are truncated.

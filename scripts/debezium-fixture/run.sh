@@ -33,10 +33,10 @@ admin -e 'DROP DATABASE IF EXISTS dbz_fixture'
 awk '/^-- @streaming/{exit} {print}' "$data/source.sql" | admin
 awk 'f{print} /^-- @streaming/{f=1}' "$data/source.sql" > "$work/streaming.sql"
 
-(cd "$here" && mvn -q -B package dependency:copy-dependencies -DoutputDirectory=target/lib -DincludeScope=runtime)
+cp=$("$here/build.sh")
 
 : > "$work/events.jsonl"
-java -cp "$here/target/debezium-fixture-1.jar:$here/target/lib/*" sluice.fixture.Capture \
+java -cp "$cp" sluice.fixture.Capture \
   "$host" "$port" "$SLUICE_MYSQL_CDC_USER" "$SLUICE_MYSQL_CDC_PASSWORD" dbz_fixture \
   "$work/events.jsonl" "$work/state" "$expected" 120 > "$work/capture.log" 2>&1 &
 pid=$!

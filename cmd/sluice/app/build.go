@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/binlog"
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
@@ -47,6 +48,16 @@ type mysqlSource struct {
 	SSLCA   string `yaml:"ssl_ca"`
 	SSLCert string `yaml:"ssl_cert"`
 	SSLKey  string `yaml:"ssl_key"`
+	// Debezium's connector options, with Debezium's names and values (see
+	// converter.Options and binlog.Config): how values are written on the
+	// RocketMQ transport, and which events are emitted.
+	DecimalHandlingMode        string `yaml:"decimal.handling.mode"`         // precise (default) | string | double
+	BigintUnsignedHandlingMode string `yaml:"bigint.unsigned.handling.mode"` // precise (sluice's default) | long (Debezium's)
+	TimePrecisionMode          string `yaml:"time.precision.mode"`           // adaptive_time_microseconds (default) | connect
+	BinaryHandlingMode         string `yaml:"binary.handling.mode"`          // bytes (default) | base64 | base64-url-safe | hex
+	ProvideTransactionMetadata *bool  `yaml:"provide.transaction.metadata"`  // sluice's default true; Debezium's false
+	IncludeSchemaChanges       *bool  `yaml:"include.schema.changes"`        // default true
+	SkippedOperations          string `yaml:"skipped.operations"`            // comma-separated c,u,d,t or none (sluice's default); Debezium's default t
 }
 
 // maskRule is one entry of a MySQL source's mask list (binlog.MaskRule).
@@ -158,6 +169,7 @@ func openPositions(ctx context.Context, c positionsConfig) (resettableStore, err
 
 type decoded struct {
 	source    *binlog.Config
+	codec     converter.Options // the event format the source's options ask for
 	sink      *sink.Config
 	embedded  *embeddedTransport
 	rocketmq  *rocketmq.Config
@@ -222,6 +234,18 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 				bc.KeepZeroDates = true
 			default:
 				return nil, cfg.Source.Err("zero_dates", fmt.Sprintf("must be null, epoch or keep, not %q", c.ZeroDates))
+			}
+			d.codec = converter.Options{Schemas: true, DecimalMode: converter.DecimalMode(c.DecimalHandlingMode),
+				BigintUnsignedMode: c.BigintUnsignedHandlingMode, TimePrecisionMode: c.TimePrecisionMode,
+				BinaryMode: c.BinaryHandlingMode, OmitTransaction: !truthy(c.ProvideTransactionMetadata, true)}
+			if err := d.codec.Validate(); err != nil {
+				return nil, cfg.Source.Explain(err, &c)
+			}
+			bc.SkipSchemaChanges = !truthy(c.IncludeSchemaChanges, true)
+			for _, op := range strings.Split(c.SkippedOperations, ",") {
+				if op = strings.TrimSpace(op); op != "" {
+					bc.SkippedOperations = append(bc.SkippedOperations, op)
+				}
 			}
 			// Every check NewSource makes (it does not connect), so that
 			// validate refuses what run would.
@@ -300,6 +324,11 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics,
 			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger,
 			AccessKey: c.AccessKey, SecretKey: c.SecretKey}
+		if d.source != nil && d.codec != converter.DefaultOptions() {
+			// the source's Debezium options choose the event format; a
+			// sink decodes every format without them
+			d.rocketmq.Codec = converter.NewJSON(d.codec)
+		}
 		if err := d.rocketmq.Validate(); err != nil {
 			return nil, cfg.Transport.Explain(err, &c)
 		}

@@ -91,6 +91,11 @@ func TestValidateRunsRunsChecks(t *testing.T) {
 		{"positions dsn", validBase, "  table: \"$${table}\"\n", "  table: \"$${table}\"\npositions:\n  type: postgres\n  dsn: \"host=x port\"\n", "v.yaml:21: positions.dsn: "},
 		{"positions table", validBase, "  table: \"$${table}\"\n", "  table: \"$${table}\"\npositions:\n  type: postgres\n  dsn: postgres://u@127.0.0.1:1/x\n  table: \"a b\"\n", "v.yaml:22: positions.table: "},
 		{"name", validBase, "name: v", "name: my pipeline", "v.yaml:1: name: "},
+		{"bigint mode", rocketBase, "  server_id: 7", "  server_id: 7\n  bigint.unsigned.handling.mode: huge", "bigint.unsigned.handling.mode must be one of precise, long"},
+		{"decimal mode", rocketBase, "  server_id: 7", "  server_id: 7\n  decimal.handling.mode: exact", "decimal.handling.mode must be one of precise, string, double"},
+		{"time mode", rocketBase, "  server_id: 7", "  server_id: 7\n  time.precision.mode: adaptive", "time.precision.mode must be one of adaptive_time_microseconds, connect"},
+		{"binary mode", rocketBase, "  server_id: 7", "  server_id: 7\n  binary.handling.mode: base32", "binary.handling.mode must be one of bytes, base64, base64-url-safe, hex"},
+		{"skipped operations", rocketBase, "  server_id: 7", "  server_id: 7\n  skipped.operations: t,x", `skipped.operations "x"`},
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "v.yaml")
@@ -100,6 +105,13 @@ func TestValidateRunsRunsChecks(t *testing.T) {
 		if code := Main([]string{"validate", "--config", path}, &out, &errOut); code != 0 {
 			t.Fatalf("valid config: exit %d: %s", code, errOut.String())
 		}
+	}
+	// Debezium's option names are keys of the source section.
+	dbz, err := decodeAll(mustLoad(t, path, strings.Replace(rocketBase, "  server_id: 7", "  server_id: 7\n  bigint.unsigned.handling.mode: long\n  decimal.handling.mode: string\n"+
+		"  time.precision.mode: connect\n  binary.handling.mode: hex\n  provide.transaction.metadata: false\n  include.schema.changes: false\n  skipped.operations: t", 1)), "")
+	if err != nil || dbz.codec.BigintUnsignedMode != "long" || dbz.codec.DecimalMode != "string" || dbz.codec.TimePrecisionMode != "connect" ||
+		dbz.codec.BinaryMode != "hex" || !dbz.codec.OmitTransaction || !dbz.source.SkipSchemaChanges || len(dbz.source.SkippedOperations) != 1 || dbz.rocketmq.Codec == nil {
+		t.Fatalf("Debezium options: %v %+v", err, dbz)
 	}
 	cfgD, err := decodeAll(mustLoad(t, path, validBase), "")
 	if err != nil || cfgD.sink.SchemaTemplate != "${db}_copy" || cfgD.sink.TableTemplate != "${table}" {
