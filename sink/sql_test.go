@@ -98,7 +98,7 @@ func TestColumnTypes(t *testing.T) {
 		{&schema.Schema{Type: schema.Int64, Logical: schema.ZonedTimestamp}, false, "TIMESTAMPTZ(6)", "TIMESTAMP(6) NULL"},
 		{&schema.Schema{Type: schema.String, Logical: schema.Json}, false, "JSONB", "JSON"},
 		{bits, false, "BIT VARYING(12)", "BIT(12)"},
-		{withSrc(schema.Primitive(schema.String, true), "enum('a','it''s')"), false, "TEXT", "enum('a','it''s')"},
+		{withSrc(schema.Primitive(schema.String, true), "enum('a','it''s')"), false, "TEXT", "enum('','a','it''s')"},
 		{withSrc(schema.Primitive(schema.String, true), "varchar(10); DROP TABLE x"), false, "TEXT", "LONGTEXT"},
 		{withSrc(&schema.Schema{Type: schema.Bytes, Logical: schema.Geometry}, "geometry"), false, "BYTEA", "LONGBLOB"},
 		{withSrc(schema.Primitive(schema.String, false), "mediumtext"), true, "TEXT", "VARCHAR(255)"},

@@ -96,6 +96,12 @@ func TestWidenMySQL(t *testing.T) {
 		{"enum('a','it''s')", "enum('a','it''s','x,y')", dialect.TypeWiden},
 		{"enum('a','b')", "enum('c','a','b')", dialect.TypeDiffer},
 		{"enum('a','b','c')", "enum('a','b')", dialect.TypeDiffer},
+		// The error label '' first (withErrorLabel), then labels added at the end.
+		{"enum('a','b')", "enum('','a','b')", dialect.TypeWiden},
+		{"enum('a','b')", "enum('','a','b','c')", dialect.TypeWiden},
+		{"enum('','a')", "enum('a')", dialect.TypeDiffer},
+		{"enum('a','b')", "enum('','b','a')", dialect.TypeDiffer},
+		{"set('a','b')", "set('','a','b')", dialect.TypeDiffer},
 		{"enum('a','b')", "enum('a','B','c')", dialect.TypeDiffer},
 		{"set('x','y')", "set('x','y','z')", dialect.TypeWiden},
 		{"set('x','y')", "enum('x','y','z')", dialect.TypeDiffer},
@@ -212,6 +218,22 @@ func TestExtColumnTypes(t *testing.T) {
 			if got, err := (Dialect{}).ColumnType("c", str(tc.st), key); err != nil || got != tc.my {
 				t.Errorf("mysql %s key=%v: %s %v, want %s", tc.st, key, got, err, tc.my)
 			}
+		}
+	}
+}
+
+func TestWithErrorLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"enum('a','b c')":   "enum('','a','b c')",
+		"ENUM('x')":         "ENUM('','x')",
+		"enum('','a')":      "enum('','a')",
+		"enum('a','')":      "enum('a','')",
+		"set('a','b')":      "set('a','b')",
+		"varchar(10)":       "varchar(10)",
+		"enum('it''s','(')": "enum('','it''s','(')",
+	} {
+		if got := withErrorLabel(in); got != want {
+			t.Errorf("withErrorLabel(%s) = %s, want %s", in, got, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -237,7 +238,7 @@ func (d Dialect) ColumnType(col string, s *schema.Schema, key bool) (string, err
 		return t, nil
 	}
 	if st := s.Param(schema.ParamSourceType); st != "" && s.Logical != schema.Geometry && safeSourceType(st) && !(key && unindexable(st)) {
-		return st, nil
+		return withErrorLabel(st), nil
 	}
 	switch s.Logical {
 	case schema.Decimal:
@@ -306,6 +307,22 @@ func (d Dialect) ColumnType(col string, s *schema.Schema, key bool) (string, err
 		return "LONGBLOB", nil
 	}
 	return "", fmt.Errorf("%w: column %q: no MySQL type for %s", dialect.ErrSchema, col, s)
+}
+
+// withErrorLabel gives an ENUM type the label ” first, unless it has it.
+// A source in a non-strict sql_mode stores an invalid ENUM value as the
+// error value: index 0, read as ”. The source's type has no such label,
+// so a strict target refuses the row (1265 Data truncated); an
+// enum(”, …) column takes it, and ” sorts before every label as index 0
+// does on the source (the target's number for each label is one more).
+// Labels added at the end later keep widening the column.
+func withErrorLabel(st string) string {
+	t, ok := dialect.ParseMySQLType(st)
+	if !ok || t.Base != "enum" || slices.Contains(t.Labels, "") {
+		return st
+	}
+	i := strings.IndexByte(st, '(')
+	return st[:i+1] + "''," + st[i+1:]
 }
 
 // unindexable reports types MySQL cannot put in a primary key without a

@@ -1,6 +1,10 @@
 package mysql
 
-import "github.com/sluicecdc/sluice/sink/dialect"
+import (
+	"slices"
+
+	"github.com/sluicecdc/sluice/sink/dialect"
+)
 
 var myIntRank = map[string]int{"tinyint": 1, "smallint": 2, "mediumint": 3, "int": 4, "bigint": 5}
 
@@ -78,6 +82,15 @@ func myWidens(c, w dialect.ColType) bool {
 	case "time", "datetime", "timestamp":
 		return w.Base == c.Base && w.Args[0] > c.Args[0]
 	case "enum", "set":
+		// An ENUM given the error label '' first (withErrorLabel) holds
+		// every value of the column without it: MODIFY COLUMN maps ENUM
+		// values by their text.
+		if c.Base == "enum" && w.Base == "enum" && len(w.Labels) > 0 && w.Labels[0] == "" && !slices.Contains(c.Labels, "") {
+			w.Labels = w.Labels[1:]
+			if len(w.Labels) == len(c.Labels) {
+				return slices.Equal(w.Labels, c.Labels)
+			}
+		}
 		// New labels at the end keep the stored numbers of the old ones.
 		if w.Base != c.Base || len(w.Labels) <= len(c.Labels) {
 			return false
