@@ -74,8 +74,10 @@ type Config struct {
 	CopyThreshold int
 	// TimeAsInterval maps source TIME columns (schema.Time: durations that
 	// may be negative or beyond 24 hours, MySQL's -838:59:59..838:59:59) to
-	// PostgreSQL INTERVAL instead of TIME(6), so every value fits. Off (the
-	// default), values outside 00:00:00..24:00:00 are a fatal ErrValue.
+	// PostgreSQL INTERVAL instead of TIME(fsp), so every value fits; on in
+	// DefaultConfig (and in YAML unless time_as_interval: false), since no
+	// PostgreSQL TIME holds every value of a MySQL TIME column. Off, values
+	// outside 00:00:00..24:00:00 are a fatal ErrValue.
 	// It applies to columns the sink creates or adds, and, with AutoEvolve,
 	// alters existing TIME columns to INTERVAL (a widening); without
 	// AutoEvolve such a column is a fatal ErrSchema giving the ALTER TABLE
@@ -164,6 +166,7 @@ func DefaultConfig() Config {
 		PendingTable:     "sluice_pending",
 		LockTimeout:      DefaultLockTimeout,
 		StatementTimeout: DefaultStatementTimeout,
+		TimeAsInterval:   true,
 	}
 }
 

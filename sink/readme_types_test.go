@@ -135,7 +135,7 @@ func TestReadmeTypeTables(t *testing.T) {
 		}
 	}
 
-	pg := postgres.New(dialect.Options{})
+	pg := postgres.New(dialect.Options{TimeAsInterval: DefaultConfig().TimeAsInterval})
 	n := 0
 	for _, r := range readmeTable(t, readme, "**MySQL/MariaDB → PostgreSQL**") {
 		if len(r) < 3 {
@@ -157,8 +157,8 @@ func TestReadmeTypeTables(t *testing.T) {
 		}
 		check(pg, name, s, false, want)
 		n++
-		if name == "time" && strings.Contains(r[2], "`INTERVAL` with `TimeAsInterval`") {
-			check(postgres.New(dialect.Options{TimeAsInterval: true}), name+" with TimeAsInterval", s, false, "INTERVAL")
+		if name == "time" && strings.Contains(r[2], "`TIME(fsp)` with `time_as_interval: false`") {
+			check(postgres.New(dialect.Options{}), name+" with time_as_interval: false", s, false, "TIME(3)")
 		}
 	}
 

@@ -161,6 +161,8 @@ func TestConvert(t *testing.T) {
 		{postgres.Dialect{}, bits, uint64(32)},
 		{mysql.Dialect{}, schema.Primitive(schema.Float64, true), math.NaN()},
 		{postgres.Dialect{}, schema.Primitive(schema.Int64, true), "12"},
+		{postgres.Dialect{}, schema.Primitive(schema.String, true), "nul\x00byte"},
+		{postgres.Dialect{}, &schema.Schema{Type: schema.String, Logical: schema.Json}, `"\u0000"` + "\x00"},
 	}
 	for _, c := range bad {
 		_, err := c.d.Convert("col_x", c.s, c.in)

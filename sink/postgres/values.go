@@ -43,6 +43,13 @@ func (d Dialect) Convert(col string, s *schema.Schema, v any) (any, error) {
 		return nil, nil
 	}
 	if out, ok, err := dialect.ConvertCommon(col, s, v); ok {
+		if str, isStr := out.(string); isStr && err == nil && strings.IndexByte(str, 0) >= 0 {
+			// PostgreSQL's text types cannot hold U+0000; its own error
+			// ("invalid byte sequence for encoding UTF8: 0x00") names
+			// neither the column nor a way out.
+			return nil, dialect.ValueErr(col, s, v, "text with a NUL byte (U+0000), which no PostgreSQL text type can hold: "+
+				"remove it at the source, leave the column out (source exclude_columns), or set on_error: skip or dlq in the sink section to set such rows aside")
+		}
 		return out, err
 	}
 	switch s.Logical {
@@ -60,7 +67,7 @@ func (d Dialect) Convert(col string, s *schema.Schema, v any) (any, error) {
 			return dialect.FormatTime(us), nil
 		}
 		if us < 0 || us > usPerDay {
-			return nil, dialect.ValueErr(col, s, v, "TIME outside 00:00:00..24:00:00 does not fit PostgreSQL TIME: set time_as_interval: true in the sink section, which makes TIME columns INTERVAL; tables made before are altered when auto_evolve is on (the default), else run ALTER TABLE ... ALTER COLUMN ... TYPE INTERVAL")
+			return nil, dialect.ValueErr(col, s, v, "TIME outside 00:00:00..24:00:00 does not fit PostgreSQL TIME: set time_as_interval: true (the default) in the sink section, which makes TIME columns INTERVAL; tables made before are altered when auto_evolve is on (the default), else run ALTER TABLE ... ALTER COLUMN ... TYPE INTERVAL")
 		}
 		return dialect.FormatTime(us), nil
 	case schema.ZonedTimestamp:
