@@ -71,6 +71,15 @@ func TestEnumErrorValue(t *testing.T) {
 				t.Errorf("column made before is %s, want enum('','a','b c')", typ)
 			}
 		}
+		if e.dialect == DialectPostgres {
+			// enum_check's CHECK admits the error value too.
+			if err := e.open(t, func(c *Config) { c.EnumCheck = true }).Write(ctx, rows("checked")); err != nil {
+				t.Fatalf("enum_check: %v", err)
+			}
+			if got := read("checked"); got != want {
+				t.Errorf("enum_check: %s, want %s", got, want)
+			}
+		}
 		skip := e.open(t, func(c *Config) { c.OnError = OnErrorSkip })
 		if err := skip.Write(ctx, rows("skipped")); err != nil {
 			t.Fatalf("on_error skip: %v", err)

@@ -339,7 +339,7 @@ func (s *Sink) evolveEnumCheck(ctx context.Context, t target, m *tableMeta, f sc
 	if !has {
 		return false, nil // no constraint of ours: the column is the operator's
 	}
-	labels := dialect.EnumLabels(f.Schema)
+	labels := s.d.EnumCheckLabels(f.Schema)
 	if labels == nil {
 		return false, nil
 	}

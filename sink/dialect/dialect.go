@@ -119,6 +119,9 @@ type Types interface {
 	// EnumCheck is the column constraint that restricts an ENUM field to
 	// its labels (PostgreSQL with Options.EnumCheck); "" for none.
 	EnumCheck(f schema.Field) (string, error)
+	// EnumCheckLabels are the values EnumCheck's constraint admits for an
+	// ENUM schema; nil when the dialect writes no such constraint.
+	EnumCheckLabels(s *schema.Schema) []string
 	// AlterEnumCheck replaces the constraint old of col by one for labels.
 	AlterEnumCheck(t Target, col, old string, labels []string) (string, error)
 }

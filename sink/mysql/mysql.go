@@ -76,6 +76,7 @@ func (d Dialect) InsertIgnore(table string, cols []string) string {
 // MySQL writes no CHECK constraints of its own.
 func (Dialect) ChecksQuery() string                                        { return "" }
 func (Dialect) ParseEnumCheck(string, string, bool) ([]string, bool, bool) { return nil, false, false }
+func (Dialect) EnumCheckLabels(*schema.Schema) []string                    { return nil }
 func (Dialect) EnumCheck(schema.Field) (string, error)                     { return "", nil }
 func (Dialect) AlterEnumCheck(target, string, string, []string) (string, error) {
 	return "", fmt.Errorf("sink: MySQL has no ENUM CHECK of sluice's")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -217,11 +218,21 @@ func (d Dialect) EnumCheck(f schema.Field) (string, error) {
 	if !d.checkEnums || f.Schema.Logical != schema.Enum {
 		return "", nil
 	}
-	labels := dialect.EnumLabels(f.Schema)
+	labels := d.EnumCheckLabels(f.Schema)
 	if labels == nil {
 		return "", nil
 	}
 	return d.enumCheck(f.Name, labels)
+}
+
+// EnumCheckLabels are the schema's labels and ”, the error value a
+// non-strict source stores for an invalid ENUM value (number 0).
+func (d Dialect) EnumCheckLabels(s *schema.Schema) []string {
+	labels := dialect.EnumLabels(s)
+	if !d.checkEnums || labels == nil || slices.Contains(labels, "") {
+		return labels
+	}
+	return append([]string{""}, labels...)
 }
 
 // ColumnFits refuses, without AutoEvolve, to write TimeAsInterval's
