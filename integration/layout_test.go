@@ -96,3 +96,38 @@ func TestTopLevelLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkDriversBehindDialects: the sink's core never asks which dialect
+// it has, so only the dialect packages import a database driver, and the
+// dialect contract imports no dialect.
+func TestSinkDriversBehindDialects(t *testing.T) {
+	drivers := map[string]string{"github.com/lib/pq": module + "/sink/postgres", "github.com/go-sql-driver/mysql": module + "/sink/mysql"}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/sink/...")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg := fields[0]
+		seen[pkg] = true
+		for _, imp := range fields[1:] {
+			if owner, ok := drivers[imp]; ok && pkg != owner {
+				t.Errorf("%s imports the driver %s: only %s may", pkg, imp, owner)
+			}
+			if pkg == module+"/sink/dialect" && strings.HasPrefix(imp, module+"/sink/") {
+				t.Errorf("the dialect contract imports %s", imp)
+			}
+		}
+	}
+	for _, p := range []string{"sink", "sink/dialect", "sink/postgres", "sink/mysql"} {
+		if !seen[module+"/"+p] {
+			t.Errorf("package %s missing from go list", p)
+		}
+	}
+}

@@ -70,16 +70,7 @@ func (s *Sink) barrierTables() (barriers, arrivals string) {
 
 func (s *Sink) barrierDDL() []string {
 	b, a := s.barrierTables()
-	if _, ok := s.d.(postgres); ok {
-		return []string{
-			"CREATE TABLE IF NOT EXISTS " + s.d.quote(b) + " (pipeline TEXT NOT NULL, barrier CHAR(64) NOT NULL, description TEXT NOT NULL, copies INTEGER NOT NULL, applied BOOLEAN NOT NULL DEFAULT false, created_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), applied_at TIMESTAMPTZ(6) NULL, PRIMARY KEY (pipeline, barrier))",
-			"CREATE TABLE IF NOT EXISTS " + s.d.quote(a) + " (pipeline TEXT NOT NULL, barrier CHAR(64) NOT NULL, topic TEXT NOT NULL, broker TEXT NOT NULL, queue INTEGER NOT NULL, arrived_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, barrier, topic, broker, queue))",
-		}
-	}
-	return []string{
-		"CREATE TABLE IF NOT EXISTS " + s.d.quote(b) + " (pipeline VARCHAR(191) NOT NULL, barrier CHAR(64) NOT NULL, description TEXT NOT NULL, copies INT NOT NULL, applied BOOLEAN NOT NULL DEFAULT false, created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), applied_at TIMESTAMP(6) NULL, PRIMARY KEY (pipeline, barrier)) DEFAULT CHARSET=utf8mb4",
-		"CREATE TABLE IF NOT EXISTS " + s.d.quote(a) + " (pipeline VARCHAR(191) NOT NULL, barrier CHAR(64) NOT NULL, topic VARCHAR(255) NOT NULL, broker VARCHAR(128) NOT NULL, queue INT NOT NULL, arrived_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, barrier, topic, broker, queue)) DEFAULT CHARSET=utf8mb4",
-	}
+	return s.d.BarrierDDL(b, a)
 }
 
 // createBarrierTables makes the control tables (at New).
@@ -87,7 +78,7 @@ func (s *Sink) createBarrierTables(ctx context.Context) error {
 	b, a := s.barrierTables()
 	for i, q := range s.barrierDDL() {
 		name := []string{b, a}[min(i, 1)]
-		if err := createTable(ctx, s.db.DB, q, s.d.quote(name)); err != nil {
+		if err := createTable(ctx, s.db.DB, q, s.d.Quote(name)); err != nil {
 			return fmt.Errorf("sink: create barrier table %s: %w", name, wrapDB(err))
 		}
 	}
@@ -133,28 +124,19 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 		topic, broker, queue = d.Topic, d.Broker, d.Queue
 	}
 	b, a := s.barrierTables()
-	qb, qa := s.d.quote(b), s.d.quote(a)
-	p := s.d.placeholder
-	_, pg := s.d.(postgres)
-	ignore := "INSERT IGNORE INTO "
-	conflict := ""
-	if pg {
-		ignore, conflict = "INSERT INTO ", " ON CONFLICT DO NOTHING"
-	}
+	qb, qa := s.d.Quote(b), s.d.Quote(a)
+	p := s.d.Placeholder
 	// The barrier's row exists before any transaction locks it: two first
 	// inserters of one key inside transactions deadlock on MySQL.
-	if _, err := s.db.ExecContext(ctx, ignore+qb+" (pipeline, barrier, description, copies) VALUES ("+p(1)+", "+p(2)+", "+p(3)+", "+p(4)+")"+conflict,
+	if _, err := s.db.ExecContext(ctx, s.d.InsertIgnore(b, []string{"pipeline", "barrier", "description", "copies"}),
 		s.cfg.Pipeline, id, key, copies); err != nil {
 		return fmt.Errorf("sink: record barrier %s: %w", key, wrapDB(err))
 	}
 	maxOff := offsetsOf([]schema.Record{*r})
 	lock := "SELECT applied FROM " + qb + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2) + " FOR UPDATE"
-	arrive := ignore + qa + " (pipeline, barrier, topic, broker, queue) VALUES (" + p(1) + ", " + p(2) + ", " + p(3) + ", " + p(4) + ", " + p(5) + ")" + conflict
+	arrive := s.d.InsertIgnore(a, []string{"pipeline", "barrier", "topic", "broker", "queue"})
 	count := "SELECT count(*) FROM " + qa + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
-	now := "now()"
-	if !pg {
-		now = "CURRENT_TIMESTAMP(6)"
-	}
+	now := s.d.CurrentTimestamp()
 	mark := "UPDATE " + qb + " SET applied = true, applied_at = " + now + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 	drop := "DELETE FROM " + qa + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 

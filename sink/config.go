@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	mysqldrv "github.com/go-sql-driver/mysql"
-	"github.com/lib/pq"
-
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // Dialects.
@@ -76,8 +74,10 @@ type Config struct {
 	CopyThreshold int
 	// TimeAsInterval maps source TIME columns (schema.Time: durations that
 	// may be negative or beyond 24 hours, MySQL's -838:59:59..838:59:59) to
-	// PostgreSQL INTERVAL instead of TIME(6), so every value fits. Off (the
-	// default), values outside 00:00:00..24:00:00 are a fatal ErrValue.
+	// PostgreSQL INTERVAL instead of TIME(fsp), so every value fits; on in
+	// DefaultConfig (and in YAML unless time_as_interval: false), since no
+	// PostgreSQL TIME holds every value of a MySQL TIME column. Off, values
+	// outside 00:00:00..24:00:00 are a fatal ErrValue.
 	// It applies to columns the sink creates or adds, and, with AutoEvolve,
 	// alters existing TIME columns to INTERVAL (a widening); without
 	// AutoEvolve such a column is a fatal ErrSchema giving the ALTER TABLE
@@ -166,18 +166,16 @@ func DefaultConfig() Config {
 		PendingTable:     "sluice_pending",
 		LockTimeout:      DefaultLockTimeout,
 		StatementTimeout: DefaultStatementTimeout,
+		TimeAsInterval:   true,
 	}
 }
 
 func (c *Config) normalize() error {
-	switch c.Dialect {
-	case DialectPostgres, "postgresql", "pg":
-		c.Dialect = DialectPostgres
-	case DialectMySQL, "mariadb":
-		c.Dialect = DialectMySQL
-	default:
+	name, ok := dialectName(c.Dialect)
+	if !ok {
 		return fmt.Errorf("%w: dialect %q: use %q or %q", ErrConfig, c.Dialect, DialectPostgres, DialectMySQL)
 	}
+	c.Dialect = name
 	if c.DSN == "" {
 		return fmt.Errorf("%w: DSN is empty", ErrConfig)
 	}
@@ -245,41 +243,22 @@ func Validate(cfg Config) error {
 	if err := cfg.normalize(); err != nil {
 		return err
 	}
-	if err := CheckDSN(cfg.Dialect, cfg.DSN); err != nil {
+	d, err := newDialect(&cfg)
+	if err != nil {
 		return err
 	}
-	if cfg.Dialect == DialectMySQL {
-		if mc, _ := mysqldrv.ParseDSN(cfg.DSN); mc.DBName == "" {
-			return fmt.Errorf("%w: the MySQL DSN must name a database (%s): it holds the progress table %s", ErrConfig, dsnExample(DialectMySQL), cfg.ProgressTable)
-		}
-	}
-	return nil
+	return d.CheckTargetDSN(cfg.DSN, cfg.ProgressTable)
 }
 
 // CheckDSN parses a DSN of dialect "postgres" (a URL or key=value pairs,
 // as lib/pq reads them) or "mysql" (go-sql-driver's form) without
 // connecting.
-func CheckDSN(dialect, dsn string) error {
-	var err error
-	switch dialect {
-	case DialectMySQL:
-		_, err = mysqldrv.ParseDSN(dsn)
-	default:
-		_, err = pq.NewConnector(dsn)
+func CheckDSN(name, dsn string) error {
+	n, ok := dialectName(name)
+	if !ok {
+		n = DialectPostgres
 	}
-	if err != nil {
-		// The parser may quote the DSN, password and all: never repeat it.
-		msg := strings.ReplaceAll(err.Error(), dsn, "<dsn>")
-		return fmt.Errorf("%w: DSN: %s (a %s DSN looks like %s)", ErrConfig, msg, dialect, dsnExample(dialect))
-	}
-	return nil
-}
-
-func dsnExample(dialect string) string {
-	if dialect == DialectMySQL {
-		return "user:password@tcp(127.0.0.1:3306)/db"
-	}
-	return "postgres://user:password@127.0.0.1:5432/db?sslmode=disable"
+	return dialects[n](dialect.Options{}).CheckDSN(dsn)
 }
 
 // oneOf normalises a policy value: "" is the first (default) choice.
@@ -320,19 +299,6 @@ func expand(t string, id schema.TableID) string {
 		return t
 	}
 	return strings.NewReplacer("${db}", id.Database, "${table}", id.Table).Replace(t)
-}
-
-// target names a table in the target: Schema may be "" for the default.
-type target struct {
-	Schema string
-	Table  string
-}
-
-func (t target) String() string {
-	if t.Schema == "" {
-		return t.Table
-	}
-	return t.Schema + "." + t.Table
 }
 
 func (c *Config) target(id schema.TableID) target {

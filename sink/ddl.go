@@ -2,14 +2,12 @@ package sink
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
-	mysqldrv "github.com/go-sql-driver/mysql"
-
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // Schema changes the sink applies (Config.SchemaChanges = "apply") come as
@@ -80,7 +78,7 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 			return nil, err
 		}
 		if m != nil {
-			stmts = append(stmts, ddlStatement{what: "truncate", sql: s.d.truncate(t), inTx: true, table: t})
+			stmts = append(stmts, ddlStatement{what: "truncate", sql: s.d.Truncate(t), inTx: true, table: t})
 		}
 	case r.Change == nil || len(r.Change.Tables) == 0:
 		s.log.Info("schema change not applied: it carries no table change (an index, a view, or a statement the source left out)", "ddl", describeDDL(r))
@@ -98,9 +96,9 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 		}
 	}
 	s.forgetTargets(changed)
-	_, pg := s.d.(postgres)
+	txDDL := s.d.TransactionalDDL()
 	for _, st := range stmts {
-		if !st.alone && (st.inTx || pg) {
+		if !st.alone && (st.inTx || txDDL) {
 			continue
 		}
 		if _, err := s.db.ExecContext(ctx, st.sql); err != nil && (st.ok == nil || !st.ok(err)) {
@@ -108,7 +106,7 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 		}
 	}
 	for _, st := range stmts {
-		if st.alone || !st.inTx && !pg {
+		if st.alone || !st.inTx && !txDDL {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, st.sql); err != nil {
@@ -166,7 +164,6 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 		}
 		return true
 	}
-	_, pg := s.d.(postgres)
 	var out []ddlStatement
 	for _, c := range changes {
 		t := s.cfg.target(c.Table)
@@ -212,15 +209,9 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 				}
 				continue
 			}
-			if pg {
-				if to.Schema != t.Schema {
-					out = append(out, ddlStatement{what: "rename table", sql: "ALTER TABLE " + q + " SET SCHEMA " + s.d.quote(schemaOrPublic(to.Schema)), table: t, also: to})
-					q = qualified(s.d, target{Schema: to.Schema, Table: t.Table})
-				}
-				out = append(out, ddlStatement{what: "rename table", sql: "ALTER TABLE " + q + " RENAME TO " + s.d.quote(to.Table), table: t, also: to})
-			} else {
-				out = append(out, ddlStatement{what: "rename table", sql: "RENAME TABLE " + q + " TO " + qualified(s.d, to), table: t, also: to,
-					ok: func(err error) bool { n := mysqlErrno(err); return n == 1146 || n == 1050 }})
+			for _, q := range s.d.RenameTable(t, to) {
+				out = append(out, ddlStatement{what: "rename table", sql: q, table: t, also: to,
+					ok: func(err error) bool { return errIs(err, dialect.CondUndefinedTable) || errIs(err, dialect.CondExists) }})
 			}
 			known[to], known[t] = tt, nil
 		case schema.AlterTable:
@@ -238,13 +229,6 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 		}
 	}
 	return out, nil
-}
-
-func schemaOrPublic(s string) string {
-	if s == "" {
-		return "public"
-	}
-	return s
 }
 
 // createFromChange builds CREATE TABLE from a table's structure. A change
@@ -275,13 +259,13 @@ func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement,
 			return nil, nil, false
 		}
 		cols = append(cols, cd)
-		infos[s.fold(d.Name)] = colInfo{typ: cd.Type}
+		infos[s.fold(d.Name)] = colInfo{Type: cd.Type}
 	}
 	var out []ddlStatement
 	if t.Schema != "" {
-		out = append(out, ddlStatement{what: "create schema", sql: s.d.createSchema(t.Schema), table: t, alone: true, ok: concurrentCreate})
+		out = append(out, ddlStatement{what: "create schema", sql: s.d.CreateSchema(t.Schema), table: t, alone: true, ok: concurrentCreate})
 	}
-	out = append(out, ddlStatement{what: "create table", sql: s.d.createTable(t, cols, keys), table: t, alone: true, ok: concurrentCreate})
+	out = append(out, ddlStatement{what: "create table", sql: s.d.CreateTable(t, cols, keys), table: t, alone: true, ok: concurrentCreate})
 	return out, infos, true
 }
 
@@ -294,7 +278,7 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 		return colDef{}, false
 	}
 	f := schema.Field{Name: d.Name, Schema: d.Type}
-	typ, err := s.d.columnType(d.Name, d.Type, key)
+	typ, err := s.d.ColumnType(d.Name, d.Type, key)
 	if err != nil {
 		s.log.Warn("schema change not applied: no target type for the column", "table", t.String(), "column", d.Name, "error", err.Error())
 		return colDef{}, false
@@ -317,7 +301,6 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 
 // columnStatement plans one column change on an existing target table.
 func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange) ([]ddlStatement, bool) {
-	_, pg := s.d.(postgres)
 	q := qualified(s.d, t)
 	cur, has := tt.cols[s.fold(cc.Name)]
 	switch cc.Kind {
@@ -331,22 +314,16 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 		if !ok {
 			return nil, false
 		}
-		st := ddlStatement{what: "add column", sql: s.d.addColumn(t, cd), table: t}
-		if !pg {
-			st.ok = func(err error) bool { return mysqlErrno(err) == 1060 } // added already
-		}
-		tt.cols[s.fold(cc.Name)] = colInfo{typ: cd.Type}
+		st := ddlStatement{what: "add column", sql: s.d.AddColumn(t, cd), table: t,
+			ok: func(err error) bool { return errIs(err, dialect.CondColumnExists) }} // added already
+		tt.cols[s.fold(cc.Name)] = colInfo{Type: cd.Type}
 		return []ddlStatement{st}, true
 	case schema.DropColumn:
 		if !has {
 			return nil, false
 		}
-		st := ddlStatement{what: "drop column", sql: "ALTER TABLE " + q + " DROP COLUMN " + s.d.quote(cc.Name), table: t}
-		if pg {
-			st.sql = "ALTER TABLE " + q + " DROP COLUMN IF EXISTS " + s.d.quote(cc.Name)
-		} else {
-			st.ok = func(err error) bool { return mysqlErrno(err) == 1091 } // already gone
-		}
+		st := ddlStatement{what: "drop column", sql: s.d.DropColumn(t, cc.Name), table: t,
+			ok: func(err error) bool { return errIs(err, dialect.CondUndefinedColumn) }} // already gone
 		delete(tt.cols, s.fold(cc.Name))
 		return []ddlStatement{st}, true
 	case schema.RenameColumn, schema.ModifyColumn:
@@ -362,7 +339,7 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 				s.log.Warn("rename column not applied: the target already has both columns", "table", t.String(), "from", cc.Name, "to", cc.NewName)
 				return nil, false
 			case has:
-				out = append(out, ddlStatement{what: "rename column", sql: "ALTER TABLE " + q + " RENAME COLUMN " + s.d.quote(cc.Name) + " TO " + s.d.quote(cc.NewName), table: t})
+				out = append(out, ddlStatement{what: "rename column", sql: "ALTER TABLE " + q + " RENAME COLUMN " + s.d.Quote(cc.Name) + " TO " + s.d.Quote(cc.NewName), table: t})
 				delete(tt.cols, s.fold(cc.Name))
 				tt.cols[s.fold(cc.NewName)] = cur
 			case !hasNew:
@@ -389,23 +366,22 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 // safe widening of it (as AutoEvolve), nullability relaxed, the default.
 func (s *Sink) modifyStatements(t target, name string, cur colInfo, d schema.ColumnDef) []ddlStatement {
 	var out []ddlStatement
-	q := qualified(s.d, t)
 	if d.Type != nil {
-		if want, err := s.d.columnType(name, d.Type, false); err == nil && cur.typ != "" {
-			switch s.d.widen(cur.typ, want) {
+		if want, err := s.d.ColumnType(name, d.Type, false); err == nil && cur.Type != "" {
+			switch s.d.Widen(cur.Type, want) {
 			case typeWiden:
-				if sql, why := s.d.alterType(t, name, want, cur); why == "" {
+				if sql, why := s.d.AlterType(t, name, want, cur); why == "" {
 					out = append(out, ddlStatement{what: "modify column", sql: sql, table: t})
 				} else {
-					s.warnType(t, name, cur.typ, want, why)
+					s.warnType(t, name, cur.Type, want, why)
 				}
 			case typeDiffer:
-				s.warnType(t, name, cur.typ, want, "not a safe widening")
+				s.warnType(t, name, cur.Type, want, "not a safe widening")
 			}
 		}
-		if d.Type.Optional && cur.notNull {
-			if _, pg := s.d.(postgres); pg {
-				out = append(out, ddlStatement{what: "modify column", sql: "ALTER TABLE " + q + " ALTER COLUMN " + s.d.quote(name) + " DROP NOT NULL", table: t})
+		if d.Type.Optional && cur.NotNull {
+			if q, ok := s.d.DropNotNull(t, name); ok {
+				out = append(out, ddlStatement{what: "modify column", sql: q, table: t})
 			} else {
 				s.log.Warn("column stays NOT NULL in the target: MODIFY it by hand to follow the source", "table", t.String(), "column", name)
 			}
@@ -416,7 +392,7 @@ func (s *Sink) modifyStatements(t target, name string, cur colInfo, d schema.Col
 
 // defaultStatement sets (or drops) a column's default.
 func (s *Sink) defaultStatement(t target, name string, d schema.ColumnDef) ddlStatement {
-	q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.quote(name)
+	q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.Quote(name)
 	if lit, ok := s.defaultLiteral(d); ok {
 		return ddlStatement{what: "set default", sql: q + " SET DEFAULT " + lit, table: t}
 	}
@@ -442,10 +418,7 @@ func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
 		u := strings.ToUpper(strings.TrimSpace(v))
 		stamp := d.Type.Logical == schema.Timestamp || d.Type.Logical == schema.ZonedTimestamp
 		if stamp && (strings.HasPrefix(u, "CURRENT_TIMESTAMP") || strings.HasPrefix(u, "NOW(") || strings.HasPrefix(u, "LOCALTIMESTAMP")) {
-			if _, pg := s.d.(postgres); !pg {
-				return "CURRENT_TIMESTAMP(6)", true // the precision of the target's DATETIME(6) / TIMESTAMP(6)
-			}
-			return "CURRENT_TIMESTAMP", true
+			return s.d.CurrentTimestamp(), true
 		}
 		return "", false
 	}
@@ -463,19 +436,7 @@ func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
 		if strings.IndexByte(v, 0) >= 0 {
 			return "", false
 		}
-		v = strings.ReplaceAll(v, "'", "''")
-		if _, pg := s.d.(postgres); !pg {
-			v = strings.ReplaceAll(v, `\`, `\\`)
-		}
-		return "'" + v + "'", true
+		return s.d.StringLiteral(v), true
 	}
 	return "", false
-}
-
-func mysqlErrno(err error) uint16 {
-	var me *mysqldrv.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
 }

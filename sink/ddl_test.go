@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/mysql"
+	"github.com/sluicecdc/sluice/sink/postgres"
 )
 
 // TestDefaultLiteral: defaults are rendered by the sink from structure,
@@ -34,7 +36,7 @@ func TestDefaultLiteral(t *testing.T) {
 		for _, d := range []struct {
 			s    *Sink
 			want string
-		}{{&Sink{d: postgres{}}, tc.pg}, {&Sink{d: mysql{}}, tc.mysql}} {
+		}{{&Sink{d: postgres.Dialect{}}, tc.pg}, {&Sink{d: mysql.Dialect{}}, tc.mysql}} {
 			got, ok := d.s.defaultLiteral(schema.ColumnDef{Name: "c", Type: tc.typ, Default: tc.def})
 			if !ok {
 				got = "-"

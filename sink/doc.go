@@ -177,7 +177,7 @@
 //	| `BIT(n)` | bits | `BIT VARYING(n)` | written as exactly n bits, so the width reads back |
 //	| `YEAR` | year | `SMALLINT` | |
 //	| `DATE` | date | `DATE` | years 1..9999 |
-//	| `TIME(fsp)` | time | `TIME(6)`; `INTERVAL` with `TimeAsInterval` | `TIME(6)` takes 00:00:00..24:00:00 only: other values are a fatal error naming the column unless `TimeAsInterval` is set (negative and > 24 h durations, MySQL's −838:59:59..838:59:59), which with `AutoEvolve` also alters TIME columns made before to INTERVAL |
+//	| `TIME(fsp)` | time | `INTERVAL` (DefaultConfig's TimeAsInterval); `TIME(fsp)` with TimeAsInterval off | no PostgreSQL TIME holds MySQL's −838:59:59..838:59:59; with TimeAsInterval off, values outside 00:00:00..24:00:00 are a fatal error naming the column, and with `AutoEvolve` turning it on alters TIME columns made before to INTERVAL |
 //	| `DATETIME(fsp)` | timestamp | `TIMESTAMP(6)` | wall clock, no zone |
 //	| `TIMESTAMP(fsp)` | zoned_timestamp | `TIMESTAMPTZ(6)` | the UTC instant |
 //	| `CHAR`, `VARCHAR`, `TINYTEXT`…`LONGTEXT` | string | `TEXT` | |

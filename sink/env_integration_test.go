@@ -15,6 +15,8 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/mysql"
+	"github.com/sluicecdc/sluice/sink/postgres"
 )
 
 // requireEnv skips (or, with CI=true, fails) when a server's env var is unset.
@@ -126,9 +128,9 @@ func (e *tenv) openLog(t testing.TB, mod func(*Config), log *slog.Logger) *Sink 
 
 func (e *tenv) quote(id string) string {
 	if e.dialect == DialectPostgres {
-		return postgres{}.quote(id)
+		return postgres.Dialect{}.Quote(id)
 	}
-	return mysql{}.quote(id)
+	return mysql.Dialect{}.Quote(id)
 }
 
 func (e *tenv) table(name string) string { return e.quote(e.schema) + "." + e.quote(name) }

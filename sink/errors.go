@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	mysqldrv "github.com/go-sql-driver/mysql"
-	"github.com/lib/pq"
+	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // Sentinel errors callers may test with errors.Is. Errors wrapping them are
@@ -15,16 +14,16 @@ import (
 // cannot succeed, the configuration or the target must change first.
 var (
 	// ErrConfig marks an invalid Config.
-	ErrConfig = errors.New("sink: invalid configuration")
+	ErrConfig = dialect.ErrConfig
 	// ErrValue marks a value the target cannot represent (for example a TIME
 	// beyond 24 hours for a PostgreSQL TIME column, or a Go value of the wrong
 	// type for its schema).
-	ErrValue = errors.New("sink: value cannot be written")
+	ErrValue = dialect.ErrValue
 	// ErrSchema marks a record whose columns the target table lacks while
 	// AutoEvolve is off, a missing table while AutoCreate is off, or a change
 	// the sink cannot apply to the table's shape (an update or delete on a
 	// table without primary key).
-	ErrSchema = errors.New("sink: record does not fit the target table")
+	ErrSchema = dialect.ErrSchema
 	// ErrSchemaChange marks a schema-change record met with
 	// SchemaChanges "fail".
 	ErrSchemaChange = errors.New("sink: schema change refused by configuration")
@@ -32,45 +31,15 @@ var (
 	ErrClosed = errors.New("sink: closed")
 )
 
-// fatalError marks an error that retrying cannot fix; the runtime's classifier
-// recognises it through the Fatal method without importing this package.
-type fatalError struct{ err error }
-
-func (f fatalError) Error() string { return f.err.Error() }
-func (f fatalError) Unwrap() error { return f.err }
-func (f fatalError) Fatal() bool   { return true }
-
-func fatal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fatalError{err}
-}
-
 // connectError classifies a failed connection to the target: a refused
 // login or a missing database is fatal (fix the DSN or the grants), a
 // server down or unreachable is retriable (the runtime tries again with its
 // backoff).
 func connectError(dialect string, err error) error {
-	if refusedLogin(err) {
+	if explainErr(err).Login {
 		return fatal(fmt.Errorf("sink: connect to %s target: the server refused the login or the database (fix the user, password or database in the DSN): %w", dialect, err))
 	}
 	return fmt.Errorf("sink: connect to %s target (check the DSN and that the server is up): %w", dialect, wrapDB(err))
-}
-
-func refusedLogin(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		return pe.Code.Class() == "28" || pe.Code == "3D000" // invalid authorization, no such database
-	}
-	var me *mysqldrv.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1044, 1045, 1049, 1698: // access denied to the database, for the user; unknown database
-			return true
-		}
-	}
-	return false
 }
 
 // createTable runs a CREATE TABLE IF NOT EXISTS of the sink's own tables.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/postgres"
 )
 
 // logCapture is a slog.Handler that keeps Info and above for assertions.
@@ -212,14 +213,14 @@ func TestWriteEnumCheck(t *testing.T) {
 	}
 	// The constraint is named after the column.
 	var n int
-	if err := e.db.QueryRow("SELECT count(*) FROM pg_constraint WHERE conrelid = to_regclass($1) AND conname IN ($2, $3)", e.table("enum_0"), enumCheckName("e"), enumCheckName("f")).Scan(&n); err != nil || n != 2 {
+	if err := e.db.QueryRow("SELECT count(*) FROM pg_constraint WHERE conrelid = to_regclass($1) AND conname IN ($2, $3)", e.table("enum_0"), postgres.EnumCheckName("e"), postgres.EnumCheckName("f")).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("named constraints: %d %v, want 2", n, err)
 	}
 	// OnError fail: the rejected row fails the Write, naming the constraint.
 	fail := e.open(t, func(c *Config) { c.EnumCheck = true })
 	err := fail.Write(context.Background(), []schema.Record{insertInto("enum_0", val, int64(8), "zzz", nil)})
 	var fe interface{ Fatal() bool }
-	if err == nil || !errors.As(err, &fe) || !fe.Fatal() || !strings.Contains(err.Error(), enumCheckName("e")) || !strings.Contains(err.Error(), "id=8") {
+	if err == nil || !errors.As(err, &fe) || !fe.Fatal() || !strings.Contains(err.Error(), postgres.EnumCheckName("e")) || !strings.Contains(err.Error(), "id=8") {
 		t.Fatalf("rejected label with OnError fail: %v, want a fatal error naming the constraint and the key", err)
 	}
 	// An added ENUM column gets its constraint.

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
+	"github.com/sluicecdc/sluice/sink/mysql"
+	"github.com/sluicecdc/sluice/sink/postgres"
 )
 
 // FuzzTemporalText checks that every date, timestamp and time value the sink
@@ -20,20 +23,20 @@ func FuzzTemporalText(f *testing.F) {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v int64) {
-		if s, ok := formatTimestamp(v); ok {
+		if s, ok := dialect.FormatTimestamp(v); ok {
 			p, err := time.Parse("2006-01-02 15:04:05.999999", s)
 			if err != nil || p.UnixMicro() != v {
 				t.Fatalf("timestamp %d -> %q -> %v %v", v, s, p.UnixMicro(), err)
 			}
 		}
-		if s, ok := formatDate(v); ok {
+		if s, ok := dialect.FormatDate(v); ok {
 			p, err := time.Parse("2006-01-02", s)
 			if err != nil || p.Unix()/86400 != v {
 				t.Fatalf("date %d -> %q -> %v %v", v, s, p.Unix()/86400, err)
 			}
 		}
-		for _, d := range []dialect{postgres{}, mysql{}} {
-			out, err := d.convert("c", &schema.Schema{Type: schema.Int64, Logical: schema.Time}, v)
+		for _, d := range []dialect.Dialect{postgres.Dialect{}, mysql.Dialect{}} {
+			out, err := d.Convert("c", &schema.Schema{Type: schema.Int64, Logical: schema.Time}, v)
 			if err != nil {
 				continue
 			}

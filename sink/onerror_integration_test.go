@@ -14,7 +14,8 @@ import (
 
 // badBatch is 100 inserts into table (id, doc JSON, dur TIME) where id 37
 // and 60 carry invalid JSON (rejected by the server) and id 80 a duration
-// no target TIME takes (rejected by the sink's conversion), plus a delete.
+// no target TIME takes (rejected by the sink's conversion; PostgreSQL with
+// TimeAsInterval off), plus a delete.
 func badBatch(table string) []schema.Record {
 	val := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
 		{Name: "id", Schema: schema.Primitive(schema.Int64, false)},
@@ -73,7 +74,7 @@ func TestWriteOnErrorSkip(t *testing.T) {
 				continue
 			}
 			table := fmt.Sprintf("skip_%d", max(copyThreshold, 0))
-			s := e.open(t, func(c *Config) { c.OnError, c.CopyThreshold = OnErrorSkip, copyThreshold })
+			s := e.open(t, func(c *Config) { c.OnError, c.CopyThreshold, c.TimeAsInterval = OnErrorSkip, copyThreshold, false })
 			write(t, s, badBatch(table)...)
 			if got, want := e.ids(t, table), wantIDsWithout(100, 5, 37, 60, 80); !slices.Equal(got, want) {
 				t.Fatalf("copy %d: ids %v, want %v", copyThreshold, got, want)
@@ -92,7 +93,7 @@ func TestWriteOnErrorDLQ(t *testing.T) {
 		got := map[int64]string{}
 		failDLQ := false
 		s := e.open(t, func(c *Config) {
-			c.OnError = OnErrorDLQ
+			c.OnError, c.TimeAsInterval = OnErrorDLQ, false
 			c.DeadLetter = func(ctx context.Context, r schema.Record, cause error) error {
 				if failDLQ {
 					return errors.New("dead-letter topic unavailable")

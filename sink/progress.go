@@ -26,10 +26,10 @@ func (k progressKey) stored() string {
 // again (at least once).
 func (s *Sink) createProgress(ctx context.Context) error {
 	t := s.cfg.ProgressTable
-	if err := createTable(ctx, s.db.DB, s.d.progressDDL(t), s.d.quote(t)); err != nil {
+	if err := createTable(ctx, s.db.DB, s.d.ProgressDDL(t), s.d.Quote(t)); err != nil {
 		return fmt.Errorf("sink: create progress table %s: %w", t, wrapDB(err))
 	}
-	rows, err := s.db.QueryContext(ctx, s.d.tableColumns(), t)
+	rows, err := s.db.QueryContext(ctx, s.d.TableColumns(), t)
 	if err != nil {
 		return fmt.Errorf("sink: read the columns of progress table %s: %w", t, wrapDB(err))
 	}
@@ -50,7 +50,7 @@ func (s *Sink) createProgress(ctx context.Context) error {
 	if hasID || !hasOffset {
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, s.d.progressMigrate(t)); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.d.ProgressMigrate(t)); err != nil {
 		return fmt.Errorf("sink: progress table %s has the shape of an older version (last_offset) and adding last_id failed (grant ALTER on it, or drop it): %w", t, wrapDB(err))
 	}
 	s.log.Warn("progress table of an older version migrated: its offsets are not record IDs, so records after the source's saved position are applied again", "table", t)
@@ -103,7 +103,7 @@ func (s *Sink) checkControl(recs []schema.Record) error {
 func (s *Sink) controlCollision(id schema.TableID) error {
 	t := s.cfg.target(id)
 	same := func(a, b string) bool {
-		if s.d.foldCase() {
+		if s.d.FoldCase() {
 			return strings.EqualFold(a, b)
 		}
 		return a == b

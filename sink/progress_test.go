@@ -5,25 +5,28 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
+	"github.com/sluicecdc/sluice/sink/mysql"
+	"github.com/sluicecdc/sluice/sink/postgres"
 )
 
 // Which source tables land on a control table: in the default schema (or
 // the one named), under the dialect's case rules.
 func TestControlCollision(t *testing.T) {
 	for _, c := range []struct {
-		dialect  dialect
+		dialect  dialect.Dialect
 		template string
 		id       schema.TableID
 		want     string // "" : no collision
 	}{
-		{postgres{}, "${db}", schema.TableID{Database: "public", Table: "sluice_progress"}, "progress table"},
-		{postgres{}, "${db}", schema.TableID{Database: "shop", Table: "sluice_progress"}, ""},
-		{postgres{}, "${db}", schema.TableID{Database: "public", Table: "SLUICE_PROGRESS"}, ""}, // quoted: another table
-		{postgres{}, "${db}", schema.TableID{Database: "public", Table: "sluice_pending"}, "pending table"},
-		{postgres{}, "${db}", schema.TableID{Database: "app", Table: "positions"}, "control table"},
-		{postgres{}, "${db}", schema.TableID{Database: "public", Table: "positions"}, ""},
-		{mysql{}, "${db}", schema.TableID{Database: "Public", Table: "SLUICE_Progress"}, "progress table"},
-		{mysql{}, "x_${db}", schema.TableID{Database: "public", Table: "sluice_progress"}, ""},
+		{postgres.Dialect{}, "${db}", schema.TableID{Database: "public", Table: "sluice_progress"}, "progress table"},
+		{postgres.Dialect{}, "${db}", schema.TableID{Database: "shop", Table: "sluice_progress"}, ""},
+		{postgres.Dialect{}, "${db}", schema.TableID{Database: "public", Table: "SLUICE_PROGRESS"}, ""}, // quoted: another table
+		{postgres.Dialect{}, "${db}", schema.TableID{Database: "public", Table: "sluice_pending"}, "pending table"},
+		{postgres.Dialect{}, "${db}", schema.TableID{Database: "app", Table: "positions"}, "control table"},
+		{postgres.Dialect{}, "${db}", schema.TableID{Database: "public", Table: "positions"}, ""},
+		{mysql.Dialect{}, "${db}", schema.TableID{Database: "Public", Table: "SLUICE_Progress"}, "progress table"},
+		{mysql.Dialect{}, "x_${db}", schema.TableID{Database: "public", Table: "sluice_progress"}, ""},
 	} {
 		s := &Sink{d: c.dialect, defaultSchema: "public", cfg: Config{ProgressTable: "sluice_progress", PendingTable: "sluice_pending",
 			ControlTables: []string{"app.positions"}, SchemaTemplate: c.template, TableTemplate: "${table}"}}

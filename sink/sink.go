@@ -13,11 +13,10 @@ import (
 	"strings"
 	"sync"
 
-	mysqldrv "github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // Sink applies change records to PostgreSQL or MySQL/MariaDB. It is safe for
@@ -25,7 +24,7 @@ import (
 type Sink struct {
 	cfg Config
 	db  *sqlx.DB
-	d   dialect
+	d   dialect.Dialect
 	log *slog.Logger
 
 	ddlMu sync.Mutex // serialises table creation and evolution
@@ -84,10 +83,10 @@ type tableView struct {
 
 func (v *tableView) array(col string) bool { return v != nil && v.arrays[col] }
 
-func (m *tableMeta) refreshView() {
+func (m *tableMeta) refreshView(isArray func(typ string) bool) {
 	v := &tableView{}
 	for name, c := range m.cols {
-		if strings.HasSuffix(c.typ, "[]") {
+		if isArray(c.Type) {
 			if v.arrays == nil {
 				v.arrays = map[string]bool{}
 			}
@@ -110,43 +109,20 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Sink{cfg: cfg, log: log.With("component", "sink", "dialect", cfg.Dialect),
-		tables: map[target]*tableMeta{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
-	if cfg.Dialect == DialectMySQL {
-		s.d = mysql{}
-	} else {
-		s.d = postgres{interval: cfg.TimeAsInterval, checkEnums: cfg.EnumCheck}
+	d, err := newDialect(&cfg)
+	if err != nil {
+		return nil, fatal(err)
 	}
-	db, err := connect(ctx, &cfg)
+	s := &Sink{cfg: cfg, d: d, log: log.With("component", "sink", "dialect", cfg.Dialect),
+		tables: map[target]*tableMeta{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
+	db, err := connect(ctx, d, &cfg)
 	if err != nil {
 		return nil, err
 	}
 	s.db = db
-	if cfg.Dialect == DialectPostgres {
-		var v int
-		if err := db.QueryRowContext(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sink: query server version: %w", wrapDB(err))
-		}
-		if v < 90500 {
-			db.Close()
-			return nil, fatal(fmt.Errorf("%w: PostgreSQL %d is too old: INSERT … ON CONFLICT needs 9.5 or newer", ErrConfig, v))
-		}
-	}
-	if cfg.Dialect == DialectMySQL {
-		var name sql.NullString
-		if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&name); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sink: query default database: %w", wrapDB(err))
-		}
-		if !name.Valid || name.String == "" {
-			db.Close()
-			return nil, fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", ErrConfig, cfg.ProgressTable))
-		}
-		s.defaultSchema = name.String
-	} else if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&s.defaultSchema); err != nil {
+	if s.defaultSchema, err = d.Verify(ctx, db.DB, cfg.ProgressTable); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sink: query the default schema: %w", wrapDB(err))
+		return nil, wrapDB(err)
 	}
 	if err := s.createProgress(ctx); err != nil {
 		db.Close()
@@ -157,7 +133,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, err
 	}
 	if cfg.Transactional {
-		if err := createTable(ctx, db.DB, s.pendingDDL(), s.d.quote(cfg.PendingTable)); err != nil {
+		if err := createTable(ctx, db.DB, s.pendingDDL(), s.d.Quote(cfg.PendingTable)); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("sink: create pending table %s: %w", cfg.PendingTable, wrapDB(err))
 		}
@@ -418,15 +394,8 @@ func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[p
 // staleMeta reports errors that fresh table metadata may cure: undefined
 // table or column.
 func staleMeta(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		return pe.Code == "42P01" || pe.Code == "42703"
-	}
-	var me *mysqldrv.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1146 || me.Number == 1054
-	}
-	return false
+	c := explainErr(err).Cond
+	return c == dialect.CondUndefinedTable || c == dialect.CondUndefinedColumn
 }
 
 // apply runs a reduced plan: DDL first, then one transaction.
@@ -534,7 +503,7 @@ func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey
 	keys := slices.SortedFunc(maps.Keys(queues), func(a, b progressKey) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Broker, b.Broker), cmp.Compare(a.Queue, b.Queue))
 	})
-	sel := s.d.progressSelect(s.cfg.ProgressTable) + " FOR UPDATE"
+	sel := s.d.ProgressSelect(s.cfg.ProgressTable) + " FOR UPDATE"
 	for _, k := range keys {
 		s.mu.Lock()
 		believed, known := s.progress[k]
@@ -548,7 +517,7 @@ func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey
 			err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err = tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, ""); err == nil {
+			if _, err = tx.ExecContext(ctx, s.d.ProgressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, ""); err == nil {
 				err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 			}
 		}
@@ -568,7 +537,7 @@ func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey
 
 func (s *Sink) saveProgress(ctx context.Context, tx *txn, maxOff map[progressKey]schema.ID) error {
 	for k, id := range maxOff {
-		if _, err := tx.ExecContext(ctx, s.d.progressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, id.String()); err != nil {
+		if _, err := tx.ExecContext(ctx, s.d.ProgressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, id.String()); err != nil {
 			return fmt.Errorf("sink: save progress of %s: %w", k, wrapDB(err))
 		}
 	}
@@ -667,7 +636,7 @@ func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progr
 	s.mu.Unlock()
 	for _, k := range missing {
 		var text string
-		err := s.db.QueryRowContext(ctx, s.d.progressSelect(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
+		err := s.db.QueryRowContext(ctx, s.d.ProgressSelect(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			continue // nothing applied yet from this queue
@@ -776,7 +745,7 @@ const maxStatementBytes = 8 << 20 // cut statements well below max_allowed_packe
 // (PostgreSQL TEXT[]) the array literal instead of the joined labels.
 // Columns of older tables that hold SETs as text keep the joined labels.
 func (s *Sink) value(view *tableView, f schema.Field, v any) (any, error) {
-	out, err := s.d.convert(f.Name, f.Schema, v)
+	out, err := s.d.Convert(f.Name, f.Schema, v)
 	if err != nil || f.Schema.Logical != schema.Set || out == nil || !view.array(s.fold(f.Name)) {
 		return out, err
 	}
@@ -784,12 +753,12 @@ func (s *Sink) value(view *tableView, f schema.Field, v any) (any, error) {
 	if !ok {
 		return nil, valueErr(f.Name, f.Schema, v, "want string")
 	}
-	return setArrayLiteral(str), nil
+	return s.d.ArrayValue(str), nil
 }
 
 func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan, view *tableView) error {
 	if tp.truncate != nil {
-		if _, err := tx.ExecContext(ctx, s.d.truncate(tp.target)); err != nil {
+		if _, err := tx.ExecContext(ctx, s.d.Truncate(tp.target)); err != nil {
 			return fmt.Errorf("sink: truncate %s: %w", tp.target, wrapDB(err))
 		}
 	}
@@ -821,13 +790,13 @@ func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan, view *tab
 
 func (s *Sink) writeRows(ctx context.Context, tx *txn, t target, g *rowGroup, upsert bool) error {
 	if upsert && s.cfg.CopyThreshold > 0 && len(g.recs) >= s.cfg.CopyThreshold {
-		if _, ok := s.d.(postgres); ok {
-			return s.copyUpsert(ctx, tx, t, g)
+		if cp, ok := s.d.(dialect.Copier); ok {
+			return s.copyUpsert(ctx, tx, cp, t, g)
 		}
 	}
 	n := len(g.cols)
 	per := s.cfg.BatchSize
-	if m := s.d.maxParams() / n; per > m {
+	if m := s.d.MaxParams() / n; per > m {
 		per = m
 	}
 	args := make([]any, 0, per*n)
@@ -877,7 +846,7 @@ type stmtKey struct {
 func (s *Sink) statement(t target, g *rowGroup, rows int, full, upsert bool) string {
 	if !full {
 		if upsert {
-			return s.d.upsert(t, g.cols, g.keyCols, rows)
+			return s.d.Upsert(t, g.cols, g.keyCols, rows)
 		}
 		return insertSQL(s.d, t, g.cols, rows)
 	}
@@ -891,7 +860,7 @@ func (s *Sink) statement(t target, g *rowGroup, rows int, full, upsert bool) str
 	}
 	var q string
 	if upsert {
-		q = s.d.upsert(t, g.cols, g.keyCols, rows)
+		q = s.d.Upsert(t, g.cols, g.keyCols, rows)
 	} else {
 		q = insertSQL(s.d, t, g.cols, rows)
 	}
@@ -1078,14 +1047,16 @@ func (s *Sink) applyDeletes(ctx context.Context, tx *txn, t target, dels []*chan
 		}
 		// One array parameter for a one-column key, unless the key is an
 		// array itself (a SET as TEXT[]): then the generic IN list.
-		if _, ok := s.d.(postgres); ok && len(cols) == 1 && !view.array(s.fold(cols[0])) {
-			if err := s.deleteAny(ctx, tx, t, cols[0], g, conv); err != nil {
-				return err
+		if len(cols) == 1 && !view.array(s.fold(cols[0])) {
+			if done, err := s.deleteAny(ctx, tx, t, cols[0], g, conv); err != nil || done {
+				if err != nil {
+					return err
+				}
+				continue
 			}
-			continue
 		}
 		per := deleteChunk
-		if m := s.d.maxParams() / len(cols); per > m {
+		if m := s.d.MaxParams() / len(cols); per > m {
 			per = m
 		}
 		for start := 0; start < len(conv); start += per {
@@ -1102,63 +1073,25 @@ func (s *Sink) applyDeletes(ctx context.Context, tx *txn, t target, dels []*chan
 	return nil
 }
 
-// deleteAny deletes by a single-column key with one array parameter:
-// DELETE … WHERE k = ANY($1). The array travels as text; PostgreSQL parses
-// it as an array of the column's type.
-func (s *Sink) deleteAny(ctx context.Context, tx *txn, t target, col string, g []*change, conv [][]any) error {
+// deleteAny deletes by a single-column key with one array parameter
+// (the dialect's DeleteAny), ok false when the dialect has none.
+func (s *Sink) deleteAny(ctx context.Context, tx *txn, t target, col string, g []*change, conv [][]any) (bool, error) {
 	const per = 10000
 	for start := 0; start < len(conv); start += per {
 		end := min(start+per, len(conv))
-		var arg any
-		ints := make(pq.Int64Array, 0, end-start)
+		vals := make([]any, 0, end-start)
 		for _, row := range conv[start:end] {
-			x, ok := row[0].(int64)
-			if !ok {
-				ints = nil
-				break
-			}
-			ints = append(ints, x)
+			vals = append(vals, row[0])
 		}
-		if ints != nil {
-			arg = ints
-		} else if _, isBytes := conv[start][0].([]byte); isBytes {
-			a := make(pq.ByteaArray, 0, end-start)
-			for _, row := range conv[start:end] {
-				b, _ := row[0].([]byte)
-				a = append(a, b)
-			}
-			arg = a
-		} else {
-			a := make(pq.StringArray, 0, end-start)
-			for _, row := range conv[start:end] {
-				a = append(a, textOf(row[0]))
-			}
-			arg = a
+		q, arg, ok := s.d.DeleteAny(t, col, vals)
+		if !ok {
+			return false, nil
 		}
-		q := "DELETE FROM " + qualified(s.d, t) + " WHERE " + s.d.quote(col) + " = ANY($1)"
 		if _, err := tx.ExecContext(ctx, q, arg); err != nil {
-			return fmt.Errorf("sink: delete %d rows from %s (first key %s): %w", end-start, t, describeKey([]string{col}, g[start].key), wrapDB(err))
+			return true, fmt.Errorf("sink: delete %d rows from %s (first key %s): %w", end-start, t, describeKey([]string{col}, g[start].key), wrapDB(err))
 		}
 	}
-	return nil
-}
-
-func textOf(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
-	case bool:
-		return strconv.FormatBool(x)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	case []byte:
-		return string(x)
-	}
-	return fmt.Sprint(v)
+	return true, nil
 }
 
 // ---- errors from the database ----
@@ -1189,24 +1122,5 @@ func wrapDB(err error) error {
 // permanentDBError reports errors that the same statement would hit again:
 // bad data, constraint violations, syntax, missing privileges.
 func permanentDBError(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		code := string(pe.Code)
-		switch {
-		case strings.HasPrefix(code, "22"), strings.HasPrefix(code, "23"): // data exception, integrity violation
-			return true
-		case code == "42601", code == "42501", code == "42804", code == "42P10": // syntax, privilege, datatype mismatch, no unique constraint for ON CONFLICT
-			return true
-		}
-		return false
-	}
-	var me *mysqldrv.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1048, 1062, 1064, 1142, 1264, 1265, 1292, 1366, 1406, 1411, 3140, 4025, // bad data, constraint, syntax, privilege
-			1071, 1074, 1118, 1170: // DDL the server refuses: key or row too long, TEXT/BLOB key
-			return true
-		}
-	}
-	return false
+	return explainErr(err).Class == schema.ClassFatal
 }

@@ -3,14 +3,11 @@ package sink
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
-	mysqldrv "github.com/go-sql-driver/mysql"
-	"github.com/lib/pq"
-
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // prepareTables makes sure every table the plan writes exists and has every
@@ -51,12 +48,7 @@ func (s *Sink) checkIdent(kind, name string) error {
 	if strings.IndexByte(name, 0) >= 0 {
 		return fatal(fmt.Errorf("%w: %s name %q contains a NUL byte", ErrSchema, kind, name))
 	}
-	limit := 64 // MySQL: characters
-	n := len([]rune(name))
-	if _, ok := s.d.(postgres); ok {
-		limit, n = 63, len(name) // PostgreSQL: bytes, longer names are cut silently
-	}
-	if n > limit {
+	if limit, long := s.d.IdentTooLong(name); long {
 		return fatal(fmt.Errorf("%w: %s name %q is longer than %d (the target would truncate it)", ErrSchema, kind, name, limit))
 	}
 	return nil
@@ -135,7 +127,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if err := s.checkIdent("column", f.Name); err != nil {
 				return nil, err
 			}
-			typ, err := s.d.columnType(f.Name, f.Schema, false)
+			typ, err := s.d.ColumnType(f.Name, f.Schema, false)
 			if err != nil {
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
@@ -143,14 +135,13 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if c.Check, err = s.enumCheck(f); err != nil {
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
-			if _, err := s.db.ExecContext(ctx, s.d.addColumn(t, c)); err != nil {
-				var me *mysqldrv.MySQLError
-				if !(errors.As(err, &me) && me.Number == 1060) { // duplicate column: added meanwhile
+			if _, err := s.db.ExecContext(ctx, s.d.AddColumn(t, c)); err != nil {
+				if !errIs(err, dialect.CondColumnExists) { // added meanwhile
 					return nil, fmt.Errorf("sink: add column %q to %s: %w", f.Name, t, wrapDB(err))
 				}
 			}
 			s.log.Info("added column", "table", t.String(), "column", f.Name, "type", typ)
-			m.cols[s.fold(f.Name)] = colInfo{typ: typ}
+			m.cols[s.fold(f.Name)] = colInfo{Type: typ}
 			changed = true
 		}
 		if changed {
@@ -162,7 +153,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 				return nil, fmt.Errorf("sink: table %s vanished while its columns were changed", t)
 			}
 			m.cols, m.checks = n.cols, n.checks
-			m.refreshView()
+			m.refreshView(s.d.IsArray)
 		}
 		s.mu.Lock()
 		m.checked[r.ValueSchema] = true
@@ -172,7 +163,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 }
 
 func (s *Sink) fold(name string) string {
-	if s.d.foldCase() {
+	if s.d.FoldCase() {
 		return strings.ToLower(name)
 	}
 	return name
@@ -181,7 +172,7 @@ func (s *Sink) fold(name string) string {
 // loadMeta reads the table's columns (and, for PostgreSQL with EnumCheck,
 // the ENUM CHECK constraints); nil when the table does not exist.
 func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
-	rows, err := s.db.QueryContext(ctx, s.d.columnsQuery(), t.Schema, t.Table)
+	rows, err := s.db.QueryContext(ctx, s.d.ColumnsQuery(), t.Schema, t.Table)
 	if err != nil {
 		return nil, fmt.Errorf("sink: read columns of %s: %w", t, wrapDB(err))
 	}
@@ -191,12 +182,12 @@ func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
 		var name string
 		var c colInfo
 		var def, extra, charset, collation, comment sql.NullString
-		if err := rows.Scan(&name, &c.typ, &c.notNull, &def, &extra, &charset, &collation, &comment); err != nil {
+		if err := rows.Scan(&name, &c.Type, &c.NotNull, &def, &extra, &charset, &collation, &comment); err != nil {
 			return nil, fmt.Errorf("sink: read columns of %s: %w", t, wrapDB(err))
 		}
 		// MariaDB shows "no default" as the text NULL, MySQL as NULL.
-		c.hasDefault = def.Valid && !strings.EqualFold(def.String, "NULL")
-		c.extra, c.charset, c.collation, c.comment = strings.TrimSpace(extra.String), charset.String, collation.String, comment.String != ""
+		c.HasDefault = def.Valid && !strings.EqualFold(def.String, "NULL")
+		c.Extra, c.Charset, c.Collation, c.Comment = strings.TrimSpace(extra.String), charset.String, collation.String, comment.String != ""
 		m.cols[s.fold(name)] = c
 	}
 	if err := rows.Err(); err != nil {
@@ -205,18 +196,18 @@ func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
 	if len(m.cols) == 0 {
 		return nil, nil
 	}
-	if pg, ok := s.d.(postgres); ok && pg.checkEnums {
-		if err := s.loadEnumChecks(ctx, pg, t, m); err != nil {
+	if q := s.d.ChecksQuery(); q != "" {
+		if err := s.loadEnumChecks(ctx, q, t, m); err != nil {
 			return nil, err
 		}
 	}
-	m.refreshView()
+	m.refreshView(s.d.IsArray)
 	return m, nil
 }
 
 // loadEnumChecks fills m.checks with the CHECK constraints enumCheck made.
-func (s *Sink) loadEnumChecks(ctx context.Context, pg postgres, t target, m *tableMeta) error {
-	rows, err := s.db.QueryContext(ctx, pg.checksQuery(), t.Schema, t.Table)
+func (s *Sink) loadEnumChecks(ctx context.Context, query string, t target, m *tableMeta) error {
+	rows, err := s.db.QueryContext(ctx, query, t.Schema, t.Table)
 	if err != nil {
 		return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
 	}
@@ -227,10 +218,10 @@ func (s *Sink) loadEnumChecks(ctx context.Context, pg postgres, t target, m *tab
 		if err := rows.Scan(&name, &col, &def, &scs); err != nil {
 			return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
 		}
-		if !isEnumCheckName(name) {
+		labels, ours, ok := s.d.ParseEnumCheck(name, def, scs)
+		if !ours {
 			continue
 		}
-		labels, ok := parseEnumCheck(def, scs)
 		m.checks[s.fold(col)] = enumCheckInfo{name: name, labels: labels, ok: ok}
 	}
 	if err := rows.Err(); err != nil {
@@ -239,34 +230,18 @@ func (s *Sink) loadEnumChecks(ctx context.Context, pg postgres, t target, m *tab
 	return nil
 }
 
-// timeColumnFits refuses, without AutoEvolve, to write TimeAsInterval's
-// INTERVAL text into a PostgreSQL TIME column made before the option was
-// set (PostgreSQL would fail on it with an unrelated "time zone
-// displacement out of range"), saying what to run.
+// timeColumnFits refuses, without AutoEvolve, a column the dialect says
+// the field's values cannot be written into (TimeAsInterval's INTERVAL
+// text into a PostgreSQL TIME column made before the option was set),
+// saying what to run.
 func (s *Sink) timeColumnFits(t target, f schema.Field, c colInfo) error {
-	pg, ok := s.d.(postgres)
-	if !ok || !pg.interval || f.Schema.Logical != schema.Time {
-		return nil
-	}
-	if ct, ok := parsePGType(c.typ); !ok || ct.base != "time" {
-		return nil
-	}
-	return fatal(fmt.Errorf("%w: column %q of %s is %s, made before time_as_interval was set; run ALTER TABLE %s ALTER COLUMN %s TYPE INTERVAL, or turn auto_evolve on to let the sink do it",
-		ErrSchema, f.Name, t, c.typ, qualified(pg, t), pg.quote(f.Name)))
+	return s.d.ColumnFits(t, f, c.Type)
 }
 
-// enumCheck returns the CHECK constraint of a new column for field f:
-// PostgreSQL with EnumCheck, ENUM fields whose schema lists the labels.
+// enumCheck returns the CHECK constraint of a new column for field f
+// (PostgreSQL with EnumCheck: ENUM fields whose schema lists the labels).
 func (s *Sink) enumCheck(f schema.Field) (string, error) {
-	pg, ok := s.d.(postgres)
-	if !ok || !pg.checkEnums || f.Schema.Logical != schema.Enum {
-		return "", nil
-	}
-	labels := enumLabels(f.Schema)
-	if labels == nil {
-		return "", nil
-	}
-	return pg.enumCheck(f.Name, labels)
+	return s.d.EnumCheck(f)
 }
 
 // evolveColumn compares an existing column with the type field f wants
@@ -274,12 +249,12 @@ func (s *Sink) enumCheck(f schema.Field) (string, error) {
 // with one warning. With EnumCheck, an ENUM's CHECK follows labels added.
 // changed reports DDL run on the table.
 func (s *Sink) evolveColumn(ctx context.Context, t target, m *tableMeta, f schema.Field, key bool, c colInfo) (changed bool, err error) {
-	want, err := s.d.columnType(f.Name, f.Schema, key)
+	want, err := s.d.ColumnType(f.Name, f.Schema, key)
 	if err != nil {
 		return false, nil // no type to compare with; the writes report what does not fit
 	}
 	col := s.fold(f.Name)
-	seen := col + "\x00" + c.typ + "\x00" + want
+	seen := col + "\x00" + c.Type + "\x00" + want
 	if !m.typed[seen] {
 		if len(m.typed) >= 1024 {
 			clear(m.typed)
@@ -307,26 +282,26 @@ func (s *Sink) evolveColumn(ctx context.Context, t target, m *tableMeta, f schem
 // widenColumn alters column name from c's type to want when that is a safe
 // widening; changed reports that it did.
 func (s *Sink) widenColumn(ctx context.Context, t target, name string, c colInfo, want string) (changed bool, err error) {
-	switch s.d.widen(c.typ, want) {
+	switch s.d.Widen(c.Type, want) {
 	case typeSame, typeKeep:
 		return false, nil
 	case typeDiffer:
-		s.warnType(t, name, c.typ, want, "not a safe widening")
+		s.warnType(t, name, c.Type, want, "not a safe widening")
 		return false, nil
 	}
-	q, why := s.d.alterType(t, name, want, c)
+	q, why := s.d.AlterType(t, name, want, c)
 	if why != "" {
-		s.warnType(t, name, c.typ, want, why)
+		s.warnType(t, name, c.Type, want, why)
 		return false, nil
 	}
 	if err := s.ddl(ctx, q); err != nil {
 		if isFatal(err) {
-			s.warnType(t, name, c.typ, want, "the target refused: "+err.Error())
+			s.warnType(t, name, c.Type, want, "the target refused: "+err.Error())
 			return false, nil
 		}
 		return false, fmt.Errorf("sink: widen column %q of %s to %s: %w", name, t, want, err)
 	}
-	s.log.Info("widened column", "table", t.String(), "column", name, "from", c.typ, "to", want)
+	s.log.Info("widened column", "table", t.String(), "column", name, "from", c.Type, "to", want)
 	return true, nil
 }
 
@@ -360,15 +335,11 @@ func (s *Sink) warnType(t target, col, cur, want, why string) {
 // EnumCheck) when the record's labels add to the constraint's; changed
 // reports that it did.
 func (s *Sink) evolveEnumCheck(ctx context.Context, t target, m *tableMeta, f schema.Field) (changed bool, err error) {
-	pg, ok := s.d.(postgres)
-	if !ok || !pg.checkEnums {
-		return false, nil
-	}
 	cur, has := m.checks[s.fold(f.Name)]
 	if !has {
 		return false, nil // no constraint of ours: the column is the operator's
 	}
-	labels := enumLabels(f.Schema)
+	labels := s.d.EnumCheckLabels(f.Schema)
 	if labels == nil {
 		return false, nil
 	}
@@ -385,7 +356,7 @@ func (s *Sink) evolveEnumCheck(ctx context.Context, t target, m *tableMeta, f sc
 		s.warnType(t, f.Name, curText, wantText, "ENUM labels removed or the constraint changed by hand")
 		return false, nil
 	}
-	q, err := pg.alterEnumCheck(t, f.Name, cur.name, labels)
+	q, err := s.d.AlterEnumCheck(t, f.Name, cur.name, labels)
 	if err != nil {
 		return false, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 	}
@@ -425,29 +396,14 @@ func containsAll(set, sub []string) bool {
 // from the server, or a lock conflict. Other refusals (a view depends on
 // the column, a value does not fit) stay until someone acts.
 func retriableDDL(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		code := string(pe.Code)
-		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "40") || strings.HasPrefix(code, "53") || strings.HasPrefix(code, "57") || code == "55P03"
-	}
-	var me *mysqldrv.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1205 || me.Number == 1213 // lock wait timeout, deadlock
-	}
-	return true
+	info := explainErr(err)
+	return !info.Driver || info.Class == schema.ClassRetriable
 }
 
 // concurrentCreate reports that CREATE TABLE IF NOT EXISTS lost a race with
 // another session creating the same table (PostgreSQL reports it as a
 // unique violation in its catalog): the table exists, which is the goal.
-func concurrentCreate(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		return pe.Code == "42P07" || pe.Code == "42P06" || pe.Code == "23505" && (pe.Constraint == "pg_type_typname_nsp_index" || pe.Constraint == "pg_namespace_nspname_index")
-	}
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == 1050
-}
+func concurrentCreate(err error) bool { return errIs(err, dialect.CondExists) }
 
 // createTable creates t from the schemas of r: all columns nullable except
 // the primary key, whose columns are NOT NULL.
@@ -462,7 +418,7 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 			return err
 		}
 		key := isKey(keyCols, f.Name)
-		typ, err := s.d.columnType(f.Name, f.Schema, key)
+		typ, err := s.d.ColumnType(f.Name, f.Schema, key)
 		if err != nil {
 			return fatal(fmt.Errorf("sink: create table %s: %w", t, err))
 		}
@@ -478,11 +434,11 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		}
 	}
 	if t.Schema != "" {
-		if _, err := s.db.ExecContext(ctx, s.d.createSchema(t.Schema)); err != nil {
+		if _, err := s.db.ExecContext(ctx, s.d.CreateSchema(t.Schema)); err != nil {
 			return fmt.Errorf("sink: create schema %q: %w", t.Schema, wrapDB(err))
 		}
 	}
-	q := s.d.createTable(t, cols, keyCols)
+	q := s.d.CreateTable(t, cols, keyCols)
 	if _, err := s.db.ExecContext(ctx, q); err != nil && !concurrentCreate(err) {
 		return fmt.Errorf("sink: create table %s: %w", t, wrapDB(err))
 	}

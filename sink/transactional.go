@@ -45,16 +45,12 @@ func queueOf(r *schema.Record) progressKey {
 }
 
 func (s *Sink) pendingDDL() string {
-	q := s.d.quote(s.cfg.PendingTable)
-	if _, ok := s.d.(postgres); ok {
-		return "CREATE TABLE IF NOT EXISTS " + q + " (pipeline TEXT NOT NULL, topic TEXT NOT NULL, queue INTEGER NOT NULL, tx_id TEXT NOT NULL, records INTEGER NOT NULL, data BYTEA NOT NULL, updated_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, topic, queue))"
-	}
-	return "CREATE TABLE IF NOT EXISTS " + q + " (pipeline VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL, queue INT NOT NULL, tx_id VARCHAR(255) NOT NULL, records INT NOT NULL, data LONGBLOB NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, topic, queue)) DEFAULT CHARSET=utf8mb4"
+	return s.d.PendingDDL(s.cfg.PendingTable)
 }
 
 func (s *Sink) pendingSQL(op string) string {
-	q := s.d.quote(s.cfg.PendingTable)
-	p := s.d.placeholder
+	q := s.d.Quote(s.cfg.PendingTable)
+	p := s.d.Placeholder
 	where := " WHERE pipeline = " + p(1) + " AND topic = " + p(2) + " AND queue = " + p(3)
 	switch op {
 	case "select":
@@ -62,10 +58,7 @@ func (s *Sink) pendingSQL(op string) string {
 	case "delete":
 		return "DELETE FROM " + q + where
 	}
-	if _, ok := s.d.(postgres); ok {
-		return "INSERT INTO " + q + " (pipeline, topic, queue, tx_id, records, data, updated_at) VALUES ($1, $2, $3, $4, $5, $6, now()) ON CONFLICT (pipeline, topic, queue) DO UPDATE SET tx_id = EXCLUDED.tx_id, records = EXCLUDED.records, data = EXCLUDED.data, updated_at = now()"
-	}
-	return "INSERT INTO " + q + " (pipeline, topic, queue, tx_id, records, data, updated_at) VALUES (?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE tx_id = VALUES(tx_id), records = VALUES(records), data = VALUES(data), updated_at = CURRENT_TIMESTAMP(6)"
+	return s.d.PendingUpsert(s.cfg.PendingTable)
 }
 
 func encodePending(recs []schema.Record) ([]byte, error) {

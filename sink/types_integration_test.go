@@ -135,7 +135,7 @@ func TestWriteTypeMatrix(t *testing.T) {
 
 func typeMatrix(t *testing.T, e *tenv, copyThreshold int) {
 	{
-		s := e.open(t, func(c *Config) { c.CopyThreshold = copyThreshold })
+		s := e.open(t, func(c *Config) { c.CopyThreshold, c.TimeAsInterval = copyThreshold, false }) // TIME(fsp) columns
 		table := "types_" + strconv.Itoa(max(copyThreshold, 0))
 		cases := typeCases()
 		fields := []schema.Field{{Name: "id", Schema: schema.Primitive(schema.Int64, false)}}
@@ -206,7 +206,7 @@ func typeMatrix(t *testing.T, e *tenv, copyThreshold int) {
 		}
 		// A fresh Sink finds every column as it would create it: nothing
 		// to widen, nothing to warn about.
-		s2, logs := e.openCaptured(t, func(c *Config) { c.CopyThreshold = copyThreshold })
+		s2, logs := e.openCaptured(t, func(c *Config) { c.CopyThreshold, c.TimeAsInterval = copyThreshold, false })
 		third := slices.Clone(full)
 		third[0] = int64(3)
 		write(t, s2, mk(third))
@@ -221,7 +221,7 @@ func typeMatrix(t *testing.T, e *tenv, copyThreshold int) {
 
 func TestWriteTimeOutOfRange(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
-		s := e.open(t, nil)
+		s := e.open(t, func(c *Config) { c.TimeAsInterval = false })
 		val := &schema.Schema{Type: schema.Struct, Fields: []schema.Field{
 			{Name: "id", Schema: schema.Primitive(schema.Int64, false)},
 			{Name: "dur", Schema: lg(schema.Int64, schema.Time)},
@@ -287,7 +287,7 @@ func TestWriteTimeOutOfRange(t *testing.T) {
 			r.Table = other
 			return r
 		}
-		write(t, e.open(t, nil), mk2(1, 3600_000000))
+		write(t, e.open(t, func(c *Config) { c.TimeAsInterval = false }), mk2(1, 3600_000000))
 		s3 := e.open(t, func(c *Config) { c.TimeAsInterval, c.AutoEvolve = true, false })
 		err = s3.Write(context.Background(), []schema.Record{mk2(2, long)})
 		if !errors.As(err, &f) || !f.Fatal() || !strings.Contains(err.Error(), "ALTER TABLE") || !strings.Contains(err.Error(), "TYPE INTERVAL") {

@@ -2,12 +2,9 @@ package sink
 
 import (
 	"context"
-	"errors"
-
-	mysqldrv "github.com/go-sql-driver/mysql"
-	"github.com/lib/pq"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // Unique constraints besides the key. A batch is applied reduced (the last
@@ -24,12 +21,7 @@ import (
 // uniqueViolation reports a unique-constraint violation of the target
 // (PostgreSQL 23505, MySQL 1062).
 func uniqueViolation(err error) bool {
-	var pe *pq.Error
-	if errors.As(err, &pe) {
-		return pe.Code == "23505"
-	}
-	var me *mysqldrv.MySQLError
-	return errors.As(err, &me) && me.Number == 1062
+	return errIs(err, dialect.CondUniqueViolation)
 }
 
 // applyInOrder is applyOnce without reduction: one change after the other

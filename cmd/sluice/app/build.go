@@ -82,7 +82,7 @@ type jdbcSink struct {
 	// uses COPY (0: default 256; negative: never).
 	CopyThreshold  int    `yaml:"copy_threshold"`
 	ProgressTable  string `yaml:"progress_table"`
-	TimeAsInterval bool   `yaml:"time_as_interval"` // PostgreSQL: TIME columns as INTERVAL (negative and >24h values)
+	TimeAsInterval *bool  `yaml:"time_as_interval"` // PostgreSQL: TIME columns as INTERVAL (default true: negative and >24h values); false: TIME(fsp)
 	EnumCheck      bool   `yaml:"enum_check"`       // PostgreSQL: ENUM columns (TEXT) get a CHECK with the labels
 	SchemaChanges  string `yaml:"schema_changes"`   // ignore | apply | fail
 	KeylessMode    string `yaml:"keyless_mode"`     // fail | append
@@ -270,7 +270,7 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			}
 			d.sink = &sink.Config{Dialect: dialect, DSN: c.DSN, Pipeline: cfg.Name, SchemaTemplate: c.Schema, TableTemplate: c.Table,
 				AutoCreate: truthy(c.AutoCreate, true), AutoEvolve: truthy(c.AutoEvolve, true), BatchSize: c.BatchSize, OnError: c.OnError,
-				CopyThreshold: c.CopyThreshold, ProgressTable: c.ProgressTable, TimeAsInterval: c.TimeAsInterval, EnumCheck: c.EnumCheck,
+				CopyThreshold: c.CopyThreshold, ProgressTable: c.ProgressTable, TimeAsInterval: truthy(c.TimeAsInterval, true), EnumCheck: c.EnumCheck,
 				SchemaChanges: c.SchemaChanges, KeylessMode: c.KeylessMode, Transactional: c.Transactional,
 				LockTimeout: c.LockTimeout, StatementTimeout: c.StatementTimeout}
 			var err error

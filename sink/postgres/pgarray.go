@@ -1,4 +1,4 @@
-package sink
+package postgres
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // PostgreSQL array literals (SET values written into TEXT[] columns, the
@@ -159,30 +159,15 @@ func isArraySpace(c byte) bool {
 // PostgreSQL text cannot hold NUL.
 func pgStringLiteral(s string) (string, error) {
 	if strings.IndexByte(s, 0) >= 0 {
-		return "", fmt.Errorf("%w: %q contains a NUL byte, which PostgreSQL text cannot hold", ErrSchema, s)
+		return "", fmt.Errorf("%w: %q contains a NUL byte, which PostgreSQL text cannot hold", dialect.ErrSchema, s)
 	}
 	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'", nil
 }
 
-// enumLabels returns the labels of an ENUM column: from the source type
-// when it lists them (a label may hold a comma there), else from the
-// comma-separated ParamAllowed; nil when the schema names none.
-func enumLabels(s *schema.Schema) []string {
-	if st := s.Param(schema.ParamSourceType); st != "" && !strings.Contains(st, `\`) {
-		if t, ok := parseMySQLType(st); ok && t.base == "enum" {
-			return t.labels
-		}
-	}
-	if a := s.Param(schema.ParamAllowed); a != "" {
-		return strings.Split(a, ",")
-	}
-	return nil
-}
-
-// enumCheckName names the CHECK constraint of an ENUM column: the column's
+// EnumCheckName names the CHECK constraint of an ENUM column: the column's
 // name (cut to fit) and a hash of it, so columns sharing a long prefix get
 // distinct names within PostgreSQL's 63 bytes.
-func enumCheckName(col string) string {
+func EnumCheckName(col string) string {
 	h := fnv.New32a()
 	h.Write([]byte(col))
 	prefix := col
@@ -195,7 +180,7 @@ func enumCheckName(col string) string {
 	return fmt.Sprintf("%s_enum_%08x", prefix, h.Sum32())
 }
 
-// isEnumCheckName reports names enumCheckName makes (for any column).
+// isEnumCheckName reports names EnumCheckName makes (for any column).
 func isEnumCheckName(name string) bool {
 	i := strings.LastIndex(name, "_enum_")
 	if i < 0 || len(name)-i-len("_enum_") != 8 {
@@ -211,12 +196,12 @@ func isEnumCheckName(name string) bool {
 
 // enumCheck renders the named column constraint restricting col to labels:
 // CONSTRAINT "c_enum_…" CHECK ("c" = ANY (E'{…}'::text[])). NULL passes.
-func (d postgres) enumCheck(col string, labels []string) (string, error) {
+func (d Dialect) enumCheck(col string, labels []string) (string, error) {
 	lit, err := pgStringLiteral(pgArrayLiteral(labels))
 	if err != nil {
 		return "", fmt.Errorf("column %q: ENUM label: %w", col, err)
 	}
-	return "CONSTRAINT " + d.quote(enumCheckName(col)) + " CHECK (" + d.quote(col) + " = ANY (" + lit + "::text[]))", nil
+	return "CONSTRAINT " + d.Quote(EnumCheckName(col)) + " CHECK (" + d.Quote(col) + " = ANY (" + lit + "::text[]))", nil
 }
 
 // parseEnumCheck takes the labels out of an enumCheck constraint as

@@ -1,0 +1,234 @@
+package dialect
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Conversion from the schema's Go representation (schema/doc.go) to driver
+// parameters. Dates and times travel as text in the server's input format so
+// that no driver applies a time zone to them.
+
+// ValueErr is a value of column col the target cannot take, and why.
+func ValueErr(col string, s *schema.Schema, v any, why string) error {
+	return Fatal(fmt.Errorf("%w: column %q (%s): %s (value %v of Go type %T)", ErrValue, col, s, why, v, v))
+}
+
+func AsInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x), true
+		}
+	case uint:
+		if uint64(x) <= math.MaxInt64 {
+			return int64(x), true
+		}
+	}
+	return 0, false
+}
+
+func AsUint64(v any) (uint64, bool) {
+	switch x := v.(type) {
+	case uint64:
+		return x, true
+	case uint:
+		return uint64(x), true
+	case uint32:
+		return uint64(x), true
+	}
+	if i, ok := AsInt64(v); ok && i >= 0 {
+		return uint64(i), true
+	}
+	return 0, false
+}
+
+// Micros reads a time, timestamp or zoned timestamp of the schema model:
+// int64 microseconds.
+func Micros(col string, s *schema.Schema, v any) (int64, error) {
+	us, ok := AsInt64(v)
+	if !ok {
+		return 0, ValueErr(col, s, v, "want int64 microseconds")
+	}
+	return us, nil
+}
+
+// TimestampText renders a (zoned) timestamp value as wall-clock text.
+func TimestampText(col string, s *schema.Schema, v any) (string, error) {
+	us, err := Micros(col, s, v)
+	if err != nil {
+		return "", err
+	}
+	str, ok := FormatTimestamp(us)
+	if !ok {
+		return "", ValueErr(col, s, v, "timestamp outside years 1..9999")
+	}
+	return str, nil
+}
+
+func FormatDate(days int64) (string, bool) {
+	if days < -800_000 || days > 3_000_000 { // well outside years 1..9999; also keeps days*86400 from overflowing
+		return "", false
+	}
+	t := time.Unix(days*86400, 0).UTC()
+	if t.Year() < 1 || t.Year() > 9999 {
+		return "", false
+	}
+	return t.Format("2006-01-02"), true
+}
+
+func FormatTimestamp(us int64) (string, bool) {
+	t := time.UnixMicro(us).UTC()
+	y, mo, d := t.Date()
+	if y < 1 || y > 9999 {
+		return "", false
+	}
+	h, mi, sec := t.Clock()
+	var b [26]byte
+	put := func(at, v, width int) {
+		for i := at + width - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, y, 4)
+	b[4] = '-'
+	put(5, int(mo), 2)
+	b[7] = '-'
+	put(8, d, 2)
+	b[10] = ' '
+	put(11, h, 2)
+	b[13] = ':'
+	put(14, mi, 2)
+	b[16] = ':'
+	put(17, sec, 2)
+	frac := t.Nanosecond() / 1000
+	if frac == 0 {
+		return string(b[:19]), true
+	}
+	b[19] = '.'
+	put(20, frac, 6)
+	n := 26
+	for b[n-1] == '0' {
+		n--
+	}
+	return string(b[:n]), true
+}
+
+// FormatTime renders µs as [-]H:MM:SS.ffffff (hours may exceed 24).
+func FormatTime(us int64) string {
+	sign := ""
+	if us < 0 {
+		sign, us = "-", -us
+	}
+	h := us / 3_600_000_000
+	us -= h * 3_600_000_000
+	m := us / 60_000_000
+	us -= m * 60_000_000
+	s := us / 1_000_000
+	us -= s * 1_000_000
+	return fmt.Sprintf("%s%02d:%02d:%02d.%06d", sign, h, m, s, us)
+}
+
+// ConvertCommon handles the conversions both dialects share; handled is false
+// for the ones a dialect decides itself.
+func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, err error) {
+	switch s.Logical {
+	case schema.Decimal:
+		switch x := v.(type) {
+		case schema.Dec:
+			return x.String(), true, nil
+		case *schema.Dec:
+			return x.String(), true, nil
+		case string:
+			if _, err := schema.ParseDec(x); err != nil {
+				return nil, true, ValueErr(col, s, v, "not a decimal")
+			}
+			return x, true, nil
+		}
+		return nil, true, ValueErr(col, s, v, "want schema.Dec")
+	case schema.Date:
+		d, ok := AsInt64(v)
+		if !ok {
+			return nil, true, ValueErr(col, s, v, "want int32 days since 1970-01-01")
+		}
+		str, ok := FormatDate(d)
+		if !ok {
+			return nil, true, ValueErr(col, s, v, "date outside years 1..9999")
+		}
+		return str, true, nil
+	case schema.Timestamp:
+		str, err := TimestampText(col, s, v)
+		return str, true, err
+	case schema.Json, schema.Enum, schema.Set:
+		switch x := v.(type) {
+		case string:
+			return x, true, nil
+		case []byte:
+			return string(x), true, nil
+		}
+		return nil, true, ValueErr(col, s, v, "want string")
+	case schema.Year:
+		y, ok := AsInt64(v)
+		if !ok {
+			return nil, true, ValueErr(col, s, v, "want int64 year")
+		}
+		return y, true, nil
+	case schema.Geometry:
+		if b, ok := v.([]byte); ok {
+			return b, true, nil
+		}
+		return nil, true, ValueErr(col, s, v, "want []byte WKB")
+	case schema.Time, schema.ZonedTimestamp, schema.Bits:
+		return nil, false, nil
+	}
+	switch s.Type {
+	case schema.Int8, schema.Int16, schema.Int32, schema.Int64:
+		i, ok := AsInt64(v)
+		if !ok {
+			return nil, true, ValueErr(col, s, v, "want int64")
+		}
+		return i, true, nil
+	case schema.Bool:
+		if b, ok := v.(bool); ok {
+			return b, true, nil
+		}
+		return nil, true, ValueErr(col, s, v, "want bool")
+	case schema.String:
+		switch x := v.(type) {
+		case string:
+			return x, true, nil
+		case []byte:
+			return string(x), true, nil
+		}
+		return nil, true, ValueErr(col, s, v, "want string")
+	case schema.Bytes:
+		switch x := v.(type) {
+		case []byte:
+			return x, true, nil
+		case string:
+			return []byte(x), true, nil
+		}
+		return nil, true, ValueErr(col, s, v, "want []byte")
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,119 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
+
+	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
+)
+
+// CheckDSN parses go-sql-driver's form.
+func (d Dialect) CheckDSN(dsn string) error {
+	if _, err := mysqldrv.ParseDSN(dsn); err != nil {
+		// The parser may quote the DSN, password and all: never repeat it.
+		msg := strings.ReplaceAll(err.Error(), dsn, "<dsn>")
+		return fmt.Errorf("%w: DSN: %s (a mysql DSN looks like %s)", dialect.ErrConfig, msg, d.DSNExample())
+	}
+	return nil
+}
+
+// CheckTargetDSN wants a database named: it holds the progress table.
+func (d Dialect) CheckTargetDSN(dsn, progressTable string) error {
+	if err := d.CheckDSN(dsn); err != nil {
+		return err
+	}
+	if mc, _ := mysqldrv.ParseDSN(dsn); mc.DBName == "" {
+		return fmt.Errorf("%w: the MySQL DSN must name a database (%s): it holds the progress table %s", dialect.ErrConfig, d.DSNExample(), progressTable)
+	}
+	return nil
+}
+
+func (Dialect) DSNExample() string { return "user:password@tcp(127.0.0.1:3306)/db" }
+
+// config parses the DSN and applies the session settings, the TLS mode
+// and the timeouts of c (mariadb: the server is MariaDB, which has
+// max_statement_time). The session time zone is UTC: zoned timestamps are
+// written as UTC wall clock.
+func config(c dialect.ConnConfig, mariadb bool) (*mysqldrv.Config, error) {
+	mc, err := mysqldrv.ParseDSN(c.DSN)
+	if err != nil {
+		return nil, dialect.Fatal(fmt.Errorf("%w: MySQL DSN: %v", dialect.ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
+	}
+	if mc.Params == nil {
+		mc.Params = map[string]string{}
+	}
+	mc.Params["time_zone"] = "'+00:00'"
+	mc.Loc = time.UTC
+	seconds := func(d time.Duration) string { return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10) }
+	setDefault := func(k, v string) {
+		if _, ok := mc.Params[k]; !ok {
+			mc.Params[k] = v
+		}
+	}
+	if c.LockTimeout > 0 {
+		setDefault("innodb_lock_wait_timeout", seconds(c.LockTimeout)) // row locks
+		setDefault("lock_wait_timeout", seconds(c.LockTimeout))        // metadata locks (DDL, LOCK TABLES)
+	}
+	if c.StatementTimeout > 0 && mariadb {
+		setDefault("max_statement_time", strconv.FormatFloat(c.StatementTimeout.Seconds(), 'f', -1, 64))
+	}
+	if c.TLSMode != "" {
+		if mc.TLSConfig != "" {
+			return nil, dialect.Fatal(fmt.Errorf("%w: the DSN sets tls and the config sets ssl_mode: keep one", dialect.ErrConfig))
+		}
+		if c.TLSMode == dialect.TLSDisabled {
+			mc.TLS = nil
+		} else {
+			host, _, err := net.SplitHostPort(mc.Addr)
+			if err != nil {
+				host = mc.Addr
+			}
+			mc.TLS = dialect.TLSFor(c.TLSMode, c.TLS, host)
+			mc.AllowFallbackToPlaintext = c.TLSMode == dialect.TLSPreferred
+		}
+	}
+	return mc, nil
+}
+
+// Open opens the pool; on MariaDB with a statement timeout, once more with
+// max_statement_time (MySQL has no statement timeout for writes).
+func (Dialect) Open(ctx context.Context, c dialect.ConnConfig) (*sql.DB, error) {
+	open := func(mariadb bool) (*sql.DB, error) {
+		mc, err := config(c, mariadb)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := mysqldrv.NewConnector(mc)
+		if err != nil {
+			return nil, dialect.Fatal(fmt.Errorf("%w: MySQL DSN: %v", dialect.ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
+		}
+		db := sql.OpenDB(conn)
+		if err := c.Ping(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return db, nil
+	}
+	db, err := open(false)
+	if err != nil || c.StatementTimeout <= 0 {
+		return db, err
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink: query server version: %w", err)
+	}
+	if !strings.Contains(strings.ToLower(version), "mariadb") {
+		return db, nil
+	}
+	db.Close()
+	return open(true)
+}
