@@ -35,4 +35,10 @@ extra=()
 if [ "${SLUICE_BENCH_DEBEZIUM:-1}" = 1 ] && command -v java >/dev/null && command -v mvn >/dev/null && [ -x scripts/debezium-fixture/bench.sh ]; then
   extra+=(--debezium scripts/debezium-fixture)
 fi
-SLUICE_LOG_LEVEL=${SLUICE_LOG_LEVEL:-warn} "$work/sluice" bench "${extra[@]}" "$@"
+# CPU per process: the servers' pid files (their children are counted too).
+procs="mariadb=$SLUICE_SERVERS_ROOT/mariadb/mariadb.pid,postgres=$SLUICE_SERVERS_ROOT/postgres/data/postmaster.pid"
+case " ${servers[*]} " in *" rocketmq "*)
+  procs+=",broker-a=$SLUICE_SERVERS_ROOT/rocketmq/broker.pid"
+  if [ -f "$SLUICE_SERVERS_ROOT/rocketmq/broker-b.pid" ]; then procs+=",broker-b=$SLUICE_SERVERS_ROOT/rocketmq/broker-b.pid"; fi ;;
+esac
+SLUICE_LOG_LEVEL=${SLUICE_LOG_LEVEL:-warn} "$work/sluice" bench --procs "$procs" "${extra[@]}" "$@"
