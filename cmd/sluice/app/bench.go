@@ -91,7 +91,7 @@ type benchReport struct {
 	// sluice sends and an orderly consumer reading them back (rocketmq only).
 	RawBrokerSeconds float64 `json:"raw_broker_seconds,omitempty"`
 	RawBrokerBytes   int64   `json:"raw_broker_bytes,omitempty"` // bodies and properties
-	SluiceSeconds    float64 `json:"sluice_seconds"`     // end to end, catching up on the loaded binlog
+	SluiceSeconds    float64 `json:"sluice_seconds"`             // end to end, catching up on the loaded binlog
 	SluicePeakRSSMiB float64 `json:"sluice_peak_rss_mib"`
 	SluicePeakHeap   float64 `json:"sluice_peak_heap_mib"`
 	SluiceBatches    int64   `json:"sluice_sink_batches"`      // sink transactions while catching up
