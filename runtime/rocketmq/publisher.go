@@ -61,6 +61,8 @@ type Publisher struct {
 	cleanup func() // shuts the clients down
 	// dlq takes oversize records under OversizePolicy "dlq".
 	dlq deadLetterSender
+	// compact is set under FormatCompact.
+	compact *compactEncoder
 
 	win     *window
 	enqMu   sync.Mutex // orders enqueueing so that queues see Publish order
@@ -140,6 +142,9 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 		stop:    make(chan struct{}),
 	}
 	p.sendCtx, p.sendCancel = context.WithCancel(context.Background())
+	if cfg.Format == FormatCompact {
+		p.compact = newCompactEncoder(SchemaTopic(cfg.TopicPrefix), p.storeSchema)
+	}
 	for range sendWorkers {
 		w := &worker{p: p, q: newFifo[*part]()}
 		p.workers = append(p.workers, w)
@@ -285,10 +290,34 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	return nil
 }
 
-func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Message, error) {
+// storeSchema sends a schema message of the compact format and waits for
+// the broker's confirmation.
+func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) error {
+	qs, err := p.topics.queues(ctx, msg.Topic)
+	if err != nil {
+		return err
+	}
+	if len(qs) == 0 {
+		return fmt.Errorf("rocketmq: topic %q has no writable queue", msg.Topic)
+	}
+	q := qs[0]
+	msg.Queue = &primitive.MessageQueue{Topic: msg.Topic, BrokerName: q.Broker, QueueId: q.ID}
+	return (&worker{p: p}).sendRetry(msg.Topic, q, []*primitive.Message{msg})
+}
+
+func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, error) {
 	key, val, err := p.cfg.Codec.Encode(rec)
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
+	}
+	schemaRef := ""
+	if p.compact != nil && rec.Op.IsData() {
+		var ok bool
+		if key, val, schemaRef, ok, err = p.compact.compact(ctx, rec, key, val); err != nil {
+			return nil, err
+		} else if !ok {
+			schemaRef = ""
+		}
 	}
 	if len(val) == 0 {
 		return nil, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
@@ -312,6 +341,9 @@ func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Messag
 		return nil, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
 	}
 	msg.WithProperty(IDProperty, rec.ID.String())
+	if schemaRef != "" {
+		msg.WithProperty(SchemaProperty, schemaRef)
+	}
 	return msg, nil
 }
 
@@ -324,7 +356,7 @@ func messageSize(m *primitive.Message) int {
 // larger than MaxMessageBytes. A nil message and nil error mean the record
 // went to the dead-letter topic.
 func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, error) {
-	msg, err := p.message(rec, topic)
+	msg, err := p.message(ctx, rec, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +377,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 		p.log.Warn("record too large, sent to the dead-letter topic", "table", rec.Table.String(), "key", rec.KeyString(), "bytes", size, "max", p.cfg.MaxMessageBytes)
 		return nil, nil
 	case OversizeTruncateColumns:
-		return p.truncateColumns(rec, topic, tooBig)
+		return p.truncateColumns(ctx, rec, topic, tooBig)
 	default:
 		return nil, runtime.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and the transport's max_message_bytes, exclude or mask the column at the source, or set oversize_policy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
 	}
@@ -354,7 +386,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 // truncateColumns sets the largest string/bytes values of nullable non-key
 // columns to nil (in a copy of rec), one column at a time, until the message
 // fits.
-func (p *Publisher) truncateColumns(orig *schema.Record, topic string, tooBig error) (*primitive.Message, error) {
+func (p *Publisher) truncateColumns(ctx context.Context, orig *schema.Record, topic string, tooBig error) (*primitive.Message, error) {
 	if orig.ValueSchema == nil {
 		return nil, runtime.Fatal(fmt.Errorf("%w; the record has no value schema, so no column can be dropped", tooBig))
 	}
@@ -405,7 +437,7 @@ func (p *Publisher) truncateColumns(orig *schema.Record, topic string, tooBig er
 			rec.Headers = map[string]string{}
 		}
 		rec.Headers[DroppedColumnsProperty] = strings.Join(dropped, ",")
-		msg, err := p.message(&rec, topic)
+		msg, err := p.message(ctx, &rec, topic)
 		if err != nil {
 			return nil, err
 		}

@@ -45,8 +45,16 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 	if err != nil {
 		return res, err
 	}
+	prod, err := startProducer(cfg, "raw", "raw")
+	if err != nil {
+		return res, err
+	}
+	defer prod.Shutdown()
 	// The messages, grouped per queue, marked as Publish marks them.
-	p := &Publisher{cfg: cfg, log: log}
+	p := &Publisher{cfg: cfg, log: log, send: prod, topics: newTopicCache(cfg, adm), sendCtx: ctx}
+	if cfg.Format == FormatCompact {
+		p.compact = newCompactEncoder(SchemaTopic(cfg.TopicPrefix), p.storeSchema)
+	}
 	perQueue := make([][]*primitive.Message, len(qs))
 	dest := make([]*primitive.Message, len(recs))
 	for i := range recs {
@@ -54,7 +62,7 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 		if !rec.Op.IsData() {
 			continue
 		}
-		m, err := p.message(rec, topic)
+		m, err := p.message(ctx, rec, topic)
 		if err != nil {
 			return res, err
 		}
@@ -96,11 +104,6 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 		return res, fmt.Errorf("rocketmq: raw round trip: no data record to send")
 	}
 
-	prod, err := startProducer(cfg, "raw", "raw")
-	if err != nil {
-		return res, err
-	}
-	defer prod.Shutdown()
 	pc, err := rmq.NewPushConsumer(consumerOptions(cfg)...)
 	if err != nil {
 		return res, fmt.Errorf("rocketmq: raw round trip consumer: %w", err)
@@ -127,14 +130,13 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 	defer cancel()
 	errs := make(chan error, len(batches))
 	var wg sync.WaitGroup
-	for _, bs := range batches {
+	w := &worker{p: p}
+	p.sendCtx = sendCtx
+	for q, bs := range batches {
 		wg.Go(func() {
 			for _, b := range bs {
-				r, err := prod.SendSync(sendCtx, b...)
-				if err == nil && r.Status != primitive.SendOK {
-					err = fmt.Errorf("broker answered status %d", r.Status)
-				}
-				if err != nil {
+				// As the publisher sends: retried with its backoff.
+				if err := w.sendRetry(topic, qs[q], b); err != nil {
 					errs <- fmt.Errorf("rocketmq: raw round trip send: %w", err)
 					cancel()
 					return

@@ -45,6 +45,7 @@ type benchOpts struct {
 	rows, txn, queues int
 	updates           float64 // updated rows as a fraction of rows
 	transport         string
+	format            string // rocketmq message format
 	liveRate          int
 	liveFor           time.Duration
 	debezium          string // folder of scripts/debezium-fixture; "" skips Debezium
@@ -82,6 +83,7 @@ type benchReport struct {
 	Events      int     `json:"events"`
 	TxnRows     int     `json:"txn_rows"`
 	Transport   string  `json:"transport"`
+	Format      string  `json:"format,omitempty"` // rocketmq message format
 	Queues      int     `json:"queues"`
 	LoadSeconds float64 `json:"load_seconds"`
 
@@ -131,6 +133,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.IntVar(&o.txn, "txn", 100, "rows per source transaction")
 	fs.StringVar(&o.transport, "transport", "embedded", "embedded or rocketmq")
 	fs.IntVar(&o.queues, "queues", 4, "queues of the transport")
+	fs.StringVar(&o.format, "format", "json", "rocketmq message format: json or compact (schemas by reference)")
 	fs.IntVar(&o.liveRate, "live-rate", 2000, "rows/s written while measuring lag (0 skips the lag phase)")
 	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long the lag phase writes")
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
@@ -170,6 +173,9 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) (*benchReport, error) {
 	updates := int(float64(o.rows) * o.updates)
 	rep := &benchReport{Rows: o.rows, Updates: updates, Events: o.rows + updates, TxnRows: o.txn, Transport: o.transport, Queues: o.queues}
+	if o.transport == "rocketmq" {
+		rep.Format = o.format
+	}
 	src, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s:%d)/?interpolateParams=true&multiStatements=false", env.user, env.password, env.host, env.port))
 	if err != nil {
 		return nil, err
@@ -451,6 +457,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		transport["topic_prefix"] = strings.ReplaceAll(name, "-", "_")
 		transport["topics"] = []string{rocketmq.TopicName(strings.ReplaceAll(name, "-", "_"), benchDB, benchTable, rocketmq.TopicPerTable)}
 		transport["batch_size"] = benchBatchSize
+		transport["format"] = o.format
 	}
 	doc := map[string]any{
 		"name": name,
@@ -694,8 +701,12 @@ func printBenchReport(w io.Writer, r *benchReport) {
 		}
 		return fmt.Sprintf("%.0fk/s", float64(n)/s/1000)
 	}
+	transport := r.Transport
+	if r.Format != "" {
+		transport += " (format " + r.Format + ")"
+	}
 	fmt.Fprintf(w, "sluice bench: %d inserts + %d updates (%d change events) in source transactions of %d rows; transport %s, %d queues; target PostgreSQL\n\n",
-		r.Rows, r.Updates, r.Events, r.TxnRows, r.Transport, r.Queues)
+		r.Rows, r.Updates, r.Events, r.TxnRows, transport, r.Queues)
 	fmt.Fprintf(w, "%-44s %9s %10s\n", "phase", "seconds", "events")
 	row := func(name string, s float64, extra string) {
 		fmt.Fprintf(w, "%-44s %9.2f %10s  %s\n", name, s, rate(r.Events, s), extra)

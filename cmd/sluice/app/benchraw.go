@@ -28,7 +28,7 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 		return err
 	}
 	topic := fmt.Sprintf("sluice_bench_raw_%d", rand.Uint32())
-	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Pipeline: topic, Queues: o.queues, BatchSize: benchBatchSize}
+	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Pipeline: topic, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format}
 	done := cpuPhase("raw broker")
 	rt, err := rocketmq.RawRoundTrip(ctx, cfg, topic, recs, log.With("component", "bench-raw-broker"))
 	if err != nil {
