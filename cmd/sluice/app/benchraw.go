@@ -36,8 +36,7 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 	}
 	done()
 	rep.RawBrokerSeconds, rep.RawBrokerBytes = rt.Elapsed.Seconds(), rt.Bytes
-	// The records and messages are garbage now: give their memory back, so
-	// that sluice's peak RSS measured next is sluice's own.
+	// The records and messages are garbage now: give their memory back.
 	recs = nil
 	goruntime.GC()
 	debug.FreeOSMemory()
