@@ -28,7 +28,10 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 		return err
 	}
 	topic := fmt.Sprintf("sluice_bench_raw_%d", rand.Uint32())
-	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Pipeline: topic, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format}
+	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Pipeline: topic, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format,
+		// A baseline that gives up on a busy broker measures nothing: retry
+		// longer than the publisher (whose failures restart the pipeline).
+		SendRetries: 12}
 	done := cpuPhase("raw broker")
 	rt, err := rocketmq.RawRoundTrip(ctx, cfg, topic, recs, log.With("component", "bench-raw-broker"))
 	if err != nil {
