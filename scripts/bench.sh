@@ -4,16 +4,18 @@
 # builds sluice, runs `sluice bench` with the arguments given, and runs
 # Debezium 3.4 beside it on the same binlog when Java and Maven are present.
 #   scripts/bench.sh                          200k inserts + 100k updates, embedded transport
-#   scripts/bench.sh --transport rocketmq     through a RocketMQ broker
+#   scripts/bench.sh --transport rocketmq     through a RocketMQ broker (add --format compact)
 #   scripts/bench.sh --rows 1000000 --json /tmp/bench.json
 # SLUICE_BENCH_DEBEZIUM=0 skips Debezium; SLUICE_BENCH_KEEP=1 keeps the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SLUICE_SERVERS_ROOT=${SLUICE_BENCH_ROOT:-/tmp/sluice-bench-servers}
-export SLUICE_MARIADB_PORT=${SLUICE_BENCH_MARIADB_PORT:-43306}
-export SLUICE_POSTGRES_PORT=${SLUICE_BENCH_POSTGRES_PORT:-45432}
-export SLUICE_ROCKETMQ_NAMESRV_PORT=${SLUICE_BENCH_NAMESRV_PORT:-49876}
-export SLUICE_ROCKETMQ_BROKER_PORT=${SLUICE_BENCH_BROKER_PORT:-50911}
+# Ports below the kernel's ephemeral range (32768+), where an outgoing
+# connection of any process could hold them when a server binds.
+export SLUICE_MARIADB_PORT=${SLUICE_BENCH_MARIADB_PORT:-24306}
+export SLUICE_POSTGRES_PORT=${SLUICE_BENCH_POSTGRES_PORT:-24432}
+export SLUICE_ROCKETMQ_NAMESRV_PORT=${SLUICE_BENCH_NAMESRV_PORT:-24876}
+export SLUICE_ROCKETMQ_BROKER_PORT=${SLUICE_BENCH_BROKER_PORT:-24911}
 export SLUICE_ROCKETMQ_STORE=${SLUICE_BENCH_STORE:-/dev/shm/sluice-bench-store}
 
 servers=(mariadb postgres)
@@ -35,4 +37,10 @@ extra=()
 if [ "${SLUICE_BENCH_DEBEZIUM:-1}" = 1 ] && command -v java >/dev/null && command -v mvn >/dev/null && [ -x scripts/debezium-fixture/bench.sh ]; then
   extra+=(--debezium scripts/debezium-fixture)
 fi
-SLUICE_LOG_LEVEL=${SLUICE_LOG_LEVEL:-warn} "$work/sluice" bench "${extra[@]}" "$@"
+# CPU per process: the servers' pid files (their children are counted too).
+procs="mariadb=$SLUICE_SERVERS_ROOT/mariadb/mariadb.pid,postgres=$SLUICE_SERVERS_ROOT/postgres/data/postmaster.pid"
+case " ${servers[*]} " in *" rocketmq "*)
+  procs+=",broker-a=$SLUICE_SERVERS_ROOT/rocketmq/broker.pid"
+  if [ -f "$SLUICE_SERVERS_ROOT/rocketmq/broker-b.pid" ]; then procs+=",broker-b=$SLUICE_SERVERS_ROOT/rocketmq/broker-b.pid"; fi ;;
+esac
+SLUICE_LOG_LEVEL=${SLUICE_LOG_LEVEL:-warn} "$work/sluice" bench --procs "$procs" "${extra[@]}" "$@"

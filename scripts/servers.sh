@@ -539,6 +539,10 @@ defaultTopicQueueNums=8
 registerNameServerPeriod=10000
 deleteWhen=04
 fileReservedTime=24
+# A pull may return a whole consumer batch (sluice pulls batch_size, at most
+# 1024 messages) instead of the default 32 messages / 256 KiB.
+maxTransferCountOnMessageInMemory=1024
+maxTransferBytesOnMessageInMemory=4194304
 EOF
 }
 

@@ -110,6 +110,11 @@ type Config struct {
 	// Codec encodes and decodes records; default the JSON converter with
 	// schemas.
 	Codec Codec
+	// Format is the publisher's message format: FormatJSON (default, the
+	// codec's envelopes) or FormatCompact (payloads, schemas by reference
+	// in SchemaTopic(TopicPrefix); needs the JSON codec with schemas). The
+	// subscriber reads both, whatever its own Format.
+	Format string
 	// MaxMessageBytes is the largest message the publisher sends (body,
 	// properties and topic), default DefaultMaxMessageBytes. Keep it below
 	// the broker's maxMessageSize. It is measured before the client
@@ -212,6 +217,13 @@ func (c Config) baseDefaults() (Config, error) {
 	}
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return c, fmt.Errorf("%w: access_key and secret_key go together: set both (broker ACL) or neither", ErrConfig)
+	}
+	switch c.Format {
+	case "":
+		c.Format = FormatJSON
+	case FormatJSON, FormatCompact:
+	default:
+		return c, fmt.Errorf("%w: Format %q: use %q or %q", ErrConfig, c.Format, FormatJSON, FormatCompact)
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes

@@ -11,7 +11,10 @@
 //   - message: key = Record.KeyString(), tag = table name, body = the
 //     converter's value, property "sluice_key" = the converter's key,
 //     property "sluice_id" = Record.ID (required: the subscriber refuses a
-//     message without it); Delivery names topic, broker, queue and offset.
+//     message without it); Delivery names topic, broker, queue and offset;
+//   - FormatCompact: body and sluice_key are the payloads only, property
+//     "sluice_schema" names the schemas, stored in SchemaTopic(prefix)
+//     before the first message naming them (see FormatCompact).
 //
 // Tail reads the topics for audit and debugging ("sluice tail") by pulling
 // from the brokers directly: it joins no consumer group and commits no

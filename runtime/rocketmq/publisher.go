@@ -61,6 +61,8 @@ type Publisher struct {
 	cleanup func() // shuts the clients down
 	// dlq takes oversize records under OversizePolicy "dlq".
 	dlq deadLetterSender
+	// compact is set under FormatCompact.
+	compact *compactEncoder
 
 	win     *window
 	enqMu   sync.Mutex // orders enqueueing so that queues see Publish order
@@ -140,6 +142,9 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 		stop:    make(chan struct{}),
 	}
 	p.sendCtx, p.sendCancel = context.WithCancel(context.Background())
+	if cfg.Format == FormatCompact {
+		p.compact = newCompactEncoder(SchemaTopic(cfg.TopicPrefix), p.storeSchema)
+	}
 	for range sendWorkers {
 		w := &worker{p: p, q: newFifo[*part]()}
 		p.workers = append(p.workers, w)
@@ -178,6 +183,7 @@ type part struct {
 	topic string
 	q     queue
 	msgs  []*primitive.Message
+	sizes []int // messageSize of each message, measured once in Publish
 }
 
 // Publish encodes recs and hands them to the send workers; see
@@ -224,7 +230,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 			c := runtime.BarrierCopy(*rec, len(qs))
 			rec = &c
 		}
-		msg, err := p.fitMessage(ctx, rec, topic)
+		msg, size, err := p.fitMessage(ctx, rec, topic)
 		if err != nil {
 			return err
 		}
@@ -250,6 +256,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 				parts = append(parts, pt)
 			}
 			pt.msgs = append(pt.msgs, m)
+			pt.sizes = append(pt.sizes, size)
 			if !barrier { // barrier copies carry their end mark already
 				dest[i] = sent{k, m}
 			}
@@ -285,10 +292,34 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	return nil
 }
 
-func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Message, error) {
+// storeSchema sends a schema message of the compact format and waits for
+// the broker's confirmation.
+func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) error {
+	qs, err := p.topics.queues(ctx, msg.Topic)
+	if err != nil {
+		return err
+	}
+	if len(qs) == 0 {
+		return fmt.Errorf("rocketmq: topic %q has no writable queue", msg.Topic)
+	}
+	q := qs[0]
+	msg.Queue = &primitive.MessageQueue{Topic: msg.Topic, BrokerName: q.Broker, QueueId: q.ID}
+	return (&worker{p: p}).sendRetry(msg.Topic, q, []*primitive.Message{msg})
+}
+
+func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, error) {
 	key, val, err := p.cfg.Codec.Encode(rec)
 	if err != nil {
 		return nil, fmt.Errorf("rocketmq: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
+	}
+	schemaRef := ""
+	if p.compact != nil && rec.Op.IsData() {
+		var ok bool
+		if key, val, schemaRef, ok, err = p.compact.compact(ctx, rec, key, val); err != nil {
+			return nil, err
+		} else if !ok {
+			schemaRef = ""
+		}
 	}
 	if len(val) == 0 {
 		return nil, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
@@ -312,6 +343,9 @@ func (p *Publisher) message(rec *schema.Record, topic string) (*primitive.Messag
 		return nil, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
 	}
 	msg.WithProperty(IDProperty, rec.ID.String())
+	if schemaRef != "" {
+		msg.WithProperty(SchemaProperty, schemaRef)
+	}
 	return msg, nil
 }
 
@@ -320,41 +354,45 @@ func messageSize(m *primitive.Message) int {
 	return len(m.Body) + len(m.MarshallProperties()) + len(m.Topic)
 }
 
-// fitMessage returns rec's message, applying OversizePolicy when it is
-// larger than MaxMessageBytes. A nil message and nil error mean the record
-// went to the dead-letter topic.
-func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, error) {
-	msg, err := p.message(rec, topic)
+// fitMessage returns rec's message and its size, applying OversizePolicy
+// when it is larger than MaxMessageBytes. A nil message and nil error mean
+// the record went to the dead-letter topic.
+func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, int, error) {
+	msg, err := p.message(ctx, rec, topic)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	size := messageSize(msg)
 	if size <= p.cfg.MaxMessageBytes {
-		return msg, nil
+		return msg, size, nil
 	}
 	tooBig := fmt.Errorf("%w: %s record of %s key %q is %d bytes, more than max_message_bytes %d (oversize_policy %q)",
 		ErrOversize, rec.Op, rec.Table, rec.KeyString(), size, p.cfg.MaxMessageBytes, p.cfg.OversizePolicy)
 	switch p.cfg.OversizePolicy {
 	case OversizeDLQ:
 		if p.dlq == nil {
-			return nil, runtime.Fatal(fmt.Errorf("%w; no dead-letter sender is set up", tooBig))
+			return nil, 0, runtime.Fatal(fmt.Errorf("%w; no dead-letter sender is set up", tooBig))
 		}
 		if err := p.dlq.Send(ctx, *rec, tooBig); err != nil {
-			return nil, fmt.Errorf("rocketmq: oversize record of %s key %q to the dead-letter topic: %w", rec.Table, rec.KeyString(), err)
+			return nil, 0, fmt.Errorf("rocketmq: oversize record of %s key %q to the dead-letter topic: %w", rec.Table, rec.KeyString(), err)
 		}
 		p.log.Warn("record too large, sent to the dead-letter topic", "table", rec.Table.String(), "key", rec.KeyString(), "bytes", size, "max", p.cfg.MaxMessageBytes)
-		return nil, nil
+		return nil, 0, nil
 	case OversizeTruncateColumns:
-		return p.truncateColumns(rec, topic, tooBig)
+		msg, err := p.truncateColumns(ctx, rec, topic, tooBig)
+		if err != nil {
+			return nil, 0, err
+		}
+		return msg, messageSize(msg), nil
 	default:
-		return nil, runtime.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and the transport's max_message_bytes, exclude or mask the column at the source, or set oversize_policy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
+		return nil, 0, runtime.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and the transport's max_message_bytes, exclude or mask the column at the source, or set oversize_policy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
 	}
 }
 
 // truncateColumns sets the largest string/bytes values of nullable non-key
 // columns to nil (in a copy of rec), one column at a time, until the message
 // fits.
-func (p *Publisher) truncateColumns(orig *schema.Record, topic string, tooBig error) (*primitive.Message, error) {
+func (p *Publisher) truncateColumns(ctx context.Context, orig *schema.Record, topic string, tooBig error) (*primitive.Message, error) {
 	if orig.ValueSchema == nil {
 		return nil, runtime.Fatal(fmt.Errorf("%w; the record has no value schema, so no column can be dropped", tooBig))
 	}
@@ -405,7 +443,7 @@ func (p *Publisher) truncateColumns(orig *schema.Record, topic string, tooBig er
 			rec.Headers = map[string]string{}
 		}
 		rec.Headers[DroppedColumnsProperty] = strings.Join(dropped, ",")
-		msg, err := p.message(&rec, topic)
+		msg, err := p.message(ctx, &rec, topic)
 		if err != nil {
 			return nil, err
 		}
@@ -519,9 +557,11 @@ func (w *worker) process(items []*part) {
 func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 	p := w.p
 	var msgs []*primitive.Message
+	var sizes []int
 	ends := make([]int, len(parts)) // ends[i]: index after the last message of parts[i]
 	for i, pt := range parts {
 		msgs = append(msgs, pt.msgs...)
+		sizes = append(sizes, pt.sizes...)
 		ends[i] = len(msgs)
 	}
 	sent, next := 0, 0 // messages confirmed; next part to finish
@@ -531,8 +571,14 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 		}
 		n, size := 0, 0
 		for sent+n < len(msgs) && n < maxBatchMsgs {
-			m := msgs[sent+n]
-			sz := len(m.Body) + len(m.MarshallProperties()) + 64
+			// Measured in Publish; 64 bytes of headroom cover the
+			// transaction end mark added since and the batch's framing.
+			sz := 64
+			if sent+n < len(sizes) {
+				sz += sizes[sent+n]
+			} else {
+				sz += messageSize(msgs[sent+n])
+			}
 			if n > 0 && size+sz > maxBatchBytes {
 				break
 			}

@@ -231,6 +231,13 @@ func TestIntegrationAckAfterBrokerStored(t *testing.T) {
 
 // TestIntegrationOrderPerKey publishes updates of many keys over 4 queues and
 // consumes them: every version of every key arrives, in order.
+// TestIntegrationOrderPerKeyCompact is the same over the compact format:
+// the subscriber looks the schemas up in the schema topic.
+func TestIntegrationOrderPerKeyCompact(t *testing.T) {
+	skipUnderRace(t)
+	testOrderPerKeyFormat(t, TopicPerTable, FormatCompact)
+}
+
 func TestIntegrationOrderPerKey(t *testing.T) {
 	skipUnderRace(t)
 	testOrderPerKey(t, TopicPerTable)
@@ -242,10 +249,15 @@ func TestIntegrationOrderPerKeyDatabaseMode(t *testing.T) {
 	testOrderPerKey(t, TopicPerDatabase)
 }
 
-func testOrderPerKey(t *testing.T, mode string) {
+func testOrderPerKey(t *testing.T, mode string) { testOrderPerKeyFormat(t, mode, "") }
+
+func testOrderPerKeyFormat(t *testing.T, mode, format string) {
 	ids := []schema.TableID{{Database: "db", Table: "orders"}, {Database: "db", Table: "items"}}
 	cfg := itConfig(t, ids...)
 	cfg.TopicMode = mode
+	if cfg.Format = format; format == FormatCompact {
+		deleteTopicAfter(t, cfg.NameServers, SchemaTopic(cfg.Pipeline))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// The publisher knows only the first table: the second's topic is made
@@ -282,6 +294,19 @@ func testOrderPerKey(t *testing.T, mode string) {
 	}
 	if want := int64((len(all) + perBatch - 1) / perBatch); acked.Load() != want {
 		t.Fatalf("%d acks, want %d", acked.Load(), want)
+	}
+	if format == FormatCompact { // the broker holds payloads that name their schema
+		topic, _ := NewRegistry(cfg.Pipeline, mode).Topic(ids[0])
+		n := 0
+		if err := Tail(ctx, cfg, TailOptions{Topics: []string{topic}, Limit: 5}, func(m TailMessage) error {
+			n++
+			if m.Properties[SchemaProperty] == "" || strings.HasPrefix(string(m.Value), `{"schema"`) {
+				t.Errorf("not a compact message: %s %v", m.Value, m.Properties)
+			}
+			return nil
+		}); err != nil || n == 0 {
+			t.Fatalf("tail: %d messages, %v", n, err)
+		}
 	}
 
 	s, err := NewSubscriber(ctx, cfg, quietLog())

@@ -32,6 +32,8 @@ type Subscriber struct {
 	cfg    Config
 	log    *slog.Logger
 	topics []string
+	// schemas resolves the schemas of compact messages.
+	schemas *schemaLookup
 
 	mu       sync.Mutex
 	started  bool
@@ -68,7 +70,7 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		return nil, err
 	}
 	return &Subscriber{
-		cfg: cfg, log: log, topics: topics,
+		cfg: cfg, log: log, topics: topics, schemas: newSchemaLookup(cfg),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
 	}, nil
@@ -149,7 +151,18 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 
 	recs := make([]schema.Record, 0, len(msgs))
 	for _, m := range msgs {
-		rec, err := s.decode(m)
+		rec, err := s.decode(hctx, m)
+		var retry errRetrySchema
+		if errors.As(err, &retry) {
+			level := slog.LevelWarn
+			if hctx.Err() != nil {
+				level = slog.LevelDebug
+			}
+			s.log.Log(hctx, level, "rocketmq: cannot look the schema of a compact message up; consuming the batch again after a backoff",
+				"topic", m.Topic, "offset", m.QueueOffset, "err", err)
+			setSuspend(cctx, firstSuspend<<min(m.ReconsumeTimes, 5))
+			return consumer.SuspendCurrentQueueAMoment, nil
+		}
 		if err != nil {
 			s.fail(err)
 			setSuspend(cctx, stopSuspend)
@@ -185,9 +198,10 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 	return consumer.ConsumeSuccess, nil
 }
 
-func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
+func (s *Subscriber) decode(ctx context.Context, m *primitive.MessageExt) (schema.Record, error) {
+	props := m.GetProperties() // a copy of the message's map: taken once
 	var key []byte
-	if k, ok := m.GetProperties()[KeyProperty]; ok {
+	if k, ok := props[KeyProperty]; ok {
 		key = []byte(k)
 	}
 	queueID := -1
@@ -196,11 +210,22 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 		queueID = m.Queue.QueueId
 		broker = m.Queue.BrokerName
 	}
-	rec, err := s.cfg.Codec.Decode(key, m.Body)
+	body := m.Body
+	if id, ok := props[SchemaProperty]; ok { // FormatCompact
+		e, err := s.schemas.get(ctx, id)
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, errSchemaMissing) {
+				return schema.Record{}, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
+			}
+			return schema.Record{}, errRetrySchema{err}
+		}
+		key, body = e.expand(key, body)
+	}
+	rec, err := s.cfg.Codec.Decode(key, body)
 	if err != nil {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
 	}
-	idText, ok := m.GetProperties()[IDProperty]
+	idText, ok := props[IDProperty]
 	if !ok {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s) has no %s property: it was not published by this version of sluice (messages of versions before record IDs must be consumed by that version, or the topic emptied, before upgrading)", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, IDProperty)
 	}
@@ -208,7 +233,7 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): property %s: %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, IDProperty, err)
 	}
 	rec.Delivery = &schema.Delivery{Topic: m.Topic, Broker: broker, Queue: queueID, Offset: m.QueueOffset}
-	for k, v := range m.GetProperties() {
+	for k, v := range props {
 		name, isHeader := strings.CutPrefix(k, HeaderPropertyPrefix)
 		if !isHeader && k != DroppedColumnsProperty {
 			continue
@@ -223,6 +248,13 @@ func (s *Subscriber) decode(m *primitive.MessageExt) (schema.Record, error) {
 	}
 	return rec, nil
 }
+
+// errRetrySchema: the schema topic could not be read (broker unreachable,
+// stopping): the batch is consumed again after a backoff.
+type errRetrySchema struct{ err error }
+
+func (e errRetrySchema) Error() string { return e.err.Error() }
+func (e errRetrySchema) Unwrap() error { return e.err }
 
 // fail records a fatal error and makes Consume stop.
 func (s *Subscriber) fail(err error) {

@@ -148,13 +148,13 @@ func TestSubscriberIDBrokerAndDroppedColumns(t *testing.T) {
 	for _, v := range []string{"x", strings.ToUpper(want.String())} {
 		bad := messageOf(t, rec(1, 0), 3, 8, 0)
 		bad.WithProperty(IDProperty, v)
-		if _, err := s.decode(bad); !errors.Is(err, ErrDecode) {
+		if _, err := s.decode(context.Background(), bad); !errors.Is(err, ErrDecode) {
 			t.Errorf("%s=%q: %v", IDProperty, v, err)
 		}
 	}
 	none := messageOf(t, rec(1, 0), 3, 8, 0)
 	none.RemoveProperty(IDProperty)
-	if _, err := s.decode(none); !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), IDProperty) {
+	if _, err := s.decode(context.Background(), none); !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), IDProperty) {
 		t.Errorf("no %s: %v", IDProperty, err)
 	}
 }

@@ -45,11 +45,13 @@ type benchOpts struct {
 	rows, txn, queues int
 	updates           float64 // updated rows as a fraction of rows
 	transport         string
+	format            string // rocketmq message format
 	liveRate          int
 	liveFor           time.Duration
 	debezium          string // folder of scripts/debezium-fixture; "" skips Debezium
 	jsonOut           string
 	cpuProfile        string // CPU profile of the catch-up phase
+	procs             string // name=pidfile,... of the servers, for CPU per process
 	timeout           time.Duration
 }
 
@@ -81,12 +83,17 @@ type benchReport struct {
 	Events      int     `json:"events"`
 	TxnRows     int     `json:"txn_rows"`
 	Transport   string  `json:"transport"`
+	Format      string  `json:"format,omitempty"` // rocketmq message format
 	Queues      int     `json:"queues"`
 	LoadSeconds float64 `json:"load_seconds"`
 
 	RawSourceSeconds float64 `json:"raw_source_seconds"` // go-mysql reading and decoding the same events
 	RawTargetSeconds float64 `json:"raw_target_seconds"` // lib/pq COPY and COPY merge of the same rows
-	SluiceSeconds    float64 `json:"sluice_seconds"`     // end to end, catching up on the loaded binlog
+	// RawBrokerSeconds: the plain RocketMQ client sending the messages
+	// sluice sends and an orderly consumer reading them back (rocketmq only).
+	RawBrokerSeconds float64 `json:"raw_broker_seconds,omitempty"`
+	RawBrokerBytes   int64   `json:"raw_broker_bytes,omitempty"` // bodies and properties
+	SluiceSeconds    float64 `json:"sluice_seconds"`             // end to end, catching up on the loaded binlog
 	SluicePeakRSSMiB float64 `json:"sluice_peak_rss_mib"`
 	SluicePeakHeap   float64 `json:"sluice_peak_heap_mib"`
 	SluiceBatches    int64   `json:"sluice_sink_batches"`      // sink transactions while catching up
@@ -98,6 +105,13 @@ type benchReport struct {
 	LiveRows  int                `json:"live_rows,omitempty"`
 	LiveRate  int                `json:"live_rate,omitempty"`
 	LagMillis map[string]float64 `json:"lag_ms,omitempty"` // p50, p95, p99, max
+
+	// CPU is, per phase, the CPU seconds per million events of each
+	// process: "bench" is this process (sluice itself in the catch-up, the
+	// raw client in a raw phase), the others the servers of --procs with
+	// their children.
+	CPU      map[string]map[string]float64 `json:"cpu_s_per_m_events,omitempty"`
+	cpuNames []string
 
 	Verified string `json:"verified"` // what was compared between source and target
 }
@@ -119,11 +133,13 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.IntVar(&o.txn, "txn", 100, "rows per source transaction")
 	fs.StringVar(&o.transport, "transport", "embedded", "embedded or rocketmq")
 	fs.IntVar(&o.queues, "queues", 4, "queues of the transport")
+	fs.StringVar(&o.format, "format", "json", "rocketmq message format: json or compact (schemas by reference)")
 	fs.IntVar(&o.liveRate, "live-rate", 2000, "rows/s written while measuring lag (0 skips the lag phase)")
 	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long the lag phase writes")
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of sluice catching up to this file")
+	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -157,6 +173,9 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) (*benchReport, error) {
 	updates := int(float64(o.rows) * o.updates)
 	rep := &benchReport{Rows: o.rows, Updates: updates, Events: o.rows + updates, TxnRows: o.txn, Transport: o.transport, Queues: o.queues}
+	if o.transport == "rocketmq" {
+		rep.Format = o.format
+	}
 	src, err := sql.Open("mysql", fmt.Sprintf("%s:%s@tcp(%s:%d)/?interpolateParams=true&multiStatements=false", env.user, env.password, env.host, env.port))
 	if err != nil {
 		return nil, err
@@ -184,13 +203,37 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	}
 	rep.LoadSeconds = time.Since(t0).Seconds()
 
+	procs, err := parseProcs(o.procs)
+	if err != nil {
+		return nil, err
+	}
+	rep.cpuNames = procs.names()
+	cpuPhase := func(phase string) func() {
+		before := procs.sample()
+		return func() {
+			after := procs.sample()
+			if rep.CPU == nil {
+				rep.CPU = map[string]map[string]float64{}
+			}
+			per := map[string]float64{}
+			for name, s := range after {
+				per[name] = (s - before[name]) / float64(rep.Events) * 1e6
+			}
+			rep.CPU[phase] = per
+		}
+	}
+
 	log.Info("bench: raw baselines")
+	done := cpuPhase("raw source")
 	if rep.RawSourceSeconds, err = rawBinlogRead(ctx, bcfg, start, rep.Events); err != nil {
 		return nil, fmt.Errorf("bench: raw binlog read: %w", err)
 	}
+	done()
+	done = cpuPhase("raw target")
 	if rep.RawTargetSeconds, err = rawTargetWrite(ctx, tgt, o.rows, updates, 2048); err != nil {
 		return nil, fmt.Errorf("bench: raw target write: %w", err)
 	}
+	done()
 	if rep.SourceJSONSeconds, err = sourceJSONRead(ctx, bcfg, start, rep.Events, log); err != nil {
 		return nil, fmt.Errorf("bench: source with JSON: %w", err)
 	}
@@ -206,9 +249,11 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	done = cpuPhase("sluice")
 	t0 = time.Now()
 	err = live.sink.await(ctx, int64(rep.Events))
 	rep.SluiceSeconds = time.Since(t0).Seconds()
+	done()
 	rep.SluiceBatches = live.sink.batches.Load()
 	rep.SluiceSinkBusy = time.Duration(live.sink.busy.Load()).Seconds()
 	stopProfile()
@@ -233,6 +278,13 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	live.stop()
 	if rep.Verified, err = benchVerify(ctx, src, tgt); err != nil {
 		return nil, err
+	}
+	if o.transport == "rocketmq" {
+		// After sluice, so that the raw client's memory (the messages are
+		// built before its clock starts) is not in sluice's peak RSS.
+		if err := rawBroker(ctx, env, o, bcfg, start, rep, cpuPhase, log); err != nil {
+			return nil, fmt.Errorf("bench: raw broker round trip: %w", err)
+		}
 	}
 	if o.debezium != "" {
 		log.Info("bench: Debezium on the same binlog", "folder", o.debezium)
@@ -406,7 +458,8 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		transport["name_servers"] = []string{env.nameServer}
 		transport["topic_prefix"] = strings.ReplaceAll(name, "-", "_")
 		transport["topics"] = []string{rocketmq.TopicName(strings.ReplaceAll(name, "-", "_"), benchDB, benchTable, rocketmq.TopicPerTable)}
-		transport["batch_size"] = 1024
+		transport["batch_size"] = benchBatchSize
+		transport["format"] = o.format
 	}
 	doc := map[string]any{
 		"name": name,
@@ -650,8 +703,12 @@ func printBenchReport(w io.Writer, r *benchReport) {
 		}
 		return fmt.Sprintf("%.0fk/s", float64(n)/s/1000)
 	}
+	transport := r.Transport
+	if r.Format != "" {
+		transport += " (format " + r.Format + ")"
+	}
 	fmt.Fprintf(w, "sluice bench: %d inserts + %d updates (%d change events) in source transactions of %d rows; transport %s, %d queues; target PostgreSQL\n\n",
-		r.Rows, r.Updates, r.Events, r.TxnRows, r.Transport, r.Queues)
+		r.Rows, r.Updates, r.Events, r.TxnRows, transport, r.Queues)
 	fmt.Fprintf(w, "%-44s %9s %10s\n", "phase", "seconds", "events")
 	row := func(name string, s float64, extra string) {
 		fmt.Fprintf(w, "%-44s %9.2f %10s  %s\n", name, s, rate(r.Events, s), extra)
@@ -660,13 +717,35 @@ func printBenchReport(w io.Writer, r *benchReport) {
 	row("raw source: go-mysql reads + decodes", r.RawSourceSeconds, "")
 	row("raw target: lib/pq COPY + COPY merge", r.RawTargetSeconds, "")
 	limit := max(r.RawSourceSeconds, r.RawTargetSeconds)
-	row("sluice end to end (catch-up)", r.SluiceSeconds, fmt.Sprintf("%.2f of the slower raw side; %d sink transactions busy %.2f s; peak RSS %.0f MiB, heap %.0f MiB",
+	if r.RawBrokerSeconds > 0 {
+		row("raw broker: Go client send + orderly read", r.RawBrokerSeconds, fmt.Sprintf("%.0f bytes a message", float64(r.RawBrokerBytes)/float64(r.Events)))
+		limit = max(limit, r.RawBrokerSeconds)
+	}
+	row("sluice end to end (catch-up)", r.SluiceSeconds, fmt.Sprintf("%.2f of the slowest raw side; %d sink transactions busy %.2f s; peak RSS %.0f MiB, heap %.0f MiB",
 		limit/r.SluiceSeconds, r.SluiceBatches, r.SluiceSinkBusy, r.SluicePeakRSSMiB, r.SluicePeakHeap))
 	row("sluice source + Debezium JSON", r.SourceJSONSeconds, "")
 	if d := r.Debezium; d != nil {
 		fmt.Fprintf(w, "%-44s %9.2f %10s  sluice is %.2fx its rate; Debezium peak RSS %.0f MiB (%.1f s from engine start)\n",
 			"Debezium 3.4 embedded, JSON (first to last)", d.SecondsFirstTo, rate(d.Events, d.SecondsFirstTo),
 			d.SecondsFirstTo/r.SourceJSONSeconds, d.PeakRSSKiB/1024, d.SecondsStartTo)
+	}
+	if len(r.CPU) > 0 {
+		fmt.Fprintf(w, "\nCPU seconds per million events (bench: this process)\n%-14s", "phase")
+		for _, n := range r.cpuNames {
+			fmt.Fprintf(w, " %9s", n)
+		}
+		fmt.Fprintln(w)
+		for _, phase := range []string{"raw source", "raw target", "raw broker", "sluice"} {
+			per, ok := r.CPU[phase]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "%-14s", phase)
+			for _, n := range r.cpuNames {
+				fmt.Fprintf(w, " %9.2f", per[n])
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	if r.LagMillis != nil {
 		fmt.Fprintf(w, "\nlag from source commit to target commit, %d rows at %d rows/s: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms\n",

@@ -121,6 +121,9 @@ type rocketmqTransport struct {
 	// rocketmq.Config.
 	BatchSize int           `yaml:"batch_size"`
 	Linger    time.Duration `yaml:"linger"`
+	// Format: json (default) or compact (schemas by reference); see
+	// rocketmq.Config.
+	Format string `yaml:"format"`
 	// AccessKey and SecretKey: broker ACL credentials (both or neither).
 	AccessKey string `yaml:"access_key"`
 	SecretKey string `yaml:"secret_key"`
@@ -323,7 +326,7 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		d.rocketmq = &rocketmq.Config{NameServers: c.NameServers, Pipeline: cfg.Name, Queues: c.Queues, TopicMode: c.TopicMode,
 			TopicPrefix: c.TopicPrefix, Group: c.Group, Cluster: c.Cluster, Topics: c.Topics,
 			MaxMessageBytes: c.MaxMessageBytes, OversizePolicy: c.OversizePolicy, BatchSize: c.BatchSize, Linger: c.Linger,
-			AccessKey: c.AccessKey, SecretKey: c.SecretKey}
+			Format: c.Format, AccessKey: c.AccessKey, SecretKey: c.SecretKey}
 		if d.source != nil && d.codec != converter.DefaultOptions() {
 			// the source's Debezium options choose the event format; a
 			// sink decodes every format without them

@@ -1,0 +1,187 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	goruntime "runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sluicecdc/sluice/binlog"
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// rawBroker measures the broker's raw round trip: sluice's source reads the
+// load (before the clock), then rocketmq.RawRoundTrip sends the messages
+// sluice would send to a fresh topic and reads them back.
+func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Config, start []byte, rep *benchReport,
+	cpuPhase func(string) func(), log *slog.Logger) error {
+	recs, err := benchRecords(ctx, bcfg, start, rep.Events, log)
+	if err != nil {
+		return err
+	}
+	topic := fmt.Sprintf("sluice_bench_raw_%d", rand.Uint32())
+	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Pipeline: topic, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format,
+		// A baseline that gives up on a busy broker measures nothing: retry
+		// longer than the publisher (whose failures restart the pipeline).
+		SendRetries: 12}
+	done := cpuPhase("raw broker")
+	rt, err := rocketmq.RawRoundTrip(ctx, cfg, topic, recs, log.With("component", "bench-raw-broker"))
+	if err != nil {
+		return err
+	}
+	done()
+	rep.RawBrokerSeconds, rep.RawBrokerBytes = rt.Elapsed.Seconds(), rt.Bytes
+	// The records and messages are garbage now: give their memory back.
+	recs = nil
+	goruntime.GC()
+	debug.FreeOSMemory()
+	return nil
+}
+
+// benchBatchSize is the RocketMQ batch_size of the bench pipeline and of the
+// raw round trip's consumer.
+const benchBatchSize = 1024
+
+// benchRecords reads the load's data records with sluice's source.
+func benchRecords(ctx context.Context, cfg binlog.Config, start []byte, events int, log *slog.Logger) ([]schema.Record, error) {
+	cfg.ServerID += 3
+	src, err := binlog.NewSource(cfg, log.With("component", "bench-source"))
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	if err := src.Open(ctx, start); err != nil {
+		return nil, err
+	}
+	out := make([]schema.Record, 0, events)
+	for len(out) < events {
+		recs, err := src.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i := range recs {
+			if recs[i].Op.IsData() {
+				out = append(out, recs[i])
+			}
+		}
+	}
+	return out, nil
+}
+
+// benchProcs are the servers whose CPU the bench reports, by name.
+type benchProcs map[string]int
+
+// parseProcs reads "name=pidfile,..." (a pid file's first number is the pid).
+func parseProcs(s string) (benchProcs, error) {
+	out := benchProcs{}
+	for _, item := range strings.Split(s, ",") {
+		if item == "" {
+			continue
+		}
+		name, file, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("bench: --procs item %q is not name=pidfile: %w", item, runtime.ErrConfig)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("bench: --procs %s: %w", name, err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		if err != nil {
+			return nil, fmt.Errorf("bench: --procs %s: pid file %s: %w", name, file, err)
+		}
+		out[name] = pid
+	}
+	return out, nil
+}
+
+func (p benchProcs) names() []string {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range p {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	return append([]string{"bench"}, names...)
+}
+
+// sample returns each process's CPU seconds so far (user and system, its
+// own and its reaped children's, summed over its living descendants).
+func (p benchProcs) sample() map[string]float64 {
+	stats := readProcStats()
+	out := map[string]float64{"bench": stats[os.Getpid()].cpu}
+	for name, pid := range p {
+		var sum float64
+		var walk func(int)
+		walk = func(pid int) {
+			sum += stats[pid].cpu
+			for _, c := range stats[pid].children {
+				walk(c)
+			}
+		}
+		walk(pid)
+		out[name] = sum
+	}
+	return out
+}
+
+type procStat struct {
+	cpu      float64
+	children []int
+}
+
+// clockTicks is USER_HZ, 100 on every Linux that matters.
+const clockTicks = 100
+
+// readProcStats reads /proc/<pid>/stat of every process.
+func readProcStats() map[int]procStat {
+	out := map[int]procStat{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	parent := map[int]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command (field 2) is in parentheses and may hold spaces.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 15 { // f[0] is field 3 (state)
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		var ticks float64
+		for _, k := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+			v, _ := strconv.ParseFloat(f[k], 64)
+			ticks += v
+		}
+		out[pid] = procStat{cpu: ticks / clockTicks}
+		parent[pid] = ppid
+	}
+	for pid, pp := range parent {
+		if st, ok := out[pp]; ok {
+			st.children = append(st.children, pid)
+			out[pp] = st
+		}
+	}
+	return out
+}

@@ -1,0 +1,229 @@
+package rocketmq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/converter"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// compactRecords are records of two tables; the second's name holds
+// characters json.Marshal would escape, so the schema bytes must be stored
+// as they are.
+func compactRecords() []schema.Record {
+	tabs := []*schema.Table{
+		{ID: schema.TableID{Database: "shop", Table: "items"}, PrimaryKey: []string{"id"}, Columns: []schema.Column{
+			{Name: "id", Schema: schema.Primitive(schema.Int32, false)},
+			{Name: "price", Schema: schema.DecimalSchema(8, 2, true)},
+			{Name: "note", Schema: schema.Primitive(schema.String, true)}}},
+		{ID: schema.TableID{Database: "shop", Table: "a<b>&c"}, PrimaryKey: []string{"k"}, Columns: []schema.Column{
+			{Name: "k", Schema: schema.Primitive(schema.String, false)},
+			{Name: "n", Schema: schema.Primitive(schema.Int64, true)}}},
+	}
+	ks := []*schema.Schema{tabs[0].KeySchema("srv.shop.items.Key"), tabs[1].KeySchema("srv.shop.a<b>&c.Key")}
+	vs := []*schema.Schema{tabs[0].ValueSchema("srv.shop.items.Value"), tabs[1].ValueSchema("srv.shop.a<b>&c.Value")}
+	var out []schema.Record
+	for i := range int64(20) {
+		t := i % 2
+		r := schema.Record{Op: schema.OpCreate, Table: tabs[t].ID, KeySchema: ks[t], ValueSchema: vs[t], ID: nextTestID(),
+			Source: schema.Source{Connector: "mariadb", Name: "srv", File: "bin.000001", Pos: 4 + uint64(i)}}
+		if t == 0 {
+			r.Key, r.After = schema.Row{i}, schema.Row{i, schema.MustDec("9.99"), "x <&> y"}
+		} else {
+			r.Key, r.After = schema.Row{"k<&>"}, schema.Row{"k<&>", i}
+		}
+		if i == 4 { // an update: both images
+			r.Op, r.Before = schema.OpUpdate, schema.Row{i, schema.MustDec("1.00"), nil}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func publishAcked(t *testing.T, p *Publisher, recs []schema.Record) {
+	t.Helper()
+	done := make(chan error, 1)
+	if err := p.Publish(context.Background(), recs, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no ack")
+	}
+}
+
+func TestCompactFormatRoundTrip(t *testing.T) {
+	codec := converter.NewJSON(converter.DefaultOptions())
+	f := newFakeSender()
+	p := testPublisher(t, f, func(c *Config) { c.Codec, c.Format = codec, FormatCompact })
+	defer p.Close(context.Background())
+	recs := compactRecords()
+	publishAcked(t, p, recs[:10])
+	publishAcked(t, p, recs[10:])
+
+	f.mu.Lock()
+	var stored []schemaEntry
+	var data []*primitive.MessageExt
+	for q, ms := range f.sent {
+		for _, m := range ms {
+			if m.Topic == SchemaTopic("t") {
+				var e schemaEntry
+				if err := json.Unmarshal(m.Body, &e); err != nil {
+					t.Fatalf("schema message %s: %v", m.Body, err)
+				}
+				stored = append(stored, e)
+				continue
+			}
+			ext := extOf(m)
+			ext.QueueOffset = int64(len(data))
+			ext.Queue = &primitive.MessageQueue{Topic: m.Topic, BrokerName: "b", QueueId: q}
+			data = append(data, ext)
+		}
+	}
+	f.mu.Unlock()
+	if len(stored) != 2 {
+		t.Fatalf("%d schema messages, want one per table: %+v", len(stored), stored)
+	}
+	if len(data) != len(recs) {
+		t.Fatalf("%d data messages, want %d", len(data), len(recs))
+	}
+
+	// A plain consumer gets Debezium's payload-only JSON.
+	plain := converter.NewJSON(converter.Options{Schemas: false})
+	byID := map[schema.ID]schema.Record{}
+	for _, r := range recs {
+		byID[r.ID] = r
+	}
+	for _, m := range data {
+		id, err := schema.ParseID(m.GetProperty(IDProperty))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := byID[id]
+		k, v, err := plain.Encode(&want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m.Body, v) || m.GetProperty(KeyProperty) != string(k) {
+			t.Errorf("body %s key %s, want the payloads %s and %s", m.Body, m.GetProperty(KeyProperty), v, k)
+		}
+		if m.GetProperty(SchemaProperty) == "" {
+			t.Errorf("message without %s", SchemaProperty)
+		}
+	}
+
+	// The subscriber looks the schemas up and decodes the records exactly.
+	s := testSubscriber(t)
+	s.cfg.Codec = codec
+	s.schemas = newSchemaLookup(s.cfg)
+	reads := 0
+	s.schemas.read = func(context.Context) ([]schemaEntry, error) { reads++; return stored, nil }
+	full := converter.NewJSON(converter.DefaultOptions())
+	for _, m := range data {
+		got, err := s.decode(context.Background(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := byID[got.ID]
+		k, v, _ := full.Encode(&want)
+		gk, gv, err := full.Encode(&got)
+		if err != nil || !bytes.Equal(k, gk) || !bytes.Equal(v, gv) {
+			t.Errorf("decoded %s / %s, want %s / %s (%v)", gk, gv, k, v, err)
+		}
+		if !reflect.DeepEqual(got.After, want.After) || got.Op != want.Op {
+			t.Errorf("decoded %v %v, want %v %v", got.Op, got.After, want.Op, want.After)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("schema topic read %d times, want once (then cached)", reads)
+	}
+}
+
+func TestCompactFormatMissingSchema(t *testing.T) {
+	codec := converter.NewJSON(converter.DefaultOptions())
+	f := newFakeSender()
+	p := testPublisher(t, f, func(c *Config) { c.Codec, c.Format = codec, FormatCompact })
+	defer p.Close(context.Background())
+	publishAcked(t, p, compactRecords()[:1])
+	var m *primitive.MessageExt
+	f.mu.Lock()
+	for q, ms := range f.sent {
+		for _, sm := range ms {
+			if sm.Topic != SchemaTopic("t") {
+				m = extOf(sm)
+				m.Queue = &primitive.MessageQueue{Topic: sm.Topic, BrokerName: "b", QueueId: q}
+			}
+		}
+	}
+	f.mu.Unlock()
+	s := testSubscriber(t)
+	s.cfg.Codec = codec
+
+	// Not in the topic (after looking again): a decode error, fatal.
+	s.schemas = newSchemaLookup(s.cfg)
+	s.schemas.read = func(context.Context) ([]schemaEntry, error) { return nil, nil }
+	if _, err := s.decode(context.Background(), m); !errors.Is(err, ErrDecode) || !errors.Is(err, errSchemaMissing) {
+		t.Errorf("missing schema: %v", err)
+	}
+	// The topic cannot be read: retried, not fatal.
+	s.schemas = newSchemaLookup(s.cfg)
+	s.schemas.read = func(context.Context) ([]schemaEntry, error) { return nil, errors.New("broker down") }
+	var retry errRetrySchema
+	if _, err := s.decode(context.Background(), m); errors.Is(err, ErrDecode) || !errors.As(err, &retry) {
+		t.Errorf("unreadable schema topic: %v", err)
+	}
+}
+
+func TestJSONFormatIsTheDefault(t *testing.T) {
+	codec := converter.NewJSON(converter.DefaultOptions())
+	f := newFakeSender()
+	p := testPublisher(t, f, func(c *Config) { c.Codec = codec })
+	defer p.Close(context.Background())
+	publishAcked(t, p, compactRecords()[:4])
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ms := range f.sent {
+		for _, m := range ms {
+			if !bytes.HasPrefix(m.Body, []byte(`{"schema":`)) || m.GetProperty(SchemaProperty) != "" || m.Topic == SchemaTopic("t") {
+				t.Errorf("json format sent %s %s", m.Topic, m.Body)
+			}
+		}
+	}
+}
+
+func TestSplitEnvelope(t *testing.T) {
+	for _, c := range []struct{ in, sch, payload string }{
+		{`{"schema":{"a":"}\"{"},"payload":{"x":1}}`, `{"a":"}\"{"}`, `{"x":1}`},
+		{`{"schema":[1,{"b":[2]}],"payload":null}`, `[1,{"b":[2]}]`, `null`},
+		{`{"schema":null,"payload":{}}`, `null`, `{}`},
+	} {
+		s, p, ok := splitEnvelope([]byte(c.in))
+		if !ok || string(s) != c.sch || string(p) != c.payload {
+			t.Errorf("%s: %q %q %v", c.in, s, p, ok)
+		}
+	}
+	for _, in := range []string{`{"payload":{}}`, `{"schema":{"a":1}`, `{"schema":{"a":1},"x":2}`, ``} {
+		if _, _, ok := splitEnvelope([]byte(in)); ok {
+			t.Errorf("%s: split", in)
+		}
+	}
+}
+
+func extOf(m *primitive.Message) *primitive.MessageExt {
+	ext := &primitive.MessageExt{}
+	ext.Topic, ext.Body = m.Topic, m.Body
+	ext.WithProperties(m.GetProperties())
+	return ext
+}

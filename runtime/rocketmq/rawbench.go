@@ -1,0 +1,160 @@
+package rocketmq
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// RoundTrip is what RawRoundTrip measured.
+type RoundTrip struct {
+	Messages int           // messages sent and read back
+	Bytes    int64         // their bodies and properties
+	Elapsed  time.Duration // from the first send to the last message read
+}
+
+// RawRoundTrip is the broker's raw limit for `sluice bench`: the plain Go
+// client sending the messages Publish would send for recs (same bodies,
+// properties, keys and queues; data records only) to topic, one sending
+// goroutine per queue with batches as large as the publisher's, while an
+// orderly push consumer with the subscriber's pull settings reads them
+// back, counting only. Messages are built before the clock starts. cfg is
+// the transport's configuration (name servers, queues, batch size, codec);
+// the consumer group is made unique per call and starts at the topic's
+// first offset, so topic should be fresh.
+func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.Record, log *slog.Logger) (RoundTrip, error) {
+	var res RoundTrip
+	cfg.Pipeline = sanitizeName(topic)
+	cfg.Group = ""
+	cfg, log, adm, err := setup(ctx, cfg, log)
+	if err != nil {
+		return res, err
+	}
+	defer adm.Close()
+	qs, err := ensureTopic(ctx, adm, cfg, topic)
+	if err != nil {
+		return res, err
+	}
+	prod, err := startProducer(cfg, "raw", "raw")
+	if err != nil {
+		return res, err
+	}
+	defer prod.Shutdown()
+	// The messages, grouped per queue, marked as Publish marks them.
+	p := &Publisher{cfg: cfg, log: log, send: prod, topics: newTopicCache(cfg, adm), sendCtx: ctx}
+	if cfg.Format == FormatCompact {
+		p.compact = newCompactEncoder(SchemaTopic(cfg.TopicPrefix), p.storeSchema)
+	}
+	perQueue := make([][]*primitive.Message, len(qs))
+	dest := make([]*primitive.Message, len(recs))
+	for i := range recs {
+		rec := &recs[i]
+		if !rec.Op.IsData() {
+			continue
+		}
+		m, err := p.message(ctx, rec, topic)
+		if err != nil {
+			return res, err
+		}
+		q := runtime.QueueFor(rec, len(qs))
+		m.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: qs[q].Broker, QueueId: qs[q].ID}
+		perQueue[q] = append(perQueue[q], m)
+		dest[i] = m
+	}
+	for i := range runtime.TransactionEnds(recs, func(i int) (*primitive.MessageQueue, bool) {
+		if dest[i] == nil {
+			return nil, false
+		}
+		return dest[i].Queue, true
+	}) {
+		dest[i].WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
+	}
+	dest = nil
+	var batches [][][]*primitive.Message // per queue, the batches sent
+	for _, msgs := range perQueue {
+		var bs [][]*primitive.Message
+		for start := 0; start < len(msgs); {
+			n, size := 0, 0
+			for start+n < len(msgs) && n < maxBatchMsgs {
+				sz := messageSize(msgs[start+n]) + 64
+				if n > 0 && size+sz > maxBatchBytes {
+					break
+				}
+				size += sz
+				n++
+			}
+			bs = append(bs, msgs[start:start+n])
+			res.Bytes += int64(size - 64*n)
+			start += n
+		}
+		res.Messages += len(msgs)
+		batches = append(batches, bs)
+	}
+	if res.Messages == 0 {
+		return res, fmt.Errorf("rocketmq: raw round trip: no data record to send")
+	}
+
+	pc, err := rmq.NewPushConsumer(consumerOptions(cfg)...)
+	if err != nil {
+		return res, fmt.Errorf("rocketmq: raw round trip consumer: %w", err)
+	}
+	var got atomic.Int64
+	all := make(chan struct{})
+	var once sync.Once
+	want := int64(res.Messages)
+	if err := pc.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		if got.Add(int64(len(msgs))) >= want {
+			once.Do(func() { close(all) })
+		}
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		return res, fmt.Errorf("rocketmq: raw round trip subscribe: %w", err)
+	}
+	if err := pc.Start(); err != nil {
+		return res, fmt.Errorf("rocketmq: raw round trip consumer start: %w", err)
+	}
+	defer pc.Shutdown()
+
+	t0 := time.Now()
+	sendCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(batches))
+	var wg sync.WaitGroup
+	w := &worker{p: p}
+	p.sendCtx = sendCtx
+	for q, bs := range batches {
+		wg.Go(func() {
+			for _, b := range bs {
+				// As the publisher sends: retried with its backoff.
+				if err := w.sendRetry(topic, qs[q], b); err != nil {
+					errs <- fmt.Errorf("rocketmq: raw round trip send: %w", err)
+					cancel()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return res, err
+	default:
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return res, fmt.Errorf("rocketmq: raw round trip: %d of %d messages read back: %w", got.Load(), want, ctx.Err())
+	}
+	res.Elapsed = time.Since(t0)
+	return res, nil
+}
