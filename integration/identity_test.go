@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Issue 10, problem 3: after streaming, `positions reset` and a restart
@@ -271,4 +273,80 @@ func TestTwoBrokersKeepTheirQueuesApart(t *testing.T) {
 	w.run(t, 2000)
 	waitEqual(t, my, pg, db, r)
 	r.stop(t)
+}
+
+// Issue 10, problem 6, at start: source tables mapping onto the sink's
+// progress table and its barrier table are refused when the pipeline
+// starts, before any row is written, with a fatal error naming each source
+// table and the control table it lands on; a sink-only process refuses
+// them at start too. Before, the pipeline started, applied the rows of
+// other tables and failed only at the first record of a colliding one.
+func TestControlTableCollisionRefusedAtStart(t *testing.T) {
+	eachPairWhere(t, "ct_ctl", func(p pair) bool { return p.transport == "embedded" || p.target == "postgres" }, func(t *testing.T, k *kit) {
+		ctl := k.db + "_progress"
+		plain := k.db + "_a" // snapshotted before the colliding tables
+		k.sink = "  progress_table: " + ctl + "\n"
+		where := k.schema
+		if k.target == "postgres" {
+			// the control tables are in the default schema, public: map
+			// the source's tables there
+			k.sink += "  schema: public\n"
+			where = "public"
+			t.Cleanup(func() {
+				for _, n := range []string{plain, ctl, ctl + "_barriers", ctl + "_barrier_arrivals"} {
+					k.dst.Exec(`DROP TABLE IF EXISTS public."` + n + `"`)
+				}
+			})
+		}
+		k.createTable(t, plain, "id BIGINT PRIMARY KEY, v BIGINT NULL")
+		k.insertRange(t, plain, 1, 3000, 1)
+		for _, n := range []string{ctl, ctl + "_barriers"} {
+			k.createTable(t, n, "id BIGINT PRIMARY KEY, v BIGINT NULL")
+			k.insertRange(t, n, 1, 10, 1)
+		}
+		cfg := k.config(t)
+		editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 200\n  include:")
+		check := func(t *testing.T, err error) {
+			t.Helper()
+			for _, want := range []string{k.db + "." + ctl, where + "." + ctl, "progress table", k.db + "." + ctl + "_barriers", "barrier table"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error does not name %q: %v", want, err)
+				}
+			}
+			var n int
+			if err := k.dst.QueryRow("SELECT count(*) FROM " + qualified(k.target, where, plain)).Scan(&n); err == nil && n > 0 {
+				t.Errorf("%d rows of %s were written before the pipeline stopped", n, plain)
+			}
+		}
+		if k.transport == "rocketmq" {
+			// the sink side alone, in its own process
+			p := startProcess(t, buildSluice(t), "sink", cfg)
+			select {
+			case <-p.exited:
+				check(t, <-p.errc)
+			case <-time.After(90 * time.Second):
+				t.Fatal("the sink process did not stop at start")
+			}
+			return
+		}
+		r := startPipeline(t, cfg)
+		select {
+		case err := <-r.errc:
+			if err == nil || schema.ClassOf(err) != schema.ClassFatal {
+				t.Fatalf("the pipeline ended with %v, want a fatal error", err)
+			}
+			check(t, err)
+		case <-time.After(90 * time.Second):
+			r.cancel()
+			t.Fatal("the pipeline kept running with source tables on its control tables")
+		}
+	})
+}
+
+// qualified is the quoted name of table in schema on target.
+func qualified(target, sch, table string) string {
+	if target == "postgres" {
+		return `"` + sch + `"."` + table + `"`
+	}
+	return "`" + sch + "`.`" + table + "`"
 }
