@@ -21,47 +21,41 @@ import (
 // runs the pipeline on it.
 
 // property is one guarantee of the kit, run on the pairs where on holds
-// (all when nil). kitRun gets a kit; workloadRun (the older properties,
-// written with the two-table workload and a PostgreSQL target) gets the
-// transport and the servers.
+// (all when nil). With workload, its kit holds the two-table workload
+// (orders, items: newWorkloadKit) instead of no table.
 type property struct {
-	name        string
-	on          func(pair) bool
-	kitRun      func(t *testing.T, k *kit)
-	workloadRun func(t *testing.T, transport string, e env)
+	name     string
+	on       func(pair) bool
+	run      func(t *testing.T, k *kit)
+	workload bool
 }
 
 func onTransport(tr string) func(pair) bool { return func(p pair) bool { return p.transport == tr } }
-func onTarget(tg string) func(pair) bool    { return func(p pair) bool { return p.target == tg } }
 
 // contract lists the properties. Pairs a property leaves out, and why:
 //   - sink_processes: the embedded transport's queues live in the process
 //     that reads the source, so its sink is always that one process;
 //     several sink processes exist only over RocketMQ.
-//   - the workload properties run on the PostgreSQL target: their watcher
-//     (a trigger recording any row going back) and comparison are written
-//     for it; the MariaDB target is covered for order, TRUNCATE, DDL and
-//     several sink processes by the kit's own properties.
 //   - two_brokers needs RocketMQ (and its second master, broker-b).
 //   - control_tables is a start check of the sink side: the embedded
 //     pairs and a RocketMQ sink-only process (on one target; the check is
 //     the same code on both) cover it.
 var contract = []property{
-	{name: "truncate", kitRun: truncateRounds},
-	{name: "truncate_transactional", on: onTransport("embedded"), kitRun: func(t *testing.T, k *kit) {
+	{name: "truncate", run: truncateRounds},
+	{name: "truncate_transactional", on: onTransport("embedded"), run: func(t *testing.T, k *kit) {
 		k.sink = "  transactional: true\n"
 		truncateRounds(t, k)
 	}},
-	{name: "schema_changes", kitRun: schemaChangeRounds},
-	{name: "sink_processes", on: onTransport("rocketmq"), kitRun: sinkProcessesShareBarrier},
-	{name: "snapshot_then_stream", on: onTarget("postgres"), workloadRun: initialSnapshotThenStream},
-	{name: "redelivery", on: onTarget("postgres"), workloadRun: testReplayNeverRegresses},
-	{name: "resume_saved_position", on: onTarget("postgres"), workloadRun: heartbeatsAndCrashWithinSaveInterval},
-	{name: "resnapshot", on: onTarget("postgres"), workloadRun: resnapshotAfterPositionsReset},
-	{name: "resnapshot_truncate", on: onTarget("postgres"), workloadRun: resnapshotTruncateRemovesDeletedRows},
-	{name: "kill_source_and_sink", on: onTarget("postgres"), workloadRun: killDuringSnapshotRounds},
-	{name: "control_tables", on: func(p pair) bool { return p.transport == "embedded" || p.target == "postgres" }, kitRun: controlTablesRefusedAtStart},
-	{name: "two_brokers", on: func(p pair) bool { return p == pair{"rocketmq", "postgres"} }, workloadRun: twoBrokersKeepTheirQueuesApart},
+	{name: "schema_changes", run: schemaChangeRounds},
+	{name: "sink_processes", on: onTransport("rocketmq"), run: sinkProcessesShareBarrier},
+	{name: "snapshot_then_stream", run: initialSnapshotThenStream, workload: true},
+	{name: "redelivery", run: testReplayNeverRegresses, workload: true},
+	{name: "resume_saved_position", run: heartbeatsAndCrashWithinSaveInterval, workload: true},
+	{name: "resnapshot", run: resnapshotAfterPositionsReset, workload: true},
+	{name: "resnapshot_truncate", run: resnapshotTruncateRemovesDeletedRows, workload: true},
+	{name: "kill_source_and_sink", run: killDuringSnapshotRounds, workload: true},
+	{name: "control_tables", on: func(p pair) bool { return p.transport == "embedded" || p.target == "postgres" }, run: controlTablesRefusedAtStart},
+	{name: "two_brokers", on: onTransport("rocketmq"), run: twoBrokersKeepTheirQueuesApart, workload: true},
 }
 
 // TestContract runs every property of the contract on every pair.
@@ -72,13 +66,7 @@ func TestContract(t *testing.T) {
 				if c.on != nil && !c.on(p) {
 					continue
 				}
-				t.Run(c.name, func(t *testing.T) {
-					if c.workloadRun != nil {
-						c.workloadRun(t, p.transport, pairServers(t, p))
-						return
-					}
-					c.kitRun(t, newKit(t, p, "ct_"+c.name))
-				})
+				t.Run(c.name, func(t *testing.T) { c.run(t, makeKit(t, p, "ct_"+c.name, c.workload)) })
 			}
 		})
 	}
@@ -117,12 +105,23 @@ func pairServers(t *testing.T, p pair) env {
 
 // newKit makes p's kit: a fresh source database (holding no table yet) and
 // target, dropped when the test ends.
-func newKit(t *testing.T, p pair, prefix string) *kit {
+func newKit(t *testing.T, p pair, prefix string) *kit { return makeKit(t, p, prefix, false) }
+
+// newWorkloadKit is newKit with the workload's tables (orders, items) in the
+// source database, their topics consumed.
+func newWorkloadKit(t *testing.T, p pair, prefix string) *kit { return makeKit(t, p, prefix, true) }
+
+func makeKit(t *testing.T, p pair, prefix string, workload bool) *kit {
 	e := pairServers(t, p)
 	k := &kit{pair: p, e: e, db: uniqueName(prefix), dir: t.TempDir()}
 	k.src = openDB(t, "mysql", e.mysqlDSN(""))
-	mustExec(t, k.src, "CREATE DATABASE "+k.db)
-	t.Cleanup(func() { k.src.Exec("DROP DATABASE IF EXISTS " + k.db) })
+	if workload {
+		createSourceTables(t, k.src, k.db)
+		k.tables = []string{"orders", "items"}
+	} else {
+		mustExec(t, k.src, "CREATE DATABASE "+k.db)
+		t.Cleanup(func() { k.src.Exec("DROP DATABASE IF EXISTS " + k.db) })
+	}
 	if p.target == "postgres" {
 		k.schema = k.db
 		k.dst = openDB(t, "postgres", e["SLUICE_PG_DSN"])
@@ -300,6 +299,69 @@ func (k *kit) insertRange(t *testing.T, table string, from, to, round int) {
 		vals = append(vals, fmt.Sprintf("(%d, %d)", id, id*round))
 	}
 	mustExec(t, k.src, "INSERT INTO "+k.db+"."+table+" (id, v) VALUES "+strings.Join(vals, ", "))
+}
+
+// waitEqual waits until the target's workload tables equal the source's.
+func (k *kit) waitEqual(t *testing.T, r *running) {
+	t.Helper()
+	q := workloadQueries(k.db)
+	if k.target == "mysql" {
+		in := workloadQueries(k.schema)
+		q = [][2]string{{q[0][0], in[0][0]}, {q[1][0], in[1][0]}}
+	}
+	waitSame(t, r, func() (bool, string, error) { return compareQueries(k.src, k.dst, q) })
+}
+
+// waitStreaming writes a canary order (id 0) until the target shows it, so
+// that the workload starts once the source is reading.
+func (k *kit) waitStreaming(t *testing.T, r *running) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		mustExec(t, k.src, "INSERT INTO "+k.db+".orders VALUES (0, 'canary', 0, ?, '2024-01-01 00:00:00', NULL) ON DUPLICATE KEY UPDATE status = VALUES(status)", fmt.Sprint("c", i))
+		if k.targetCount("orders", "id = 0") == 1 {
+			return
+		}
+		r.failIfStopped(t)
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatal("the canary row never reached the target: is the pipeline reading the binlog?")
+}
+
+// targetCount counts the target table's rows where cond holds (-1 when it
+// cannot be read, e.g. not created yet).
+func (k *kit) targetCount(table, cond string) int {
+	q := "SELECT count(*) FROM " + k.targetTable(table)
+	if cond != "" {
+		q += " WHERE " + cond
+	}
+	n := -1
+	if err := k.dst.QueryRow(q).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// watchRegressions installs, on the target's orders table, a trigger that
+// records every update moving an order's amount backwards (the workload
+// only ever increases amounts); the returned check fails the test if any
+// was recorded.
+func (k *kit) watchRegressions(t *testing.T) func(*testing.T) {
+	t.Helper()
+	if k.target == "postgres" {
+		return watchRegressions(t, k.dst, k.schema)
+	}
+	reg := "`" + k.schema + "`.regressions"
+	mustExec(t, k.dst, "CREATE TABLE "+reg+" (id BIGINT, old_amount DECIMAL(12,2), new_amount DECIMAL(12,2))")
+	mustExec(t, k.dst, "CREATE TRIGGER `"+k.schema+"`.no_regress BEFORE UPDATE ON "+k.targetTable("orders")+
+		" FOR EACH ROW BEGIN IF NEW.amount < OLD.amount THEN INSERT INTO "+reg+" VALUES (OLD.id, OLD.amount, NEW.amount); END IF; END")
+	return func(t *testing.T) {
+		t.Helper()
+		if n := k.targetCount("regressions", ""); n != 0 {
+			rows, _ := dump(k.dst, "SELECT * FROM "+reg+" LIMIT 5")
+			t.Fatalf("%d writes moved a row back to an older version, e.g. %v", n, rows)
+		}
+	}
 }
 
 // insertCols inserts ids from..to into cols of table in one transaction,

@@ -20,18 +20,18 @@ import (
 // transports. Before record IDs, over RocketMQ the snapshot's records fell
 // back to queue offsets, below the pipeline's record numbers the sink had
 // stored, and were all skipped: "snapshot done" and no change.
-func resnapshotAfterPositionsReset(t *testing.T, transport string, e env) {
-	db, my, pg := sourceAndTarget(t, e, "it_resnap")
+func resnapshotAfterPositionsReset(t *testing.T, k *kit) {
+	db, my := k.db, k.src
 	w := newWorkload(my, db)
 	w.run(t, 1500)
-	cfg := writeConfig(t, e, db, transport)
+	cfg := k.config(t)
 	editConfig(t, cfg, "  include:", "  snapshot: initial\n  include:")
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 
 	r := startPipeline(t, cfg)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	w.run(t, 1000) // streamed
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 
 	// Changed while no pipeline runs, then the positions are reset: only
@@ -45,9 +45,9 @@ func resnapshotAfterPositionsReset(t *testing.T, transport string, e env) {
 		t.Fatalf("positions reset: %v", err)
 	}
 	r = startPipeline(t, cfg)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	w.run(t, 500) // and streaming goes on after it
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 }
 
@@ -56,16 +56,16 @@ func resnapshotAfterPositionsReset(t *testing.T, transport string, e env) {
 // follow a TRUNCATE of it. (One queue: a TRUNCATE ordered against the rows of
 // several queues is the barriers work of the same issue; with it, any
 // queue count.)
-func resnapshotTruncateRemovesDeletedRows(t *testing.T, transport string, e env) {
-	db, my, pg := sourceAndTarget(t, e, "it_resnapdel")
+func resnapshotTruncateRemovesDeletedRows(t *testing.T, k *kit) {
+	db, my := k.db, k.src
 	w := newWorkload(my, db)
 	w.run(t, 1500)
-	cfg := writeConfig(t, e, db, transport)
+	cfg := k.config(t)
 	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_truncate: true\n  include:")
 	editConfig(t, cfg, "queues: 4", "queues: 1")
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 	r := startPipeline(t, cfg)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 
 	mustExec(t, my, "DELETE FROM "+db+".orders WHERE id % 3 = 0")
@@ -75,9 +75,9 @@ func resnapshotTruncateRemovesDeletedRows(t *testing.T, transport string, e env)
 		t.Fatalf("positions reset: %v", err)
 	}
 	r = startPipeline(t, cfg)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	w.run(t, 300)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 }
 
@@ -87,18 +87,18 @@ func resnapshotTruncateRemovesDeletedRows(t *testing.T, transport string, e env)
 // those changes again and then new ones. Before record IDs heartbeats were
 // numbered and never replayed: the new changes got numbers the sink had
 // already applied, and it skipped them.
-func heartbeatsAndCrashWithinSaveInterval(t *testing.T, transport string, e env) {
-	db, my, pg := sourceAndTarget(t, e, "it_hb")
-	cfg := writeConfig(t, e, db, transport)
+func heartbeatsAndCrashWithinSaveInterval(t *testing.T, k *kit) {
+	db, my := k.db, k.src
+	cfg := k.config(t)
 	editConfig(t, cfg, "  include:", "  heartbeat: 100ms\n  include:")
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 	w := newWorkload(my, db)
 
 	r := startPipeline(t, cfg)
-	waitStreaming(t, my, pg, db, r)
-	assertNoRegressions := watchRegressions(t, pg, db)
+	k.waitStreaming(t, r)
+	assertNoRegressions := k.watchRegressions(t)
 	w.run(t, 800)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	time.Sleep(400 * time.Millisecond) // the position after the 800 is saved
 	old, err := os.ReadFile(posFile)
 	if err != nil {
@@ -108,7 +108,7 @@ func heartbeatsAndCrashWithinSaveInterval(t *testing.T, transport string, e env)
 		time.Sleep(700 * time.Millisecond)
 		w.run(t, 40)
 	}
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 
 	if err := os.WriteFile(posFile, old, 0o600); err != nil {
@@ -116,7 +116,7 @@ func heartbeatsAndCrashWithinSaveInterval(t *testing.T, transport string, e env)
 	}
 	r = startPipeline(t, cfg)
 	w.run(t, 600)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 	assertNoRegressions(t)
 }
@@ -132,23 +132,29 @@ func heartbeatsAndCrashWithinSaveInterval(t *testing.T, transport string, e env)
 // the sink is a process of its own, the last round also kills the sink
 // process at a random point of the stream (and starts a new one), the
 // writer going on throughout.
-func killDuringSnapshotRounds(t *testing.T, transport string, e env) {
+func killDuringSnapshotRounds(t *testing.T, k *kit) {
 	bin := buildSluice(t)
 	rounds := 3
 	if testing.Short() {
 		rounds = 1
 	}
 	for round := 0; round < rounds; round++ {
-		t.Run(fmt.Sprint("round", round), func(t *testing.T) { killDuringSnapshot(t, bin, transport, e, round == rounds-1) })
+		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
+			rk := k
+			if round > 0 {
+				rk = newWorkloadKit(t, k.pair, "ct_kill")
+			}
+			killDuringSnapshot(t, bin, rk, round == rounds-1)
+		})
 	}
 }
 
-func killDuringSnapshot(t *testing.T, bin, transport string, e env, killSink bool) {
-	db, my, pg := sourceAndTarget(t, e, "it_snapkill")
+func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
+	db, my := k.db, k.src
 	const rows = 30000
 	mustExec(t, my, "INSERT INTO "+db+".orders SELECT seq, CONCAT('c', seq), 100.00, 'new', '2024-01-01 00:00:00', NULL FROM "+db+".seq_1_to_"+fmt.Sprint(rows))
 	mustExec(t, my, "INSERT INTO "+db+".items VALUES (1, 'sku', 1, 1.000)") // so the sink creates both tables
-	cfg := writeConfig(t, e, db, transport)
+	cfg := k.config(t)
 	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 250\n  include:")
 	// the concurrent writer: only ever increases amounts
 	ctx, stopWriter := context.WithCancel(context.Background())
@@ -166,11 +172,8 @@ func killDuringSnapshot(t *testing.T, bin, transport string, e env, killSink boo
 	}()
 	defer func() { stopWriter(); wg.Wait() }()
 
-	targetRows := func() int {
-		var n int
-		_ = pg.QueryRow(`SELECT count(*) FROM "` + db + `".orders`).Scan(&n)
-		return n
-	}
+	targetRows := func() int { return k.targetCount("orders", "") }
+	transport := k.transport
 	start := func() *process {
 		if transport == "rocketmq" {
 			return startProcess(t, bin, "source", cfg)
@@ -188,11 +191,11 @@ func killDuringSnapshot(t *testing.T, bin, transport string, e env, killSink boo
 		if assertNoRegressions == nil {
 			// the watcher goes on the table once the sink created it (rows
 			// can only go back after a resume)
-			for targetRows() == 0 {
+			for targetRows() <= 0 {
 				src.failIfStopped(t)
 				time.Sleep(5 * time.Millisecond)
 			}
-			assertNoRegressions = watchRegressions(t, pg, db)
+			assertNoRegressions = k.watchRegressions(t)
 		}
 		// kill once part of the snapshot is in the target
 		at := rows / 10 * (attempt + 1)
@@ -231,7 +234,7 @@ func killDuringSnapshot(t *testing.T, bin, transport string, e env, killSink boo
 	if sinkProc != nil {
 		p = sinkProc.running
 	}
-	waitEqual(t, my, pg, db, p)
+	k.waitEqual(t, p)
 	src.stopProcess(t)
 	if sinkProc != nil {
 		sinkProc.stopProcess(t)
@@ -251,19 +254,24 @@ func startWhole(t *testing.T, bin, cfg string) *process {
 // records of broker-b's queue 0 must not be skipped as applied by
 // broker-a's queue 0. The progress table keeps a row per broker's queue,
 // and a restarted pipeline (a fresh sink reading those rows) goes on right.
-func twoBrokersKeepTheirQueuesApart(t *testing.T, _ string, _ env) {
-	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV", "SLUICE_ROCKETMQ_BROKER_B")
-	db, my, pg := sourceAndTarget(t, e, "it_2brk")
-	t.Cleanup(func() { pg.Exec(`DELETE FROM sluice_progress WHERE pipeline = $1`, db) })
-	cfg := writeConfig(t, e, db, "rocketmq")
+func twoBrokersKeepTheirQueuesApart(t *testing.T, k *kit) {
+	e := servers(t, "SLUICE_ROCKETMQ_BROKER_B")
+	db, my := k.db, k.src
+	progress := "sluice_progress"
+	if k.target == "postgres" {
+		t.Cleanup(func() { k.dst.Exec(`DELETE FROM sluice_progress WHERE pipeline = $1`, db) })
+	} else {
+		progress = "`" + k.schema + "`.sluice_progress"
+	}
+	cfg := k.config(t)
 	w := newWorkload(my, db)
 	r := startPipeline(t, cfg)
-	waitStreaming(t, my, pg, db, r)
+	k.waitStreaming(t, r)
 	w.run(t, 3000)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 
-	rows, err := dump(pg, `SELECT topic || '/' || queue FROM sluice_progress WHERE pipeline = '`+db+`' AND last_id <> ''`)
+	rows, err := dump(k.dst, "SELECT CONCAT(topic, '/', queue) FROM "+progress+" WHERE pipeline = '"+db+"' AND last_id <> ''")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +288,7 @@ func twoBrokersKeepTheirQueuesApart(t *testing.T, _ string, _ env) {
 
 	r = startPipeline(t, cfg)
 	w.run(t, 2000)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 }
 
