@@ -400,7 +400,7 @@ func truncateRounds(t *testing.T, k *kit) {
 		k.insertRange(t, "t", base+1, base+200, round)
 		mustExec(t, k.src, "TRUNCATE TABLE "+k.db+".t")
 		k.insertRange(t, "t", base+201, base+400, round)
-		k.sameRows(t, r, "t", "id, v", time.Minute)
+		k.sameRows(t, r, "t", "id, v", 2*time.Minute)
 	}
 }
 
@@ -432,7 +432,7 @@ func schemaChangeRounds(t *testing.T, k *kit) {
 		k.insertCols(t, "t", "id, v, c2", base+101, base+150, func(id int) string { return fmt.Sprintf("%d, %d, %d", id, round, -id) })
 		mustExec(t, k.src, "ALTER TABLE "+tb("t")+" MODIFY COLUMN c2 BIGINT NULL")
 		k.insertCols(t, "t", "id, v, c2", base+151, base+200, func(id int) string { return fmt.Sprintf("%d, %d, %d", id, round, int64(id)<<33) })
-		k.sameRows(t, r, "t", "id, v, c2", time.Minute)
+		k.sameRows(t, r, "t", "id, v, c2", 2*time.Minute)
 		mustExec(t, k.src, "ALTER TABLE "+tb("t")+" DROP COLUMN c2")
 		k.insertRange(t, "t", base+201, base+250, round)
 		mustExec(t, k.src, "CREATE TABLE "+tb("u")+" (id BIGINT PRIMARY KEY, v BIGINT NULL)")
@@ -441,8 +441,8 @@ func schemaChangeRounds(t *testing.T, k *kit) {
 		mustExec(t, k.src, "RENAME TABLE "+tb("t")+" TO "+tb("x")+", "+tb("u")+" TO "+tb("y"))
 		k.insertRange(t, "y", base+201, base+250, round)
 		k.insertRange(t, "x", base+301, base+350, round)
-		k.sameRows(t, r, "x", "id, v", time.Minute)
-		k.sameRows(t, r, "y", "id, v", time.Minute)
+		k.sameRows(t, r, "x", "id, v", 2*time.Minute)
+		k.sameRows(t, r, "y", "id, v", 2*time.Minute)
 		if cols := k.targetColumns(t, "x"); !slices.Equal(cols, []string{"id", "v"}) {
 			t.Fatalf("round %d: target columns %v after the DROP COLUMN, want [id v]", round, cols)
 		}
@@ -450,7 +450,7 @@ func schemaChangeRounds(t *testing.T, k *kit) {
 		mustExec(t, k.src, "DROP TABLE "+tb("x")+", "+tb("y"))
 		mustExec(t, k.src, "CREATE TABLE "+tb("t")+" (id BIGINT PRIMARY KEY, v BIGINT NULL)")
 		k.insertRange(t, "t", base+1, base+50, round)
-		k.sameRows(t, r, "t", "id, v", time.Minute)
+		k.sameRows(t, r, "t", "id, v", 2*time.Minute)
 		for _, gone := range []string{"u", "x", "y"} {
 			if cols := k.targetColumns(t, gone); len(cols) > 0 {
 				t.Fatalf("round %d: target table %s exists after the source dropped or renamed it (columns %v)", round, gone, cols)
