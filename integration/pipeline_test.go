@@ -172,11 +172,18 @@ func compareQueries(my, dst *sql.DB, queries [][2]string) (same bool, detail str
 		}
 		if !slices.Equal(a, b) {
 			d := fmt.Sprintf("source has %d rows, target %d", len(a), len(b))
+			first, differ := -1, 0
 			for i := 0; i < len(a) && i < len(b); i++ {
 				if a[i] != b[i] {
-					d += fmt.Sprintf("; first difference at row %d: source %s target %s", i, a[i], b[i])
-					break
+					differ++
+					if first < 0 {
+						first = i
+					}
 				}
+			}
+			if first >= 0 {
+				// how many differ tells a target behind (many) from lost changes (a few)
+				d += fmt.Sprintf("; %d rows differ at the same place, the first at row %d: source %s target %s", differ, first, a[first], b[first])
 			}
 			return false, d, nil
 		}
