@@ -580,17 +580,21 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 	}
 	rec := m.marker(schema.OpSchemaChange, h, nil)
 	rec.Table = schema.TableID{Database: d.db}
+	var captured []schema.TableID
 	if d.parsed {
 		// The first captured table it names: the change travels on that
-		// table's topic, ordered with its rows (schema.Record.IsBarrier).
+		// table's topic. It is a barrier on the queues of every captured
+		// table it names (schema.Record.BarrierTables).
 		for _, id := range d.res.tables {
-			if id.Table != "" && m.filter.match(id.Database, id.Table) {
-				rec.Table = id
-				break
+			if id.Table != "" && m.filter.match(id.Database, id.Table) && !slices.Contains(captured, id) {
+				captured = append(captured, id)
 			}
 		}
+		if len(captured) > 0 {
+			rec.Table = captured[0]
+		}
 	}
-	rec.Change = &schema.SchemaChange{DDL: q, Kind: d.res.kind, Tables: d.changes}
+	rec.Change = &schema.SchemaChange{DDL: q, Kind: d.res.kind, Tables: d.changes, Captured: captured}
 	return append(out, rec), nil
 }
 

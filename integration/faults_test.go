@@ -13,36 +13,6 @@ import (
 	"time"
 )
 
-// TestFaultKillSinkProcess runs the source and the sink as two `sluice run
-// --only` processes over RocketMQ, kills the sink with SIGKILL while it is
-// applying a workload, writes more while it is down, starts a new sink
-// process and checks the target ends equal to the source: nothing is lost
-// (redelivered records are applied idempotently).
-func TestFaultKillSinkProcess(t *testing.T) {
-	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
-	bin := buildSluice(t)
-	db, my, pg := sourceAndTarget(t, e, "it_kill")
-	cfg := writeConfig(t, e, db, "rocketmq")
-	w := newWorkload(my, db)
-
-	src := startProcess(t, bin, "source", cfg)
-	snk := startProcess(t, bin, "sink", cfg)
-	waitStreaming(t, my, pg, db, snk.running)
-	w.run(t, 4000)
-	// Kill the sink while it is still behind the source.
-	var before int
-	_ = pg.QueryRow(`SELECT count(*) FROM "` + db + `"."orders"`).Scan(&before)
-	snk.kill(t)
-	t.Logf("sink killed with %d orders rows in the target", before)
-	w.run(t, 2000) // written while no sink runs
-	snk = startProcess(t, bin, "sink", cfg)
-	w.run(t, 2000)
-	waitEqual(t, my, pg, db, snk.running)
-	src.failIfStopped(t)
-	snk.stopProcess(t)
-	src.stopProcess(t)
-}
-
 // TestFaultBrokerRestart streams a workload through RocketMQ (a separate
 // broker, see faultBroker) while the broker and its name server are stopped
 // and started again. The worker restarts the failed pipeline by itself and

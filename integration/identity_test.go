@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Issue 10, problem 3: after streaming, `positions reset` and a restart
@@ -18,37 +20,35 @@ import (
 // transports. Before record IDs, over RocketMQ the snapshot's records fell
 // back to queue offsets, below the pipeline's record numbers the sink had
 // stored, and were all skipped: "snapshot done" and no change.
-func TestResnapshotAfterPositionsReset(t *testing.T) {
-	onEachTransport(t, func(t *testing.T, transport string, e env) {
-		db, my, pg := sourceAndTarget(t, e, "it_resnap")
-		w := newWorkload(my, db)
-		w.run(t, 1500)
-		cfg := writeConfig(t, e, db, transport)
-		editConfig(t, cfg, "  include:", "  snapshot: initial\n  include:")
-		posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
+func resnapshotAfterPositionsReset(t *testing.T, k *kit) {
+	db, my := k.db, k.src
+	w := newWorkload(my, db)
+	w.run(t, 1500)
+	cfg := k.config(t)
+	editConfig(t, cfg, "  include:", "  snapshot: initial\n  include:")
+	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 
-		r := startPipeline(t, cfg)
-		waitEqual(t, my, pg, db, r)
-		w.run(t, 1000) // streamed
-		waitEqual(t, my, pg, db, r)
-		r.stop(t)
+	r := startPipeline(t, cfg)
+	k.waitEqual(t, r)
+	w.run(t, 1000) // streamed
+	k.waitEqual(t, r)
+	r.stop(t)
 
-		// Changed while no pipeline runs, then the positions are reset: only
-		// the new snapshot can bring these changes over. (Updates and
-		// inserts only: rows deleted meanwhile stay in the target, as the
-		// README says of re-snapshots.)
-		mustExec(t, my, "UPDATE "+db+".orders SET amount = amount + 1000, status = 'resnap'")
-		mustExec(t, my, "UPDATE "+db+".items SET qty = qty + 7")
-		mustExec(t, my, "INSERT INTO "+db+".orders VALUES (99999999, 'late', 1, 'new', '2024-01-01 00:00:00', NULL)")
-		if err := os.Remove(posFile); err != nil {
-			t.Fatalf("positions reset: %v", err)
-		}
-		r = startPipeline(t, cfg)
-		waitEqual(t, my, pg, db, r)
-		w.run(t, 500) // and streaming goes on after it
-		waitEqual(t, my, pg, db, r)
-		r.stop(t)
-	})
+	// Changed while no pipeline runs, then the positions are reset: only
+	// the new snapshot can bring these changes over. (Updates and
+	// inserts only: rows deleted meanwhile stay in the target, as the
+	// README says of re-snapshots.)
+	mustExec(t, my, "UPDATE "+db+".orders SET amount = amount + 1000, status = 'resnap'")
+	mustExec(t, my, "UPDATE "+db+".items SET qty = qty + 7")
+	mustExec(t, my, "INSERT INTO "+db+".orders VALUES (99999999, 'late', 1, 'new', '2024-01-01 00:00:00', NULL)")
+	if err := os.Remove(posFile); err != nil {
+		t.Fatalf("positions reset: %v", err)
+	}
+	r = startPipeline(t, cfg)
+	k.waitEqual(t, r)
+	w.run(t, 500) // and streaming goes on after it
+	k.waitEqual(t, r)
+	r.stop(t)
 }
 
 // Issue 10, problem 11: with snapshot_truncate a re-snapshot also removes
@@ -56,31 +56,29 @@ func TestResnapshotAfterPositionsReset(t *testing.T) {
 // follow a TRUNCATE of it. (One queue: a TRUNCATE ordered against the rows of
 // several queues is the barriers work of the same issue; with it, any
 // queue count.)
-func TestResnapshotTruncateRemovesDeletedRows(t *testing.T) {
-	onEachTransport(t, func(t *testing.T, transport string, e env) {
-		db, my, pg := sourceAndTarget(t, e, "it_resnapdel")
-		w := newWorkload(my, db)
-		w.run(t, 1500)
-		cfg := writeConfig(t, e, db, transport)
-		editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_truncate: true\n  include:")
-		editConfig(t, cfg, "queues: 4", "queues: 1")
-		posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
-		r := startPipeline(t, cfg)
-		waitEqual(t, my, pg, db, r)
-		r.stop(t)
+func resnapshotTruncateRemovesDeletedRows(t *testing.T, k *kit) {
+	db, my := k.db, k.src
+	w := newWorkload(my, db)
+	w.run(t, 1500)
+	cfg := k.config(t)
+	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_truncate: true\n  include:")
+	editConfig(t, cfg, "queues: 4", "queues: 1")
+	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
+	r := startPipeline(t, cfg)
+	k.waitEqual(t, r)
+	r.stop(t)
 
-		mustExec(t, my, "DELETE FROM "+db+".orders WHERE id % 3 = 0")
-		mustExec(t, my, "DELETE FROM "+db+".items WHERE qty % 2 = 0")
-		mustExec(t, my, "UPDATE "+db+".orders SET status = 'resnap'")
-		if err := os.Remove(posFile); err != nil {
-			t.Fatalf("positions reset: %v", err)
-		}
-		r = startPipeline(t, cfg)
-		waitEqual(t, my, pg, db, r)
-		w.run(t, 300)
-		waitEqual(t, my, pg, db, r)
-		r.stop(t)
-	})
+	mustExec(t, my, "DELETE FROM "+db+".orders WHERE id % 3 = 0")
+	mustExec(t, my, "DELETE FROM "+db+".items WHERE qty % 2 = 0")
+	mustExec(t, my, "UPDATE "+db+".orders SET status = 'resnap'")
+	if err := os.Remove(posFile); err != nil {
+		t.Fatalf("positions reset: %v", err)
+	}
+	r = startPipeline(t, cfg)
+	k.waitEqual(t, r)
+	w.run(t, 300)
+	k.waitEqual(t, r)
+	r.stop(t)
 }
 
 // Issue 10, problem 5: heartbeats and a crash within the save interval. The
@@ -89,40 +87,38 @@ func TestResnapshotTruncateRemovesDeletedRows(t *testing.T) {
 // those changes again and then new ones. Before record IDs heartbeats were
 // numbered and never replayed: the new changes got numbers the sink had
 // already applied, and it skipped them.
-func TestHeartbeatsAndCrashWithinSaveIntervalLoseNothing(t *testing.T) {
-	onEachTransport(t, func(t *testing.T, transport string, e env) {
-		db, my, pg := sourceAndTarget(t, e, "it_hb")
-		cfg := writeConfig(t, e, db, transport)
-		editConfig(t, cfg, "  include:", "  heartbeat: 100ms\n  include:")
-		posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
-		w := newWorkload(my, db)
+func heartbeatsAndCrashWithinSaveInterval(t *testing.T, k *kit) {
+	db, my := k.db, k.src
+	cfg := k.config(t)
+	editConfig(t, cfg, "  include:", "  heartbeat: 100ms\n  include:")
+	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
+	w := newWorkload(my, db)
 
-		r := startPipeline(t, cfg)
-		waitStreaming(t, my, pg, db, r)
-		assertNoRegressions := watchRegressions(t, pg, db)
-		w.run(t, 800)
-		waitEqual(t, my, pg, db, r)
-		time.Sleep(400 * time.Millisecond) // the position after the 800 is saved
-		old, err := os.ReadFile(posFile)
-		if err != nil {
-			t.Fatalf("no saved position: %v", err)
-		}
-		for i := 0; i < 5; i++ { // idle stretches with heartbeats between changes
-			time.Sleep(700 * time.Millisecond)
-			w.run(t, 40)
-		}
-		waitEqual(t, my, pg, db, r)
-		r.stop(t)
+	r := startPipeline(t, cfg)
+	k.waitStreaming(t, r)
+	assertNoRegressions := k.watchRegressions(t)
+	w.run(t, 800)
+	k.waitEqual(t, r)
+	time.Sleep(400 * time.Millisecond) // the position after the 800 is saved
+	old, err := os.ReadFile(posFile)
+	if err != nil {
+		t.Fatalf("no saved position: %v", err)
+	}
+	for i := 0; i < 5; i++ { // idle stretches with heartbeats between changes
+		time.Sleep(700 * time.Millisecond)
+		w.run(t, 40)
+	}
+	k.waitEqual(t, r)
+	r.stop(t)
 
-		if err := os.WriteFile(posFile, old, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		r = startPipeline(t, cfg)
-		w.run(t, 600)
-		waitEqual(t, my, pg, db, r)
-		r.stop(t)
-		assertNoRegressions(t)
-	})
+	if err := os.WriteFile(posFile, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = startPipeline(t, cfg)
+	w.run(t, 600)
+	k.waitEqual(t, r)
+	r.stop(t)
+	assertNoRegressions(t)
 }
 
 // Issue 10, problem 10: kill -9 during the initial snapshot while a writer
@@ -131,27 +127,34 @@ func TestHeartbeatsAndCrashWithinSaveIntervalLoseNothing(t *testing.T) {
 // consistent point and the stream then replayed older changes over them
 // from the interrupted run's start. A trigger records any write moving an
 // amount backwards (the writer only increases amounts). Several rounds, on
-// both transports (over RocketMQ the killed process is the source; the sink
-// process runs on).
-func TestKillDuringSnapshotNeverRegresses(t *testing.T) {
-	onEachTransport(t, func(t *testing.T, transport string, e env) {
-		bin := buildSluice(t)
-		rounds := 3
-		if testing.Short() {
-			rounds = 1
-		}
-		for round := 0; round < rounds; round++ {
-			t.Run(fmt.Sprint("round", round), func(t *testing.T) { killDuringSnapshot(t, bin, transport, e) })
-		}
-	})
+// both transports. Each round kills the source three times in the snapshot
+// and once at a random point of the stream after it; over RocketMQ, where
+// the sink is a process of its own, the last round also kills the sink
+// process at a random point of the stream (and starts a new one), the
+// writer going on throughout.
+func killDuringSnapshotRounds(t *testing.T, k *kit) {
+	bin := buildSluice(t)
+	rounds := 3
+	if testing.Short() {
+		rounds = 1
+	}
+	for round := 0; round < rounds; round++ {
+		t.Run(fmt.Sprint("round", round), func(t *testing.T) {
+			rk := k
+			if round > 0 {
+				rk = newWorkloadKit(t, k.pair, "ct_kill")
+			}
+			killDuringSnapshot(t, bin, rk, round == rounds-1)
+		})
+	}
 }
 
-func killDuringSnapshot(t *testing.T, bin, transport string, e env) {
-	db, my, pg := sourceAndTarget(t, e, "it_snapkill")
+func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
+	db, my := k.db, k.src
 	const rows = 30000
 	mustExec(t, my, "INSERT INTO "+db+".orders SELECT seq, CONCAT('c', seq), 100.00, 'new', '2024-01-01 00:00:00', NULL FROM "+db+".seq_1_to_"+fmt.Sprint(rows))
 	mustExec(t, my, "INSERT INTO "+db+".items VALUES (1, 'sku', 1, 1.000)") // so the sink creates both tables
-	cfg := writeConfig(t, e, db, transport)
+	cfg := k.config(t)
 	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 250\n  include:")
 	// the concurrent writer: only ever increases amounts
 	ctx, stopWriter := context.WithCancel(context.Background())
@@ -169,11 +172,8 @@ func killDuringSnapshot(t *testing.T, bin, transport string, e env) {
 	}()
 	defer func() { stopWriter(); wg.Wait() }()
 
-	targetRows := func() int {
-		var n int
-		_ = pg.QueryRow(`SELECT count(*) FROM "` + db + `".orders`).Scan(&n)
-		return n
-	}
+	targetRows := func() int { return k.targetCount("orders", "") }
+	transport := k.transport
 	start := func() *process {
 		if transport == "rocketmq" {
 			return startProcess(t, bin, "source", cfg)
@@ -191,11 +191,11 @@ func killDuringSnapshot(t *testing.T, bin, transport string, e env) {
 		if assertNoRegressions == nil {
 			// the watcher goes on the table once the sink created it (rows
 			// can only go back after a resume)
-			for targetRows() == 0 {
+			for targetRows() <= 0 {
 				src.failIfStopped(t)
 				time.Sleep(5 * time.Millisecond)
 			}
-			assertNoRegressions = watchRegressions(t, pg, db)
+			assertNoRegressions = k.watchRegressions(t)
 		}
 		// kill once part of the snapshot is in the target
 		at := rows / 10 * (attempt + 1)
@@ -212,15 +212,29 @@ func killDuringSnapshot(t *testing.T, bin, transport string, e env) {
 		kills++
 		t.Logf("kill %d with %d of %d rows in the target, %d writes so far", kills, n, rows, writes.Load())
 	}
+	// and at random points of the stream, the writer still on
 	src := start()
-	time.Sleep(2 * time.Second) // the writer goes on during the resumed snapshot and after
+	waitFor(t, src.running, func() bool { return targetRows() >= rows }, "the resumed snapshot never completed")
+	pause := func() { time.Sleep(time.Duration(100+rand.Intn(900)) * time.Millisecond) }
+	pause()
+	if sinkProc != nil && killSink {
+		sinkProc.kill(t)
+		t.Logf("sink process killed while streaming, %d writes so far", writes.Load())
+		pause()
+		sinkProc = startProcess(t, bin, "sink", cfg)
+		pause()
+	}
+	src.kill(t)
+	t.Logf("source killed while streaming, %d writes so far", writes.Load())
+	src = start()
+	time.Sleep(2 * time.Second) // the writer goes on after the last start
 	stopWriter()
 	wg.Wait()
 	p := src.running
 	if sinkProc != nil {
 		p = sinkProc.running
 	}
-	waitEqual(t, my, pg, db, p)
+	k.waitEqual(t, p)
 	src.stopProcess(t)
 	if sinkProc != nil {
 		sinkProc.stopProcess(t)
@@ -240,19 +254,24 @@ func startWhole(t *testing.T, bin, cfg string) *process {
 // records of broker-b's queue 0 must not be skipped as applied by
 // broker-a's queue 0. The progress table keeps a row per broker's queue,
 // and a restarted pipeline (a fresh sink reading those rows) goes on right.
-func TestTwoBrokersKeepTheirQueuesApart(t *testing.T) {
-	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV", "SLUICE_ROCKETMQ_BROKER_B")
-	db, my, pg := sourceAndTarget(t, e, "it_2brk")
-	t.Cleanup(func() { pg.Exec(`DELETE FROM sluice_progress WHERE pipeline = $1`, db) })
-	cfg := writeConfig(t, e, db, "rocketmq")
+func twoBrokersKeepTheirQueuesApart(t *testing.T, k *kit) {
+	e := servers(t, "SLUICE_ROCKETMQ_BROKER_B")
+	db, my := k.db, k.src
+	progress := "sluice_progress"
+	if k.target == "postgres" {
+		t.Cleanup(func() { k.dst.Exec(`DELETE FROM sluice_progress WHERE pipeline = $1`, db) })
+	} else {
+		progress = "`" + k.schema + "`.sluice_progress"
+	}
+	cfg := k.config(t)
 	w := newWorkload(my, db)
 	r := startPipeline(t, cfg)
-	waitStreaming(t, my, pg, db, r)
+	k.waitStreaming(t, r)
 	w.run(t, 3000)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 
-	rows, err := dump(pg, `SELECT topic || '/' || queue FROM sluice_progress WHERE pipeline = '`+db+`' AND last_id <> ''`)
+	rows, err := dump(k.dst, "SELECT CONCAT(topic, '/', queue) FROM "+progress+" WHERE pipeline = '"+db+"' AND last_id <> ''")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,6 +288,80 @@ func TestTwoBrokersKeepTheirQueuesApart(t *testing.T) {
 
 	r = startPipeline(t, cfg)
 	w.run(t, 2000)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
+}
+
+// controlTablesRefusedAtStart (issue 10, problem 6, at start): source tables mapping onto the sink's
+// progress table and its barrier table are refused when the pipeline
+// starts, before any row is written, with a fatal error naming each source
+// table and the control table it lands on; a sink-only process refuses
+// them at start too. Before, the pipeline started, applied the rows of
+// other tables and failed only at the first record of a colliding one.
+func controlTablesRefusedAtStart(t *testing.T, k *kit) {
+	ctl := k.db + "_progress"
+	plain := k.db + "_a" // snapshotted before the colliding tables
+	k.sink = "  progress_table: " + ctl + "\n"
+	where := k.schema
+	if k.target == "postgres" {
+		// the control tables are in the default schema, public: map
+		// the source's tables there
+		k.sink += "  schema: public\n"
+		where = "public"
+		t.Cleanup(func() {
+			for _, n := range []string{plain, ctl, ctl + "_barriers", ctl + "_barrier_arrivals"} {
+				k.dst.Exec(`DROP TABLE IF EXISTS public."` + n + `"`)
+			}
+		})
+	}
+	k.createTable(t, plain, "id BIGINT PRIMARY KEY, v BIGINT NULL")
+	k.insertRange(t, plain, 1, 3000, 1)
+	for _, n := range []string{ctl, ctl + "_barriers"} {
+		k.createTable(t, n, "id BIGINT PRIMARY KEY, v BIGINT NULL")
+		k.insertRange(t, n, 1, 10, 1)
+	}
+	cfg := k.config(t)
+	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 200\n  include:")
+	check := func(t *testing.T, err error) {
+		t.Helper()
+		for _, want := range []string{k.db + "." + ctl, where + "." + ctl, "progress table", k.db + "." + ctl + "_barriers", "barrier table"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the error does not name %q: %v", want, err)
+			}
+		}
+		var n int
+		if err := k.dst.QueryRow("SELECT count(*) FROM " + qualified(k.target, where, plain)).Scan(&n); err == nil && n > 0 {
+			t.Errorf("%d rows of %s were written before the pipeline stopped", n, plain)
+		}
+	}
+	if k.transport == "rocketmq" {
+		// the sink side alone, in its own process
+		p := startProcess(t, buildSluice(t), "sink", cfg)
+		select {
+		case <-p.exited:
+			check(t, <-p.errc)
+		case <-time.After(90 * time.Second):
+			t.Fatal("the sink process did not stop at start")
+		}
+		return
+	}
+	r := startPipeline(t, cfg)
+	select {
+	case err := <-r.errc:
+		if err == nil || schema.ClassOf(err) != schema.ClassFatal {
+			t.Fatalf("the pipeline ended with %v, want a fatal error", err)
+		}
+		check(t, err)
+	case <-time.After(90 * time.Second):
+		r.cancel()
+		t.Fatal("the pipeline kept running with source tables on its control tables")
+	}
+}
+
+// qualified is the quoted name of table in schema on target.
+func qualified(target, sch, table string) string {
+	if target == "postgres" {
+		return `"` + sch + `"."` + table + `"`
+	}
+	return "`" + sch + "`.`" + table + "`"
 }

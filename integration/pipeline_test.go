@@ -141,30 +141,49 @@ func dump(db *sql.DB, q string) ([]string, error) {
 	return out, rows.Err()
 }
 
-// compare dumps both tables from both sides in one canonical text form.
-func compare(my, pg *sql.DB, name string) (same bool, detail string, err error) {
-	queries := [][2]string{
+// workloadQueries dumps the workload's tables in one canonical text form:
+// for each table, the query on MySQL/MariaDB database name and the one on
+// PostgreSQL schema name.
+func workloadQueries(name string) [][2]string {
+	return [][2]string{
 		{"SELECT id, customer, CAST(amount AS CHAR), status, DATE_FORMAT(updated_at, '%Y-%m-%d %H:%i:%s.%f'), note FROM " + name + ".orders ORDER BY id",
 			`SELECT id, customer, amount::text, status, to_char(updated_at, 'YYYY-MM-DD HH24:MI:SS.US'), note FROM "` + name + `"."orders" ORDER BY id`},
 		{"SELECT order_id, sku, qty, CAST(price AS CHAR) FROM " + name + ".items ORDER BY order_id, sku",
 			`SELECT order_id, sku, qty, price::text FROM "` + name + `"."items" ORDER BY order_id, sku COLLATE "C"`},
 	}
+}
+
+// compare dumps both tables from both sides in one canonical text form.
+func compare(my, pg *sql.DB, name string) (same bool, detail string, err error) {
+	return compareQueries(my, pg, workloadQueries(name))
+}
+
+// compareQueries runs each pair's first query on my and second on dst and
+// compares the dumps.
+func compareQueries(my, dst *sql.DB, queries [][2]string) (same bool, detail string, err error) {
 	for _, q := range queries {
 		a, err := dump(my, q[0])
 		if err != nil {
 			return false, "", fmt.Errorf("source dump: %w", err)
 		}
-		b, err := dump(pg, q[1])
+		b, err := dump(dst, q[1])
 		if err != nil {
 			return false, "target not ready: " + err.Error(), nil
 		}
 		if !slices.Equal(a, b) {
 			d := fmt.Sprintf("source has %d rows, target %d", len(a), len(b))
+			first, differ := -1, 0
 			for i := 0; i < len(a) && i < len(b); i++ {
 				if a[i] != b[i] {
-					d += fmt.Sprintf("; first difference at row %d: source %s target %s", i, a[i], b[i])
-					break
+					differ++
+					if first < 0 {
+						first = i
+					}
 				}
+			}
+			if first >= 0 {
+				// how many differ tells a target behind (many) from lost changes (a few)
+				d += fmt.Sprintf("; %d rows differ at the same place, the first at row %d: source %s target %s", differ, first, a[first], b[first])
 			}
 			return false, d, nil
 		}
@@ -188,10 +207,17 @@ func waitFor(t *testing.T, r *running, cond func() bool, msg string) {
 
 func waitEqual(t *testing.T, my, pg *sql.DB, name string, p *running) {
 	t.Helper()
+	waitSame(t, p, func() (bool, string, error) { return compare(my, pg, name) })
+}
+
+// waitSame waits until cmp reports both sides the same, failing with its
+// last detail after 3 minutes or when p stops by itself.
+func waitSame(t *testing.T, p *running, cmp func() (bool, string, error)) {
+	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	var detail string
 	for time.Now().Before(deadline) {
-		same, d, err := compare(my, pg, name)
+		same, d, err := cmp()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,33 +7,29 @@ import (
 	"testing"
 )
 
-// TestReplayNeverRegressesRows models, on each transport, a crash after the sink applied changes
+// testReplayNeverRegresses models a crash after the sink applied changes
 // but before the source position covering them was saved: the pipeline is
 // restarted from an older saved position, so it reads those changes again.
 // A trigger in PostgreSQL records every write that would move an order's
 // amount backwards (the workload only ever increases it); there must be none,
 // and the target must still end equal to the source.
-func TestReplayNeverRegressesRows(t *testing.T) {
-	onEachTransport(t, testReplayNeverRegresses)
-}
-
-func testReplayNeverRegresses(t *testing.T, transport string, e env) {
-	db, my, pg := sourceAndTarget(t, e, "it_replay")
-	cfg := writeConfig(t, e, db, transport)
+func testReplayNeverRegresses(t *testing.T, k *kit) {
+	db, my := k.db, k.src
+	cfg := k.config(t)
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 	w := newWorkload(my, db)
 
 	r := startPipeline(t, cfg)
-	waitStreaming(t, my, pg, db, r)
-	assertNoRegressions := watchRegressions(t, pg, db)
+	k.waitStreaming(t, r)
+	assertNoRegressions := k.watchRegressions(t)
 	w.run(t, 1000)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	old, err := os.ReadFile(posFile)
 	if err != nil {
 		t.Fatalf("no saved position after 1000 changes: %v", err)
 	}
 	w.run(t, 3000)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 
 	// The "crash": the saves after the first 1000 changes never happened.
@@ -42,7 +38,7 @@ func testReplayNeverRegresses(t *testing.T, transport string, e env) {
 	}
 	r = startPipeline(t, cfg)
 	w.run(t, 500)
-	waitEqual(t, my, pg, db, r)
+	k.waitEqual(t, r)
 	r.stop(t)
 
 	assertNoRegressions(t)

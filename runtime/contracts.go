@@ -70,3 +70,16 @@ type PositionStore interface {
 type ProgressReporter interface {
 	Progress() map[string]float64
 }
+
+// TableLister is an optional capability of a Source: the tables it
+// captures now (binlog.Source lists the included base tables).
+type TableLister interface {
+	CapturedTables(ctx context.Context) ([]schema.TableID, error)
+}
+
+// TableChecker is an optional capability of a Sink: it refuses, before
+// anything is written, tables it must not take (sink.Sink: a source table
+// mapping onto one of its control tables), with a fatal error naming both.
+type TableChecker interface {
+	CheckTables(ids []schema.TableID) error
+}

@@ -42,6 +42,10 @@ type Pipeline struct {
 	Sink       Sink       // required with Subscriber
 	Positions  PositionStore
 	Log        *slog.Logger
+	// Tables lists the source's captured tables for the start check of a
+	// sink side (TableChecker) when Source is nil or no TableLister (a
+	// sink-only process); optional.
+	Tables TableLister
 
 	MaxInFlight  int           // records published but not acknowledged; default 8192
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
@@ -164,6 +168,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("pipeline %s: a subscriber needs a sink: %w", p.Name, ErrConfig)
 	}
 	ctx = WithLogger(ctx, p.log())
+	if err := p.checkTables(ctx); err != nil {
+		p.setState(StateFailed, err)
+		return err
+	}
 	p.setState(StateRunning, nil)
 
 	// The sink side outlives the source side on shutdown, so that batches
@@ -489,4 +497,32 @@ func prefixed(prefix string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", prefix, err)
+}
+
+// checkTables hands the source's captured tables to a sink that checks
+// them (TableChecker) before anything runs: a table the sink refuses stops
+// the start with its fatal error instead of the first record of the table.
+// A lister that cannot reach the source is no reason not to start: the sink
+// checks every table again at its first record.
+func (p *Pipeline) checkTables(ctx context.Context) error {
+	c, ok := p.Sink.(TableChecker)
+	if !ok || p.Subscriber == nil {
+		return nil
+	}
+	l, _ := p.Source.(TableLister)
+	if l == nil {
+		l = p.Tables
+	}
+	if l == nil {
+		return nil
+	}
+	ids, err := l.CapturedTables(ctx)
+	if err != nil {
+		p.log().Warn("cannot list the source's tables to check them against the sink before starting; each is checked at its first record", "pipeline", p.Name, "err", err)
+		return nil
+	}
+	if err := c.CheckTables(ids); err != nil {
+		return fmt.Errorf("pipeline %s: %w", p.Name, err)
+	}
+	return nil
 }

@@ -1,6 +1,9 @@
 package schema
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Table-level records (TRUNCATE, schema changes of a table) are barriers: a
 // transport delivers a copy of one to every queue of its table's topic, each
@@ -28,4 +31,25 @@ func BarrierKey(r *Record) string {
 	}
 	s := &r.Source
 	return fmt.Sprintf("%s@%s:%d:%d:%s", r.Table, s.File, s.Pos, s.Row, s.GTID)
+}
+
+// BarrierTables returns the tables whose rows barrier r is ordered with: a
+// transport delivers a copy to every queue of each one's topic. A TRUNCATE
+// names one table; a schema change every captured table its statement names
+// (SchemaChange.Captured: `DROP TABLE a, b`, `RENAME TABLE a TO x, b TO
+// y`), or r.Table alone when the source did not list them. Nil when r is
+// no barrier.
+func (r *Record) BarrierTables() []TableID {
+	if !r.IsBarrier() {
+		return nil
+	}
+	out := []TableID{r.Table}
+	if r.Op == OpSchemaChange && r.Change != nil {
+		for _, id := range r.Change.Captured {
+			if id.Table != "" && !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
 }

@@ -91,6 +91,11 @@ type SchemaChange struct {
 	// Tables is the statement's effect on table shapes, in statement order.
 	// Empty for statements that change none (CREATE INDEX, CREATE VIEW …).
 	Tables []TableChange
+	// Captured lists every captured table the statement names (old and new
+	// names of a rename), Record.Table first: the change is a barrier on
+	// the queues of each (Record.BarrierTables). Set by the source for
+	// routing; encodings do not carry it (a decoded record has none).
+	Captured []TableID
 }
 
 // Kinds of TableChange.

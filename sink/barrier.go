@@ -60,6 +60,9 @@ func (b *barrierState) kick() {
 const (
 	barrierPollMin = 2 * time.Millisecond
 	barrierPollMax = 200 * time.Millisecond
+	// barrierWarnEvery: a copy waiting this long says so, and again after
+	// each such stretch.
+	barrierWarnEvery = 30 * time.Second
 )
 
 // barrierTables names the control tables of barriers, beside the progress
@@ -141,6 +144,7 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 	drop := "DELETE FROM " + qa + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 
 	delay := barrierPollMin
+	began, warned := time.Now(), time.Now()
 	// Once waiting, a copy looks without the lock (so that the copies of an
 	// applied barrier pass at once, not one after the other) and takes it
 	// only to pass an applied barrier or to apply a complete one.
@@ -154,6 +158,11 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 			var n int
 			err := s.db.QueryRowContext(ctx, peek, s.cfg.Pipeline, id, s.cfg.Pipeline, id).Scan(&done, &n)
 			if err == nil && !done && n < copies {
+				if time.Since(warned) >= barrierWarnEvery {
+					warned = time.Now()
+					s.log.Warn("barrier still waiting for copies from other queues: every queue of the topics of the tables it names must be consumed by a sink of this group (transport.topics), and a killed sink's queues are handed over only once the broker expires its lock",
+						"barrier", key, "arrived", n, "copies", copies, "waited", time.Since(began).Round(time.Second))
+				}
 				if err := barrierSleep(ctx, moved, &delay); err != nil {
 					return fmt.Errorf("sink: stopped waiting for the other copies of barrier %s (%d copies): %w", key, copies, err)
 				}

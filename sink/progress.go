@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -98,6 +99,23 @@ func (s *Sink) checkControl(recs []schema.Record) error {
 	return nil
 }
 
+// CheckTables refuses, before anything is written, source tables that map
+// onto one of the sink's control tables (see checkControl): the runtime
+// calls it at start with the tables the source captures. The error names
+// each such table and the control table, and is fatal.
+func (s *Sink) CheckTables(ids []schema.TableID) error {
+	var errs []error
+	for _, id := range ids {
+		if err := s.controlCollision(id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) <= 1 {
+		return errors.Join(errs...)
+	}
+	return fatal(errors.Join(errs...))
+}
+
 // controlCollision names the control table id maps onto, as a fatal error,
 // or returns nil.
 func (s *Sink) controlCollision(id schema.TableID) error {
@@ -115,7 +133,9 @@ func (s *Sink) controlCollision(id schema.TableID) error {
 		return name
 	}
 	type control struct{ what, name string }
-	controls := []control{{"progress table", s.cfg.ProgressTable}, {"pending table", s.cfg.PendingTable}}
+	barriers, arrivals := s.barrierTables()
+	controls := []control{{"progress table", s.cfg.ProgressTable}, {"pending table", s.cfg.PendingTable},
+		{"barrier table", barriers}, {"barrier arrivals table", arrivals}}
 	for _, c := range s.cfg.ControlTables {
 		controls = append(controls, control{"control table", c})
 	}

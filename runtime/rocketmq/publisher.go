@@ -196,10 +196,6 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	if errp := p.failed.Load(); errp != nil {
 		return fmt.Errorf("rocketmq: publisher stopped after a failed send, restart from the last acked position: %w", *errp)
 	}
-	type pk struct {
-		topic string
-		q     queue
-	}
 	var parts []*part
 	index := map[pk]*part{}
 	data := 0
@@ -226,8 +222,12 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 			return fmt.Errorf("rocketmq: topic %q has no writable queue", topic)
 		}
 		barrier := rec.IsBarrier()
-		if barrier { // a copy to every queue of the topic, on every broker
-			c := runtime.BarrierCopy(*rec, len(qs))
+		var targets []pk
+		if barrier { // a copy to every queue, on every broker, of each table's topic
+			if targets, err = p.barrierTargets(ctx, rec); err != nil {
+				return err
+			}
+			c := runtime.BarrierCopy(*rec, len(targets))
 			rec = &c
 		}
 		msg, size, err := p.fitMessage(ctx, rec, topic)
@@ -237,21 +237,20 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		if msg == nil { // sent to the dead-letter topic
 			continue
 		}
-		targets := []queue{qs[runtime.QueueFor(rec, len(qs))]}
-		if barrier {
-			targets = qs
+		if !barrier {
+			targets = []pk{{topic, qs[runtime.QueueFor(rec, len(qs))]}}
 		}
-		for j, q := range targets {
+		for j, k := range targets {
 			m := msg
 			if j > 0 {
-				m = primitive.NewMessage(topic, msg.Body)
+				m = primitive.NewMessage(k.topic, msg.Body)
 				m.WithProperties(msg.GetProperties())
 			}
-			m.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: q.Broker, QueueId: q.ID}
-			k := pk{topic, q}
+			q := k.q
+			m.Queue = &primitive.MessageQueue{Topic: k.topic, BrokerName: q.Broker, QueueId: q.ID}
 			pt := index[k]
 			if pt == nil {
-				pt = &part{topic: topic, q: q}
+				pt = &part{topic: k.topic, q: q}
 				index[k] = pt
 				parts = append(parts, pt)
 			}
@@ -290,6 +289,42 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	}
 	p.enqMu.Unlock()
 	return nil
+}
+
+// pk names one queue of one topic.
+type pk struct {
+	topic string
+	q     queue
+}
+
+// barrierTargets lists the queues barrier rec goes to: every queue of the
+// topic of each table it is ordered with (schema.Record.BarrierTables), so
+// that a statement naming several tables (`DROP TABLE a, b`) waits for the
+// rows before it of each and precedes the rows after it of each.
+func (p *Publisher) barrierTargets(ctx context.Context, rec *schema.Record) ([]pk, error) {
+	var out []pk
+	seen := map[string]bool{}
+	for _, id := range rec.BarrierTables() {
+		topic, err := p.reg.Topic(id)
+		if err != nil {
+			return nil, err
+		}
+		if seen[topic] {
+			continue
+		}
+		seen[topic] = true
+		qs, err := p.topics.queues(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		if len(qs) == 0 {
+			return nil, fmt.Errorf("rocketmq: topic %q has no writable queue", topic)
+		}
+		for _, q := range qs {
+			out = append(out, pk{topic, q})
+		}
+	}
+	return out, nil
 }
 
 // storeSchema sends a schema message of the compact format and waits for

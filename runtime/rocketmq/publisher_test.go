@@ -538,3 +538,43 @@ func TestPublisherBarrierToEveryQueue(t *testing.T) {
 		}
 	}
 }
+
+// A statement naming several captured tables (DROP TABLE t, u) is one
+// barrier on every queue of each table's topic, its copies counting all of
+// them; before, it reached only the first table's topic and raced the rows
+// of the others (issue #10).
+func TestPublisherMultiTableBarrierToEveryTopic(t *testing.T) {
+	f := newFakeSender()
+	p := testPublisher(t, f, nil)
+	defer p.Close(context.Background())
+	other := schema.TableID{Database: "db", Table: "u"}
+	ddl := schema.Record{Op: schema.OpSchemaChange, Table: tbl, ID: nextTestID(),
+		Change: &schema.SchemaChange{DDL: "DROP TABLE t, u", Kind: "DROP", Captured: []schema.TableID{tbl, other, tbl}}}
+	acked := make(chan error, 1)
+	if err := p.Publish(context.Background(), []schema.Record{ddl}, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	perTopic := map[string]map[int]bool{}
+	for q, msgs := range f.sent {
+		for _, m := range msgs {
+			if n := m.GetProperty(HeaderPropertyPrefix + schema.HeaderBarrierCopies); n != "8" {
+				t.Errorf("topic %s queue %d: copies property %q, want 8", m.Topic, q, n)
+			}
+			if perTopic[m.Topic] == nil {
+				perTopic[m.Topic] = map[int]bool{}
+			}
+			perTopic[m.Topic][q] = true
+		}
+	}
+	for _, id := range []schema.TableID{tbl, other} {
+		topic, _ := p.reg.Topic(id)
+		if len(perTopic[topic]) != 4 {
+			t.Errorf("topic %s got copies on queues %v, want all 4 (all topics: %v)", topic, perTopic[topic], perTopic)
+		}
+	}
+}

@@ -414,6 +414,16 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 		if dl != nil {
 			p.Sink = sinkWithDeadLetter{s, dl}
 		}
+		if d.source == nil && cfg.Source != nil {
+			// A sink-only process checks the source's tables against its
+			// control tables at start too, when it can read the source
+			// section (runtime.Pipeline.Tables).
+			if sd, err := decodeAll(cfg, "source"); err == nil && sd.source != nil {
+				if src, err := binlog.NewSource(*sd.source, log.With("component", "source-tables")); err == nil {
+					p.Tables = src
+				}
+			}
+		}
 	}
 	switch {
 	case d.embedded != nil:
@@ -445,6 +455,14 @@ type sinkWithDeadLetter struct {
 }
 
 func (s sinkWithDeadLetter) Close() error { return errors.Join(s.Sink.Close(), s.dl.Close()) }
+
+// CheckTables passes the start check on to the sink (runtime.TableChecker).
+func (s sinkWithDeadLetter) CheckTables(ids []schema.TableID) error {
+	if c, ok := s.Sink.(runtime.TableChecker); ok {
+		return c.CheckTables(ids)
+	}
+	return nil
+}
 
 // binlogSource adds the runtime's optional capabilities to the binlog
 // source: progress (snapshot progress in status and /metrics) and backlog
