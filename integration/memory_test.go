@@ -147,9 +147,6 @@ func TestBigTransactionMemoryBound(t *testing.T) {
 		peak := peakRSSMiB(t, r.cmd.Process.Pid)
 		t.Logf("%s: %d rows in one transaction applied in %.1fs; sluice peak RSS %.0f MiB (bound %d MiB)",
 			transport, rows, time.Since(start).Seconds(), peak, memoryBoundMiB)
-		if f := os.Getenv("SLUICE_MEMTEST_OUT"); f != "" {
-			_ = os.WriteFile(f+"."+transport, []byte(r.output()), 0o644)
-		}
 		if code := r.stop(t); code != 0 {
 			t.Fatalf("exit code %d after SIGTERM:\n%s", code, r.output())
 		}
