@@ -22,6 +22,11 @@ type Config struct {
 	Transport *Section
 	Sink      *Section
 	Positions *Section
+	// MemoryLimit (top-level memory_limit) is the Go memory limit of the
+	// process running the pipeline (ApplyMemoryLimit); 0: the default,
+	// DefaultMemoryLimit; negative ("off"): none. GOMEMLIMIT in the
+	// environment wins over both.
+	MemoryLimit ByteSize
 }
 
 // Section is one part of the config, decoded later by the component that
@@ -78,6 +83,13 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 				return nil, cfgErr(file, v.Line, "name", fmt.Sprintf("%q: use letters, digits, '.', '_' and '-' (it names the position file, topics and the consumer group)", v.Value))
 			}
 			c.Name = v.Value
+		case "memory_limit":
+			if err := decodeValue(file, "memory_limit", v, reflect.ValueOf(&c.MemoryLimit).Elem()); err != nil {
+				return nil, err
+			}
+			if c.MemoryLimit == 0 {
+				return nil, cfgErr(file, v.Line, "memory_limit", "0 is no limit: write off for none, or a size such as 200MiB")
+			}
 		case "source", "transport", "sink", "positions":
 			sec, err := newSection(file, k.Value, v)
 			if err != nil {
@@ -94,7 +106,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 				c.Positions = sec
 			}
 		default:
-			return nil, cfgErr(file, k.Line, k.Value, "unknown top-level key (known: name, source, transport, sink, positions)")
+			return nil, cfgErr(file, k.Line, k.Value, "unknown top-level key (known: name, memory_limit, source, transport, sink, positions)")
 		}
 	}
 	if c.Name == "" {
@@ -209,7 +221,10 @@ func (s *Section) Decode(into any) error {
 	return decodeStruct(s.file, s.path, s.node, rv.Elem(), true)
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	byteSizeType = reflect.TypeOf(ByteSize(0))
+)
 
 func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) error {
 	if n.Kind != yaml.MappingNode {
@@ -274,6 +289,15 @@ func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
 			return cfgErr(file, val.Line, key, fmt.Sprintf("expected a duration such as 500ms or 2s, got %s", nodeKind(val)))
 		}
 		fv.SetInt(int64(d))
+	case fv.Type() == byteSizeType:
+		if null {
+			return nil
+		}
+		b, err := ParseByteSize(val.Value)
+		if err != nil || val.Kind != yaml.ScalarNode {
+			return cfgErr(file, val.Line, key, fmt.Sprintf("expected a size such as 16MiB, 512KiB or a number of bytes, got %s", nodeKind(val)))
+		}
+		fv.SetInt(int64(b))
 	case fv.Kind() == reflect.Struct:
 		if null {
 			return nil

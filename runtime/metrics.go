@@ -123,6 +123,10 @@ func WritePrometheus(w io.Writer, ps []*Pipeline) {
 	gauge("sluice_in_flight_records", "Records published but not yet acknowledged.", func(_ int, p *Pipeline) string {
 		return fmt.Sprint(p.InFlight())
 	})
+	gauge("sluice_in_flight_bytes", "Estimated bytes of the records published but not yet acknowledged.", func(_ int, p *Pipeline) string {
+		_, b := p.InFlightBytes()
+		return fmt.Sprint(b)
+	})
 	gauge("sluice_up", "1 while the pipeline runs, 0 otherwise.", func(_ int, p *Pipeline) string {
 		if p.Status().State == StateRunning {
 			return "1"

@@ -50,6 +50,10 @@ type Pipeline struct {
 	MaxInFlight  int           // records published but not acknowledged; default 8192
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
 	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
+	// MaxInFlightBytes caps the same records as MaxInFlight by their
+	// estimated size (schema.Record.Size); default 16 MiB. A batch larger
+	// than the cap is admitted alone.
+	MaxInFlightBytes int
 
 	stats   Stats
 	backlog backlogState
@@ -288,13 +292,20 @@ func countByTable(m *Metrics, by map[string]*atomic.Int64, recs []schema.Record)
 
 // InFlight is the number of records published but not yet acknowledged.
 func (p *Pipeline) InFlight() int {
+	n, _ := p.InFlightBytes()
+	return n
+}
+
+// InFlightBytes is the number of records published but not yet
+// acknowledged and their estimated bytes.
+func (p *Pipeline) InFlightBytes() (records, bytes int) {
 	w := p.win.Load()
 	if w == nil {
-		return 0
+		return 0, 0
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.inFlight
+	return w.inFlight, w.bytes
 }
 
 // errInputEnded is readLoop's word for the source's end of input.
@@ -338,7 +349,7 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	}
 	defer func() { err = errors.Join(err, p.Source.Close()) }()
 
-	w := newWindow(p.MaxInFlight)
+	w := newWindow(p.MaxInFlight, p.MaxInFlightBytes)
 	p.win.Store(w)
 	saveEvery := p.SaveInterval
 	if saveEvery <= 0 {
@@ -467,7 +478,7 @@ func (p *Pipeline) readLoop(ctx context.Context, w *window) error {
 				pos = recs[i].Position
 			}
 		}
-		seq, err := w.add(ctx, len(recs), pos)
+		seq, err := w.add(ctx, len(recs), schema.RecordsSize(recs), pos)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

@@ -6,8 +6,9 @@ import (
 )
 
 // window tracks published batches until they are acknowledged. It commits
-// only the contiguous acked prefix and caps the records in flight, which
-// gives both correct checkpoints and backpressure.
+// only the contiguous acked prefix and caps the records in flight, in
+// number and in bytes (schema.Record.Size), which gives both correct
+// checkpoints and backpressure with memory bounded whatever the rows hold.
 type window struct {
 	mu       sync.Mutex
 	cond     chan struct{} // closed and replaced whenever space frees up
@@ -16,6 +17,8 @@ type window struct {
 	pending  map[uint64]*slot
 	inFlight int
 	max      int
+	bytes    int // estimated bytes of the records in flight
+	maxBytes int
 	err      error  // first ack error
 	position []byte // newest position of the committed prefix
 	dirty    bool   // position changed since the last take
@@ -28,23 +31,34 @@ type window struct {
 
 type slot struct {
 	records  int
+	bytes    int
 	position []byte
 	done     bool
 	failed   bool
 	stamp    batchStamp
 }
 
-func newWindow(maxRecords int) *window {
+// Defaults of Pipeline.MaxInFlight and Pipeline.MaxInFlightBytes.
+const (
+	DefaultMaxInFlight      = 8192
+	DefaultMaxInFlightBytes = 16 << 20
+)
+
+func newWindow(maxRecords, maxBytes int) *window {
 	if maxRecords <= 0 {
-		maxRecords = 8192
+		maxRecords = DefaultMaxInFlight
 	}
-	return &window{cond: make(chan struct{}), pending: map[uint64]*slot{}, max: maxRecords}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxInFlightBytes
+	}
+	return &window{cond: make(chan struct{}), pending: map[uint64]*slot{}, max: maxRecords, maxBytes: maxBytes}
 }
 
-// add reserves room for a batch of n records that makes position resumable
-// (nil: no resumable point inside). It blocks while the window is full.
-// A batch larger than the window is admitted alone.
-func (w *window) add(ctx context.Context, n int, position []byte) (uint64, error) {
+// add reserves room for a batch of n records of about size bytes that makes
+// position resumable (nil: no resumable point inside). It blocks while the
+// window is full in records or in bytes. A batch larger than the window is
+// admitted alone.
+func (w *window) add(ctx context.Context, n, size int, position []byte) (uint64, error) {
 	for {
 		w.mu.Lock()
 		if w.err != nil {
@@ -52,11 +66,12 @@ func (w *window) add(ctx context.Context, n int, position []byte) (uint64, error
 			w.mu.Unlock()
 			return 0, err
 		}
-		if w.inFlight == 0 || w.inFlight+n <= w.max {
+		if w.inFlight == 0 || w.inFlight+n <= w.max && w.bytes+size <= w.maxBytes {
 			seq := w.next
 			w.next++
-			w.pending[seq] = &slot{records: n, position: position}
+			w.pending[seq] = &slot{records: n, bytes: size, position: position}
 			w.inFlight += n
+			w.bytes += size
 			w.mu.Unlock()
 			return seq, nil
 		}
@@ -91,6 +106,7 @@ func (w *window) ack(seq uint64, err error) {
 		delete(w.pending, w.head)
 		w.head++
 		w.inFlight -= h.records
+		w.bytes -= h.bytes
 		if h.position != nil {
 			w.position, w.dirty = h.position, true
 		}

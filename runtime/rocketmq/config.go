@@ -27,6 +27,10 @@ const (
 	DefaultSendRetries = 3
 	DefaultMaxInFlight = 4096
 	DefaultBatchSize   = 256
+	// DefaultMaxCachedRecords and DefaultMaxCachedBytes bound the messages
+	// the subscriber holds pulled but not yet applied, over all its queues.
+	DefaultMaxCachedRecords = 8192
+	DefaultMaxCachedBytes   = 16 << 20
 	// DefaultMaxMessageBytes is the broker's default maxMessageSize (4 MiB)
 	// less 64 KiB of headroom for the topic, the message header and what the
 	// client adds to the properties. A message is measured as body plus
@@ -107,6 +111,16 @@ type Config struct {
 	// latency, and at most BatchSize records per Linger per queue. Zero
 	// (the default) pulls again at once; the limit is 65.535s.
 	Linger time.Duration
+	// MaxCachedRecords and MaxCachedBytes bound the subscriber's pull cache
+	// (messages pulled, not yet applied and committed) over all the queues
+	// it consumes, whatever their number: the client's
+	// PullThresholdForTopic and PullThresholdSizeForTopic, which it shares
+	// out among the queues (each gets at least 1 message and 1 MiB, and
+	// stops pulling once over its share, so a queue may hold one pull
+	// more). Bytes count message bodies, in whole MiB (at least 1).
+	// Defaults DefaultMaxCachedRecords and DefaultMaxCachedBytes.
+	MaxCachedRecords int
+	MaxCachedBytes   int
 	// Codec encodes and decodes records; default the JSON converter with
 	// schemas.
 	Codec Codec
@@ -208,6 +222,13 @@ func (c Config) baseDefaults() (Config, error) {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxCachedRecords <= 0 {
+		c.MaxCachedRecords = DefaultMaxCachedRecords
+	}
+	c.MaxCachedRecords = min(c.MaxCachedRecords, 6553500) // the client's limit
+	if c.MaxCachedBytes <= 0 {
+		c.MaxCachedBytes = DefaultMaxCachedBytes
 	}
 	if c.BatchSize > 1024 {
 		c.BatchSize = 1024

@@ -313,6 +313,11 @@ func consumerOptions(cfg Config) []consumer.Option {
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 		consumer.WithConsumeMessageBatchMaxSize(cfg.BatchSize),
 		consumer.WithPullBatchSize(int32(cfg.BatchSize)),
+		// The pull cache, bounded over all queues (the client divides
+		// these among the queues it is assigned): without them each queue
+		// caches up to 102400/queues messages and 512 MiB.
+		consumer.WithPullThresholdForTopic(cfg.MaxCachedRecords),
+		consumer.WithPullThresholdSizeForTopic(max(1, min(cfg.MaxCachedBytes>>20, 102400))),
 		consumer.WithPullInterval(cfg.Linger),
 		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
 		consumer.WithAutoCommit(true), // false is broken in the client: see the notes

@@ -111,6 +111,8 @@ func cmdRun(args []string, log *slog.Logger) error {
 	if _, err := decodeAll(cfg, *only); err != nil {
 		return err
 	}
+	limit := runtime.ApplyMemoryLimit(cfg.MemoryLimit, os.Getenv)
+	log.Debug("memory limit", "limit", limit.String())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w := runtime.NewWorker(log)

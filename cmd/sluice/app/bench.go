@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -244,6 +245,10 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		return nil, err
 	}
 	defer live.stop()
+	// Measured as `sluice run` runs: under the default memory limit, from
+	// an RSS without the garbage of the raw baselines above.
+	runtime.ApplyMemoryLimit(0, os.Getenv)
+	debug.FreeOSMemory()
 	mem := watchMemory()
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {

@@ -103,6 +103,13 @@ type embeddedTransport struct {
 	Depth    int           `yaml:"depth"`
 	MaxBatch int           `yaml:"max_batch"` // records per sink transaction, default 2048
 	Linger   time.Duration `yaml:"linger"`    // wait this long for a fuller batch, default 0
+	// MaxInFlight and MaxInFlightBytes: the memory limits of every
+	// transport, records read from the source and not yet acknowledged
+	// (runtime.Pipeline.MaxInFlight, MaxInFlightBytes); on RocketMQ also
+	// the messages the consumer holds pulled but not yet applied
+	// (rocketmq.Config.MaxCachedRecords, MaxCachedBytes).
+	MaxInFlight      int              `yaml:"max_in_flight"`
+	MaxInFlightBytes runtime.ByteSize `yaml:"max_in_flight_bytes"`
 }
 
 type rocketmqTransport struct {
@@ -127,6 +134,9 @@ type rocketmqTransport struct {
 	// AccessKey and SecretKey: broker ACL credentials (both or neither).
 	AccessKey string `yaml:"access_key"`
 	SecretKey string `yaml:"secret_key"`
+	// MaxInFlight and MaxInFlightBytes: see embeddedTransport.
+	MaxInFlight      int              `yaml:"max_in_flight"`
+	MaxInFlightBytes runtime.ByteSize `yaml:"max_in_flight_bytes"`
 }
 
 // positionsConfig is the positions section: type file (dir), or postgres
@@ -178,6 +188,21 @@ type decoded struct {
 	rocketmq  *rocketmq.Config
 	positions positionsConfig
 	maxFlight int
+	// maxFlightBytes: the transport's max_in_flight_bytes (0: default).
+	maxFlightBytes int
+}
+
+// inFlightLimits checks a transport's max_in_flight and
+// max_in_flight_bytes and keeps them in d.
+func (d *decoded) inFlightLimits(sec *runtime.Section, records int, bytes runtime.ByteSize) error {
+	if records < 0 {
+		return sec.Err("max_in_flight", fmt.Sprintf("%d is negative: use a number of records such as 8192, or leave it out for the default", records))
+	}
+	if bytes < 0 || bytes > 1<<40 {
+		return sec.Err("max_in_flight_bytes", fmt.Sprintf("%s: use a size such as 16MiB, or leave it out for the default", bytes))
+	}
+	d.maxFlight, d.maxFlightBytes = records, int(bytes)
+	return nil
 }
 
 func truthy(b *bool, def bool) bool {
@@ -312,6 +337,9 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		if c.Linger < 0 {
 			return nil, cfg.Transport.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
 		}
+		if err := d.inFlightLimits(cfg.Transport, c.MaxInFlight, c.MaxInFlightBytes); err != nil {
+			return nil, err
+		}
 		d.embedded = &c
 	case "rocketmq":
 		var c rocketmqTransport
@@ -332,6 +360,10 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			// sink decodes every format without them
 			d.rocketmq.Codec = converter.NewJSON(d.codec)
 		}
+		if err := d.inFlightLimits(cfg.Transport, c.MaxInFlight, c.MaxInFlightBytes); err != nil {
+			return nil, err
+		}
+		d.rocketmq.MaxCachedRecords, d.rocketmq.MaxCachedBytes = d.maxFlight, d.maxFlightBytes
 		if err := d.rocketmq.Validate(); err != nil {
 			return nil, cfg.Transport.Explain(err, &c)
 		}
@@ -382,7 +414,7 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	p := &runtime.Pipeline{Name: cfg.Name, Log: log}
+	p := &runtime.Pipeline{Name: cfg.Name, Log: log, MaxInFlight: d.maxFlight, MaxInFlightBytes: d.maxFlightBytes}
 	if d.source != nil {
 		src, err := binlog.NewSource(*d.source, log.With("component", "source"))
 		if err != nil {

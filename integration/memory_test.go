@@ -1,0 +1,200 @@
+package integration
+
+import (
+	"bufio"
+	"database/sql"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
+)
+
+// memoryBoundMiB is the peak RSS README promises for a sluice process at
+// the default memory settings (max_in_flight_bytes and its derived limits).
+const memoryBoundMiB = 200
+
+// bigTxRows is the size of the one source transaction of
+// TestBigTransactionMemoryBound: 1,000,000 unless SLUICE_BIGTX_ROWS says.
+func bigTxRows(t *testing.T) int {
+	if s := os.Getenv("SLUICE_BIGTX_ROWS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			t.Fatalf("SLUICE_BIGTX_ROWS=%q: want a positive number", s)
+		}
+		return n
+	}
+	return 1_000_000
+}
+
+// peakRSSMiB is the kernel's high-water mark of the resident set of pid
+// (VmHWM of /proc/<pid>/status), in MiB.
+func peakRSSMiB(t *testing.T, pid int) float64 {
+	t.Helper()
+	return procStatusMiB(t, pid, "VmHWM")
+}
+
+func procStatusMiB(t *testing.T, pid int, field string) float64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("read memory of process %d: %v", pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), field+":")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if err != nil {
+			t.Fatalf("%s of process %d: %q", field, pid, v)
+		}
+		return kb / 1024
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// bigTxConfig writes the config of a pipeline over table big of database
+// name; sinkDSN is the target (through a proxy where a test cuts it).
+func bigTxConfig(t *testing.T, e env, name, transport, sinkDSN string) string {
+	t.Helper()
+	tr := "  type: embedded\n  queues: 4\n"
+	if transport == "rocketmq" {
+		tr = fmt.Sprintf("  type: rocketmq\n  name_servers: [%q]\n  queues: 4\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
+			e["SLUICE_ROCKETMQ_NAMESRV"], name, name+"_sink", rocketmq.TopicName(name, name, "big", "table"))
+	}
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  snapshot: initial\ntransport:\n%ssink:\n  type: postgres\n  dsn: %s\npositions:\n  type: file\n  dir: %s\n",
+		name, e["SLUICE_MYSQL_FLAVOR"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], e["SLUICE_MYSQL_CDC_USER"],
+		1000+rand.Intn(100000), name, tr, sinkDSN, filepath.Join(dir, "positions"))
+	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
+	if err := os.MkdirAll(filepath.Join(dir, "positions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// bigTable makes database name with table big (the benchmark's columns)
+// holding row 0, so a started pipeline can be seen streaming.
+func bigTable(t *testing.T, e env) (string, *sql.DB, *sql.DB) {
+	t.Helper()
+	name := uniqueName("mem")
+	my := openDB(t, "mysql", e.mysqlDSN(""))
+	pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
+	mustExec(t, my, "CREATE DATABASE `"+name+"`")
+	t.Cleanup(func() {
+		my.Exec("DROP DATABASE IF EXISTS `" + name + "`")
+		pg.Exec(`DROP SCHEMA IF EXISTS "` + name + `" CASCADE`)
+	})
+	mustExec(t, my, "CREATE TABLE `"+name+"`.big (id BIGINT PRIMARY KEY, account INT NOT NULL, amount DECIMAL(12,2) NOT NULL, note VARCHAR(64), created DATETIME(6) NOT NULL)")
+	mustExec(t, my, "INSERT INTO `"+name+"`.big VALUES (0, 0, 0, 'first', UTC_TIMESTAMP(6))")
+	return name, my, pg
+}
+
+// insertBig writes rows 1..n into big in one transaction (one statement).
+func insertBig(t *testing.T, my *sql.DB, name string, n int) {
+	t.Helper()
+	mustExec(t, my, "CREATE DATABASE IF NOT EXISTS seq")
+	mustExec(t, my, fmt.Sprintf("INSERT INTO `%s`.big SELECT seq, seq %% 1000, (seq * 7919 %% 10000000) / 100, CONCAT('note ', seq, '/0'), UTC_TIMESTAMP(6) FROM seq.seq_1_to_%d", name, n))
+}
+
+// waitTargetRows waits until the target's big holds want rows, failing
+// when exited closes first or after limit.
+func waitTargetRows(t *testing.T, pg *sql.DB, name string, want int, limit time.Duration, exited <-chan struct{}, out func() string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	got := -1
+	for time.Now().Before(deadline) {
+		if err := pg.QueryRow(`SELECT count(*) FROM "` + name + `".big`).Scan(&got); err == nil && got >= want {
+			return
+		}
+		select {
+		case <-exited:
+			t.Fatalf("sluice exited while waiting for %d rows (have %d):\n%s", want, got, out())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	t.Fatalf("target has %d rows, not %d, after %s", got, want, limit)
+}
+
+// TestBigTransactionMemoryBound: one source transaction of 1,000,000 rows
+// (SLUICE_BIGTX_ROWS) streams through a sluice process on each transport
+// with its peak RSS, as the kernel measured it (VmHWM), under the bound
+// README states, at the default settings; every row arrives.
+func TestBigTransactionMemoryBound(t *testing.T) {
+	bin := buildSluice(t)
+	rows := bigTxRows(t)
+	onEachTransport(t, func(t *testing.T, transport string, e env) {
+		name, my, pg := bigTable(t, e)
+		cfg := bigTxConfig(t, e, name, transport, e["SLUICE_PG_DSN"])
+		r := startSluice(t, bin, cfg)
+		waitTargetRows(t, pg, name, 1, 90*time.Second, r.exited, r.output)
+		start := time.Now()
+		insertBig(t, my, name, rows)
+		waitTargetRows(t, pg, name, rows+1, 10*time.Minute, r.exited, r.output)
+		peak := peakRSSMiB(t, r.cmd.Process.Pid)
+		t.Logf("%s: %d rows in one transaction applied in %.1fs; sluice peak RSS %.0f MiB (bound %d MiB)",
+			transport, rows, time.Since(start).Seconds(), peak, memoryBoundMiB)
+		if code := r.stop(t); code != 0 {
+			t.Fatalf("exit code %d after SIGTERM:\n%s", code, r.output())
+		}
+		if peak > memoryBoundMiB {
+			t.Fatalf("%s: peak RSS %.0f MiB above the %d MiB bound", transport, peak, memoryBoundMiB)
+		}
+	})
+}
+
+// TestSinkBacklogMemoryBound: a sink process whose target is down for 30 s
+// while its source process publishes a backlog (300,000 rows in
+// transactions of 1,000) keeps its peak RSS under the bound during the
+// outage and while it catches up after; every row arrives. Over RocketMQ,
+// the transport where source and sink are separate processes.
+func TestSinkBacklogMemoryBound(t *testing.T) {
+	bin := buildSluice(t)
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
+	const rows, txn = 300_000, 1000
+	name, my, pg := bigTable(t, e)
+	proxy := newFaultProxy(t, e["SLUICE_PG_HOST"]+":"+e["SLUICE_PG_PORT"])
+	dsn := strings.Replace(e["SLUICE_PG_DSN"], e["SLUICE_PG_HOST"]+":"+e["SLUICE_PG_PORT"], proxy.addr(), 1)
+	if dsn == e["SLUICE_PG_DSN"] {
+		t.Fatalf("SLUICE_PG_DSN does not name %s:%s", e["SLUICE_PG_HOST"], e["SLUICE_PG_PORT"])
+	}
+	cfg := bigTxConfig(t, e, name, "rocketmq", dsn)
+	src := startProcess(t, bin, "source", cfg)
+	snk := startProcess(t, bin, "sink", cfg)
+	out := func() string { return "(see the process's log tail in the failure)" }
+	waitTargetRows(t, pg, name, 1, 90*time.Second, snk.exited, out)
+
+	proxy.setDown(true)
+	proxy.cut()
+	down := time.Now()
+	mustExec(t, my, "CREATE DATABASE IF NOT EXISTS seq")
+	for from := 1; from <= rows; from += txn {
+		mustExec(t, my, fmt.Sprintf("INSERT INTO `%s`.big SELECT seq, seq %% 1000, (seq * 7919 %% 10000000) / 100, CONCAT('note ', seq, '/0'), UTC_TIMESTAMP(6) FROM seq.seq_%d_to_%d", name, from, from+txn-1))
+	}
+	time.Sleep(time.Until(down.Add(30 * time.Second)))
+	during := peakRSSMiB(t, snk.cmd.Process.Pid)
+	proxy.setDown(false)
+	start := time.Now()
+	waitTargetRows(t, pg, name, rows+1, 10*time.Minute, snk.exited, out)
+	after := peakRSSMiB(t, snk.cmd.Process.Pid)
+	t.Logf("sink process: peak RSS %.0f MiB after 30 s with its target down, %.0f MiB after catching up on %d rows in %.1fs (source process %.0f MiB; bound %d MiB)",
+		during, after, rows, time.Since(start).Seconds(), peakRSSMiB(t, src.cmd.Process.Pid), memoryBoundMiB)
+	snk.stopProcess(t)
+	src.stopProcess(t)
+	if max(during, after) > memoryBoundMiB {
+		t.Fatalf("sink process: peak RSS %.0f MiB during the outage, %.0f MiB after: above the %d MiB bound", during, after, memoryBoundMiB)
+	}
+}
