@@ -65,11 +65,36 @@ func TestBarrierTruncateAcrossQueuesAndRestart(t *testing.T) {
 		tr := truncRec("bt", 25) // after the rows at offsets 1, 2 (queue 0) and 1 (queue 1), before 4 and 3
 		// Queue 0 reaches the barrier; queue 1 is not there yet: the copy
 		// waits until its Write is given up (a crash, in effect).
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		err := s1.Write(ctx, []schema.Record{on(cIns("bt", 1, "a"), 0, 1), on(cIns("bt", 2, "a"), 0, 2), barrierOf(tr, 2, 0, 3)})
+		// It is given up once the rows before it are committed: a fixed
+		// timeout raced the commit on a loaded machine.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- s1.Write(ctx, []schema.Record{on(cIns("bt", 1, "a"), 0, 1), on(cIns("bt", 2, "a"), 0, 2), barrierOf(tr, 2, 0, 3)})
+		}()
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			var n int
+			if e.db.QueryRow("SELECT COUNT(*) FROM "+e.table("bt")).Scan(&n) == nil && n == 2 {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the first copy of a barrier returned before the second arrived: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the rows before the barrier were not committed within a minute")
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the copy is waiting, not about to return
+		select {
+		case err := <-done:
+			t.Fatalf("the first copy of a barrier returned before the second arrived: %v", err)
+		default:
+		}
 		cancel()
-		if err == nil {
-			t.Fatal("the first copy of a barrier returned before the second arrived")
+		if err := <-done; err == nil {
+			t.Fatal("the first copy of a barrier returned nil when given up")
 		}
 		wantRows(t, e, "bt", map[int64]string{1: "a", 2: "a"})
 		s1.Close()
