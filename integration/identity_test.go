@@ -393,7 +393,7 @@ func waitProgress(t *testing.T, procs []*running, stall, limit time.Duration, wh
 		}
 		if done {
 			if d := time.Since(begin); d > 5*time.Second {
-				t.Logf("%s after %s (%d changes seen while waiting)", what, d.Round(time.Second), changes)
+				t.Logf("%s after %s (%d changes of the target seen in %d polls)", what, d.Round(time.Second), changes, i+1)
 			}
 			return
 		}
@@ -411,8 +411,8 @@ func waitProgress(t *testing.T, procs []*running, stall, limit time.Duration, wh
 			if still < 10*time.Second {
 				progressing = "still progressing"
 			}
-			t.Fatalf("never %s: after %s, the target is %s (unchanged for %s; %d changes seen while waiting): %s",
-				what, time.Since(begin).Round(time.Second), progressing, still.Round(time.Second), changes, detail)
+			t.Fatalf("never %s: after %s, the target is %s (unchanged for %s; %d changes seen in %d polls): %s",
+				what, time.Since(begin).Round(time.Second), progressing, still.Round(time.Second), changes, i+1, detail)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
