@@ -24,6 +24,19 @@ const (
 	firstSuspend = 200 * time.Millisecond
 	maxSuspend   = 10 * time.Second
 	stopSuspend  = time.Second
+	// lockInterval is how often the orderly consumer renews its queue locks
+	// at the brokers (the client's default is 20s). The client locks a
+	// queue it is assigned before it creates the queue's local state, so the
+	// local state stays "not locked" until the next periodic renewal (the
+	// bug of apache/rocketmq#2621, also in the Go client): until then every
+	// pull of the queue is put off by 3s. The first renewal runs 1s after
+	// Start, and missed the queues when the first rebalance took longer
+	// (a busy machine): then nothing was consumed for ~20s. Renewing every
+	// second bounds that start-up wait to the client's 3s pull retry; the
+	// broker's lock (60s) and the client's local expiry (30s) are
+	// unchanged, renewing more often only keeps them fresher. Cost: one
+	// lock request per broker per second.
+	lockInterval = time.Second
 )
 
 // Subscriber consumes the pipeline's topics with an orderly push consumer:
@@ -315,6 +328,7 @@ func consumerOptions(cfg Config) []consumer.Option {
 		consumer.WithPullBatchSize(int32(cfg.BatchSize)),
 		consumer.WithPullInterval(cfg.Linger),
 		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
+		consumer.WithRebalanceLockInterval(lockInterval),
 		consumer.WithAutoCommit(true), // false is broken in the client: see the notes
 	}
 	if cfg.hasCredentials() {
