@@ -224,17 +224,25 @@ func (s *Subscriber) decode(ctx context.Context, m *primitive.MessageExt) (schem
 		broker = m.Queue.BrokerName
 	}
 	body := m.Body
+	var rec schema.Record
+	var err error
 	if id, ok := props[SchemaProperty]; ok { // FormatCompact
-		e, err := s.schemas.get(ctx, id)
-		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, errSchemaMissing) {
-				return schema.Record{}, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
+		e, gerr := s.schemas.get(ctx, id)
+		if gerr != nil {
+			if ctx.Err() == nil && errors.Is(gerr, errSchemaMissing) {
+				return schema.Record{}, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, gerr)
 			}
-			return schema.Record{}, errRetrySchema{err}
+			return schema.Record{}, errRetrySchema{gerr}
 		}
-		key, body = e.expand(key, body)
+		if pd, ok := s.cfg.Codec.(partsDecoder); ok {
+			rec, err = pd.DecodeParts(keyOrNil(e.Key), key, e.Value, body)
+		} else {
+			key, body = e.expand(key, body)
+			rec, err = s.cfg.Codec.Decode(key, body)
+		}
+	} else {
+		rec, err = s.cfg.Codec.Decode(key, body)
 	}
-	rec, err := s.cfg.Codec.Decode(key, body)
 	if err != nil {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
 	}
@@ -260,6 +268,13 @@ func (s *Subscriber) decode(ctx context.Context, m *primitive.MessageExt) (schem
 		rec.Headers[name] = v
 	}
 	return rec, nil
+}
+
+// partsDecoder is a Codec that decodes a compact message's payloads with
+// the schemas its reference names, without rebuilding the envelopes
+// (converter.JSON); other codecs get the rebuilt envelopes.
+type partsDecoder interface {
+	DecodeParts(keySchema, key, valueSchema, value []byte) (schema.Record, error)
 }
 
 // errRetrySchema: the schema topic could not be read (broker unreachable,
