@@ -59,6 +59,20 @@ func (r *recent[T]) match(b []byte) (*recentEntry[T], bool) {
 	return nil, false
 }
 
+// exact returns the entry whose schema text is b.
+func (r *recent[T]) exact(b []byte) (*recentEntry[T], bool) {
+	for i := range r.slots {
+		e := r.slots[i].Load()
+		if e == nil {
+			return nil, false
+		}
+		if string(b) == string(e.raw) {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
 func (r *recent[T]) add(raw []byte, v T) {
 	i := r.next.Add(1) % recentLen
 	r.slots[i].Store(&recentEntry[T]{raw: raw, v: v})
@@ -91,15 +105,7 @@ func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
 			ed, err = c.envDecoder(sch)
 		}
 		if err == nil {
-			d := decoder{b: payload}
-			if ed.change {
-				err = d.schemaChange(&r)
-			} else {
-				err = d.envelope(&r, ed.value)
-			}
-			if err == nil {
-				err = d.end()
-			}
+			err = decodeValue(&r, ed, payload)
 		}
 	}
 	if err != nil {
@@ -112,6 +118,66 @@ func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
 		return schema.Record{}, fmt.Errorf("converter: key: %w", err)
 	}
 	return r, nil
+}
+
+// DecodeParts decodes a record whose schemas travel apart from its
+// payloads (RocketMQ's compact format names them by reference): the same
+// record and errors as Decode of {"schema":valueSchema,"payload":value}
+// and {"schema":keySchema,"payload":key}, without building those texts or
+// scanning the schemas again. keySchema nil: key is decoded as Decode
+// decodes a whole key (an envelope or a payload-only key); key nil or
+// empty: no key. Unlike the texts Decode would get, a payload here must
+// be one JSON value: text after it is an error, not another member.
+func (c *JSON) DecodeParts(keySchema, key, valueSchema, value []byte) (schema.Record, error) {
+	var r schema.Record
+	var ed *envDec
+	var err error
+	if e, ok := c.recentValue.exact(valueSchema); ok {
+		ed = e.v
+	} else {
+		ed, err = c.envDecoder(valueSchema)
+	}
+	if err == nil {
+		err = decodeValue(&r, ed, value)
+	}
+	if err != nil {
+		return schema.Record{}, fmt.Errorf("converter: value: %w", err)
+	}
+	if len(key) == 0 || r.Op == schema.OpSchemaChange {
+		return r, nil
+	}
+	if keySchema == nil {
+		err = c.decodeKey(&r, key)
+	} else {
+		var p *plan
+		if e, ok := c.recentKey.exact(keySchema); ok {
+			p = e.v
+		} else {
+			p, err = c.keyPlan(keySchema)
+		}
+		if err == nil {
+			err = decodeKeyPayload(&r, p, key)
+		}
+	}
+	if err != nil {
+		return schema.Record{}, fmt.Errorf("converter: key: %w", err)
+	}
+	return r, nil
+}
+
+// decodeValue decodes a value envelope's payload with its schema's decoder.
+func decodeValue(r *schema.Record, ed *envDec, payload []byte) error {
+	d := decoder{b: payload}
+	var err error
+	if ed.change {
+		err = d.schemaChange(r)
+	} else {
+		err = d.envelope(r, ed.value)
+	}
+	if err != nil {
+		return err
+	}
+	return d.end()
 }
 
 func (c *JSON) decodeKey(r *schema.Record, key []byte) error {
@@ -138,34 +204,46 @@ func (c *JSON) decodeKey(r *schema.Record, key []byte) error {
 	var p *plan
 	if hit != nil && len(hit.raw) == len(sch) {
 		p = hit.v
-	} else {
-		c.mu.RLock()
-		p = c.decKey[string(sch)]
-		c.mu.RUnlock()
-		if p != nil {
-			c.recentKey.add(p.raw, p)
-		}
+	} else if p, err = c.keyPlan(sch); err != nil {
+		return err
 	}
-	if p == nil {
-		var j jschema
-		if err := json.Unmarshal(sch, &j); err != nil {
-			return fmt.Errorf("%w: key schema: %v", ErrSyntax, err)
-		}
-		if p, err = fromConnect(&j, 0); err != nil {
-			return err
-		}
-		if p.kind != kStruct {
-			return fmt.Errorf("%w: key schema is %s, not a struct", ErrSyntax, j.Type)
-		}
-		if len(sch) <= maxCachedSchemaBytes {
-			p.raw = append([]byte(nil), sch...)
-			c.mu.Lock()
-			c.bump()
-			c.decKey[string(sch)] = p
-			c.mu.Unlock()
-			c.recentKey.add(p.raw, p)
-		}
+	return decodeKeyPayload(r, p, payload)
+}
+
+// keyPlan returns the cached decoding plan of a key schema text, making
+// and caching it on first use.
+func (c *JSON) keyPlan(sch []byte) (*plan, error) {
+	c.mu.RLock()
+	p := c.decKey[string(sch)]
+	c.mu.RUnlock()
+	if p != nil {
+		c.recentKey.add(p.raw, p)
+		return p, nil
 	}
+	var j jschema
+	if err := json.Unmarshal(sch, &j); err != nil {
+		return nil, fmt.Errorf("%w: key schema: %v", ErrSyntax, err)
+	}
+	p, err := fromConnect(&j, 0)
+	if err != nil {
+		return nil, err
+	}
+	if p.kind != kStruct {
+		return nil, fmt.Errorf("%w: key schema is %s, not a struct", ErrSyntax, j.Type)
+	}
+	if len(sch) <= maxCachedSchemaBytes {
+		p.raw = append([]byte(nil), sch...)
+		c.mu.Lock()
+		c.bump()
+		c.decKey[string(sch)] = p
+		c.mu.Unlock()
+		c.recentKey.add(p.raw, p)
+	}
+	return p, nil
+}
+
+// decodeKeyPayload decodes a key envelope's payload with its schema's plan.
+func decodeKeyPayload(r *schema.Record, p *plan, payload []byte) error {
 	d := decoder{b: payload}
 	if d.null() {
 		r.KeySchema = p.s

@@ -149,6 +149,11 @@ func TestCompactFormatRoundTrip(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("schema topic read %d times, want once (then cached)", reads)
 	}
+	// A payload that does not decode with its schema is ErrDecode.
+	data[0].Body = append(append([]byte(nil), data[0].Body...), `,"x":1`...)
+	if _, err := s.decode(context.Background(), data[0]); !errors.Is(err, ErrDecode) {
+		t.Errorf("payload followed by junk: err %v, want ErrDecode", err)
+	}
 }
 
 func TestCompactFormatMissingSchema(t *testing.T) {

@@ -24,6 +24,19 @@ const (
 	firstSuspend = 200 * time.Millisecond
 	maxSuspend   = 10 * time.Second
 	stopSuspend  = time.Second
+	// lockInterval is how often the orderly consumer renews its queue locks
+	// at the brokers (the client's default is 20s). The client locks a
+	// queue it is assigned before it creates the queue's local state, so the
+	// local state stays "not locked" until the next periodic renewal (the
+	// bug of apache/rocketmq#2621, also in the Go client): until then every
+	// pull of the queue is put off by 3s. The first renewal runs 1s after
+	// Start, and missed the queues when the first rebalance took longer
+	// (a busy machine): then nothing was consumed for ~20s. Renewing every
+	// second bounds that start-up wait to the client's 3s pull retry; the
+	// broker's lock (60s) and the client's local expiry (30s) are
+	// unchanged, renewing more often only keeps them fresher. Cost: one
+	// lock request per broker per second.
+	lockInterval = time.Second
 )
 
 // Subscriber consumes the pipeline's topics with an orderly push consumer:
@@ -211,17 +224,25 @@ func (s *Subscriber) decode(ctx context.Context, m *primitive.MessageExt) (schem
 		broker = m.Queue.BrokerName
 	}
 	body := m.Body
+	var rec schema.Record
+	var err error
 	if id, ok := props[SchemaProperty]; ok { // FormatCompact
-		e, err := s.schemas.get(ctx, id)
-		if err != nil {
-			if ctx.Err() == nil && errors.Is(err, errSchemaMissing) {
-				return schema.Record{}, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
+		e, gerr := s.schemas.get(ctx, id)
+		if gerr != nil {
+			if ctx.Err() == nil && errors.Is(gerr, errSchemaMissing) {
+				return schema.Record{}, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, gerr)
 			}
-			return schema.Record{}, errRetrySchema{err}
+			return schema.Record{}, errRetrySchema{gerr}
 		}
-		key, body = e.expand(key, body)
+		if pd, ok := s.cfg.Codec.(partsDecoder); ok {
+			rec, err = pd.DecodeParts(keyOrNil(e.Key), key, e.Value, body)
+		} else {
+			key, body = e.expand(key, body)
+			rec, err = s.cfg.Codec.Decode(key, body)
+		}
+	} else {
+		rec, err = s.cfg.Codec.Decode(key, body)
 	}
-	rec, err := s.cfg.Codec.Decode(key, body)
 	if err != nil {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
 	}
@@ -247,6 +268,13 @@ func (s *Subscriber) decode(ctx context.Context, m *primitive.MessageExt) (schem
 		rec.Headers[name] = v
 	}
 	return rec, nil
+}
+
+// partsDecoder is a Codec that decodes a compact message's payloads with
+// the schemas its reference names, without rebuilding the envelopes
+// (converter.JSON); other codecs get the rebuilt envelopes.
+type partsDecoder interface {
+	DecodeParts(keySchema, key, valueSchema, value []byte) (schema.Record, error)
 }
 
 // errRetrySchema: the schema topic could not be read (broker unreachable,
@@ -320,6 +348,7 @@ func consumerOptions(cfg Config) []consumer.Option {
 		consumer.WithPullThresholdSizeForTopic(max(1, min(cfg.MaxCachedBytes>>20, 102400))),
 		consumer.WithPullInterval(cfg.Linger),
 		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
+		consumer.WithRebalanceLockInterval(lockInterval),
 		consumer.WithAutoCommit(true), // false is broken in the client: see the notes
 	}
 	if cfg.hasCredentials() {
