@@ -55,8 +55,8 @@ echo "== go test -count=1 -run Integration ./runtime/rocketmq (consumer tests, n
 go test -count=1 -run Integration "$@" ./runtime/rocketmq || status=1
 
 if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
-  echo "== go test -count=1 -timeout 30m -v ./integration/..."
-  go test -count=1 -timeout 30m -v "$@" ./integration/... || status=1
+  echo "== go test -count=1 -timeout 50m -v ./integration/..."
+  go test -count=1 -timeout 50m -v "$@" ./integration/... || status=1
 fi
 
 if ((status == 0)); then echo "== tests PASSED in $((SECONDS - t0))s"
