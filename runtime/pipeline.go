@@ -529,7 +529,9 @@ func (p *Pipeline) checkTables(ctx context.Context) error {
 	}
 	ids, err := l.CapturedTables(ctx)
 	if err != nil {
-		p.log().Warn("cannot list the source's tables to check them against the sink before starting; each is checked at its first record", "pipeline", p.Name, "err", err)
+		// Debug: the source says the same again, as its own error, when it
+		// starts (a wrong password must be printed once).
+		p.log().Debug("cannot list the source's tables to check them against the sink before starting; each is checked at its first record", "pipeline", p.Name, "err", err)
 		return nil
 	}
 	if err := c.CheckTables(ids); err != nil {
