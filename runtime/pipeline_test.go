@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,12 +23,13 @@ type fakeSource struct {
 	tx      int
 	opened  []byte
 	blocked chan struct{}
+	read    atomic.Int64 // next, for Progress, which status calls from another goroutine
 }
 
 func (s *fakeSource) Open(_ context.Context, pos []byte) error { s.opened = pos; return nil }
 func (s *fakeSource) Close() error                             { return nil }
 func (s *fakeSource) Progress() map[string]float64 {
-	return map[string]float64{"rows": float64(s.next)}
+	return map[string]float64{"rows": float64(s.read.Load())}
 }
 func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
 	if s.next >= s.n {
@@ -41,6 +43,7 @@ func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
 			ID: schema.ID{Epoch: 1, Pos: uint64(s.next)}})
 		s.next++
 	}
+	s.read.Store(int64(s.next))
 	s.tx++
 	out = append(out, schema.Record{Op: schema.OpCommit, Position: []byte("tx-" + strconv.Itoa(s.tx))})
 	return out, nil
