@@ -1,0 +1,117 @@
+// Package admin serves sluice's REST API (shaped like Kafka Connect's) and
+// its metrics. It consumes the small Cluster interface below; the cluster
+// runtime (`sluice worker`) implements it over the coordinator database,
+// and a single process (`sluice run`) over its one pipeline.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Errors a Cluster returns; the API maps them to HTTP codes.
+var (
+	ErrNotFound = errors.New("no such connector")             // 404
+	ErrExists   = errors.New("connector already exists")      // 409
+	ErrInvalid  = errors.New("invalid connector config")      // 400 (wrapped with the reasons)
+	ErrConflict = errors.New("changed concurrently, retry")   // 409 (a lost compare-and-set)
+	ErrReadOnly = errors.New("not supported by this process") // 405 (e.g. POST /connectors on `sluice run`)
+)
+
+// ConnectorInfo is a connector's stored definition. Config is the
+// connector's document (the same keys as a `sluice run` YAML file) as a
+// JSON object.
+type ConnectorInfo struct {
+	Name    string          `json:"name"`
+	Config  json.RawMessage `json:"config"`
+	Tasks   []TaskID        `json:"tasks"`
+	Type    string          `json:"type"`    // "source", "sink" or "source_sink" (embedded: one task does both)
+	Version int64           `json:"version"` // raised at every config change; compare-and-set token
+}
+
+// TaskID names one task of a connector: 0 is the source task; 1..n are sink
+// tasks (over RocketMQ). An embedded connector has the one task 0.
+type TaskID struct {
+	Connector string `json:"connector"`
+	Task      int    `json:"task"`
+}
+
+// TaskInfo is one task and the config it runs with.
+type TaskInfo struct {
+	ID     TaskID          `json:"id"`
+	Role   string          `json:"role"` // "source", "sink" or "source_sink"
+	Config json.RawMessage `json:"config"`
+}
+
+// TaskState is where a task runs and how it is.
+type TaskState struct {
+	ID         int    `json:"id"`
+	Role       string `json:"role"`
+	State      string `json:"state"` // RUNNING, PAUSED, FAILED, UNASSIGNED, RESTARTING, FINISHED, STOPPED
+	WorkerID   string `json:"worker_id"`
+	Epoch      int64  `json:"epoch"`      // the lease epoch it runs under (0: no lease)
+	Generation int64  `json:"generation"` // the config version it runs
+	Trace      string `json:"trace,omitempty"`
+}
+
+// ConnectorState is the connector's own state.
+type ConnectorState struct {
+	State    string `json:"state"`
+	WorkerID string `json:"worker_id"`
+}
+
+// ConnectorStatus is GET /connectors/{name}/status.
+type ConnectorStatus struct {
+	Name      string         `json:"name"`
+	Connector ConnectorState `json:"connector"`
+	Tasks     []TaskState    `json:"tasks"`
+	Type      string         `json:"type"`
+}
+
+// WorkerInfo is one live or recently seen worker.
+type WorkerInfo struct {
+	ID            string   `json:"id"`
+	URL           string   `json:"url"`
+	LastHeartbeat string   `json:"last_heartbeat"` // RFC 3339, the database's clock
+	Alive         bool     `json:"alive"`
+	Tasks         []string `json:"tasks"` // lease task names it holds
+}
+
+// ConfigValue is one key's verdict in a validation, as Kafka Connect shapes it.
+type ConfigValue struct {
+	Name   string   `json:"name"` // dotted path, e.g. source.server_id
+	Value  any      `json:"value,omitempty"`
+	Errors []string `json:"errors"`
+}
+
+// Validation is PUT /connector-plugins/{type}/config/validate.
+type Validation struct {
+	Name       string        `json:"name"` // the plugin type
+	ErrorCount int           `json:"error_count"`
+	Configs    []ConfigValue `json:"configs"`
+}
+
+// Plugin is one registered connector type.
+type Plugin struct {
+	Type  string `json:"type"`  // e.g. mysql, jdbc
+	Class string `json:"class"` // "source" or "sink"
+}
+
+// Cluster is what the API needs from the runtime behind it.
+type Cluster interface {
+	Connectors(ctx context.Context) ([]string, error)
+	Create(ctx context.Context, name string, config json.RawMessage) (ConnectorInfo, error)
+	Connector(ctx context.Context, name string) (ConnectorInfo, error)
+	// PutConfig creates or replaces; created says which.
+	PutConfig(ctx context.Context, name string, config json.RawMessage) (info ConnectorInfo, created bool, err error)
+	Delete(ctx context.Context, name string) error
+	Status(ctx context.Context, name string) (ConnectorStatus, error)
+	Tasks(ctx context.Context, name string) ([]TaskInfo, error)
+	Pause(ctx context.Context, name string) error
+	Resume(ctx context.Context, name string) error
+	Restart(ctx context.Context, name string) error
+	Validate(ctx context.Context, pluginType string, config json.RawMessage) (Validation, error)
+	Plugins(ctx context.Context) ([]Plugin, error)
+	Workers(ctx context.Context) ([]WorkerInfo, error)
+}
