@@ -48,8 +48,17 @@ func (l Lease) Condition(dialect string, next int) (string, []any) {
 		}
 		return "?"
 	}
+	// The lease row is read with a shared lock: a takeover (an UPDATE of
+	// that row) then waits for the write that checked it, and a write that
+	// waited for a takeover re-reads the row and is refused. Without the
+	// lock, a PostgreSQL READ COMMITTED write could pass on the snapshot
+	// taken just before a takeover committed.
+	lock := " LOCK IN SHARE MODE"
+	if dialect == "postgres" {
+		lock = " FOR SHARE"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "EXISTS (SELECT 1 FROM %s WHERE task = %s AND holder = %s AND epoch = %s AND expires_at > CURRENT_TIMESTAMP(6))",
-		l.Table, ph(0), ph(1), ph(2))
+	fmt.Fprintf(&b, "EXISTS (SELECT 1 FROM %s WHERE task = %s AND holder = %s AND epoch = %s AND expires_at > CURRENT_TIMESTAMP(6)%s)",
+		l.Table, ph(0), ph(1), ph(2), lock)
 	return b.String(), []any{l.Task, l.Holder, l.Epoch}
 }
