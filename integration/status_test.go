@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
 )
 
 // TestStatusCaughtUpLagAndBacklog runs a pipeline against the real MariaDB
@@ -157,7 +158,7 @@ func httpGet(t *testing.T, w *runtime.Worker, path string) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)
-	runtime.NewRESTHandler(w, "").ServeHTTP(rec, req)
+	admin.NewHandler(&admin.Local{W: w}, "").ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body.String())
 	}
