@@ -81,6 +81,7 @@ const lifecycleTimeout = time.Minute
 //	GET    /health                              200, or 503
 //
 // Errors answer {"error_code": N, "message": "..."} as Kafka Connect does.
+// Every config it answers with has its secrets masked (RedactConfig).
 // With a token every request must carry Authorization: Bearer <token>;
 // without one only requests addressed to a loopback name pass.
 func NewHandler(c Cluster, token string) http.Handler {
@@ -97,7 +98,7 @@ func NewHandler(c Cluster, token string) http.Handler {
 		if err == nil && info.Config == nil {
 			err = fmt.Errorf("this process keeps no config document for %s (sluice run reads its file): %w", info.Name, ErrReadOnly)
 		}
-		respond(rw, http.StatusOK, info.Config, err)
+		respond(rw, http.StatusOK, RedactConfig(info.Config), err)
 	})
 	mux.HandleFunc("PUT /connectors/{name}/config", a.putConfig)
 	mux.HandleFunc("GET /connectors/{name}/status", func(rw http.ResponseWriter, r *http.Request) {
@@ -106,7 +107,7 @@ func NewHandler(c Cluster, token string) http.Handler {
 	})
 	mux.HandleFunc("GET /connectors/{name}/tasks", func(rw http.ResponseWriter, r *http.Request) {
 		ts, err := c.Tasks(r.Context(), r.PathValue("name"))
-		respond(rw, http.StatusOK, nonNil(ts), err)
+		respond(rw, http.StatusOK, redactTasks(ts), err)
 	})
 	mux.HandleFunc("GET /connectors/{name}/tasks/{id}/status", a.taskStatus)
 	mux.HandleFunc("PUT /connectors/{name}/pause", func(rw http.ResponseWriter, r *http.Request) {
@@ -248,7 +249,7 @@ func (a *api) list(rw http.ResponseWriter, r *http.Request) {
 				respond(rw, 0, nil, err)
 				return
 			}
-			e["info"] = ci
+			e["info"] = redactInfo(ci)
 		}
 		out[n] = e
 	}
@@ -273,12 +274,12 @@ func (a *api) create(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := a.c.Create(r.Context(), body.Name, body.Config)
-	respond(rw, http.StatusCreated, info, err)
+	respond(rw, http.StatusCreated, redactInfo(info), err)
 }
 
 func (a *api) info(rw http.ResponseWriter, r *http.Request) {
 	info, err := a.c.Connector(r.Context(), r.PathValue("name"))
-	respond(rw, http.StatusOK, info, err)
+	respond(rw, http.StatusOK, redactInfo(info), err)
 }
 
 func (a *api) putConfig(rw http.ResponseWriter, r *http.Request) {
@@ -297,7 +298,7 @@ func (a *api) putConfig(rw http.ResponseWriter, r *http.Request) {
 	if created {
 		code = http.StatusCreated
 	}
-	respond(rw, code, info, err)
+	respond(rw, code, redactInfo(info), err)
 }
 
 func (a *api) taskStatus(rw http.ResponseWriter, r *http.Request) {
@@ -352,7 +353,7 @@ func (a *api) validate(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := a.c.Validate(r.Context(), r.PathValue("type"), cfg)
-	respond(rw, http.StatusOK, v, err)
+	respond(rw, http.StatusOK, redactValidation(v), err)
 }
 
 func (a *api) metrics(rw http.ResponseWriter, r *http.Request) {

@@ -153,7 +153,12 @@ func (f *fakeCluster) Validate(_ context.Context, typ string, cfg json.RawMessag
 	if typ != "mysql" {
 		return Validation{}, fmt.Errorf("plugin %s: %w", typ, ErrNotFound)
 	}
-	v := Validation{Name: typ, Configs: []ConfigValue{{Name: "source", Errors: []string{}}}}
+	var m map[string]any
+	_ = json.Unmarshal(cfg, &m)
+	v := Validation{Name: typ, Configs: []ConfigValue{{Name: "source", Value: m["source"], Errors: []string{}}}}
+	if sink, ok := m["sink"].(map[string]any); ok {
+		v.Configs = append(v.Configs, ConfigValue{Name: "sink.dsn", Value: sink["dsn"], Errors: []string{}})
+	}
 	if err := f.check(cfg); err != nil {
 		v.ErrorCount, v.Configs[0].Errors = 1, []string{err.Error()}
 	}
