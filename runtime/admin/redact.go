@@ -128,3 +128,62 @@ func redactValidation(v Validation) Validation {
 	v.Configs = cs
 	return v
 }
+
+// Unmask undoes RedactConfig's masks in a config sent back: where cfg has
+// a masked value (or a DSN equal to the masked form of the stored one) and
+// stored has a value at the same place, the stored value is kept, so a
+// config read, edited and put back keeps its secrets. cfg is returned as
+// is when it holds no mask.
+func Unmask(cfg, stored json.RawMessage) json.RawMessage {
+	if !bytes.Contains(cfg, []byte(masked)) && !bytes.Contains(cfg, []byte("<dsn>")) || len(stored) == 0 {
+		return cfg
+	}
+	var nv, ov any
+	dec := json.NewDecoder(bytes.NewReader(cfg))
+	dec.UseNumber()
+	if dec.Decode(&nv) != nil {
+		return cfg
+	}
+	dec = json.NewDecoder(bytes.NewReader(stored))
+	dec.UseNumber()
+	if dec.Decode(&ov) != nil {
+		return cfg
+	}
+	changed := false
+	nv = unmaskValue("", nv, ov, &changed)
+	if !changed {
+		return cfg
+	}
+	b, err := json.Marshal(nv)
+	if err != nil {
+		return cfg
+	}
+	return b
+}
+
+func unmaskValue(key string, nv, ov any, changed *bool) any {
+	switch n := nv.(type) {
+	case map[string]any:
+		if o, ok := ov.(map[string]any); ok {
+			for k, e := range n {
+				if oe, ok := o[k]; ok {
+					n[k] = unmaskValue(k, e, oe, changed)
+				}
+			}
+		}
+	case []any:
+		if o, ok := ov.([]any); ok {
+			for i := range n {
+				if i < len(o) {
+					n[i] = unmaskValue(key, n[i], o[i], changed)
+				}
+			}
+		}
+	case string:
+		if o, ok := ov.(string); ok && n != o && redactString(key, o) == n {
+			*changed = true
+			return o
+		}
+	}
+	return nv
+}

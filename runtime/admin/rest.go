@@ -293,6 +293,9 @@ func (a *api) putConfig(rw http.ResponseWriter, r *http.Request) {
 		writeError(rw, http.StatusBadRequest, "send the connector's config as a JSON object")
 		return
 	}
+	if old, err := a.c.Connector(r.Context(), name); err == nil {
+		cfg = Unmask(cfg, old.Config) // a config read here and put back keeps its secrets
+	}
 	info, created, err := a.c.PutConfig(r.Context(), name, cfg)
 	code := http.StatusOK
 	if created {
