@@ -155,3 +155,34 @@ func TestRESTLifecycle(t *testing.T) {
 	}
 	_ = w.StopAll(context.Background())
 }
+
+// TestTaskMetricsLabels: a worker hosting two tasks of one connector (their
+// pipelines share the name) writes each series once per task.
+func TestTaskMetricsLabels(t *testing.T) {
+	f, _, _ := runtime.NewFakePipeline()
+	a, _ := f(context.Background())
+	b, _ := f(context.Background())
+	var sb strings.Builder
+	runtime.WriteTaskMetrics(&sb, []*runtime.Pipeline{a, b}, []string{"p/source", "p/sink-1"})
+	seen := map[string]bool{}
+	for _, line := range strings.Split(sb.String(), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, _, _ := strings.Cut(line, " ")
+		if seen[series] {
+			t.Errorf("series %s twice", series)
+		}
+		seen[series] = true
+	}
+	for _, want := range []string{`sluice_up{pipeline="p",task="p/source"}`, `sluice_up{pipeline="p",task="p/sink-1"}`, `sluice_apply_seconds_bucket{pipeline="p",task="p/sink-1",le="+Inf"}`} {
+		if !seen[want] {
+			t.Errorf("no series %s:\n%s", want, sb.String())
+		}
+	}
+	sb.Reset()
+	runtime.WritePrometheus(&sb, []*runtime.Pipeline{a})
+	if !strings.Contains(sb.String(), "sluice_up{pipeline=\"p\"} 0\n") {
+		t.Errorf("WritePrometheus lost its labels:\n%s", sb.String())
+	}
+}
