@@ -70,7 +70,7 @@ const lifecycleTimeout = time.Minute
 //	GET    /connectors/{name}/tasks             the tasks and their configs
 //	GET    /connectors/{name}/tasks/{id}/status one task's state
 //	PUT    /connectors/{name}/pause|resume|stop 202
-//	POST   /connectors/{name}/restart           204
+//	POST   /connectors/{name}/restart           204; ?includeTasks=true or ?onlyFailed=true: 202 and the status
 //	GET    /connectors/{name}/offsets           {"position": "..."} (Offsets)
 //	DELETE /connectors/{name}/offsets           reset it (Offsets)
 //	PATCH  /connectors/{name}/offsets           set it: {"position": "..."} (Offsets)
@@ -126,11 +126,7 @@ func NewHandler(c Cluster, token string) http.Handler {
 		defer cancel()
 		respond(rw, http.StatusAccepted, nil, s.Stop(ctx, r.PathValue("name")))
 	})
-	mux.HandleFunc("POST /connectors/{name}/restart", func(rw http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
-		defer cancel()
-		respond(rw, http.StatusNoContent, nil, c.Restart(ctx, r.PathValue("name")))
-	})
+	mux.HandleFunc("POST /connectors/{name}/restart", a.restart)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("PATCH /connectors/{name}/offsets", a.offsets)
@@ -302,6 +298,58 @@ func (a *api) putConfig(rw http.ResponseWriter, r *http.Request) {
 		code = http.StatusCreated
 	}
 	respond(rw, code, redactInfo(info), err)
+}
+
+// restart restarts a connector; with onlyFailed=true only when it or one
+// of its tasks FAILED. With either parameter it answers 202 and the status,
+// as Kafka Connect does.
+func (a *api) restart(rw http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	flag := func(key string) (bool, bool) {
+		v := r.URL.Query().Get(key)
+		if v == "" {
+			return false, true
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(rw, http.StatusBadRequest, fmt.Sprintf("%s=%q: say true or false", key, v))
+		}
+		return b, err == nil
+	}
+	includeTasks, ok := flag("includeTasks")
+	if !ok {
+		return
+	}
+	onlyFailed, ok := flag("onlyFailed")
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
+	defer cancel()
+	restart := true
+	if onlyFailed {
+		st, err := a.c.Status(ctx, name)
+		if err != nil {
+			respond(rw, 0, nil, err)
+			return
+		}
+		restart = st.Connector.State == "FAILED"
+		for _, t := range st.Tasks {
+			restart = restart || t.State == "FAILED"
+		}
+	}
+	if restart {
+		if err := a.c.Restart(ctx, name); err != nil {
+			respond(rw, 0, nil, err)
+			return
+		}
+	}
+	if !includeTasks && !onlyFailed {
+		rw.WriteHeader(http.StatusNoContent)
+		return
+	}
+	st, err := a.c.Status(ctx, name)
+	respond(rw, http.StatusAccepted, st, err)
 }
 
 func (a *api) taskStatus(rw http.ResponseWriter, r *http.Request) {

@@ -20,15 +20,17 @@ import (
 // fakeCluster is an in-memory Cluster: configs by name, every task RUNNING
 // on worker w1 until paused.
 type fakeCluster struct {
-	mu      sync.Mutex
-	configs map[string]json.RawMessage
-	version map[string]int64
-	paused  map[string]bool
-	down    error // every call fails with it (a coordinator out of reach)
+	mu       sync.Mutex
+	configs  map[string]json.RawMessage
+	version  map[string]int64
+	paused   map[string]bool
+	failed   map[string]bool
+	restarts int
+	down     error // every call fails with it (a coordinator out of reach)
 }
 
 func newFake() *fakeCluster {
-	return &fakeCluster{configs: map[string]json.RawMessage{}, version: map[string]int64{}, paused: map[string]bool{}}
+	return &fakeCluster{configs: map[string]json.RawMessage{}, version: map[string]int64{}, paused: map[string]bool{}, failed: map[string]bool{}}
 }
 
 func (f *fakeCluster) check(cfg json.RawMessage) error {
@@ -111,13 +113,16 @@ func (f *fakeCluster) Status(ctx context.Context, name string) (ConnectorStatus,
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	state := "RUNNING"
+	state, sink := "RUNNING", "RUNNING"
 	if f.paused[name] {
-		state = "PAUSED"
+		state, sink = "PAUSED", "PAUSED"
+	}
+	if f.failed[name] {
+		sink = "FAILED"
 	}
 	return ConnectorStatus{Name: name, Connector: ConnectorState{State: state, WorkerID: "w1"}, Type: info.Type,
 		Tasks: []TaskState{{ID: 0, Role: "source", State: state, WorkerID: "w1", Epoch: 3, Generation: info.Version},
-			{ID: 1, Role: "sink", State: state, WorkerID: "w2", Generation: info.Version}}}, nil
+			{ID: 1, Role: "sink", State: sink, WorkerID: "w2", Generation: info.Version}}}, nil
 }
 
 func (f *fakeCluster) Tasks(ctx context.Context, name string) ([]TaskInfo, error) {
@@ -145,8 +150,14 @@ func (f *fakeCluster) Resume(ctx context.Context, name string) error {
 	return f.setPaused(ctx, name, false)
 }
 func (f *fakeCluster) Restart(ctx context.Context, name string) error {
-	_, err := f.Connector(ctx, name)
-	return err
+	if _, err := f.Connector(ctx, name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restarts++
+	f.failed[name] = false
+	return nil
 }
 
 func (f *fakeCluster) Validate(_ context.Context, typ string, cfg json.RawMessage) (Validation, error) {
@@ -221,6 +232,16 @@ func TestAPIConnectors(t *testing.T) {
 	expect("GET", "/connectors/a/status", "", 200, `"connector":{"state":"PAUSED"`)
 	expect("PUT", "/connectors/a/resume", "", 202)
 	expect("POST", "/connectors/a/restart", "", 204)
+	expect("POST", "/connectors/a/restart?onlyFailed=true", "", 202, `"tasks":[`)
+	if f.restarts != 1 {
+		t.Fatalf("onlyFailed restarted a connector with no failed task: %d restarts", f.restarts)
+	}
+	f.failed["a"] = true
+	expect("POST", "/connectors/a/restart?includeTasks=true&onlyFailed=true", "", 202, `"role":"sink","state":"RUNNING"`)
+	expect("POST", "/connectors/a/restart?includeTasks=yes", "", 400, "true or false")
+	if f.restarts != 2 {
+		t.Fatalf("restarts %d, want 2", f.restarts)
+	}
 	expect("PUT", "/connectors/a/stop", "", 405, "stop")
 	expect("GET", "/connectors/a/offsets", "", 405)
 	expect("DELETE", "/connectors/c", "", 204)
