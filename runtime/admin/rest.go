@@ -412,6 +412,9 @@ func (a *api) metrics(rw http.ResponseWriter, r *http.Request) {
 	if m, ok := a.c.(MetricsWriter); ok {
 		m.WriteMetrics(rw)
 	}
+	if m, ok := a.c.(WorkerMetricsReporter); ok {
+		WriteSelfMetrics(rw, m.WorkerMetrics())
+	}
 	if ws, err := a.c.Workers(r.Context()); err == nil && len(ws) > 0 {
 		WriteWorkerMetrics(rw, ws)
 	}

@@ -483,3 +483,25 @@ func TestLoopbackHostAndOrigin(t *testing.T) {
 		t.Errorf("with token and another Host: %d %s", code, body)
 	}
 }
+
+// selfReporting adds a worker's own figures to the fake.
+type selfReporting struct{ *fakeCluster }
+
+func (selfReporting) WorkerMetrics() WorkerMetrics {
+	return WorkerMetrics{Worker: "w1", TasksHeld: 2, LiveWorkers: 3, FairShare: 2, LeaseRenewals: 40, LeasesLost: 1, HeartbeatAgeSeconds: 0.25}
+}
+
+func TestWorkerSelfMetrics(t *testing.T) {
+	_, m := do(t, NewHandler(selfReporting{newFake()}, ""), "GET", "/metrics", "")
+	for _, want := range []string{
+		"# TYPE sluice_worker_tasks_held gauge\nsluice_worker_tasks_held{worker=\"w1\"} 2\n",
+		`sluice_worker_live_workers{worker="w1"} 3`, `sluice_worker_fair_share{worker="w1"} 2`,
+		"# TYPE sluice_worker_lease_renewals_total counter\nsluice_worker_lease_renewals_total{worker=\"w1\"} 40\n",
+		`sluice_worker_leases_lost_total{worker="w1"} 1`, `sluice_worker_lease_renew_failures_total{worker="w1"} 0`,
+		`sluice_worker_heartbeat_age_seconds{worker="w1"} 0.25`, `sluice_worker_alive{worker="w1"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+}
