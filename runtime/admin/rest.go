@@ -103,6 +103,7 @@ func NewHandler(c Cluster, token string) http.Handler {
 	mux.HandleFunc("PUT /connectors/{name}/config", a.putConfig)
 	mux.HandleFunc("GET /connectors/{name}/status", func(rw http.ResponseWriter, r *http.Request) {
 		st, err := c.Status(r.Context(), r.PathValue("name"))
+		st.Tasks = nonNil(st.Tasks)
 		respond(rw, http.StatusOK, st, err)
 	})
 	mux.HandleFunc("GET /connectors/{name}/tasks", func(rw http.ResponseWriter, r *http.Request) {
