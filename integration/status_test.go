@@ -125,7 +125,8 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 			t.Errorf("paused for 2s behind the source, lag %v", st.LagSeconds)
 		}
 		rec := httpGet(t, w, "/connectors/"+cfg.Name+"/status")
-		for _, field := range []string{`"caught_up":false`, `"behind_bytes":`, `"behind_transactions":`, `"lag_seconds":`, `"snapshot":{"running":false`} {
+		for _, field := range []string{`"caught_up":false`, `"behind_bytes":`, `"behind_transactions":`, `"lag_seconds":`, `"snapshot":{"running":false`,
+			`"connector":{"state":"PAUSED"`, `"tasks":[{"id":0,"role":"source_sink","state":"PAUSED"`} {
 			if !strings.Contains(rec, field) {
 				t.Errorf("REST status lacks %s: %s", field, rec)
 			}
