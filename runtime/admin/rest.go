@@ -142,7 +142,7 @@ func NewHandler(c Cluster, token string) http.Handler {
 	})
 	mux.HandleFunc("GET /metrics", a.metrics)
 	mux.HandleFunc("GET /health", a.health)
-	h := errorBodies(mux)
+	h := bounded(errorBodies(mux))
 	if token == "" {
 		return loopbackOnly(h)
 	}
@@ -153,6 +153,18 @@ func NewHandler(c Cluster, token string) http.Handler {
 			return
 		}
 		h.ServeHTTP(rw, r)
+	})
+}
+
+// requestTimeout bounds every call into the Cluster (a coordinator that
+// hangs answers 504 rather than holding the request); above lifecycleTimeout.
+var requestTimeout = lifecycleTimeout + 10*time.Second
+
+func bounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		next.ServeHTTP(rw, r.WithContext(ctx))
 	})
 }
 
@@ -601,7 +613,7 @@ func Serve(ctx context.Context, addr, token string, h http.Handler) (net.Addr, <
 	if err != nil {
 		return nil, nil, fmt.Errorf("rest: listen on %s: %w (is another sluice running? choose another --rest address)", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() {
 		err := srv.Serve(ln)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
 )
@@ -503,5 +504,24 @@ func TestWorkerSelfMetrics(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)
 		}
+	}
+}
+
+// hanging is a cluster whose coordinator never answers.
+type hanging struct{ *fakeCluster }
+
+func (hanging) Connectors(ctx context.Context) ([]string, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("list connectors: %w", ctx.Err())
+}
+
+// TestAPIBoundsClusterCalls: a call into a coordinator that hangs ends
+// with 504 after the request timeout.
+func TestAPIBoundsClusterCalls(t *testing.T) {
+	saved := requestTimeout
+	requestTimeout = 50 * time.Millisecond
+	defer func() { requestTimeout = saved }()
+	if code, body := do(t, NewHandler(hanging{newFake()}, ""), "GET", "/connectors", ""); code != 504 || !strings.Contains(body, "deadline") {
+		t.Fatalf("%d %s", code, body)
 	}
 }
