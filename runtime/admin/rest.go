@@ -52,8 +52,11 @@ type Health struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// maxBody bounds every request body.
+// maxBody bounds every request body; bodyTimeout is how long it may take
+// to arrive.
 const maxBody = 1 << 20
+
+var bodyTimeout = 30 * time.Second
 
 // lifecycleTimeout bounds a stop or restart called through the API.
 const lifecycleTimeout = time.Minute
@@ -452,8 +455,16 @@ func (a *api) health(rw http.ResponseWriter, r *http.Request) {
 // decodeBody reads one JSON value from a size-limited body into v and
 // refuses trailing data.
 func decodeBody(rw http.ResponseWriter, r *http.Request, v any) error {
+	// The body must arrive in bodyTimeout. Not the server's ReadTimeout:
+	// its deadline outlives the read and cancels the context of a handler
+	// that runs longer (a stop draining its pipeline).
+	rc := http.NewResponseController(rw)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout)) // unsupported by test recorders
 	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxBody))
 	if err := dec.Decode(v); err != nil {
+		// Do not wait for the rest of a body that failed: close the
+		// connection after the answer.
+		rw.Header().Set("Connection", "close")
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return fmt.Errorf("the body exceeds %d bytes", maxBody)
@@ -461,8 +472,10 @@ func decodeBody(rw http.ResponseWriter, r *http.Request, v any) error {
 		return fmt.Errorf("the body is not the JSON expected (%v)", err)
 	}
 	if dec.More() {
+		rw.Header().Set("Connection", "close")
 		return errors.New("the body has data after its JSON value")
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	return nil
 }
 
@@ -613,7 +626,7 @@ func Serve(ctx context.Context, addr, token string, h http.Handler) (net.Addr, <
 	if err != nil {
 		return nil, nil, fmt.Errorf("rest: listen on %s: %w (is another sluice running? choose another --rest address)", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() {
 		err := srv.Serve(ln)

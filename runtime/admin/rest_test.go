@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -523,5 +524,43 @@ func TestAPIBoundsClusterCalls(t *testing.T) {
 	defer func() { requestTimeout = saved }()
 	if code, body := do(t, NewHandler(hanging{newFake()}, ""), "GET", "/connectors", ""); code != 504 || !strings.Contains(body, "deadline") {
 		t.Fatalf("%d %s", code, body)
+	}
+}
+
+// slowPut is a cluster whose config change takes a while.
+type slowPut struct{ *fakeCluster }
+
+func (s slowPut) PutConfig(ctx context.Context, name string, cfg json.RawMessage) (ConnectorInfo, bool, error) {
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-ctx.Done():
+		return ConnectorInfo{}, false, ctx.Err()
+	}
+	return s.fakeCluster.PutConfig(ctx, name, cfg)
+}
+
+// TestAPIBodyDeadline: a body that does not arrive in time ends the
+// request; a handler running past that time after its body arrived is not
+// cancelled.
+func TestAPIBodyDeadline(t *testing.T) {
+	saved := bodyTimeout
+	bodyTimeout = 100 * time.Millisecond
+	defer func() { bodyTimeout = saved }()
+	srv := httptest.NewServer(NewHandler(slowPut{newFake()}, ""))
+	defer srv.Close()
+	req, _ := http.NewRequest("PUT", srv.URL+"/connectors/a/config", strings.NewReader(`{"source": {}}`))
+	if code, body := call(t, srv, req); code != 201 {
+		t.Fatalf("slow PUT: %d %s", code, body)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "PUT /connectors/a/config HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\n\r\n{", strings.TrimPrefix(srv.URL, "http://"))
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(conn)
+	if !strings.Contains(string(b), " 400 ") {
+		t.Fatalf("a body that never arrives: %q", b)
 	}
 }
