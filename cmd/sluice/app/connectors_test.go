@@ -1,0 +1,61 @@
+package app
+
+import (
+	"strings"
+	"testing"
+)
+
+// ValidateConnector checks one connector's section, or a whole document,
+// as validate does, and names the key, its value (never a secret's) and
+// the line.
+func TestValidateConnector(t *testing.T) {
+	for _, tc := range []struct {
+		name, plugin, doc, path, value, msg string
+	}{
+		{"valid section", "mysql", "host: 127.0.0.1\nuser: u\nserver_id: 7\n", "", "", ""},
+		{"valid JSON section", "jdbc", `{"type": "mysql", "dsn": "u:p@tcp(127.0.0.1:1)/x"}`, "", "", ""},
+		{"required", "mysql", "host: 127.0.0.1\nuser: u\n", "source.server_id", "", "is required"},
+		{"nested unknown key", "mysql", `{"host": "h", "user": "u", "server_id": 7,
+ "mask": [{"columns": "a.b.c", "slat": "x"}]}`, "source.mask[0].slat", "x", "line 2: unknown key (known: columns, kind, length, salt, value)"},
+		{"connector check", "mariadb", "host: h\nuser: u\nserver_id: 7\nsnapshot: sometimes\n", "source.snapshot", "sometimes", "line 4: "},
+		{"secret value not repeated", "postgres", "dsn: \"host=x password=hunter2 port\"\n", "sink.dsn", "", "line 1: "},
+		{"transport", "rocketmq", "name_servers: [\"127.0.0.1:1\"]\ntopic_mode: column\n", "transport.topic_mode", "column", "line 2: "},
+		{"embedded", "embedded", "linger: -1s\n", "transport.linger", "-1s", "is negative"},
+		{"type of another plugin", "jdbc", "type: embedded\n", "sink.type", "embedded", "not one of plugin jdbc's"},
+		{"whole document", "jdbc", "name: p\ntransport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:1\"]\n  topics: [t]\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n  keyless_mode: sometimes\n",
+			"sink.keyless_mode", "sometimes", "line 9: "},
+		{"whole document, valid", "mysql", `{"name": "p", "source": {"type": "mariadb", "host": "h", "user": "u", "server_id": 7}, "transport": {"type": "embedded"}, "sink": {"type": "postgres", "dsn": "postgres://u@127.0.0.1/x"}}`, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fes, err := ValidateConnector(tc.plugin, []byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.path == "" {
+				if len(fes) != 0 {
+					t.Fatalf("valid config refused: %+v", fes)
+				}
+				return
+			}
+			if len(fes) != 1 || fes[0].Path != tc.path || fes[0].Value != tc.value || len(fes[0].Errors) != 1 || !strings.Contains(fes[0].Errors[0], tc.msg) {
+				t.Fatalf("got %+v, want path %q value %q and %q", fes, tc.path, tc.value, tc.msg)
+			}
+			if strings.Contains(fes[0].Errors[0], "hunter2") {
+				t.Errorf("a secret in the message: %s", fes[0].Errors[0])
+			}
+		})
+	}
+	if _, err := ValidateConnector("oracle", []byte("a: 1")); err == nil || !strings.Contains(err.Error(), "known: mysql, jdbc, embedded, rocketmq") {
+		t.Errorf("unknown plugin: %v", err)
+	}
+	if _, err := ValidateConnector("mysql", []byte("- a\n")); err == nil {
+		t.Error("a list is no config")
+	}
+	var names []string
+	for _, p := range Plugins() {
+		names = append(names, p.Kind+":"+p.Name)
+	}
+	if got := strings.Join(names, " "); got != "source:mysql sink:jdbc transport:embedded transport:rocketmq" {
+		t.Errorf("plugins: %s", got)
+	}
+}
