@@ -92,6 +92,17 @@ type Config struct {
 	// ENUM/SET labels (binlog_row_metadata MINIMAL or NO_LOG, MariaDB
 	// before 10.5), and Open accepts such servers.
 	HistoryFile string `yaml:"history_file"`
+	// History keeps the schema history in another store than HistoryFile
+	// (see HistoryStore), e.g. a database table whose appends a lease
+	// fences; it wins over HistoryFile.
+	History HistoryStore
+	// HistoryStore is where a pipeline's config keeps the history: "file"
+	// (the default, also ""; HistoryFile) or "database" (a table of the
+	// positions database, HistoryTable, default sluice_schema_history).
+	// The command that builds the source opens the database store and
+	// sets History; Open refuses "database" without it.
+	HistoryStore string `yaml:"history_store"`
+	HistoryTable string `yaml:"history_table"`
 	// SkipDDL lists DDL statements (their exact text, or the GTID of their
 	// transaction) the DDL parser and the schema history leave out: the way
 	// past a statement it cannot parse, once its effect is in the target or
@@ -169,6 +180,31 @@ func (l *OpList) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("expected a list of c, u, d and t, or one string such as \"c,u\"")
 }
 
+// Where the schema history is kept (Config.HistoryStore).
+const (
+	HistoryInFile     = "file"
+	HistoryInDatabase = "database"
+)
+
+// historyStore is the store of the schema history; nil: none.
+func (c *Config) historyStore() HistoryStore {
+	if c.History != nil {
+		return c.History
+	}
+	if c.HistoryFile != "" {
+		return FileHistory{c.HistoryFile}
+	}
+	return nil
+}
+
+// historyFile is the history file, for messages that tell how to edit it.
+func (c *Config) historyFile() string {
+	if f, ok := c.historyStore().(FileHistory); ok {
+		return f.Path
+	}
+	return ""
+}
+
 // Snapshot modes (Config.Snapshot).
 const (
 	SnapshotNever       = "never"
@@ -224,6 +260,18 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		c.TLSMode, c.TLS = mode, t
+	}
+	switch c.HistoryStore {
+	case "", HistoryInFile:
+		if c.HistoryTable != "" {
+			return fmt.Errorf("%w: HistoryTable is for HistoryStore %q", ErrConfig, HistoryInDatabase)
+		}
+	case HistoryInDatabase:
+		if c.HistoryFile != "" {
+			return fmt.Errorf("%w: HistoryFile and HistoryStore %q exclude each other: keep one", ErrConfig, HistoryInDatabase)
+		}
+	default:
+		return fmt.Errorf("%w: HistoryStore %q must be %q or %q", ErrConfig, c.HistoryStore, HistoryInFile, HistoryInDatabase)
 	}
 	switch c.Snapshot {
 	case "":
