@@ -264,11 +264,11 @@ func (c *Config) validate() error {
 	switch c.HistoryStore {
 	case "", HistoryInFile:
 		if c.HistoryTable != "" {
-			return fmt.Errorf("%w: HistoryTable is for HistoryStore %q", ErrConfig, HistoryInDatabase)
+			return fmt.Errorf("%w: only HistoryStore %q has a table: remove HistoryTable", ErrConfig, HistoryInDatabase)
 		}
 	case HistoryInDatabase:
 		if c.HistoryFile != "" {
-			return fmt.Errorf("%w: HistoryFile and HistoryStore %q exclude each other: keep one", ErrConfig, HistoryInDatabase)
+			return fmt.Errorf("%w: HistoryStore %q keeps the history in the database, not in a file: remove HistoryFile", ErrConfig, HistoryInDatabase)
 		}
 	default:
 		return fmt.Errorf("%w: HistoryStore %q must be %q or %q", ErrConfig, c.HistoryStore, HistoryInFile, HistoryInDatabase)

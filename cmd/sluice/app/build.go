@@ -169,6 +169,22 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 			d.sink.ControlTables = append(d.sink.ControlTables, table)
 		}
 	}
+	if d.source != nil && d.source.HistoryStore == binlog.HistoryInDatabase {
+		if d.positions.typ == "file" {
+			return nil, cfg.Source.Err("history_store", "database keeps the schema history in the positions database: give positions a type postgres or mysql and a dsn")
+		}
+		if err := runtime.CheckHistoryTable(d.source.HistoryTable); err != nil {
+			return nil, cfg.Source.Explain(err, d.source)
+		}
+		if d.sink != nil && d.positions.DSN == d.sink.DSN {
+			// kept in the target: no source table may land there
+			table := d.source.HistoryTable
+			if table == "" {
+				table = runtime.DefaultHistoryTable
+			}
+			d.sink.ControlTables = append(d.sink.ControlTables, table)
+		}
+	}
 	return d, nil
 }
 
@@ -202,7 +218,13 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 	}
 	p := &runtime.Pipeline{Name: cfg.Name, Log: log, MaxInFlight: d.maxFlight, MaxInFlightBytes: d.maxFlightBytes}
 	if d.source != nil {
-		src, err := binlog.NewSource(*d.source, log.With("component", "source"))
+		bc := *d.source
+		if bc.HistoryStore == binlog.HistoryInDatabase {
+			if bc.History, err = openDBHistory(ctx, d.positions, bc.HistoryTable, cfg.Name, o.Lease); err != nil {
+				return nil, err
+			}
+		}
+		src, err := binlog.NewSource(bc, log.With("component", "source"))
 		if err != nil {
 			return nil, err
 		}

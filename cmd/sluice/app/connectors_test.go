@@ -1,8 +1,11 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sluicecdc/sluice/runtime"
 )
 
 // ValidateConnector checks one connector's section, or a whole document,
@@ -57,5 +60,46 @@ func TestValidateConnector(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "source:mysql sink:jdbc transport:embedded transport:rocketmq" {
 		t.Errorf("plugins: %s", got)
+	}
+}
+
+// history_store: database keeps the schema history in the positions
+// database, which must then be one, and makes its table a control table of
+// a sink writing there.
+func TestHistoryStoreConfig(t *testing.T) {
+	const base = "name: p\nsource:\n  type: mariadb\n  host: h\n  user: u\n  server_id: 7\n%s\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n%s"
+	const pgPositions = "positions:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n"
+	for _, tc := range []struct{ name, src, positions, want string }{
+		{"database", "  history_store: database", pgPositions, ""},
+		{"own table", "  history_store: database\n  history_table: app.hist", pgPositions, ""},
+		{"file positions", "  history_store: database", "", "p.yaml:7: source.history_store: database keeps the schema history in the positions database"},
+		{"unknown store", "  history_store: etcd", pgPositions, "p.yaml:7: source.history_store: "},
+		{"with a file", "  history_store: database\n  history_file: h.jsonl", pgPositions, "source.history_file: "},
+		{"bad table", "  history_store: database\n  history_table: \"a b\"", pgPositions, "source.history_table: "},
+		{"table for a file", "  history_table: x", pgPositions, "source.history_table: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := runtime.ParseConfig([]byte(fmt.Sprintf(base, tc.src, tc.positions)), "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := decodeAll(cfg, "")
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			table := "sluice_schema_history"
+			if strings.Contains(tc.src, "app.hist") {
+				table = "app.hist"
+			}
+			if got := strings.Join(d.sink.ControlTables, ","); got != "sluice_positions,"+table {
+				t.Errorf("control tables %s", got)
+			}
+		})
 	}
 }
