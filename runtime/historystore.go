@@ -163,7 +163,8 @@ func (h *SQLHistory) Append(ctx context.Context, rows ...HistoryRow) error {
 		args := append([]any{h.pipeline, h.next + int64(i), r.Position, string(r.Entry)}, cargs...)
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
-			return schema.Retriable(fmt.Errorf("schema history: append to %s (seq %d): %w", h, h.next+int64(i), err))
+			tx.Rollback()
+			return h.appendFailed(ctx, rows, err)
 		}
 		if n, err := res.RowsAffected(); err == nil && n == 0 {
 			return Fatal(h.fenced(ctx))
@@ -202,4 +203,33 @@ func (h *SQLHistory) fenced(ctx context.Context) error {
 	}
 	return &fencedError{msg: fmt.Sprintf("runtime: schema history: task %s lost its lease (worker %s, epoch %d; %s): the database refused its append to %s; stop this worker; the new holder continues",
 		l.Task, l.Holder, l.Epoch, now, h)}
+}
+
+// appendFailed explains a failed append: done after all when the rows are
+// there already (an earlier attempt committed, its answer was lost);
+// another writer's rows at those numbers are fatal; anything else is
+// retriable.
+func (h *SQLHistory) appendFailed(ctx context.Context, rows []HistoryRow, cause error) error {
+	stored, err := h.db.QueryContext(ctx, "SELECT seq, entry FROM "+h.table+" WHERE pipeline = "+h.ph(1)+" AND seq >= "+h.ph(2)+" ORDER BY seq", h.pipeline, h.next)
+	if err != nil {
+		return schema.Retriable(fmt.Errorf("schema history: append to %s (seq %d): %w", h, h.next, cause))
+	}
+	defer stored.Close()
+	i := 0
+	for stored.Next() {
+		var seq int64
+		var entry string
+		if err := stored.Scan(&seq, &entry); err != nil {
+			break
+		}
+		if i >= len(rows) || seq != h.next+int64(i) || entry != string(rows[i].Entry) {
+			return Fatal(fmt.Errorf("schema history: %s has another writer's entry at seq %d: another process runs this pipeline's source (give each pipeline one source, or run it in a cluster under a lease): %w", h, seq, cause))
+		}
+		i++
+	}
+	if i == len(rows) && stored.Err() == nil {
+		h.next += int64(len(rows)) // an earlier attempt appended them
+		return nil
+	}
+	return schema.Retriable(fmt.Errorf("schema history: append to %s (seq %d): %w", h, h.next, cause))
 }

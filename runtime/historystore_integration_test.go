@@ -89,6 +89,34 @@ func TestSQLHistoryRoundTripAndFence(t *testing.T) {
 				t.Fatalf("entries %s, want %s", got, want)
 			}
 
+			// a retry of an append that committed (its answer lost) is done;
+			// another writer's rows at the same numbers are fatal
+			stale, err := NewSQLHistory(ctx, db, driver, table, "p", lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stale.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := h2.Append(ctx, HistoryRow{Position: "f.1:10", Entry: []byte(`{"a":"x"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := stale.Append(ctx, HistoryRow{Position: "f.1:10", Entry: []byte(`{"a":"x"}`)}); err != nil {
+				t.Fatalf("the same rows again: %v", err)
+			}
+			if err := stale.Append(ctx, HistoryRow{Position: "f.1:11", Entry: []byte(`{"a":"y"}`)}); err != nil {
+				t.Fatalf("after the retried rows: %v", err)
+			}
+			if err := h2.Append(ctx, HistoryRow{Position: "f.1:11", Entry: []byte(`{"a":"z"}`)}); !IsFatal(err) || !strings.Contains(err.Error(), "another writer's entry at seq 5") {
+				t.Fatalf("a second writer's append: %v, want fatal naming seq 5", err)
+			}
+			if _, err := db.ExecContext(ctx, "DELETE FROM "+table+" WHERE seq > 3"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h2.Load(ctx); err != nil {
+				t.Fatal(err)
+			}
+
 			refused := func(how, why string) {
 				t.Helper()
 				err := h2.Append(ctx, HistoryRow{Position: "f.1:20", Entry: []byte(`{"a":4}`)}, HistoryRow{Position: "f.1:21", Entry: []byte(`{"a":5}`)})
