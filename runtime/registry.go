@@ -45,6 +45,17 @@ type Registry struct {
 	mu      sync.RWMutex
 	plugins []*Plugin
 	byType  map[string]*Plugin // kind + "\x00" + section type
+	// document checks what spans sections (SetDocumentCheck)
+	document func(*Config) error
+}
+
+// SetDocumentCheck sets the checks of a whole document that span sections
+// (an embedded transport needs a source and a sink, ...), which
+// ValidateConnector runs on a whole document once its section passed.
+func (r *Registry) SetDocumentCheck(f func(*Config) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.document = f
 }
 
 // NewRegistry returns an empty registry.
@@ -174,7 +185,8 @@ type FieldError struct {
 //     pipeline name defaults read "validate"; or
 //   - a whole pipeline document (top-level keys name, source, transport,
 //     sink, positions), whose section of the plugin's kind is checked,
-//     with the document's name.
+//     with the document's name, and then the checks that span sections
+//     (SetDocumentCheck).
 //
 // ${ENV} references are expanded as in a config file. The result lists
 // the first problem of the section (nil: valid); the error is for a
@@ -194,7 +206,8 @@ func (r *Registry) ValidateConnector(pluginType string, doc []byte) ([]FieldErro
 	m := root.Content[0]
 	var cfg *Config
 	var sec *Section
-	if isDocument(m) {
+	whole := isDocument(m)
+	if whole {
 		c, err := ParseConfig(doc, "config")
 		if err != nil {
 			return fieldErrors(err, m), nil
@@ -243,6 +256,14 @@ func (r *Registry) ValidateConnector(pluginType string, doc []byte) ([]FieldErro
 	}
 	if _, err := r.Decode(p.Kind, sec, cfg); err != nil {
 		return fieldErrors(err, m), nil
+	}
+	r.mu.RLock()
+	document := r.document
+	r.mu.RUnlock()
+	if whole && document != nil {
+		if err := document(cfg); err != nil {
+			return fieldErrors(err, m), nil
+		}
 	}
 	return nil, nil
 }

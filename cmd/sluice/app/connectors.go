@@ -24,6 +24,10 @@ func init() {
 	connectors.Register(jdbcPlugin())
 	connectors.Register(runtime.EmbeddedPlugin())
 	connectors.Register(rocketmqPlugin())
+	connectors.SetDocumentCheck(func(c *runtime.Config) error {
+		_, err := decodeAll(c, "")
+		return err
+	})
 }
 
 // ValidateConnector checks one connector's config without connecting, as

@@ -27,6 +27,8 @@ func TestValidateConnector(t *testing.T) {
 		{"type of another plugin", "jdbc", "type: embedded\n", "sink.type", "embedded", "not one of plugin jdbc's"},
 		{"whole document", "jdbc", "name: p\ntransport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:1\"]\n  topics: [t]\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n  keyless_mode: sometimes\n",
 			"sink.keyless_mode", "sometimes", "line 9: "},
+		{"whole document, across sections", "jdbc", "name: p\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n",
+			"transport.type", "embedded", "line 3: the embedded transport needs both a source and a sink section"},
 		{"whole document, valid", "mysql", `{"name": "p", "source": {"type": "mariadb", "host": "h", "user": "u", "server_id": 7}, "transport": {"type": "embedded"}, "sink": {"type": "postgres", "dsn": "postgres://u@127.0.0.1/x"}}`, "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
