@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,8 +71,16 @@ type decoded struct {
 }
 
 // decodeAll decodes every section the process shape needs, each with the
-// connector its type selects (connectors), and checks what spans sections.
+// connector its type selects (connectors), and checks what spans sections,
+// for a process that runs alone (`sluice run`).
 func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
+	return decodeTask(cfg, only, false)
+}
+
+// decodeTask is decodeAll; coordinated says the task runs in a cluster,
+// whose coordinator database keeps what history_store: database keeps
+// (TaskOptions.HistoryDB), so it needs no SQL positions.
+func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, error) {
 	d := &decoded{positions: positionsConfig{Dir: "positions", typ: "file"}}
 	switch only {
 	case "", "source", "sink":
@@ -170,13 +179,13 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 		}
 	}
 	if d.source != nil && d.source.HistoryStore == binlog.HistoryInDatabase {
-		if d.positions.typ == "file" {
+		if d.positions.typ == "file" && !coordinated {
 			return nil, cfg.Source.Err("history_store", "database keeps the schema history in the positions database: give positions a type postgres or mysql and a dsn")
 		}
 		if err := runtime.CheckHistoryTable(d.source.HistoryTable); err != nil {
 			return nil, cfg.Source.Explain(err, d.source)
 		}
-		if d.sink != nil && d.positions.DSN == d.sink.DSN {
+		if d.sink != nil && d.positions.typ != "file" && d.positions.DSN == d.sink.DSN {
 			// kept in the target: no source table may land there
 			table := d.source.HistoryTable
 			if table == "" {
@@ -197,6 +206,13 @@ type TaskOptions struct {
 	Lease runtime.Lease
 	// Log is the task's logger; nil: slog.Default().
 	Log *slog.Logger
+	// HistoryDB, with HistoryDialect ("postgres" or "mysql"), is the
+	// database where a source with history_store: database keeps its
+	// schema history, instead of the positions database: in a cluster the
+	// coordinator, which holds the lease table, since a fenced append reads
+	// the lease row in the same statement. It stays the caller's to close.
+	HistoryDB      *sql.DB
+	HistoryDialect string
 }
 
 // Build makes the pipeline the config describes, connecting to the servers:
@@ -212,7 +228,7 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 	if log == nil {
 		log = slog.Default()
 	}
-	d, err := decodeAll(cfg, only)
+	d, err := decodeTask(cfg, only, o.HistoryDB != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +236,13 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 	if d.source != nil {
 		bc := *d.source
 		if bc.HistoryStore == binlog.HistoryInDatabase {
-			if bc.History, err = openDBHistory(ctx, d.positions, bc.HistoryTable, cfg.Name, o.Lease); err != nil {
+			if o.HistoryDB != nil {
+				h, err := runtime.NewSQLHistory(ctx, o.HistoryDB, o.HistoryDialect, bc.HistoryTable, cfg.Name, o.Lease)
+				if err != nil {
+					return nil, err
+				}
+				bc.History = dbHistory{h}
+			} else if bc.History, err = openDBHistory(ctx, d.positions, bc.HistoryTable, cfg.Name, o.Lease); err != nil {
 				return nil, err
 			}
 		}

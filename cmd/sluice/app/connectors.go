@@ -24,8 +24,9 @@ func init() {
 	connectors.Register(jdbcPlugin())
 	connectors.Register(runtime.EmbeddedPlugin())
 	connectors.Register(rocketmqPlugin())
+	// a document validated through the REST API runs in a cluster
 	connectors.SetDocumentCheck(func(c *runtime.Config) error {
-		_, err := decodeAll(c, "")
+		_, err := decodeTask(c, "", true)
 		return err
 	})
 }

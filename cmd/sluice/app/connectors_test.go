@@ -85,6 +85,12 @@ func TestHistoryStoreConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tc.name == "file positions" {
+				// in a cluster the coordinator keeps it (TaskOptions.HistoryDB)
+				if _, err := decodeTask(cfg, "", true); err != nil {
+					t.Fatalf("coordinated: %v", err)
+				}
+			}
 			d, err := decodeAll(cfg, "")
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
