@@ -24,15 +24,15 @@ import (
 type MaskRule struct {
 	// Columns is a "db.table.column" pattern where * matches any run of
 	// characters inside one part (e.g. "shop.*.email").
-	Columns string
+	Columns string `yaml:"columns"`
 	// Kind is "hash" (lower-case hex SHA-256 of Salt followed by the
 	// value's bytes: 64 characters), "fixed" (Value instead of every
 	// non-NULL value) or "truncate" (the first Length characters; bytes
 	// for binary columns). NULL stays NULL under every kind.
-	Kind   string
-	Salt   string
-	Value  string
-	Length int
+	Kind   string `yaml:"kind"`
+	Salt   string `yaml:"salt"`
+	Value  string `yaml:"value"`
+	Length int    `yaml:"length"`
 }
 
 // Mask kinds (MaskRule.Kind).

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -16,26 +18,31 @@ const (
 	FlavorMySQL   = "mysql"
 )
 
-// Config configures a Source.
+// Config configures a Source. Its yaml tags are the keys of a pipeline's
+// source section (type mysql or mariadb); Validate checks it as Open would.
 type Config struct {
-	Host     string
-	Port     int
-	User     string
-	Password string
+	Host     string `yaml:"host" sluice:"required"`
+	Port     int    `yaml:"port"`
+	User     string `yaml:"user" sluice:"required"`
+	Password string `yaml:"password"`
 	// ServerID is the replica server id this source registers with; it must
 	// differ from the server's and from every other replica's.
-	ServerID uint32
+	ServerID uint32 `yaml:"server_id" sluice:"required"`
 	// Flavor is "mariadb" or "mysql".
-	Flavor string
+	Flavor string `yaml:"flavor"`
 	// ServerName is the logical name of the server: Debezium's topic prefix
 	// and the source.name of every record.
-	ServerName string
+	ServerName string `yaml:"server_name"`
 	// Include and Exclude are "db.table" patterns where * matches any run of
 	// characters (e.g. "shop.*"). An empty Include includes every table of
 	// every database except the server's own (mysql, sys,
 	// information_schema, performance_schema). Exclude wins over Include.
-	Include []string
-	Exclude []string
+	Include []string `yaml:"include"`
+	Exclude []string `yaml:"exclude"`
+	// ZeroDates is the YAML form of ZeroDateAsNull and KeepZeroDates:
+	// "null" (the default, also ""), "epoch" (ZeroDateAsNull false) or
+	// "keep" (NULL and the original text in a header: KeepZeroDates).
+	ZeroDates string `yaml:"zero_dates"`
 	// ZeroDateAsNull maps zero dates ('0000-00-00', month or day 0) to NULL
 	// (default true). When false they map to the epoch (0).
 	ZeroDateAsNull *bool
@@ -54,29 +61,29 @@ type Config struct {
 	//     purged from the server's binlog (ErrPositionPurged);
 	//   - "initial_only": snapshot, then stop: Read returns ErrSnapshotDone.
 	// A saved position taken mid-snapshot always resumes the snapshot.
-	Snapshot string
+	Snapshot string `yaml:"snapshot"`
 	// SnapshotChunk is the number of rows read per query during a snapshot
 	// (default 2048).
-	SnapshotChunk int
+	SnapshotChunk int `yaml:"snapshot_chunk"`
 	// SnapshotTruncate makes a snapshot send a TRUNCATE record for each
 	// table before its rows (one it starts reading; not a table a resumed
 	// snapshot is in the middle of), so that rows deleted from the source
 	// while no pipeline ran (before a re-snapshot) leave the target too. The
 	// target table is empty until the snapshot rows reach it. Sinks must
 	// apply a TRUNCATE at its place relative to the rows of every queue.
-	SnapshotTruncate bool
+	SnapshotTruncate bool `yaml:"snapshot_truncate"`
 	// Heartbeat is how often an idle source emits an OpHeartbeat record
 	// carrying the current position (default 10s; negative disables).
-	Heartbeat time.Duration
+	Heartbeat time.Duration `yaml:"heartbeat"`
 	// ExcludeColumns are "db.table.column" patterns (* matches any run of
 	// characters inside one part) of columns left out of every record:
 	// they disappear from the value schema and the rows, on the streaming
 	// and the snapshot path alike. Excluding a primary-key column is a
 	// configuration error (reported when the table is first seen).
-	ExcludeColumns []string
+	ExcludeColumns []string `yaml:"exclude_columns"`
 	// Mask replaces the values of matching columns (see MaskRule); the
 	// first matching rule applies. An excluded column is not masked.
-	Mask []MaskRule
+	Mask []MaskRule `yaml:"mask"`
 	// HistoryFile, when set, keeps a schema history in that file (JSON
 	// lines of HistoryEntry): the CREATE TABLE of every included table at
 	// first start and every later DDL statement on them with its position.
@@ -84,23 +91,37 @@ type Config struct {
 	// written, also where the table map lacks column names, keys or
 	// ENUM/SET labels (binlog_row_metadata MINIMAL or NO_LOG, MariaDB
 	// before 10.5), and Open accepts such servers.
-	HistoryFile string
+	HistoryFile string `yaml:"history_file"`
+	// History keeps the schema history in another store than HistoryFile
+	// (see HistoryStore), e.g. a database table whose appends a lease
+	// fences; it wins over HistoryFile.
+	History HistoryStore
+	// HistoryStore is where a pipeline's config keeps the history: "file"
+	// (the default, also ""; HistoryFile) or "database" (a table of the
+	// positions database, HistoryTable, default sluice_schema_history).
+	// The command that builds the source opens the database store and
+	// sets History; Open refuses "database" without it.
+	HistoryStore string `yaml:"history_store"`
+	HistoryTable string `yaml:"history_table"`
 	// SkipDDL lists DDL statements (their exact text, or the GTID of their
 	// transaction) the DDL parser and the schema history leave out: the way
 	// past a statement it cannot parse, once its effect is in the target or
 	// when it changes no captured table's shape. The record still carries
 	// the text, with no structured changes.
-	SkipDDL []string
+	SkipDDL []string `yaml:"skip_ddl"`
 	// SkippedOperations is Debezium's skipped.operations: the ops ("c",
 	// "u", "d", "t") whose records the source does not emit; "none" or
 	// empty skips nothing. Debezium's default is "t" (truncates skipped);
 	// sluice's is none, because a skipped TRUNCATE leaves every row of the
 	// table in the target after the source emptied it.
-	SkippedOperations []string
+	SkippedOperations OpList `yaml:"skipped.operations"`
 	// SkipSchemaChanges is Debezium's include.schema.changes=false: no
 	// OpSchemaChange records (the schema history, if any, still follows the
 	// DDL). Debezium's default, true, is sluice's too.
 	SkipSchemaChanges bool
+	// IncludeSchemaChanges is include.schema.changes as YAML writes it:
+	// false sets SkipSchemaChanges; nil leaves it.
+	IncludeSchemaChanges *bool `yaml:"include.schema.changes"`
 	// TLSMode is MySQL's ssl-mode for every connection to the server (the
 	// replication stream, the snapshot, position and check queries):
 	// "disabled" (the default, also ""), "preferred" (TLS when the server
@@ -108,13 +129,80 @@ type Config struct {
 	// checked), "verify_ca" (TLS, the certificate must be signed by a CA in
 	// TLS.RootCAs) or "verify_identity" (verify_ca and the certificate must
 	// name Host).
-	TLSMode string
+	TLSMode string `yaml:"ssl_mode"`
 	// TLS holds RootCAs (the CA to verify the server against; nil: the
 	// system's roots) and Certificates (a client certificate, if the server
 	// asks for one); the source applies the mode's verification to a copy
 	// (for verify_identity ServerName defaults to Host). Nil is an empty
 	// config; verify_ca needs RootCAs.
 	TLS *tls.Config
+	// SSLCA, SSLCert and SSLKey name the PEM files TLS is loaded from when
+	// it is nil (see schema.LoadClientTLS): the CA that signs the server's
+	// certificate, and a client certificate for servers that ask for one.
+	SSLCA   string `yaml:"ssl_ca"`
+	SSLCert string `yaml:"ssl_cert"`
+	SSLKey  string `yaml:"ssl_key"`
+
+	// Debezium's event format options, with Debezium's names and values.
+	// The source does not read them: they choose how the transport writes
+	// its records (converter.Options; the connector registration passes
+	// them on) and are checked there.
+	DecimalHandlingMode        string `yaml:"decimal.handling.mode"`         // precise (default) | string | double
+	BigintUnsignedHandlingMode string `yaml:"bigint.unsigned.handling.mode"` // precise (sluice's default) | long (Debezium's)
+	TimePrecisionMode          string `yaml:"time.precision.mode"`           // adaptive_time_microseconds (default) | connect
+	BinaryHandlingMode         string `yaml:"binary.handling.mode"`          // bytes (default) | base64 | base64-url-safe | hex
+	ProvideTransactionMetadata *bool  `yaml:"provide.transaction.metadata"`  // sluice's default true; Debezium's false
+}
+
+// OpList is a list of ops ("c", "u", "d", "t"); YAML may give it as a list
+// or as one comma-separated string ("c,u"), as Debezium does.
+type OpList []string
+
+// UnmarshalYAML reads a list or a comma-separated string.
+func (l *OpList) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*l = nil
+		for _, op := range strings.Split(n.Value, ",") {
+			if op = strings.TrimSpace(op); op != "" {
+				*l = append(*l, op)
+			}
+		}
+		return nil
+	case yaml.SequenceNode:
+		var ops []string
+		if err := n.Decode(&ops); err != nil {
+			return fmt.Errorf("expected a list of c, u, d and t, or one string such as \"c,u\"")
+		}
+		*l = ops
+		return nil
+	}
+	return fmt.Errorf("expected a list of c, u, d and t, or one string such as \"c,u\"")
+}
+
+// Where the schema history is kept (Config.HistoryStore).
+const (
+	HistoryInFile     = "file"
+	HistoryInDatabase = "database"
+)
+
+// historyStore is the store of the schema history; nil: none.
+func (c *Config) historyStore() HistoryStore {
+	if c.History != nil {
+		return c.History
+	}
+	if c.HistoryFile != "" {
+		return FileHistory{c.HistoryFile}
+	}
+	return nil
+}
+
+// historyFile is the history file, for messages that tell how to edit it.
+func (c *Config) historyFile() string {
+	if f, ok := c.historyStore().(FileHistory); ok {
+		return f.Path
+	}
+	return ""
 }
 
 // Snapshot modes (Config.Snapshot).
@@ -126,6 +214,11 @@ const (
 )
 
 func (c *Config) zeroDateAsNull() bool { return c.ZeroDateAsNull == nil || *c.ZeroDateAsNull }
+
+// Validate checks c as Open would, without connecting, and completes it:
+// defaults filled, TLS loaded from SSLCA, SSLCert and SSLKey, ZeroDates and
+// IncludeSchemaChanges applied. Calling it again changes nothing.
+func (c *Config) Validate() error { return c.validate() }
 
 // validate checks c and fills defaults.
 func (c *Config) validate() error {
@@ -147,6 +240,38 @@ func (c *Config) validate() error {
 	}
 	if c.Port == 0 {
 		c.Port = 3306
+	}
+	switch c.ZeroDates {
+	case "", "null":
+	case "epoch":
+		f := false
+		c.ZeroDateAsNull = &f
+	case "keep":
+		c.KeepZeroDates = true
+	default:
+		return fmt.Errorf("%w: ZeroDates must be null, epoch or keep, not %q", ErrConfig, c.ZeroDates)
+	}
+	if c.IncludeSchemaChanges != nil && !*c.IncludeSchemaChanges {
+		c.SkipSchemaChanges = true
+	}
+	if c.TLS == nil {
+		mode, t, err := schema.LoadClientTLS(c.TLSMode, c.SSLCA, c.SSLCert, c.SSLKey)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		c.TLSMode, c.TLS = mode, t
+	}
+	switch c.HistoryStore {
+	case "", HistoryInFile:
+		if c.HistoryTable != "" {
+			return fmt.Errorf("%w: only HistoryStore %q has a table: remove HistoryTable", ErrConfig, HistoryInDatabase)
+		}
+	case HistoryInDatabase:
+		if c.HistoryFile != "" {
+			return fmt.Errorf("%w: HistoryStore %q keeps the history in the database, not in a file: remove HistoryFile", ErrConfig, HistoryInDatabase)
+		}
+	default:
+		return fmt.Errorf("%w: HistoryStore %q must be %q or %q", ErrConfig, c.HistoryStore, HistoryInFile, HistoryInDatabase)
 	}
 	switch c.Snapshot {
 	case "":

@@ -86,7 +86,7 @@
 // Windows-1252, as in MySQL; invalid bytes become U+FFFD); a captured column
 // in another charset stops Open with a fatal error. The table shape is the
 // one in each TABLE_MAP event, completed from the schema history when
-// Config.HistoryFile is set.
+// Config.HistoryFile (or Config.History) is set.
 //
 // Schema history (Config.HistoryFile, yaml history_file): a file of JSON
 // lines {"position":{...},"db":"...","ddl":"..."}. At first start (empty or
@@ -101,7 +101,12 @@
 // history's is logged as a warning) and from the history otherwise, so
 // binlog_row_metadata MINIMAL or NO_LOG (and MariaDB before 10.5) work.
 // A statement the stream meets again after a restart from an older
-// position is taken from the file, not parsed again.
+// position is taken from the file, not parsed again. The file is one
+// HistoryStore (FileHistory); Config.History takes another with the same
+// entries, such as the runtime's table in the positions database (yaml
+// history_store: database), whose appends a cluster lease fences: a fatal
+// error from a store's Append stops the source before anything after the
+// statement is handed on.
 //
 // DDL: every statement is read by one parser, the TiDB parser (MySQL's
 // grammar), into the structured changes of schema.SchemaChange (create,

@@ -3,6 +3,7 @@ package binlog
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,17 +98,40 @@ func (h *schemaHistory) change(ch ddlChange) {
 	}
 }
 
-// loadHistory reads the history file and replays the entries up to start.
-// A missing file gives an empty history.
-func loadHistory(file string, start Position) (*schemaHistory, error) {
-	h := newSchemaHistory()
-	data, err := os.ReadFile(file)
+// HistoryStore keeps the schema history durably: the entries in the order
+// they were appended. FileHistory is the history file (Config.HistoryFile);
+// Config.History takes another, e.g. a table in a database whose appends are
+// fenced by a lease (the runtime's SQL history store).
+type HistoryStore interface {
+	// Load returns every entry appended so far, in order.
+	Load(ctx context.Context) ([]HistoryEntry, error)
+	// Append adds entries after the others, durably and all or none. An
+	// error the store classifies fatal (schema.Fatal: a writer fenced off)
+	// stops the source; others are retried a few times.
+	Append(ctx context.Context, entries ...HistoryEntry) error
+	// String names the store in messages (a file, a table).
+	String() string
+}
+
+// FileHistory is the schema history file: JSON lines of HistoryEntry,
+// appended and synced. A missing file is an empty history.
+type FileHistory struct{ Path string }
+
+var _ HistoryStore = FileHistory{}
+
+func (f FileHistory) String() string { return f.Path }
+
+// Load reads the file strictly: an unknown field or a line that is no
+// entry is an error naming the line.
+func (f FileHistory) Load(context.Context) ([]HistoryEntry, error) {
+	data, err := os.ReadFile(f.Path)
 	if errors.Is(err, os.ErrNotExist) {
-		return h, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("binlog: read the schema history %s: %w", file, err)
+		return nil, fmt.Errorf("binlog: read the schema history %s: %w", f.Path, err)
 	}
+	var out []HistoryEntry
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
 	line := 0
@@ -120,25 +144,22 @@ func loadHistory(file string, start Position) (*schemaHistory, error) {
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%w: schema history %s line %d: %v; fix or remove the line", ErrConfig, file, line, err)
+			return nil, fmt.Errorf("%w: schema history %s line %d: %v; fix or remove the line", ErrConfig, f.Path, line, err)
 		}
-		if h.last != nil && comparePositions(e.Position, *h.last) < 0 {
-			return nil, fmt.Errorf("%w: schema history %s line %d: position %s is before the line above it", ErrConfig, file, line, e.Position.String())
+		if n := len(out); n > 0 && comparePositions(e.Position, out[n-1].Position) < 0 {
+			return nil, fmt.Errorf("%w: schema history %s line %d: position %s is before the line above it", ErrConfig, f.Path, line, e.Position.String())
 		}
-		p := e.Position
-		h.last = &p
-		if comparePositions(e.Position, start) > 0 {
-			h.later = append(h.later, e)
-			continue
-		}
-		if err := h.apply(e.DDL, e.DB); err != nil {
-			return nil, fmt.Errorf("%w: schema history %s line %d: %q: %v", ErrUnparsedDDL, file, line, e.DDL, err)
-		}
+		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("binlog: read the schema history %s: %w", file, err)
+		return nil, fmt.Errorf("binlog: read the schema history %s: %w", f.Path, err)
 	}
-	return h, nil
+	return out, nil
+}
+
+// Append writes entries to the file and syncs it.
+func (f FileHistory) Append(_ context.Context, entries ...HistoryEntry) error {
+	return appendHistory(f.Path, entries)
 }
 
 // appendHistory writes entries to the file and syncs it.
@@ -166,6 +187,36 @@ func appendHistory(file string, entries []HistoryEntry) error {
 		return fmt.Errorf("binlog: sync the schema history %s: %w", file, err)
 	}
 	return f.Close()
+}
+
+// loadHistory reads the history file and replays the entries up to start.
+// A missing file gives an empty history.
+func loadHistory(file string, start Position) (*schemaHistory, error) {
+	return loadStoredHistory(context.Background(), FileHistory{file}, start)
+}
+
+// loadStoredHistory loads a store's entries and replays those up to start.
+func loadStoredHistory(ctx context.Context, store HistoryStore, start Position) (*schemaHistory, error) {
+	entries, err := store.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := newSchemaHistory()
+	for i, e := range entries {
+		if h.last != nil && comparePositions(e.Position, *h.last) < 0 {
+			return nil, fmt.Errorf("%w: schema history %s entry %d: position %s is before the entry above it", ErrConfig, store, i+1, e.Position.String())
+		}
+		p := e.Position
+		h.last = &p
+		if comparePositions(e.Position, start) > 0 {
+			h.later = append(h.later, e)
+			continue
+		}
+		if err := h.apply(e.DDL, e.DB); err != nil {
+			return nil, fmt.Errorf("%w: schema history %s entry %d: %q: %v", ErrUnparsedDDL, store, i+1, e.DDL, err)
+		}
+	}
+	return h, nil
 }
 
 // ddl records a statement that streamed by at position pos (the commit

@@ -161,7 +161,10 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 			s.log.Info("binlog: resuming", "position", start.String())
 		}
 	}
-	if err := checkServer(conn, s.cfg.HistoryFile != ""); err != nil {
+	if s.cfg.HistoryStore == HistoryInDatabase && s.cfg.History == nil {
+		return fmt.Errorf("%w: HistoryStore %q needs History, the database store", ErrConfig, HistoryInDatabase)
+	}
+	if err := checkServer(conn, s.cfg.historyStore() != nil); err != nil {
 		return err
 	}
 	if cols, err := undecodableColumns(conn, newFilter(s.cfg.Include, s.cfg.Exclude), s.columns); err != nil {
@@ -187,8 +190,8 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		}
 	}
 	var hist *schemaHistory
-	if s.cfg.HistoryFile != "" {
-		if hist, err = s.openHistory(conn, start); err != nil {
+	if store := s.cfg.historyStore(); store != nil {
+		if hist, err = s.openHistory(ctx, store, conn, start); err != nil {
 			if snap != nil {
 				snap.close()
 			}
@@ -199,7 +202,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
-		Columns: s.columns, History: hist, HistoryFile: s.cfg.HistoryFile, SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get,
+		Columns: s.columns, History: hist, HistoryFile: s.cfg.historyFile(), SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get,
 		SkipOps: s.cfg.skippedOps(), SkipSchemaChanges: s.cfg.SkipSchemaChanges,
 	}, start)
 	if err != nil {
@@ -565,8 +568,8 @@ func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.Binlog
 	}
 	if m.hist != nil && len(m.hist.pending) > 0 {
 		// on disk before any position after the statement is handed on
-		if err := appendHistory(s.cfg.HistoryFile, m.hist.pending); err != nil {
-			return fmt.Errorf("%w: %v", ErrUnsupported, err)
+		if err := s.saveHistory(ctx, m.hist.pending); err != nil {
+			return err
 		}
 		m.hist.pending = m.hist.pending[:0]
 	}
@@ -758,14 +761,14 @@ func (s *Source) Close() error {
 
 // openHistory loads the schema history up to start; an empty history is
 // seeded with the CREATE TABLE of every included table, at start.
-func (s *Source) openHistory(conn *client.Conn, start Position) (*schemaHistory, error) {
-	h, err := loadHistory(s.cfg.HistoryFile, start)
+func (s *Source) openHistory(ctx context.Context, store HistoryStore, conn *client.Conn, start Position) (*schemaHistory, error) {
+	h, err := loadStoredHistory(ctx, store, start)
 	if err != nil {
 		return nil, err
 	}
 	if h.last != nil {
 		if comparePositions(*h.last, start) < 0 {
-			s.log.Info("binlog: schema history loaded", "file", s.cfg.HistoryFile, "tables", len(h.tables))
+			s.log.Info("binlog: schema history loaded", "store", store.String(), "tables", len(h.tables))
 		}
 		return h, nil
 	}
@@ -795,11 +798,40 @@ func (s *Source) openHistory(conn *client.Conn, start Position) (*schemaHistory,
 		// an entry that changes nothing marks the history as started
 		entries = append(entries, HistoryEntry{Position: start, DB: "", DDL: "-- schema history started"})
 	}
-	if err := appendHistory(s.cfg.HistoryFile, entries); err != nil {
+	if err := s.saveHistory(ctx, entries); err != nil {
 		return nil, err
 	}
 	p := start
 	h.last = &p
-	s.log.Info("binlog: schema history started", "file", s.cfg.HistoryFile, "tables", len(h.tables), "position", start.String())
+	s.log.Info("binlog: schema history started", "store", store.String(), "tables", len(h.tables), "position", start.String())
 	return h, nil
+}
+
+// saveHistory appends entries to the schema history before any position
+// after them is handed on. A failure the store does not call fatal is
+// retried a few times; a fatal one (a writer fenced off: another worker
+// holds the task now) stops the source, still matching the store's error.
+func (s *Source) saveHistory(ctx context.Context, entries []HistoryEntry) error {
+	store := s.cfg.historyStore()
+	var err error
+	delay := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		if err = store.Append(ctx, entries...); err == nil {
+			return nil
+		}
+		if schema.ClassOf(err) == schema.ClassFatal || attempt == 5 {
+			break
+		}
+		s.log.Warn("binlog: schema history: append failed, retrying", "store", store.String(), "err", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+	if schema.ClassOf(err) == schema.ClassFatal {
+		return fmt.Errorf("binlog: schema history %s: %w", store, err)
+	}
+	return fmt.Errorf("%w: schema history %s: %v", ErrUnsupported, store, err)
 }

@@ -138,7 +138,30 @@ func newSection(file, path string, n *yaml.Node) (*Section, error) {
 }
 
 func cfgErr(file string, line int, key, msg string) error {
-	return fmt.Errorf("%s:%d: %s: %s: %w", file, line, key, msg, ErrConfig)
+	return &KeyError{File: file, Line: line, Key: key, Msg: msg}
+}
+
+// KeyError is a config error about one key: the file, the line the key is
+// on and its dotted path (e.g. "source.mask[0].kind"). It matches ErrConfig
+// with errors.Is, and the connector's own error when it retells one
+// (Section.Explain).
+type KeyError struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+	err  error // the connector's error it retells, if any
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("%s:%d: %s: %s: %s", e.File, e.Line, e.Key, e.Msg, ErrConfig)
+}
+
+func (e *KeyError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrConfig}
+	}
+	return []error{e.err, ErrConfig}
 }
 
 // expandEnv replaces ${NAME} and ${NAME:-default} in every scalar; $${
@@ -222,9 +245,22 @@ func (s *Section) Decode(into any) error {
 }
 
 var (
-	durationType = reflect.TypeOf(time.Duration(0))
-	byteSizeType = reflect.TypeOf(ByteSize(0))
+	durationType    = reflect.TypeOf(time.Duration(0))
+	byteSizeType    = reflect.TypeOf(ByteSize(0))
+	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 )
+
+// hasOption reports whether a struct field's sluice tag lists opt:
+// "required" (the key must be given) or "bytes" (an int field that takes
+// a size such as 16MiB).
+func hasOption(f reflect.StructField, opt string) bool {
+	for _, o := range strings.Split(f.Tag.Get("sluice"), ",") {
+		if o == opt {
+			return true
+		}
+	}
+	return false
+}
 
 func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) error {
 	if n.Kind != yaml.MappingNode {
@@ -258,14 +294,24 @@ func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) er
 			return cfgErr(file, k.Line, key, "is given twice")
 		}
 		seen[k.Value] = true
-		if err := decodeValue(file, key, val, v.Field(idx)); err != nil {
+		fv := v.Field(idx)
+		if hasOption(t.Field(idx), "bytes") && fv.Kind() == reflect.Int {
+			// an int field holding a size: 16MiB as well as a number
+			var b ByteSize
+			if err := decodeValue(file, key, val, reflect.ValueOf(&b).Elem()); err != nil {
+				return err
+			}
+			fv.SetInt(int64(b))
+			continue
+		}
+		if err := decodeValue(file, key, val, fv); err != nil {
 			return err
 		}
 	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if f.Tag.Get("sluice") == "required" && !seen[name] {
+		if hasOption(f, "required") && !seen[name] {
 			return cfgErr(file, n.Line, path+"."+name, "is required")
 		}
 	}
@@ -280,6 +326,15 @@ func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
 	}
 	null := val.Kind == yaml.ScalarNode && val.ShortTag() == "!!null"
 	switch {
+	case fv.Kind() != reflect.Pointer && reflect.PointerTo(fv.Type()).Implements(unmarshalerType):
+		// a connector's own type (e.g. a list also written comma-separated)
+		if null {
+			fv.SetZero()
+			return nil
+		}
+		if err := val.Decode(fv.Addr().Interface()); err != nil {
+			return cfgErr(file, val.Line, key, err.Error())
+		}
 	case fv.Type() == durationType:
 		if null {
 			return nil
@@ -548,7 +603,9 @@ func (s *Section) Explain(err error, shape any) error {
 			}
 		}
 	}
-	return &explained{msg: s.Err(best, b.String()).Error(), err: err}
+	ke := s.Err(best, b.String()).(*KeyError)
+	ke.err = err
+	return ke
 }
 
 var quotedRe = regexp.MustCompile(`"((?:[^"\\]|\\.)+)"`)
@@ -602,13 +659,3 @@ func yamlField(t reflect.Type, goName string) (string, reflect.Type, bool) {
 func isIdent(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
-
-// explained is a connector's error retold with YAML keys; it wraps the
-// original and ErrConfig.
-type explained struct {
-	msg string
-	err error
-}
-
-func (e *explained) Error() string   { return e.msg }
-func (e *explained) Unwrap() []error { return []error{e.err, ErrConfig} }

@@ -21,4 +21,11 @@
 // drains and saves like a shutdown and ends the pipeline as FINISHED; a
 // fatal error ends it as FAILED; any other error makes the Worker rebuild
 // it after a bounded backoff (RESTARTING meanwhile).
+//
+// Configuration: a pipeline's YAML (Config) has one section per piece; a
+// Registry maps each section's type to the Plugin that owns its keys (its
+// config struct's yaml tags, decoded strictly by Section.Decode) and their
+// checks, and ValidateConnector answers the REST validate. The command
+// registers the connectors. A source task's schema history may live in a
+// database (SQLHistory), its appends fenced by the task's Lease.
 package runtime

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -29,6 +30,53 @@ func ParseSSLMode(m string) (string, error) {
 		return v, nil
 	}
 	return "", fmt.Errorf("TLSMode %q must be one of disabled, preferred, required, verify_ca, verify_identity", m)
+}
+
+// LoadClientTLS checks a connector's TLS keys, named after MySQL's client
+// options: mode is ssl_mode, ca (ssl_ca) the PEM file of the CA that signs
+// the server's certificate, cert and key (ssl_cert, ssl_key) the PEM files
+// of a client certificate, for servers that ask for one. It loads the files
+// and returns the normalised mode ("" when unset) and the base config for
+// ClientTLS (nil for disabled or unset). The caller wraps its error with its
+// own configuration sentinel.
+func LoadClientTLS(mode, ca, cert, key string) (string, *tls.Config, error) {
+	m, err := ParseSSLMode(mode)
+	if err != nil {
+		return "", nil, fmt.Errorf("ssl_mode %q must be one of disabled, preferred, required, verify_ca, verify_identity", mode)
+	}
+	files := ca != "" || cert != "" || key != ""
+	switch {
+	case m == "" && files:
+		return "", nil, errors.New("ssl_ca, ssl_cert and ssl_key need an ssl_mode (verify_identity to check the server's certificate and name)")
+	case m == SSLDisabled && files:
+		return "", nil, errors.New("ssl_mode disabled with ssl_ca, ssl_cert or ssl_key: remove them or choose another ssl_mode")
+	case m == SSLVerifyCA && ca == "":
+		return "", nil, errors.New("ssl_mode verify_ca needs ssl_ca, the CA the server's certificate must be signed by")
+	case (cert == "") != (key == ""):
+		return "", nil, errors.New("ssl_cert and ssl_key go together: set both or neither")
+	}
+	if m == "" || m == SSLDisabled {
+		return m, nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return "", nil, fmt.Errorf("ssl_ca: %w", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return "", nil, fmt.Errorf("ssl_ca %s holds no PEM certificate", ca)
+		}
+	}
+	if cert != "" {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return "", nil, fmt.Errorf("ssl_cert/ssl_key: %w", err)
+		}
+		t.Certificates = []tls.Certificate{c}
+	}
+	return m, t, nil
 }
 
 // ClientTLS returns a copy of base (nil: an empty config) with the

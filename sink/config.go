@@ -17,10 +17,12 @@ const (
 	DialectMySQL    = "mysql"
 )
 
-// Config configures a Sink. Start from DefaultConfig.
+// Config configures a Sink. Start from DefaultConfig. Its yaml tags are the
+// keys of a pipeline's sink section (type postgres or mysql, which set
+// Dialect); Validate checks it as New would.
 type Config struct {
 	Dialect  string // "postgres" or "mysql" (MySQL and MariaDB)
-	DSN      string // lib/pq DSN or go-sql-driver DSN
+	DSN      string `yaml:"dsn" sluice:"required"` // lib/pq DSN or go-sql-driver DSN
 	Pipeline string // pipeline name, the first key column of the progress table
 	// TLSMode is MySQL's ssl-mode for the target connections, for both
 	// dialects: "disabled", "preferred" (TLS when the server offers it; for
@@ -29,49 +31,54 @@ type Config struct {
 	// by a CA in TLS.RootCAs) or "verify_identity" (verify_ca, and the
 	// certificate names the DSN's host). "" (the default) leaves TLS to the
 	// DSN (PostgreSQL sslmode=..., MySQL tls=...); setting both is an error.
-	TLSMode string
+	TLSMode string `yaml:"ssl_mode"`
 	// TLS holds RootCAs (nil: the system's roots) and Certificates (a
 	// client certificate); the sink applies TLSMode's verification to a
 	// copy. Nil is an empty config; verify_ca needs RootCAs.
 	TLS *tls.Config
+	// SSLCA, SSLCert and SSLKey name the PEM files TLS is loaded from when
+	// it is nil (see schema.LoadClientTLS).
+	SSLCA   string `yaml:"ssl_ca"`
+	SSLCert string `yaml:"ssl_cert"`
+	SSLKey  string `yaml:"ssl_key"`
 	// LockTimeout bounds how long a statement waits for a lock another
 	// session holds (PostgreSQL lock_timeout; MySQL and MariaDB
 	// innodb_lock_wait_timeout and lock_wait_timeout, rounded up to whole
 	// seconds). The transaction then fails with a retriable error and is
 	// retried after the runtime's backoff. 0 means DefaultLockTimeout (30s),
 	// negative leaves the server's setting. A value the DSN sets wins.
-	LockTimeout time.Duration
+	LockTimeout time.Duration `yaml:"lock_timeout"`
 	// StatementTimeout bounds each statement of the sink, DDL included
 	// (PostgreSQL statement_timeout, MariaDB max_statement_time; MySQL has no
 	// such limit for writes and ignores it). A statement over it fails the
 	// transaction with a retriable error. 0 means DefaultStatementTimeout
 	// (10m), negative leaves the server's setting. A value the DSN sets wins.
-	StatementTimeout time.Duration
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
 	// SchemaTemplate names the target schema (PostgreSQL) or database
 	// (MySQL); placeholders ${db} (source database) and ${table} (source
 	// table). Unset ("") means "${db}". To write into the connection's
 	// default schema or database, name it (e.g. "public").
-	SchemaTemplate string
-	TableTemplate  string // target table name; default "${table}"
-	AutoCreate     bool   // create missing schemas and tables (with primary key)
+	SchemaTemplate string `yaml:"schema"`
+	TableTemplate  string `yaml:"table"`       // target table name; default "${table}"
+	AutoCreate     bool   `yaml:"auto_create"` // create missing schemas and tables (with primary key)
 	// AutoEvolve adds columns that records carry and the table lacks, and
 	// widens a column when a record's type is a safe widening of it (INT to
 	// BIGINT, DECIMAL(5,2) to DECIMAL(10,2), VARCHAR(10) to VARCHAR(50),
 	// labels added at the end of an ENUM or SET, …; see
 	// docs/type-mapping.md). Other type differences are logged once per
 	// column and type pair and left to the operator.
-	AutoEvolve bool
-	BatchSize  int // rows per statement, default 500
+	AutoEvolve bool `yaml:"auto_evolve"`
+	BatchSize  int  `yaml:"batch_size"` // rows per statement, default 500
 	// ProgressTable is the name of the progress table in the connection's
 	// default schema or database; default "sluice_progress".
-	ProgressTable string
+	ProgressTable string `yaml:"progress_table"`
 	// CopyThreshold enables the PostgreSQL fast path: upserts of at least
 	// this many rows of one table and shape go through COPY into a temporary
 	// table and one INSERT … SELECT … ON CONFLICT. Measured against
 	// multi-row VALUES upserts of the same rows: 0.86× at 128 rows, 1.09× at
 	// 256, 1.4× at 384-512, 1.6× at 1024. 0 means the default, 256 (the
 	// RocketMQ consumer's default batch); a negative value disables it.
-	CopyThreshold int
+	CopyThreshold int `yaml:"copy_threshold"`
 	// TimeAsInterval maps source TIME columns (schema.Time: durations that
 	// may be negative or beyond 24 hours, MySQL's -838:59:59..838:59:59) to
 	// PostgreSQL INTERVAL instead of TIME(fsp), so every value fits; on in
@@ -83,7 +90,7 @@ type Config struct {
 	// AutoEvolve such a column is a fatal ErrSchema giving the ALTER TABLE
 	// to run. MySQL targets always use TIME(6), which holds the whole
 	// source range.
-	TimeAsInterval bool
+	TimeAsInterval bool `yaml:"time_as_interval"`
 	// EnumCheck gives ENUM columns that PostgreSQL tables get as TEXT a
 	// named CHECK constraint (<column>_enum_<hash>) that admits the source's
 	// labels and NULL, when the sink creates the table or adds the column.
@@ -91,14 +98,14 @@ type Config struct {
 	// A row with another label (MySQL's '' for an invalid value, too) is
 	// then rejected by PostgreSQL and handled by OnError. MySQL targets
 	// ignore it: they keep the source's ENUM type.
-	EnumCheck bool
+	EnumCheck bool `yaml:"enum_check"`
 	// SchemaChanges decides what schema-change records (schema.OpSchemaChange)
 	// do: "ignore" (the default, also ""), "apply" (see the package doc:
 	// the record's structured changes, schema.SchemaChange.Tables, are
 	// applied to the target: tables created, dropped, renamed; columns
 	// added with their default, dropped, renamed, modified) or "fail" (a Write carrying one fails with a
 	// fatal ErrSchemaChange, for pipelines where a person reviews DDL).
-	SchemaChanges string
+	SchemaChanges string `yaml:"schema_changes"`
 	// OnError decides what happens to a row the target rejects for good
 	// (constraint, type, size; a value the sink cannot convert): "fail" (the
 	// default, also "": the Write fails with a fatal error naming the row),
@@ -106,7 +113,7 @@ type Config struct {
 	// left out; the rest of the batch commits) or "dlq" (the row is handed to
 	// DeadLetter, then left out). Lost connections and other transient
 	// errors are never skipped.
-	OnError string
+	OnError string `yaml:"on_error"`
 	// DeadLetter receives the rows OnError "dlq" leaves out, before the
 	// batch commits; an error from it fails the Write (retriable unless the
 	// error says Fatal() == true). A retried Write may hand the same row
@@ -118,11 +125,11 @@ type Config struct {
 	// "fail" (the default, also ""): a fatal ErrSchema naming the table;
 	// "append": they are skipped with a warning, so the target holds every
 	// row ever inserted (an audit-style append-only copy).
-	KeylessMode string
+	KeylessMode string `yaml:"keyless_mode"`
 	// Transactional applies the records of one source transaction (same
 	// Transaction.ID) in one target transaction even when a transport batch
 	// ends inside it: see "Transaction-consistent mode" in the package doc.
-	Transactional bool
+	Transactional bool `yaml:"transactional"`
 	// PendingTable names the table that holds, in transactional mode, the
 	// records of a source transaction whose end has not arrived yet; default
 	// "sluice_pending", in the connection's default schema or database.
@@ -206,6 +213,9 @@ func (c *Config) normalize() error {
 	if c.StatementTimeout == 0 {
 		c.StatementTimeout = DefaultStatementTimeout
 	}
+	if err := c.LoadTLS(); err != nil {
+		return err
+	}
 	var err error
 	if c.TLSMode, err = normalizeTLSMode(c.TLSMode); err != nil {
 		return err
@@ -229,6 +239,19 @@ func (c *Config) normalize() error {
 		if err := checkTemplate(t); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// LoadTLS checks TLSMode with SSLCA, SSLCert and SSLKey and loads the
+// files into TLS, when TLS is nil; New does it too.
+func (c *Config) LoadTLS() error {
+	if c.TLS != nil {
+		return nil
+	}
+	var err error
+	if c.TLSMode, c.TLS, err = schema.LoadClientTLS(c.TLSMode, c.SSLCA, c.SSLCert, c.SSLKey); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return nil
 }

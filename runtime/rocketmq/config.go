@@ -86,17 +86,18 @@ type Codec interface {
 	Decode(key, value []byte) (schema.Record, error)
 }
 
-// Config configures both sides of the transport.
+// Config configures both sides of the transport. Its yaml tags are the keys
+// of a pipeline's transport section of type rocketmq.
 type Config struct {
-	NameServers []string // "127.0.0.1:19876"
+	NameServers []string `yaml:"name_servers" sluice:"required"` // "127.0.0.1:19876"
 	Pipeline    string   // used in group and instance names
-	TopicMode   string   // "table" (default: one topic per table) or "database"
-	TopicPrefix string   // default: the pipeline name
-	Queues      int      // queues per topic, default 4
-	Cluster     string   // broker cluster for topic creation, default "DefaultCluster"
-	Group       string   // consumer group, default "<pipeline>-sink"
+	TopicMode   string   `yaml:"topic_mode"`   // "table" (default: one topic per table) or "database"
+	TopicPrefix string   `yaml:"topic_prefix"` // default: the pipeline name
+	Queues      int      `yaml:"queues"`       // queues per topic, default 4
+	Cluster     string   `yaml:"cluster"`      // broker cluster for topic creation, default "DefaultCluster"
+	Group       string   `yaml:"group"`        // consumer group, default "<pipeline>-sink"
 	// Topics are what the subscriber consumes; if empty, derived from Tables.
-	Topics []string
+	Topics []string `yaml:"topics"`
 	// Tables known at start: the publisher creates their topics in
 	// NewPublisher, the subscriber derives Topics from them.
 	Tables      []schema.TableID
@@ -104,13 +105,13 @@ type Config struct {
 	MaxInFlight int // records in flight on the publisher, default 4096
 	// BatchSize is the most records handed to one Handler call, default 256
 	// (the client's limit is 1024).
-	BatchSize int
+	BatchSize int `yaml:"batch_size"`
 	// Linger is how long the consumer waits between two pulls from one
 	// queue, so that records arriving meanwhile reach the sink as one batch
 	// (one target transaction) instead of many: up to Linger of extra
 	// latency, and at most BatchSize records per Linger per queue. Zero
 	// (the default) pulls again at once; the limit is 65.535s.
-	Linger time.Duration
+	Linger time.Duration `yaml:"linger"`
 	// MaxCachedRecords and MaxCachedBytes bound the subscriber's pull cache
 	// (messages pulled, not yet applied and committed) over all the queues
 	// it consumes, whatever their number: the client's
@@ -118,9 +119,11 @@ type Config struct {
 	// out among the queues (each gets at least 1 message and 1 MiB, and
 	// stops pulling once over its share, so a queue may hold one pull
 	// more). Bytes count message bodies, in whole MiB (at least 1).
-	// Defaults DefaultMaxCachedRecords and DefaultMaxCachedBytes.
-	MaxCachedRecords int
-	MaxCachedBytes   int
+	// Defaults DefaultMaxCachedRecords and DefaultMaxCachedBytes. In YAML
+	// they are max_in_flight and max_in_flight_bytes, the memory limits
+	// every transport has, which bound the source's records in flight too.
+	MaxCachedRecords int `yaml:"max_in_flight"`
+	MaxCachedBytes   int `yaml:"max_in_flight_bytes" sluice:"bytes"`
 	// Codec encodes and decodes records; default the JSON converter with
 	// schemas.
 	Codec Codec
@@ -128,23 +131,23 @@ type Config struct {
 	// codec's envelopes) or FormatCompact (payloads, schemas by reference
 	// in SchemaTopic(TopicPrefix); needs the JSON codec with schemas). The
 	// subscriber reads both, whatever its own Format.
-	Format string
+	Format string `yaml:"format"`
 	// MaxMessageBytes is the largest message the publisher sends (body,
 	// properties and topic), default DefaultMaxMessageBytes. Keep it below
 	// the broker's maxMessageSize. It is measured before the client
 	// zlib-compresses a message body over 4 KiB (the broker checks the
 	// compressed size), so a well-compressible record just over it would
 	// have fitted: the limit depends on the record, not on its entropy.
-	MaxMessageBytes int
+	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// OversizePolicy decides what a larger record does: "fail" (default),
 	// "dlq" or "truncate_columns"; see OversizeFail, OversizeDLQ and
 	// OversizeTruncateColumns.
-	OversizePolicy string
+	OversizePolicy string `yaml:"oversize_policy"`
 	// AccessKey and SecretKey are the ACL credentials of every client
 	// (producers, consumer, admin) for brokers with authentication; both or
 	// neither. The client signs its requests with the secret key.
-	AccessKey string
-	SecretKey string
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
 }
 
 // credentials returns the ACL credentials for the client options.

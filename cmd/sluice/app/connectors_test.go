@@ -1,0 +1,113 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+// ValidateConnector checks one connector's section, or a whole document,
+// as validate does, and names the key, its value (never a secret's) and
+// the line.
+func TestValidateConnector(t *testing.T) {
+	for _, tc := range []struct {
+		name, plugin, doc, path, value, msg string
+	}{
+		{"valid section", "mysql", "host: 127.0.0.1\nuser: u\nserver_id: 7\n", "", "", ""},
+		{"valid JSON section", "jdbc", `{"type": "mysql", "dsn": "u:p@tcp(127.0.0.1:1)/x"}`, "", "", ""},
+		{"required", "mysql", "host: 127.0.0.1\nuser: u\n", "source.server_id", "", "is required"},
+		{"nested unknown key", "mysql", `{"host": "h", "user": "u", "server_id": 7,
+ "mask": [{"columns": "a.b.c", "slat": "x"}]}`, "source.mask[0].slat", "x", "line 2: unknown key (known: columns, kind, length, salt, value)"},
+		{"connector check", "mariadb", "host: h\nuser: u\nserver_id: 7\nsnapshot: sometimes\n", "source.snapshot", "sometimes", "line 4: "},
+		{"secret value not repeated", "postgres", "dsn: \"host=x password=hunter2 port\"\n", "sink.dsn", "", "line 1: "},
+		{"transport", "rocketmq", "name_servers: [\"127.0.0.1:1\"]\ntopic_mode: column\n", "transport.topic_mode", "column", "line 2: "},
+		{"embedded", "embedded", "linger: -1s\n", "transport.linger", "-1s", "is negative"},
+		{"type of another plugin", "jdbc", "type: embedded\n", "sink.type", "embedded", "not one of plugin jdbc's"},
+		{"whole document", "jdbc", "name: p\ntransport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:1\"]\n  topics: [t]\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n  keyless_mode: sometimes\n",
+			"sink.keyless_mode", "sometimes", "line 9: "},
+		{"whole document, across sections", "jdbc", "name: p\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n",
+			"transport.type", "embedded", "line 3: the embedded transport needs both a source and a sink section"},
+		{"whole document, valid", "mysql", `{"name": "p", "source": {"type": "mariadb", "host": "h", "user": "u", "server_id": 7}, "transport": {"type": "embedded"}, "sink": {"type": "postgres", "dsn": "postgres://u@127.0.0.1/x"}}`, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fes, err := ValidateConnector(tc.plugin, []byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.path == "" {
+				if len(fes) != 0 {
+					t.Fatalf("valid config refused: %+v", fes)
+				}
+				return
+			}
+			if len(fes) != 1 || fes[0].Path != tc.path || fes[0].Value != tc.value || len(fes[0].Errors) != 1 || !strings.Contains(fes[0].Errors[0], tc.msg) {
+				t.Fatalf("got %+v, want path %q value %q and %q", fes, tc.path, tc.value, tc.msg)
+			}
+			if strings.Contains(fes[0].Errors[0], "hunter2") {
+				t.Errorf("a secret in the message: %s", fes[0].Errors[0])
+			}
+		})
+	}
+	if _, err := ValidateConnector("oracle", []byte("a: 1")); err == nil || !strings.Contains(err.Error(), "known: mysql, jdbc, embedded, rocketmq") {
+		t.Errorf("unknown plugin: %v", err)
+	}
+	if _, err := ValidateConnector("mysql", []byte("- a\n")); err == nil {
+		t.Error("a list is no config")
+	}
+	var names []string
+	for _, p := range Plugins() {
+		names = append(names, p.Kind+":"+p.Name)
+	}
+	if got := strings.Join(names, " "); got != "source:mysql sink:jdbc transport:embedded transport:rocketmq" {
+		t.Errorf("plugins: %s", got)
+	}
+}
+
+// history_store: database keeps the schema history in the positions
+// database, which must then be one, and makes its table a control table of
+// a sink writing there.
+func TestHistoryStoreConfig(t *testing.T) {
+	const base = "name: p\nsource:\n  type: mariadb\n  host: h\n  user: u\n  server_id: 7\n%s\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n%s"
+	const pgPositions = "positions:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n"
+	for _, tc := range []struct{ name, src, positions, want string }{
+		{"database", "  history_store: database", pgPositions, ""},
+		{"own table", "  history_store: database\n  history_table: app.hist", pgPositions, ""},
+		{"file positions", "  history_store: database", "", "p.yaml:7: source.history_store: database keeps the schema history in the positions database"},
+		{"unknown store", "  history_store: etcd", pgPositions, "p.yaml:7: source.history_store: "},
+		{"with a file", "  history_store: database\n  history_file: h.jsonl", pgPositions, "source.history_file: "},
+		{"bad table", "  history_store: database\n  history_table: \"a b\"", pgPositions, "source.history_table: "},
+		{"table for a file", "  history_table: x", pgPositions, "source.history_table: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := runtime.ParseConfig([]byte(fmt.Sprintf(base, tc.src, tc.positions)), "p.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "file positions" {
+				// in a cluster the coordinator keeps it (TaskOptions.HistoryDB)
+				if _, err := decodeTask(cfg, "", true); err != nil {
+					t.Fatalf("coordinated: %v", err)
+				}
+			}
+			d, err := decodeAll(cfg, "")
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			table := "sluice_schema_history"
+			if strings.Contains(tc.src, "app.hist") {
+				table = "app.hist"
+			}
+			if got := strings.Join(d.sink.ControlTables, ","); got != "sluice_positions,"+table {
+				t.Errorf("control tables %s", got)
+			}
+		})
+	}
+}
