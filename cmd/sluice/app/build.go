@@ -85,7 +85,7 @@ type jdbcSink struct {
 	TimeAsInterval *bool  `yaml:"time_as_interval"` // PostgreSQL: TIME columns as INTERVAL (default true: negative and >24h values); false: TIME(fsp)
 	EnumCheck      bool   `yaml:"enum_check"`       // PostgreSQL: ENUM columns (TEXT) get a CHECK with the labels
 	SchemaChanges  string `yaml:"schema_changes"`   // ignore | apply | fail
-	KeylessMode    string `yaml:"keyless_mode"`     // fail | append
+	KeylessMode    string `yaml:"keyless_mode"`     // before_image | fail | append
 	Transactional  bool   `yaml:"transactional"`    // apply source transactions atomically
 	// TLS of the target connections (tlsOptions); unset leaves TLS to the DSN.
 	SSLMode string `yaml:"ssl_mode"`

@@ -291,3 +291,12 @@ UPDATE strs SET c = 'now twenty chars ok' WHERE id = 102;
 CREATE TABLE late (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, v DECIMAL(4,2) DEFAULT 0.5);
 INSERT INTO late VALUES (18446744073709551615, 99.99), (1, NULL);
 TRUNCATE TABLE nokey;
+
+-- Rows without a key again: exact duplicates, NULLs, values that differ
+-- only in letter case; each update and delete changes one row (the sink
+-- finds it by its whole before image).
+INSERT INTO nokey VALUES (3, 'd'), (3, 'd'), (NULL, NULL), (4, 'x'), (4, 'X'), (NULL, 'n');
+UPDATE nokey SET b = 'e' WHERE a = 3 LIMIT 1;
+UPDATE nokey SET a = 5 WHERE a IS NULL AND b IS NULL;
+DELETE FROM nokey WHERE b = 'X' COLLATE utf8mb4_bin;
+UPDATE nokey SET b = 'N' WHERE b = 'n' COLLATE utf8mb4_bin;
