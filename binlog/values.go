@@ -195,11 +195,13 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 		}
 	case kGeometry:
 		if x, ok := v.([]byte); ok {
-			// The server stores a 4-byte SRID before the WKB; keep the WKB.
-			if len(x) < 4 {
+			// The server stores a 4-byte SRID before the WKB: both paths
+			// (binlog and snapshot) keep the two.
+			g, ok := schema.ParseMySQLGeometry(x)
+			if !ok {
 				return nil, fmt.Errorf("column %s: geometry value of %d bytes lacks the SRID prefix", c.name, len(x))
 			}
-			return append([]byte{}, x[4:]...), nil
+			return g, nil
 		}
 	}
 	return nil, badValue(c, v)

@@ -51,7 +51,8 @@ func TestConvert(t *testing.T) {
 		{enum, int64(0), "", true},
 		{set, int64(5), "x,z", true},
 		{set, int64(0), "", true},
-		{&column{kind: kGeometry}, []byte{0, 0, 0, 0, 1, 2}, []byte{1, 2}, true},
+		{&column{kind: kGeometry}, []byte{0, 0, 0, 0, 1, 2}, schema.Geom{WKB: []byte{1, 2}}, true},
+		{&column{kind: kGeometry}, []byte{0xe6, 0x10, 0, 0, 1, 2}, schema.Geom{WKB: []byte{1, 2}, SRID: 4326}, true}, // the server's SRID prefix, little-endian
 		{&column{kind: kYear}, int(0), int64(0), true},
 		{&column{kind: kJSON}, "[]", "[]", true},
 		{&column{kind: kFloat32}, float32(0.1), float32(0.1), true},

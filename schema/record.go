@@ -255,6 +255,8 @@ func writeKeyValue(b *strings.Builder, v any) {
 		b.WriteString("\\N")
 	case []byte:
 		fmt.Fprintf(b, "%x", x)
+	case Geom:
+		fmt.Fprintf(b, "%d:%x", x.SRID, x.WKB)
 	case string:
 		b.WriteString(strings.NewReplacer("\\", "\\\\", "|", "\\|").Replace(x))
 	default:

@@ -194,10 +194,13 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		}
 		return y, true, nil
 	case schema.Geometry:
-		if b, ok := v.([]byte); ok {
-			return b, true, nil
+		switch g := v.(type) {
+		case schema.Geom:
+			return g.WKB, true, nil // the target column holds the WKB
+		case []byte:
+			return g, true, nil
 		}
-		return nil, true, ValueErr(col, s, v, "want []byte WKB")
+		return nil, true, ValueErr(col, s, v, "want Geom")
 	case schema.Time, schema.ZonedTimestamp, schema.Bits:
 		return nil, false, nil
 	}
