@@ -741,8 +741,15 @@ func (c *histCol) fillType() error {
 	default:
 		return fmt.Errorf("%w: column %s has type %s", errDDLSyntax, c.Name, types.TypeStr(tp))
 	}
+	colType := "" // what information_schema would add: FLOAT(M,D) and DOUBLE(M,D)
+	if (tp == tmysql.TypeFloat || tp == tmysql.TypeDouble) && flen > 0 && dec >= 0 {
+		colType = fmt.Sprintf("%s(%d,%d)", map[byte]string{tmysql.TypeFloat: "float", tmysql.TypeDouble: "double"}[tp], flen, dec)
+		if c.Unsigned {
+			colType += " unsigned"
+		}
+	}
 	ti, err := buildTableSpecs(schema.TableID{}, []colSpec{{name: c.Name, typ: typ, meta: meta, unsigned: c.Unsigned,
-		charset: cs, nullable: nullable, labels: c.Labels}}, nil, "")
+		charset: cs, nullable: nullable, labels: c.Labels, colType: colType}}, nil, "")
 	if err != nil {
 		return fmt.Errorf("%w: column %s: %v", errDDLSyntax, c.Name, err)
 	}

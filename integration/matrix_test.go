@@ -305,13 +305,15 @@ func (m *matrixCmp) readTable(db *sql.DB, q string, cols []matrixCol) (map[strin
 	return out, rows.Err()
 }
 
-// diffs names every cell that differs.
+// diffs names every cell that differs, and on a MySQL target every FLOAT
+// or DOUBLE column whose declared type (FLOAT(M,D), DOUBLE(M,D)) differs.
 func (m *matrixCmp) diffs(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	m.cells, m.known = 0, 0
 	for _, table := range m.tables(t) {
 		cols := m.columns(t, table)
+		out = append(out, m.floatTypes(t, table, cols)...)
 		var src, dst []string
 		for _, c := range cols {
 			src = append(src, m.sourceExpr(c))
@@ -354,6 +356,27 @@ func (m *matrixCmp) diffs(t *testing.T) []string {
 					out = append(out, fmt.Sprintf("table %s, row %s, column %s (%s): source %s, target %s", table, k, c.name, c.columnType, a[k][i], brow[i]))
 				}
 			}
+		}
+	}
+	return out
+}
+
+// floatTypes compares the declared types of table's FLOAT and DOUBLE
+// columns on a MySQL target: FLOAT(M,D) and DOUBLE(M,D) keep M and D.
+func (m *matrixCmp) floatTypes(t *testing.T, table string, cols []matrixCol) []string {
+	t.Helper()
+	if m.target != "mysql" {
+		return nil
+	}
+	var out []string
+	for _, c := range cols {
+		if c.dataType != "float" && c.dataType != "double" {
+			continue
+		}
+		var got string
+		err := m.tdb.QueryRow("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?", m.db+"_target", table, c.name).Scan(&got)
+		if err != nil || got != c.columnType {
+			out = append(out, fmt.Sprintf("table %s, column %s: source type %s, target type %q (%v)", table, c.name, c.columnType, got, err))
 		}
 	}
 	return out
