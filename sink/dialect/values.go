@@ -134,13 +134,8 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		str, err := TimestampText(col, s, v)
 		return str, true, err
 	case schema.Json, schema.Enum, schema.Set:
-		switch x := v.(type) {
-		case string:
-			return x, true, nil
-		case []byte:
-			return string(x), true, nil
-		}
-		return nil, true, ValueErr(col, s, v, "want string")
+		out, err := text(col, s, v)
+		return out, true, err
 	case schema.Year:
 		y, ok := schema.AsInt64(v)
 		if !ok {
@@ -171,13 +166,8 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		}
 		return nil, true, ValueErr(col, s, v, "want bool")
 	case schema.String:
-		switch x := v.(type) {
-		case string:
-			return x, true, nil
-		case []byte:
-			return string(x), true, nil
-		}
-		return nil, true, ValueErr(col, s, v, "want string")
+		out, err := text(col, s, v)
+		return out, true, err
 	case schema.Bytes:
 		switch x := v.(type) {
 		case []byte:
@@ -188,4 +178,15 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		return nil, true, ValueErr(col, s, v, "want []byte")
 	}
 	return nil, false, nil
+}
+
+// text reads a string value (string, or its bytes).
+func text(col string, s *schema.Schema, v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	}
+	return nil, ValueErr(col, s, v, "want string")
 }
