@@ -14,13 +14,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
 // TestMatrixLandsExactly runs the type matrix (testdata/matrix/matrix.sql:
 // every MySQL/MariaDB column type at its extremes, NULLs, nine character
 // sets, hostile identifiers, a composite key) through the default config,
 // no option set but snapshot: initial (which picks the paths, not how a
-// value is written), into PostgreSQL and into a MariaDB target, the snapshot
+// value is written), into PostgreSQL and into a MariaDB target over the
+// embedded transport, and into PostgreSQL over RocketMQ (every value through
+// the topic's encoding and back), the snapshot
 // part as snapshot reads and the rest from the binlog, and compares every
 // cell of every table, source against target, in one canonical text form
 // per column type. A non-strict session adds invalid ENUM values (the
@@ -33,9 +37,18 @@ import (
 // with an error naming what to set: on PostgreSQL text with a NUL byte (no
 // PostgreSQL text type holds U+0000; sink TestConvert).
 func TestMatrixLandsExactly(t *testing.T) {
-	for _, target := range []string{"postgres", "mysql"} {
-		t.Run(target, func(t *testing.T) {
-			e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	for _, run := range []struct{ target, transport string }{{"postgres", "embedded"}, {"mysql", "embedded"}, {"postgres", "rocketmq"}} {
+		target, transport := run.target, run.transport
+		name := target
+		if transport != "embedded" {
+			name = transport + "/" + target // every value through the topic's encoding too
+		}
+		t.Run(name, func(t *testing.T) {
+			need := []string{"SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"}
+			if transport == "rocketmq" {
+				need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
+			}
+			e := servers(t, need...)
 			db := uniqueName("it_matrix")
 			my := openDB(t, "mysql", e.mysqlDSN("")+"&time_zone=%27%2B00%3A00%27")
 			pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
@@ -69,9 +82,18 @@ func TestMatrixLandsExactly(t *testing.T) {
 					e["SLUICE_MYSQL_USER"], e["SLUICE_MYSQL_PASSWORD"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], db)
 			}
 			dir := t.TempDir()
-			cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  snapshot: initial\ntransport:\n  type: embedded\nsink:\n%spositions:\n  type: file\n  dir: %s\n",
+			tr := "  type: embedded\n"
+			if transport == "rocketmq" {
+				var topics []string
+				for _, table := range matrixTables {
+					topics = append(topics, strconv.Quote(rocketmq.TopicName(db, db, table, "table")))
+				}
+				tr = fmt.Sprintf("  type: rocketmq\n  name_servers: [%q]\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
+					e["SLUICE_ROCKETMQ_NAMESRV"], db, db+"_sink", strings.Join(topics, ", "))
+			}
+			cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  snapshot: initial\ntransport:\n%ssink:\n%spositions:\n  type: file\n  dir: %s\n",
 				db, e["SLUICE_MYSQL_FLAVOR"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], e["SLUICE_MYSQL_CDC_USER"],
-				2000+time.Now().UnixNano()%90000, db, sink, filepath.Join(dir, "positions"))
+				2000+time.Now().UnixNano()%90000, db, tr, sink, filepath.Join(dir, "positions"))
 			t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
 			path := filepath.Join(dir, "pipeline.yaml")
 			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -112,6 +134,11 @@ func TestMatrixLandsExactly(t *testing.T) {
 		})
 	}
 }
+
+// matrixTables are the tables of matrix.sql and the test's end marker, for
+// the topics a RocketMQ sink consumes (TestMatrixLandsExactly checks the
+// list is complete: a table missing here never reaches the target).
+var matrixTables = []string{"ints", "nums", "times", "strs", "bins", "others", "inets", "geo", `we"ird tåble`, "nokey", "dups", "late", "zz_end"}
 
 // nonStrict runs q in a session without strict sql_mode, as an
 // application on a lax server would.
