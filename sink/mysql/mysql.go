@@ -428,8 +428,8 @@ func extColumnType(s *schema.Schema) (string, bool) {
 // UpdateOne and DeleteOne match one row of a table without key by its
 // before image, NULL-safe (<=>), and touch one row (LIMIT 1): of rows
 // equal in every column any one is the same as another. Text columns are
-// compared by their bytes (in utf8mb4, the connection's character set)
-// rather than by their collation, which would take 'a' for 'A' and
+// compared by their bytes, both sides in utf8mb4 (whatever the column's and
+// the connection's character sets), rather than by their collation, which would take 'a' for 'A' and
 // 'a ' for 'a' (PAD SPACE) and change the wrong row.
 func (d Dialect) UpdateOne(t target, set []string, match []dialect.Match) string {
 	return "UPDATE " + dialect.Qualified(d, t) + " SET " + dialect.SetList(d, set) + d.matchOne(match)
@@ -448,7 +448,7 @@ func (d Dialect) matchOne(match []dialect.Match) string {
 		}
 		q := d.Quote(m.Col)
 		if ct, ok := dialect.ParseMySQLType(m.Type); ok && isMySQLText(ct.Base) {
-			b.WriteString("CAST(CONVERT(" + q + " USING utf8mb4) AS BINARY) <=> CAST(? AS BINARY)")
+			b.WriteString("CAST(CONVERT(" + q + " USING utf8mb4) AS BINARY) <=> CAST(CONVERT(? USING utf8mb4) AS BINARY)")
 		} else {
 			b.WriteString(q + " <=> ?")
 		}
