@@ -342,8 +342,8 @@ func checkTables(conn *client.Conn, cfg Config, g grantSet, account string) []Pr
 	}
 	if len(noKey) > 0 {
 		out = append(out, Problem{Check: "primary_key",
-			Detail: fmt.Sprintf("included tables without a primary key (updates and deletes cannot be applied by key, a snapshot cannot resume inside them): %s", listSome(noKey)),
-			Fix:    "add a primary key to each (ALTER TABLE ... ADD PRIMARY KEY), or exclude them"})
+			Detail: fmt.Sprintf("included tables without a primary key (the sink finds the row of each update and delete by its whole before image, a scan of the target table per change; a snapshot cannot resume inside them): %s", listSome(noKey)),
+			Fix:    "add a primary key to each (ALTER TABLE ... ADD PRIMARY KEY), or exclude them, or accept it (the sink's keyless_mode)", Warning: true})
 	}
 	if len(noSelect) > 0 {
 		out = append(out, Problem{Check: "privileges",

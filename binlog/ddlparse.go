@@ -66,7 +66,7 @@ func (t *histTable) colIndex(name string) int {
 
 // shape is t as a schema.TableShape.
 func (t *histTable) shape() *schema.TableShape {
-	s := &schema.TableShape{Columns: make([]schema.ColumnDef, len(t.Cols)), PrimaryKey: slices.Clone(t.PK)}
+	s := &schema.TableShape{Columns: make([]schema.ColumnDef, len(t.Cols)), PrimaryKey: slices.Clone(t.PK), Charset: t.Charset}
 	for i, c := range t.Cols {
 		s.Columns[i] = c.def
 		s.Columns[i].Name = c.Name
@@ -413,7 +413,7 @@ func (res *parsedDDL) add(st ast.StmtNode, defaultDB string, replace bool) error
 				return fmt.Errorf("%w: primary key column %s is not a column of %s", errDDLSyntax, k, id)
 			}
 		}
-		e.Shape = &schema.TableShape{PrimaryKey: slices.Clone(e.PrimaryKey)}
+		e.Shape = &schema.TableShape{PrimaryKey: slices.Clone(e.PrimaryKey), Charset: e.charset}
 		for _, c := range e.cols {
 			e.Shape.Columns = append(e.Shape.Columns, c.def)
 		}
@@ -671,6 +671,14 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 	d.Charset = c.Charset
 	c.def = d
 	c.tp, c.flen, c.dec, c.nullable = tp, ft.GetFlen(), ft.GetDecimal(), nullable
+	switch tp {
+	case tmysql.TypeTiny, tmysql.TypeShort, tmysql.TypeInt24, tmysql.TypeLong, tmysql.TypeLonglong:
+		c.def.Length = max(c.flen, 0) // the display width, as Debezium's length
+	case tmysql.TypeFloat, tmysql.TypeDouble:
+		if c.flen > 0 && c.dec >= 0 {
+			c.def.Length, c.def.Scale = c.flen, c.dec
+		}
+	}
 	return c, pk, c.fillType()
 }
 
@@ -733,8 +741,15 @@ func (c *histCol) fillType() error {
 	default:
 		return fmt.Errorf("%w: column %s has type %s", errDDLSyntax, c.Name, types.TypeStr(tp))
 	}
+	colType := "" // what information_schema would add: FLOAT(M,D) and DOUBLE(M,D)
+	if (tp == tmysql.TypeFloat || tp == tmysql.TypeDouble) && flen > 0 && dec >= 0 {
+		colType = fmt.Sprintf("%s(%d,%d)", map[byte]string{tmysql.TypeFloat: "float", tmysql.TypeDouble: "double"}[tp], flen, dec)
+		if c.Unsigned {
+			colType += " unsigned"
+		}
+	}
 	ti, err := buildTableSpecs(schema.TableID{}, []colSpec{{name: c.Name, typ: typ, meta: meta, unsigned: c.Unsigned,
-		charset: cs, nullable: nullable, labels: c.Labels}}, nil, "")
+		charset: cs, nullable: nullable, labels: c.Labels, colType: colType}}, nil, "")
 	if err != nil {
 		return fmt.Errorf("%w: column %s: %v", errDDLSyntax, c.Name, err)
 	}

@@ -70,6 +70,9 @@ func TestReadDDLStructure(t *testing.T) {
 		{"/*M!100301 ALTER TABLE t ADD COLUMN x INT */", "ALTER d.t [ADD x int]"},
 		{"ALTER TABLE t ADD COLUMN IF NOT EXISTS x INT, DROP COLUMN IF EXISTS y", "ALTER d.t [ADD x int if] [DROP y if]"},
 		{"ALTER TABLE t ADD (p INT, q TEXT)", "ALTER d.t [ADD p int] [ADD q text]"},
+		// FLOAT(M,D) and DOUBLE(M,D) keep M and D (a MySQL target creates them so); FLOAT(p) does not have them.
+		{"ALTER TABLE t ADD f FLOAT(7,3), ADD g DOUBLE(12,4) UNSIGNED, ADD h FLOAT(30), ADD r REAL(5,1)",
+			"ALTER d.t [ADD f float(7,3)] [ADD g double(12,4) unsigned] [ADD h double] [ADD r double(5,1)]"},
 		{"CREATE TABLE o.t (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL DEFAULT 'a''b', n INT DEFAULT -3, f DOUBLE DEFAULT 2.5e0, ts TIMESTAMP(3) NULL DEFAULT CURRENT_TIMESTAMP(3), z INT DEFAULT NULL)",
 			`CREATE o.t [ADD id int not-null] [ADD v varchar(20) not-null default="a'b"] [ADD n int default="-3"] [ADD f double default="2.5"] [ADD ts timestamp(3) default=expr:CURRENT_TIMESTAMP(3)] [ADD z int] pk=id`},
 		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (b, a))", "CREATE d.t [ADD a int] [ADD b int] pk=b,a"},

@@ -8,13 +8,15 @@ import (
 
 // refineSourceType adds what the table map cannot say to a column's source
 // type from information_schema's COLUMN_TYPE: FLOAT(M,D) (Debezium writes
-// it as a double) and the geometry subtype (POINT is Debezium's
+// it as a double) and DOUBLE(M,D), whose M and D a MySQL target keeps, and
+// the geometry subtype (POINT is Debezium's
 // io.debezium.data.geometry.Point).
 func refineSourceType(c *column, srcType, colType string) string {
 	switch {
 	case colType == "":
 		return srcType
-	case c.kind == kFloat32 && strings.HasPrefix(colType, "float(") && strings.Contains(colType, ","):
+	case c.kind == kFloat32 && strings.HasPrefix(colType, "float(") && strings.Contains(colType, ","),
+		c.kind == kFloat64 && strings.HasPrefix(colType, "double(") && strings.Contains(colType, ","):
 		return colType
 	case c.kind == kGeometry && srcType == "geometry":
 		switch colType {

@@ -78,8 +78,8 @@
 // json_valid CHECK), UUID, INET6 and INET4 (BINARY(16), BINARY(16),
 // BINARY(4) in the binlog) are json and string values in the server's text
 // form, their types read from the schema history or, without it, from
-// information_schema when a table map is first seen; GEOMETRY values are WKB
-// without the server's 4-byte SRID prefix; zero dates are NULL (or the epoch
+// information_schema when a table map is first seen; GEOMETRY values are
+// schema.Geom, the WKB and the SRID of the server's 4-byte prefix; zero dates are NULL (or the epoch
 // in NOT NULL columns, and everywhere with ZeroDateAsNull=false); text is
 // converted to UTF-8 from the column's charset (charset.go: every charset
 // golang.org/x/text has, corrected to the server's tables; latin1 is

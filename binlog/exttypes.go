@@ -205,6 +205,31 @@ type colHint struct {
 // get returns column name -> hint for every column of the table. An error
 // is retriable (the server is unreachable).
 func (h *typeHints) get(id schema.TableID) (map[string]colHint, error) {
+	var m map[string]colHint
+	err := h.query(id, "read the column types of", func(c *client.Conn) (err error) {
+		m, err = queryHints(c, id, h.cfg.Flavor == FlavorMariaDB)
+		return err
+	})
+	return m, err
+}
+
+// showCreate returns the table's SHOW CREATE TABLE text: its shape now.
+func (h *typeHints) showCreate(id schema.TableID) (string, error) {
+	var ddl string
+	err := h.query(id, "read the shape of", func(c *client.Conn) error {
+		r, err := c.Execute("SHOW CREATE TABLE " + quoteIdent(id.Database) + "." + quoteIdent(id.Table))
+		if err != nil {
+			return err
+		}
+		ddl, err = r.GetString(0, 1)
+		return err
+	})
+	return ddl, err
+}
+
+// query runs f on the connection, connecting first, and once more on a
+// new connection when it fails; errors are retriable.
+func (h *typeHints) query(id schema.TableID, what string, f func(c *client.Conn) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for attempt := 0; ; attempt++ {
@@ -219,18 +244,18 @@ func (h *typeHints) get(id schema.TableID) (map[string]colHint, error) {
 				})
 			cancel()
 			if err != nil {
-				return nil, schema.Retriable(fmt.Errorf("binlog: read the column types of %s: connect: %w", id, err))
+				return schema.Retriable(fmt.Errorf("binlog: %s %s: connect: %w", what, id, err))
 			}
 			h.c = c
 		}
-		m, err := queryHints(h.c, id, h.cfg.Flavor == FlavorMariaDB)
+		err := f(h.c)
 		if err == nil {
-			return m, nil
+			return nil
 		}
 		h.c.Close()
 		h.c = nil
 		if attempt > 0 {
-			return nil, schema.Retriable(fmt.Errorf("binlog: read the column types of %s from information_schema: %w", id, err))
+			return schema.Retriable(fmt.Errorf("binlog: %s %s from the server: %w", what, id, err))
 		}
 	}
 }

@@ -32,6 +32,7 @@ type mapper struct {
 	skipDDL    map[string]bool
 	log        *slog.Logger
 	hints      func(schema.TableID) (map[string]colHint, error)
+	showCreate func(schema.TableID) (string, error)
 	skipOps    map[schema.Op]bool // skipped.operations
 	noDDL      bool               // include.schema.changes=false
 
@@ -81,6 +82,10 @@ type mapperConfig struct {
 	// Hints reads the MariaDB types (UUID, INET6, INET4, JSON) the table
 	// maps of a table show only as storage; nil: none (typeHints.get).
 	Hints func(schema.TableID) (map[string]colHint, error)
+	// ShowCreate reads a table's SHOW CREATE TABLE text; without a
+	// History it gives an ALTER's tableChanges their shape; nil: none
+	// (typeHints.showCreate).
+	ShowCreate func(schema.TableID) (string, error)
 	// SkipOps are the ops whose records are not emitted (skipped.operations);
 	// SkipSchemaChanges drops OpSchemaChange records (include.schema.changes).
 	SkipOps           map[schema.Op]bool
@@ -96,7 +101,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
 		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
-		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log, hints: cfg.Hints,
+		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log, hints: cfg.Hints, showCreate: cfg.ShowCreate,
 		skipOps: cfg.SkipOps, noDDL: cfg.SkipSchemaChanges,
 		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start, epoch: start.Epoch,

@@ -74,6 +74,8 @@ func renderValue(v any) string {
 		return "nil"
 	case []byte:
 		return fmt.Sprintf("[]byte(%x)", x)
+	case schema.Geom:
+		return fmt.Sprintf("geom(srid %d, %x)", x.SRID, x.WKB)
 	case string:
 		return fmt.Sprintf("%q", x)
 	case schema.Dec:

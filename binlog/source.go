@@ -202,7 +202,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
-		Columns: s.columns, History: hist, HistoryFile: s.cfg.historyFile(), SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get,
+		Columns: s.columns, History: hist, HistoryFile: s.cfg.historyFile(), SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get, ShowCreate: s.hints.showCreate,
 		SkipOps: s.cfg.skippedOps(), SkipSchemaChanges: s.cfg.SkipSchemaChanges,
 	}, start)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestSourceTypeMatrix(t *testing.T) {
   b'1', b'1111111111111111111111111111111111111111111111111111111111111111',
   '1969-07-20', '-838:59:59.000000', '1960-01-02 03:04:05.123456', '2038-01-19 03:14:07.999', 2155,
   'ab', 'héllo wörld ✓ 🚀', 'long text', _latin1 x'636166E920809F', x'000102', x'', x'DEADBEEF',
-  'medium', 'a,c', '{"k": [1, 2, null]}', ST_GeomFromText('POINT(1 2)'), '0000-00-00')`)
+  'medium', 'a,c', '{"k": [1, 2, null]}', ST_GeomFromText('POINT(1 2)', 4326), '0000-00-00')`)
 	exec(t, c, `INSERT INTO types (id, ti, tiu, bi, biu, d, d2, tm, dtm, ts, y, c, vc, tx, vb, e, st, dt)
   VALUES (2, 127, 0, 9223372036854775807, 0, '0', '99999999.99', '838:59:59.999999', '9999-12-31 23:59:59.999999',
   '1970-01-01 00:00:01.000', 1901, '', '', '', x'', '', '', '0000-00-00')`)
@@ -61,7 +61,7 @@ func TestSourceTypeMatrix(t *testing.T) {
 			"c": "ab", "vc": "héllo wörld ✓ 🚀", "tx": "long text", "lat": "café €Ÿ",
 			"bn": []byte{0, 1, 2}, "vb": []byte{}, "bl": []byte{0xde, 0xad, 0xbe, 0xef},
 			"e": "medium", "st": "a,c", "js": `{"k": [1, 2, null]}`,
-			"g":  []byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0x40},
+			"g":  schema.Geom{WKB: []byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0x40}, SRID: 4326},
 			"zd": int32(0), // zero date in a NOT NULL column: the epoch
 		},
 		2: {"ti": int64(127), "tiu": int64(0), "bi": int64(math.MaxInt64), "biu": uint64(0), "d": dec("0.000000000000000000000000000000"),

@@ -154,7 +154,7 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 			return extValue(c, padBinary(c, []byte(x)))
 		}
 	case kEnum:
-		if i, ok := asInt64(v); ok {
+		if i, ok := schema.AsInt64(v); ok {
 			if i == 0 { // the error value '' stored for invalid input
 				return "", nil
 			}
@@ -164,8 +164,7 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 			return c.labels[i-1], nil
 		}
 	case kSet:
-		if i, ok := asInt64(v); ok {
-			bits := uint64(i)
+		if bits, ok := setBits(v); ok {
 			if len(c.labels) < 64 && bits>>uint(len(c.labels)) != 0 {
 				return nil, fmt.Errorf("column %s: set bits %#x name members beyond the %d labels", c.name, bits, len(c.labels))
 			}
@@ -195,11 +194,13 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 		}
 	case kGeometry:
 		if x, ok := v.([]byte); ok {
-			// The server stores a 4-byte SRID before the WKB; keep the WKB.
-			if len(x) < 4 {
+			// The server stores a 4-byte SRID before the WKB: both paths
+			// (binlog and snapshot) keep the two.
+			g, ok := schema.ParseMySQLGeometry(x)
+			if !ok {
 				return nil, fmt.Errorf("column %s: geometry value of %d bytes lacks the SRID prefix", c.name, len(x))
 			}
-			return append([]byte{}, x[4:]...), nil
+			return g, nil
 		}
 	}
 	return nil, badValue(c, v)
@@ -231,18 +232,13 @@ func zeroDate[T int32 | int64](asNull bool, epoch T) any {
 	return epoch
 }
 
-func asInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case uint64:
-		return int64(x), true
+// setBits reads a SET value's member bits: go-mysql gives them as an
+// int64, negative when the 64th member is set.
+func setBits(v any) (uint64, bool) {
+	if x, ok := v.(int64); ok {
+		return uint64(x), true
 	}
-	return 0, false
+	return schema.AsUint64(v)
 }
 
 // parseYMD parses "YYYY-MM-DD" allowing zero month and day.

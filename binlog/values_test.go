@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"testing"
@@ -12,6 +13,10 @@ import (
 func TestConvert(t *testing.T) {
 	enum := &column{name: "e", kind: kEnum, labels: []string{"a", "b"}}
 	set := &column{name: "s", kind: kSet, labels: []string{"x", "y", "z"}}
+	set64 := &column{name: "s64", kind: kSet, labels: make([]string, 64)}
+	for i := range set64.labels {
+		set64.labels[i] = fmt.Sprint("m", i)
+	}
 	dec := &column{name: "d", kind: kDecimal, scale: 3}
 	for _, tc := range []struct {
 		c    *column
@@ -51,7 +56,9 @@ func TestConvert(t *testing.T) {
 		{enum, int64(0), "", true},
 		{set, int64(5), "x,z", true},
 		{set, int64(0), "", true},
-		{&column{kind: kGeometry}, []byte{0, 0, 0, 0, 1, 2}, []byte{1, 2}, true},
+		{set64, int64(-1 << 63), "m63", true}, // the 64th member: go-mysql's int64 is negative
+		{&column{kind: kGeometry}, []byte{0, 0, 0, 0, 1, 2}, schema.Geom{WKB: []byte{1, 2}}, true},
+		{&column{kind: kGeometry}, []byte{0xe6, 0x10, 0, 0, 1, 2}, schema.Geom{WKB: []byte{1, 2}, SRID: 4326}, true}, // the server's SRID prefix, little-endian
 		{&column{kind: kYear}, int(0), int64(0), true},
 		{&column{kind: kJSON}, "[]", "[]", true},
 		{&column{kind: kFloat32}, float32(0.1), float32(0.1), true},

@@ -997,7 +997,7 @@ func (d *decoder) geometry() (any, error) {
 	if err := d.open('{'); err != nil {
 		return nil, err
 	}
-	var wkb []byte
+	var g schema.Geom
 	for first := true; ; first = false {
 		k, ok, err := d.key(first)
 		if err != nil {
@@ -1006,11 +1006,24 @@ func (d *decoder) geometry() (any, error) {
 		if !ok {
 			break
 		}
-		if string(k) == "wkb" {
+		switch string(k) {
+		case "wkb":
 			if !d.null() {
-				if wkb, err = d.base64(); err != nil {
+				if g.WKB, err = d.base64(); err != nil {
 					return nil, err
 				}
+			}
+			continue
+		case "srid":
+			if !d.null() {
+				n, err := d.int64()
+				if err != nil {
+					return nil, err
+				}
+				if n < math.MinInt32 || n > math.MaxInt32 {
+					return nil, d.errf("srid %d out of int32 range", n)
+				}
+				g.SRID = uint32(int32(n))
 			}
 			continue
 		}
@@ -1018,10 +1031,10 @@ func (d *decoder) geometry() (any, error) {
 			return nil, err
 		}
 	}
-	if wkb == nil {
-		wkb = []byte{}
+	if g.WKB == nil {
+		g.WKB = []byte{}
 	}
-	return wkb, nil
+	return g, nil
 }
 
 func (d *decoder) array(p *plan) (any, error) {

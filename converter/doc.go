@@ -66,7 +66,7 @@
 //	Bits                length 1: boolean; else bytes io.debezium.data.Bits (little-endian,
 //	                    (length+7)/8 bytes), parameter "length"
 //	Year                int32 io.debezium.time.Year
-//	Geometry            struct io.debezium.data.geometry.Geometry {wkb, srid (always null)};
+//	Geometry            struct io.debezium.data.geometry.Geometry {wkb, srid (null for SRID 0)};
 //	                    source type point: io.debezium.data.geometry.Point {x, y, wkb, srid}
 //	String named io.debezium.data.Uuid (MariaDB UUID): string, that name, version 1
 //
@@ -133,7 +133,6 @@
 //   - The transaction block is written unless Options.OmitTransaction.
 //   - __sluice.* schema parameters; schema-change events carry kind,
 //     changes and the transaction block.
-//   - Geometry srid is always null: the source keeps only the WKB.
 //   - "sequence" in source is always null.
 //   - Decode accepts "snapshot" as a JSON boolean too (as in Debezium's
 //     documented examples).

@@ -238,24 +238,36 @@ func appendValue(b []byte, p *plan, v any) ([]byte, error) {
 			return strconv.AppendBool(b, x == 1), nil
 		}
 	case kGeometry:
-		if x, ok := v.([]byte); ok {
-			if p.point {
-				px, py, ok := pointXY(x)
-				if !ok {
-					return nil, fmt.Errorf("%w: POINT column value is not a WKB point (%d bytes)", ErrValue, len(x))
-				}
-				b = append(b, `{"x":`...)
-				b = appendFloat(b, px, 64)
-				b = append(b, `,"y":`...)
-				b = appendFloat(b, py, 64)
-				b = append(b, `,"wkb":`...)
-				b = appendBase64(b, x)
-				return append(b, `,"srid":null}`...), nil
+		var g schema.Geom
+		switch x := v.(type) {
+		case schema.Geom:
+			g = x
+		case []byte: // WKB without SRID
+			g.WKB = x
+		default:
+			return nil, fmt.Errorf("%w: %T for %s (want schema.Geom)", ErrValue, v, p.s)
+		}
+		if p.point {
+			px, py, ok := pointXY(g.WKB)
+			if !ok {
+				return nil, fmt.Errorf("%w: POINT column value is not a WKB point (%d bytes)", ErrValue, len(g.WKB))
 			}
-			b = append(b, `{"wkb":`...)
-			b = appendBase64(b, x)
+			b = append(b, `{"x":`...)
+			b = appendFloat(b, px, 64)
+			b = append(b, `,"y":`...)
+			b = appendFloat(b, py, 64)
+			b = append(b, ',')
+		} else {
+			b = append(b, '{')
+		}
+		b = append(b, `"wkb":`...)
+		b = appendBase64(b, g.WKB)
+		if g.SRID == 0 { // Debezium: no SRID is a null srid
 			return append(b, `,"srid":null}`...), nil
 		}
+		b = append(b, `,"srid":`...)
+		b = strconv.AppendInt(b, int64(int32(g.SRID)), 10) // Connect int32, as Debezium's Integer
+		return append(b, '}'), nil
 	case kStruct:
 		if x, ok := v.(schema.Row); ok {
 			return appendRow(b, p, x)

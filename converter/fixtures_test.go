@@ -62,7 +62,7 @@ func typeCases() []typeCase {
 		{"bit12", col(schema.Uint64, schema.Bits, true, "bit(12)", schema.ParamLength, "12"), []any{uint64(0), uint64(0xABC), uint64(1)}},
 		{"bit64", col(schema.Uint64, schema.Bits, true, "bit(64)", schema.ParamLength, "64"), []any{uint64(math.MaxUint64), uint64(1 << 63)}},
 		{"year", col(schema.Int32, schema.Year, true, "year"), []any{int64(1901), int64(2155), int64(0)}},
-		{"geometry", col(schema.Bytes, schema.Geometry, true, "geometry"), []any{[]byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 0, 64}}},
+		{"geometry", col(schema.Bytes, schema.Geometry, true, "geometry"), []any{schema.Geom{WKB: []byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 0, 64}, SRID: 4326}, schema.Geom{WKB: []byte{1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 240, 63, 0, 0, 0, 0, 0, 0, 0, 64}}}},
 		{"text", col(schema.String, schema.None, true, "text", schema.ParamCharset, "latin1"), []any{"caf\u00e9"}},
 		{"blob", col(schema.Bytes, schema.None, true, "blob"), []any{[]byte{0xc3, 0x28, 0xa0, 0xa1}}},
 	}

@@ -71,7 +71,8 @@ func TestOptionForms(t *testing.T) {
 		{"binary hex", func(o *Options) { o.BinaryMode = BinaryHex }, col(schema.Bytes, schema.None, true, "varbinary(4)"), []byte{0, 0xff}, `"00ff"`, `"type":"string"`},
 		{"binary base64", func(o *Options) { o.BinaryMode = BinaryBase64 }, col(schema.Bytes, schema.None, true, "blob"), []byte{0xfb, 0xff}, `"+/8="`, `"type":"string"`},
 		{"binary base64-url-safe", func(o *Options) { o.BinaryMode = BinaryBase64URLSafe }, col(schema.Bytes, schema.None, true, "blob"), []byte{0xfb, 0xff}, `"-_8="`, `"type":"string"`},
-		{"point", nil, col(schema.Bytes, schema.Geometry, true, "point"), wkbPoint, `{"x":1,"y":2,"wkb":"AQEAAAAAAAAAAADwPwAAAAAAAABA","srid":null}`, `"io.debezium.data.geometry.Point"`},
+		{"point", nil, col(schema.Bytes, schema.Geometry, true, "point"), schema.Geom{WKB: wkbPoint}, `{"x":1,"y":2,"wkb":"AQEAAAAAAAAAAADwPwAAAAAAAABA","srid":null}`, `"io.debezium.data.geometry.Point"`},
+		{"point srid", nil, col(schema.Bytes, schema.Geometry, true, "point"), schema.Geom{WKB: wkbPoint, SRID: 4326}, `{"x":1,"y":2,"wkb":"AQEAAAAAAAAAAADwPwAAAAAAAABA","srid":4326}`, `"io.debezium.data.geometry.Point"`},
 		{"uuid", nil, &schema.Schema{Type: schema.String, Name: nameUUID, Optional: true}, "123e4567-e89b-12d3-a456-426614174000", `"123e4567-e89b-12d3-a456-426614174000"`, `"name":"io.debezium.data.Uuid","version":1`},
 	}
 	for _, tc := range cases {

@@ -118,7 +118,9 @@ func appendTableChanges(b []byte, ch *schema.SchemaChange) []byte {
 }
 
 func appendShape(b []byte, s *schema.TableShape) []byte {
-	b = append(b, `{"defaultCharsetName":null,"primaryKeyColumnNames":[`...)
+	b = append(b, `{"defaultCharsetName":`...)
+	b = appendOptString(b, s.Charset)
+	b = append(b, `,"primaryKeyColumnNames":[`...)
 	for i, k := range s.PrimaryKey {
 		if i > 0 {
 			b = append(b, ',')
@@ -159,6 +161,12 @@ func appendColumn(b []byte, c schema.ColumnDef, pos int) []byte {
 		if p := c.Type.Param(schema.ParamPrecision); p != "" {
 			length = p
 		}
+	}
+	if length == "" && c.Length > 0 {
+		length = strconv.Itoa(c.Length)
+	}
+	if scale == "" && c.Length > 0 && c.Scale > 0 {
+		scale = strconv.Itoa(c.Scale)
 	}
 	b = append(b, `,"length":`...)
 	b = appendOptNumber(b, length)
@@ -211,26 +219,22 @@ func jdbcType(words []string) int {
 	switch words[0] {
 	case "bit":
 		return -7
-	case "tinyint":
-		return -6
-	case "smallint":
+	case "tinyint", "smallint": // Debezium's MySQL DDL parser: both SMALLINT
 		return 5
 	case "mediumint", "int", "integer":
 		return 4
 	case "bigint":
 		return -5
 	case "float":
-		return 7
+		return 6
 	case "double":
 		return 8
 	case "decimal":
 		return 3
 	case "char", "enum", "set":
 		return 1
-	case "varchar":
+	case "varchar", "tinytext", "text", "mediumtext", "longtext":
 		return 12
-	case "tinytext", "text", "mediumtext", "longtext", "json":
-		return -1
 	case "date":
 		return 91
 	case "time":
@@ -246,7 +250,9 @@ func jdbcType(words []string) int {
 	case "varbinary":
 		return -3
 	case "tinyblob", "blob", "mediumblob", "longblob":
-		return -4
+		return 2004
+	case "bool", "boolean":
+		return 16
 	}
 	return 1111
 }

@@ -14,13 +14,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
 // TestMatrixLandsExactly runs the type matrix (testdata/matrix/matrix.sql:
 // every MySQL/MariaDB column type at its extremes, NULLs, nine character
 // sets, hostile identifiers, a composite key) through the default config,
 // no option set but snapshot: initial (which picks the paths, not how a
-// value is written), into PostgreSQL and into a MariaDB target, the snapshot
+// value is written), into PostgreSQL and into a MariaDB target over the
+// embedded transport, and into PostgreSQL over RocketMQ (every value through
+// the topic's encoding and back), the snapshot
 // part as snapshot reads and the rest from the binlog, and compares every
 // cell of every table, source against target, in one canonical text form
 // per column type. A non-strict session adds invalid ENUM values (the
@@ -28,14 +32,23 @@ import (
 //
 // The one difference allowed: rows from before an ADD COLUMN … DEFAULT
 // keep NULL in that column under schema_changes: ignore (the default).
-// Left out, each refused with an error naming what to set: the table
-// without a key (an update of it stops the task naming keyless_mode;
-// TestKeyless*), and on PostgreSQL text with a NUL byte (no PostgreSQL text
-// type holds U+0000; sink TestConvert).
+// The table without a key is compared as a multiset of rows (its updates
+// and deletes find their row by the whole before image). Left out, refused
+// with an error naming what to set: on PostgreSQL text with a NUL byte (no
+// PostgreSQL text type holds U+0000; sink TestConvert).
 func TestMatrixLandsExactly(t *testing.T) {
-	for _, target := range []string{"postgres", "mysql"} {
-		t.Run(target, func(t *testing.T) {
-			e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	for _, run := range []struct{ target, transport string }{{"postgres", "embedded"}, {"mysql", "embedded"}, {"postgres", "rocketmq"}} {
+		target, transport := run.target, run.transport
+		name := target
+		if transport != "embedded" {
+			name = transport + "/" + target // every value through the topic's encoding too
+		}
+		t.Run(name, func(t *testing.T) {
+			need := []string{"SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"}
+			if transport == "rocketmq" {
+				need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
+			}
+			e := servers(t, need...)
 			db := uniqueName("it_matrix")
 			my := openDB(t, "mysql", e.mysqlDSN("")+"&time_zone=%27%2B00%3A00%27")
 			pg := openDB(t, "postgres", e["SLUICE_PG_DSN"])
@@ -69,9 +82,18 @@ func TestMatrixLandsExactly(t *testing.T) {
 					e["SLUICE_MYSQL_USER"], e["SLUICE_MYSQL_PASSWORD"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], db)
 			}
 			dir := t.TempDir()
-			cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  exclude: [\"%s.nokey\"]\n  snapshot: initial\ntransport:\n  type: embedded\nsink:\n%spositions:\n  type: file\n  dir: %s\n",
+			tr := "  type: embedded\n"
+			if transport == "rocketmq" {
+				var topics []string
+				for _, table := range matrixTables {
+					topics = append(topics, strconv.Quote(rocketmq.TopicName(db, db, table, "table")))
+				}
+				tr = fmt.Sprintf("  type: rocketmq\n  name_servers: [%q]\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
+					e["SLUICE_ROCKETMQ_NAMESRV"], db, db+"_sink", strings.Join(topics, ", "))
+			}
+			cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  snapshot: initial\ntransport:\n%ssink:\n%spositions:\n  type: file\n  dir: %s\n",
 				db, e["SLUICE_MYSQL_FLAVOR"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], e["SLUICE_MYSQL_CDC_USER"],
-				2000+time.Now().UnixNano()%90000, db, db, sink, filepath.Join(dir, "positions"))
+				2000+time.Now().UnixNano()%90000, db, tr, sink, filepath.Join(dir, "positions"))
 			t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
 			path := filepath.Join(dir, "pipeline.yaml")
 			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -113,6 +135,11 @@ func TestMatrixLandsExactly(t *testing.T) {
 	}
 }
 
+// matrixTables are the tables of matrix.sql and the test's end marker, for
+// the topics a RocketMQ sink consumes (TestMatrixLandsExactly checks the
+// list is complete: a table missing here never reaches the target).
+var matrixTables = []string{"ints", "nums", "times", "strs", "bins", "others", "inets", "geo", `we"ird tåble`, "nokey", "dups", "late", "zz_end"}
+
 // nonStrict runs q in a session without strict sql_mode, as an
 // application on a lax server would.
 func nonStrict(t *testing.T, my *sql.DB, e env, q string) {
@@ -141,7 +168,7 @@ type matrixCol struct {
 
 func (m *matrixCmp) tables(t *testing.T) []string {
 	t.Helper()
-	names, err := dump(m.my, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+m.db+"' AND TABLE_NAME NOT IN ('zz_end', 'nokey') ORDER BY 1")
+	names, err := dump(m.my, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = '"+m.db+"' AND TABLE_NAME <> 'zz_end' ORDER BY 1")
 	must(t, err)
 	for i, n := range names {
 		names[i] = strings.Trim(n, "'")
@@ -305,13 +332,15 @@ func (m *matrixCmp) readTable(db *sql.DB, q string, cols []matrixCol) (map[strin
 	return out, rows.Err()
 }
 
-// diffs names every cell that differs.
+// diffs names every cell that differs, and on a MySQL target every FLOAT
+// or DOUBLE column whose declared type (FLOAT(M,D), DOUBLE(M,D)) differs.
 func (m *matrixCmp) diffs(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	m.cells, m.known = 0, 0
 	for _, table := range m.tables(t) {
 		cols := m.columns(t, table)
+		out = append(out, m.floatTypes(t, table, cols)...)
 		var src, dst []string
 		for _, c := range cols {
 			src = append(src, m.sourceExpr(c))
@@ -354,6 +383,27 @@ func (m *matrixCmp) diffs(t *testing.T) []string {
 					out = append(out, fmt.Sprintf("table %s, row %s, column %s (%s): source %s, target %s", table, k, c.name, c.columnType, a[k][i], brow[i]))
 				}
 			}
+		}
+	}
+	return out
+}
+
+// floatTypes compares the declared types of table's FLOAT and DOUBLE
+// columns on a MySQL target: FLOAT(M,D) and DOUBLE(M,D) keep M and D.
+func (m *matrixCmp) floatTypes(t *testing.T, table string, cols []matrixCol) []string {
+	t.Helper()
+	if m.target != "mysql" {
+		return nil
+	}
+	var out []string
+	for _, c := range cols {
+		if c.dataType != "float" && c.dataType != "double" {
+			continue
+		}
+		var got string
+		err := m.tdb.QueryRow("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND COLUMN_NAME = ?", m.db+"_target", table, c.name).Scan(&got)
+		if err != nil || got != c.columnType {
+			out = append(out, fmt.Sprintf("table %s, column %s: source type %s, target type %q (%v)", table, c.name, c.columnType, got, err))
 		}
 	}
 	return out

@@ -18,7 +18,7 @@
 //   - Json, Enum, Set: string (a Set is its labels joined by ",")
 //   - Bits: uint64 (the low "length" bits)
 //   - Year: int64
-//   - Geometry: []byte (WKB)
+//   - Geometry: Geom (WKB and SRID)
 //
 // nil is SQL NULL. A Row is aligned with the Fields of its struct Schema.
 package schema

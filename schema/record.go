@@ -170,6 +170,11 @@ type ColumnDef struct {
 	AutoIncrement bool
 	Generated     bool // a generated (virtual or stored) column
 	Comment       string
+	// Length and Scale are the declared dimensions Type's parameters do
+	// not carry: an integer's display width (INT(11)), FLOAT(M,D)'s M and
+	// D; 0 when not declared.
+	Length int `json:",omitempty"`
+	Scale  int `json:",omitempty"`
 }
 
 // Default is a column default. Literal defaults are Value as text (a
@@ -185,6 +190,7 @@ type Default struct {
 type TableShape struct {
 	Columns    []ColumnDef
 	PrimaryKey []string
+	Charset    string `json:",omitempty"` // the table's default character set; "" when not known
 }
 
 // Record is one change event. It is a value: copy it freely; do not mutate
@@ -255,6 +261,8 @@ func writeKeyValue(b *strings.Builder, v any) {
 		b.WriteString("\\N")
 	case []byte:
 		fmt.Fprintf(b, "%x", x)
+	case Geom:
+		fmt.Fprintf(b, "%d:%x", x.SRID, x.WKB)
 	case string:
 		b.WriteString(strings.NewReplacer("\\", "\\\\", "|", "\\|").Replace(x))
 	default:

@@ -58,6 +58,8 @@ func valueSize(v any) int {
 		return 16 + len(x)
 	case []byte:
 		return 24 + len(x)
+	case Geom:
+		return 32 + len(x.WKB)
 	case Dec:
 		n := 32 // the boxed Dec
 		if x.Unscaled != nil {

@@ -61,7 +61,7 @@ const (
 	Set            Logical = "set"             // string; Params: allowed
 	Bits           Logical = "bits"            // uint64; Params: length
 	Year           Logical = "year"            // int64
-	Geometry       Logical = "geometry"        // []byte WKB
+	Geometry       Logical = "geometry"        // Geom: WKB and SRID
 )
 
 // Parameter names used in Schema.Params.

@@ -122,9 +122,14 @@ type Config struct {
 	DeadLetter func(ctx context.Context, rec schema.Record, cause error) error
 	// KeylessMode decides what happens to updates and deletes of tables
 	// without primary key (inserts and snapshot reads are always appended):
-	// "fail" (the default, also ""): a fatal ErrSchema naming the table;
-	// "append": they are skipped with a warning, so the target holds every
-	// row ever inserted (an audit-style append-only copy).
+	// "before_image" (the default, also ""): each is applied to one target
+	// row equal to its before image in every column, in source order; a
+	// table with a column the dialect cannot compare exactly is refused
+	// before any of its rows is written (fatal ErrSchema naming the table,
+	// the columns and this option); "fail": a fatal ErrSchema at the first
+	// update or delete; "append": they are skipped with a warning, so the
+	// target holds every row ever inserted (an audit-style append-only
+	// copy).
 	KeylessMode string `yaml:"keyless_mode"`
 	// Transactional applies the records of one source transaction (same
 	// Transaction.ID) in one target transaction even when a transport batch
@@ -152,8 +157,9 @@ const (
 	OnErrorSkip = "skip"
 	OnErrorDLQ  = "dlq"
 
-	KeylessFail   = "fail"
-	KeylessAppend = "append"
+	KeylessBeforeImage = "before_image"
+	KeylessFail        = "fail"
+	KeylessAppend      = "append"
 )
 
 // DefaultConfig returns a Config with the documented defaults; set Dialect,
@@ -169,7 +175,7 @@ func DefaultConfig() Config {
 		CopyThreshold:    256,
 		SchemaChanges:    SchemaChangesIgnore,
 		OnError:          OnErrorFail,
-		KeylessMode:      KeylessFail,
+		KeylessMode:      KeylessBeforeImage,
 		PendingTable:     "sluice_pending",
 		LockTimeout:      DefaultLockTimeout,
 		StatementTimeout: DefaultStatementTimeout,
@@ -232,7 +238,7 @@ func (c *Config) normalize() error {
 	if c.OnError == OnErrorDLQ && c.DeadLetter == nil {
 		return fmt.Errorf("%w: OnError %q needs a DeadLetter callback", ErrConfig, OnErrorDLQ)
 	}
-	if c.KeylessMode, err = oneOf("KeylessMode", c.KeylessMode, KeylessFail, KeylessAppend); err != nil {
+	if c.KeylessMode, err = oneOf("KeylessMode", c.KeylessMode, KeylessBeforeImage, KeylessFail, KeylessAppend); err != nil {
 		return err
 	}
 	for _, t := range []string{c.SchemaTemplate, c.TableTemplate} {

@@ -38,7 +38,7 @@ func TestConfigPolicies(t *testing.T) {
 	if err := c.normalize(); err != nil {
 		t.Fatal(err)
 	}
-	if c.SchemaChanges != SchemaChangesIgnore || c.OnError != OnErrorFail || c.KeylessMode != KeylessFail || c.PendingTable != "sluice_pending" || c.TimeAsInterval || c.Transactional {
+	if c.SchemaChanges != SchemaChangesIgnore || c.OnError != OnErrorFail || c.KeylessMode != KeylessBeforeImage || c.PendingTable != "sluice_pending" || c.TimeAsInterval || c.Transactional {
 		t.Fatalf("zero values must mean the previous behaviour: %+v", c)
 	}
 	d := DefaultConfig()

@@ -100,11 +100,19 @@
 // # Tables without primary key
 //
 // Inserts and snapshot reads of a table without primary key are appended
-// (plain INSERT). Config.KeylessMode decides updates and deletes: "fail"
-// (the default) fails the Write with a fatal ErrSchema that names the table
-// and this option; "append" skips them with a warning (per table and Write,
-// with the count), so the target keeps every row ever inserted, an
-// append-only copy. Redelivered inserts are still skipped by offset.
+// (plain INSERT). Config.KeylessMode decides updates and deletes:
+// "before_image" (the default) applies each, in source order, to one target
+// row equal to its before image in every column (NULL-safe; PostgreSQL
+// compares text forms through the column's type and picks the row by ctid,
+// MySQL compares text by its bytes and uses LIMIT 1; of equal rows any one is
+// as good as another). A table with a column the dialect cannot compare
+// exactly (Types.ExactMatch) is refused with a fatal ErrSchema before any row
+// of it is written, naming the table, the columns and this option. "fail"
+// fails the Write at the first update or delete with a fatal ErrSchema that
+// names the table and this option; "append" skips them with a warning (per
+// table and Write, with the count), so the target keeps every row ever
+// inserted, an append-only copy. Redelivered records are still skipped by
+// their ID.
 //
 // # Transaction-consistent mode
 //

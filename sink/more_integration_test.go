@@ -129,12 +129,12 @@ func TestWriteKeylessTableInserts(t *testing.T) {
 		if err := e.db.QueryRow("SELECT count(*) FROM " + e.table("nokey")).Scan(&n); err != nil || n != 2 {
 			t.Fatalf("%d rows, %v; want 2 appended rows", n, err)
 		}
-		d := cDel("nokey", 1)
-		d.KeySchema = nil
-		err := s.Write(context.Background(), []schema.Record{d})
-		var f interface{ Fatal() bool }
-		if !errors.Is(err, ErrSchema) || !errors.As(err, &f) || !f.Fatal() {
-			t.Fatalf("delete on keyless table: %v, want fatal ErrSchema", err)
+		// The default keyless_mode (before_image): a delete removes one of
+		// the two equal rows.
+		d := keyless(rec(schema.OpDelete, "nokey", schema.Row{int64(1), "a"}, nil))
+		write(t, s, d)
+		if err := e.db.QueryRow("SELECT count(*) FROM " + e.table("nokey")).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%d rows, %v; want 1 left after deleting one of two equal rows", n, err)
 		}
 	})
 }

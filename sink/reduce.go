@@ -29,7 +29,10 @@ type tablePlan struct {
 	truncate *schema.Record // the truncate record, when the table is truncated first
 	changes  []*change      // per-key final states in order of first appearance
 	index    map[string]int // key string -> position in changes
-	inserts  []*schema.Record
+	// inserts are the rows of a table without key in source order: its
+	// inserts, and under KeylessMode "before_image" its updates and
+	// deletes, each applied to one row equal to its before image.
+	inserts []*schema.Record
 	// schemas seen in this batch, for table creation and evolution: the
 	// value schema of every record that writes a row.
 	lastSchema *schema.Record
@@ -133,6 +136,29 @@ func reduce(recs []schema.Record, targetOf func(schema.TableID) target) (*plan, 
 type reduceOpts struct {
 	skip          func(*schema.Record) bool // rows left out (OnError skip/dlq)
 	keylessAppend bool                      // KeylessMode "append": drop keyless updates and deletes
+	keylessFail   bool                      // KeylessMode "fail": refuse them
+}
+
+// keylessChange decides an update or delete of a table without key: skip
+// it (KeylessMode "append"), refuse it ("fail"), or keep it, applied to
+// the row equal to its before image ("before_image"), which must then be
+// complete.
+func (o reduceOpts) keylessChange(tp *tablePlan, r *schema.Record) (skip bool, err error) {
+	what := "updates"
+	if r.Op == schema.OpDelete {
+		what = "deletes"
+	}
+	switch {
+	case o.keylessAppend:
+		tp.keylessSkipped++
+		return true, nil
+	case o.keylessFail:
+		return false, fatal(fmt.Errorf("%w: table %s has no primary key: %s cannot be applied under keyless_mode: %s (add a primary key to the source table, or set keyless_mode: %s to match rows by their before image, or %s to append inserts and skip updates and deletes)", ErrSchema, tp.target, what, KeylessFail, KeylessBeforeImage, KeylessAppend))
+	}
+	if r.ValueSchema == nil || r.Before == nil || len(r.Before) != len(r.ValueSchema.Fields) {
+		return false, fatal(fmt.Errorf("%w: table %s has no primary key and a %s record without its full before image: the row to change cannot be found (set binlog_row_image=FULL on the source, or keyless_mode: %s in the sink config to skip updates and deletes)", ErrSchema, tp.target, r.Op, KeylessAppend))
+	}
+	return false, nil
 }
 
 func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o reduceOpts) (*plan, error) {
@@ -163,11 +189,12 @@ func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o re
 				return nil, bad(fatal(fmt.Errorf("%w: after image has %d values for %d columns", ErrSchema, len(r.After), len(r.ValueSchema.Fields))))
 			}
 			if keyless && r.Op == schema.OpUpdate {
-				if o.keylessAppend {
-					tp.keylessSkipped++
+				if skip, err := o.keylessChange(tp, r); skip || err != nil {
+					if err != nil {
+						return nil, err // the table's, not the row's: OnError does not skip it
+					}
 					continue
 				}
-				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: updates cannot be applied (add a primary key to the source table, or set keyless_mode: %s in the sink config to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
 			}
 			tp.lastSchema = r
 			if keyless {
@@ -190,11 +217,12 @@ func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o re
 			tp.set(&change{keyCols: cols, key: newKey, rec: r})
 		case schema.OpDelete:
 			if keyless {
-				if o.keylessAppend {
-					tp.keylessSkipped++
-					continue
+				if skip, err := o.keylessChange(tp, r); err != nil {
+					return nil, err
+				} else if !skip {
+					tp.inserts = append(tp.inserts, r)
 				}
-				return nil, fatal(fmt.Errorf("%w: table %s has no primary key: deletes cannot be applied (add a primary key to the source table, or set keyless_mode: %s in the sink config to append inserts and skip updates and deletes)", ErrSchema, tp.target, KeylessAppend))
+				continue
 			}
 			cols, key, err := deleteKey(r)
 			if err != nil {

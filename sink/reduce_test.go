@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -101,10 +102,12 @@ func TestReduce(t *testing.T) {
 }
 
 func TestReduceErrors(t *testing.T) {
+	// Tables without key: an update or delete without its full before
+	// image cannot find its row (keyless_mode before_image, the default).
 	keylessUpdate := upd(1, 1, "a")
-	keylessUpdate.KeySchema = nil
+	keylessUpdate.KeySchema, keylessUpdate.Before = nil, nil
 	keylessDelete := del(1)
-	keylessDelete.KeySchema = nil
+	keylessDelete.KeySchema, keylessDelete.Before = nil, schema.Row{int64(1)}
 	nullKey := ins(1, "a")
 	nullKey.After = schema.Row{nil, "a"}
 	short := ins(1, "a")
@@ -332,4 +335,30 @@ func testID(off int64) schema.ID { return schema.ID{Epoch: 1, Pos: uint64(off + 
 // deliveredAt is a Delivery at (topic, queue, off) and its testID.
 func deliveredAt(topic string, queue int, off int64) (*schema.Delivery, schema.ID) {
 	return &schema.Delivery{Topic: topic, Queue: queue, Offset: off}, testID(off)
+}
+
+// TestReduceKeylessInOrder: a table without key keeps its inserts, updates
+// and deletes in source order under before_image (nothing folds: equal rows
+// may repeat), drops updates and deletes under append, refuses them under
+// fail.
+func TestReduceKeylessInOrder(t *testing.T) {
+	kl := func(r schema.Record) schema.Record { r.KeySchema, r.Key = nil, nil; return r }
+	recs := []schema.Record{kl(ins(1, "a")), kl(upd(1, 1, "b")), kl(ins(1, "a")), kl(del(1))}
+	p, err := reduceWith(recs, defaultTarget, reduceOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, r := range p.tables[0].inserts {
+		ops = append(ops, r.Op.String())
+	}
+	if got := strings.Join(ops, ","); got != "c,u,c,d" {
+		t.Fatalf("before_image: ops %s, want c,u,c,d", got)
+	}
+	if p, err = reduceWith(recs, defaultTarget, reduceOpts{keylessAppend: true}); err != nil || len(p.tables[0].inserts) != 2 || p.tables[0].keylessSkipped != 2 {
+		t.Fatalf("append: %v, %+v", err, p)
+	}
+	if _, err := reduceWith(recs, defaultTarget, reduceOpts{keylessFail: true}); !errors.Is(err, ErrSchema) {
+		t.Fatalf("fail: %v, want ErrSchema", err)
+	}
 }

@@ -78,14 +78,24 @@ type enumCheckInfo struct {
 // tableView is what writing rows needs to know of a table's columns. It is
 // immutable, so writers use it without locks while DDL replaces it.
 type tableView struct {
-	arrays map[string]bool // folded names of array columns (PostgreSQL SET columns as TEXT[])
+	arrays map[string]bool   // folded names of array columns (PostgreSQL SET columns as TEXT[])
+	types  map[string]string // folded name -> full column type
 }
 
 func (v *tableView) array(col string) bool { return v != nil && v.arrays[col] }
 
+// colType is a column's full type ("" when unknown).
+func (v *tableView) colType(col string) string {
+	if v == nil {
+		return ""
+	}
+	return v.types[col]
+}
+
 func (m *tableMeta) refreshView(isArray func(typ string) bool) {
-	v := &tableView{}
+	v := &tableView{types: make(map[string]string, len(m.cols))}
 	for name, c := range m.cols {
+		v.types[name] = c.Type
 		if isArray(c.Type) {
 			if v.arrays == nil {
 				v.arrays = map[string]bool{}
@@ -309,7 +319,7 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 		}
 	}
 	excluded := map[*schema.Record]bool{}
-	opts := reduceOpts{keylessAppend: s.cfg.KeylessMode == KeylessAppend}
+	opts := reduceOpts{keylessAppend: s.cfg.KeylessMode == KeylessAppend, keylessFail: s.cfg.KeylessMode == KeylessFail}
 	if s.cfg.OnError != OnErrorFail {
 		opts.skip = func(r *schema.Record) bool { return excluded[r] }
 	}
@@ -780,10 +790,78 @@ func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan, view *tab
 			return err
 		}
 	}
-	for _, g := range groupRows(tp.inserts, false, view) {
-		if err := s.writeRows(ctx, tx, tp.target, g, false); err != nil {
+	return s.applyKeyless(ctx, tx, tp.target, tp.inserts, view)
+}
+
+// applyKeyless applies the rows of a table without key in source order:
+// runs of inserts as multi-row INSERTs, each update and delete on one row
+// equal to its before image (reduce checked it is complete).
+func (s *Sink) applyKeyless(ctx context.Context, tx *txn, t target, recs []*schema.Record, view *tableView) error {
+	for len(recs) > 0 {
+		n := 0
+		for n < len(recs) && recs[n].Op != schema.OpUpdate && recs[n].Op != schema.OpDelete {
+			n++
+		}
+		for _, g := range groupRows(recs[:n], false, view) {
+			if err := s.writeRows(ctx, tx, t, g, false); err != nil {
+				return err
+			}
+		}
+		if n == len(recs) {
+			return nil
+		}
+		if err := s.applyByBeforeImage(ctx, tx, t, recs[n], view); err != nil {
 			return err
 		}
+		recs = recs[n+1:]
+	}
+	return nil
+}
+
+// applyByBeforeImage updates or deletes one row of a table without key
+// whose every column equals r's before image. A row not found (the target
+// diverged from the source) is logged, not an error: there is nothing to
+// change, and under redelivery the progress check has skipped r already.
+func (s *Sink) applyByBeforeImage(ctx context.Context, tx *txn, t target, r *schema.Record, view *tableView) error {
+	fields := r.ValueSchema.Fields
+	match := make([]dialect.Match, len(fields))
+	var set []string
+	var args []any
+	if r.Op == schema.OpUpdate {
+		set = make([]string, len(fields))
+		args = make([]any, 0, 2*len(fields))
+		for j, f := range fields {
+			set[j] = f.Name
+			v, err := s.value(view, f, r.After[j])
+			if err != nil {
+				return newRowError(r, t, err, fmt.Sprintf("sink: update of %s (table without key)", t))
+			}
+			args = append(args, v)
+		}
+	}
+	for j, f := range fields {
+		match[j] = dialect.Match{Col: f.Name, Type: view.colType(s.fold(f.Name))}
+		v, err := s.value(view, f, r.Before[j])
+		if err != nil {
+			return newRowError(r, t, err, fmt.Sprintf("sink: %s of %s (table without key), before image", r.Op, t))
+		}
+		args = append(args, v)
+	}
+	q := s.d.DeleteOne(t, match)
+	if r.Op == schema.OpUpdate {
+		q = s.d.UpdateOne(t, set, match)
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		werr := wrapDB(err)
+		msg := fmt.Sprintf("sink: %s of %s (table without key)", r.Op, t)
+		if isFatal(werr) {
+			return newRowError(r, t, werr, msg)
+		}
+		return fmt.Errorf("%s: %w", msg, werr)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 && r.Op == schema.OpDelete {
+		s.log.Warn("table without key: no target row equals the before image of a delete; nothing deleted (the target differs from the source)", "table", t.String())
 	}
 	return nil
 }

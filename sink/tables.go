@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -38,7 +39,12 @@ func (tp *tablePlan) writers() []*schema.Record {
 			recs = append(recs, c.rec)
 		}
 	}
-	return append(recs, tp.inserts...)
+	for _, r := range tp.inserts {
+		if r.Op != schema.OpDelete {
+			recs = append(recs, r)
+		}
+	}
+	return recs
 }
 
 func (s *Sink) checkIdent(kind, name string) error {
@@ -93,6 +99,12 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 		s.mu.Lock()
 		s.tables[t] = m
 		s.mu.Unlock()
+	}
+	keylessCheck := len(tp.inserts) > 0 && s.cfg.KeylessMode == KeylessBeforeImage
+	if keylessCheck { // the columns there already, before evolving them
+		if err := s.checkKeyless(t, m, tp.inserts); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range writers {
 		if m.checked[r.ValueSchema] {
@@ -159,7 +171,43 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 		m.checked[r.ValueSchema] = true
 		s.mu.Unlock()
 	}
+	if keylessCheck { // and the columns added or changed
+		if err := s.checkKeyless(t, m, tp.inserts); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// checkKeyless refuses a table without key (KeylessMode "before_image")
+// that has a column the dialect cannot compare exactly: its updates and
+// deletes would miss their row or change another. It runs whenever the
+// table is written, before any row of the batch, so the refusal comes with
+// the first insert or snapshot row, not at the first update.
+func (s *Sink) checkKeyless(t target, m *tableMeta, recs []*schema.Record) error {
+	var bad, names []string
+	var last *schema.Schema
+	for _, r := range recs {
+		if r.ValueSchema == nil || r.ValueSchema == last || (last != nil && sameNames(r.ValueSchema, names)) {
+			continue
+		}
+		last, names = r.ValueSchema, names[:0]
+		for _, f := range r.ValueSchema.Fields {
+			names = append(names, f.Name)
+			c, ok := m.cols[s.fold(f.Name)]
+			if !ok || s.d.ExactMatch(c.Type) {
+				continue
+			}
+			if d := fmt.Sprintf("%s (%s)", f.Name, c.Type); !slices.Contains(bad, d) {
+				bad = append(bad, d)
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fatal(fmt.Errorf("%w: table %s has no primary key, and its updates and deletes find their row by comparing every column, but %s cannot compare column %s exactly: add a primary key to the source table, change the target column's type, or set keyless_mode: %s (skip updates and deletes) or %s in the sink config",
+		ErrSchema, t, s.d.Name(), strings.Join(bad, ", "), KeylessAppend, KeylessFail))
 }
 
 func (s *Sink) fold(name string) string {

@@ -77,7 +77,7 @@ func typeCases() []typeCase {
 		{"bits", lg(schema.Int64, schema.Bits, schema.ParamLength, "12"), uint64(0xABC), "101010111100", "2748"},
 		{"bits64", lg(schema.Int64, schema.Bits, schema.ParamLength, "64"), uint64(math.MaxUint64), strings.Repeat("1", 64), "18446744073709551615"},
 		{"year", lg(schema.Int64, schema.Year), int64(2155), "2155", ""},
-		{"geo", lg(schema.Bytes, schema.Geometry), wkb, "0101000000000000000000f03f0000000000000040", ""},
+		{"geo", lg(schema.Bytes, schema.Geometry), schema.Geom{WKB: wkb, SRID: 4326}, "0101000000000000000000f03f0000000000000040", ""},
 		// Source types kept on MySQL targets.
 		{"src_enum", lg(schema.String, schema.Enum, schema.ParamSourceType, "enum('a','it''s')"), "it's", "it's", ""},
 		{"src_u64", lg(schema.Uint64, schema.None, schema.ParamSourceType, "bigint(20) unsigned"), uint64(math.MaxUint64), "18446744073709551615", ""},

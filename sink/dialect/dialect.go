@@ -83,6 +83,13 @@ type SQL interface {
 	// CondUndefinedTable or CondExists when done already.
 	RenameTable(from, to Target) []string
 	Truncate(t Target) string
+	// UpdateOne updates one row of a table without key: the first row
+	// whose every column of match equals the before image exactly
+	// (NULL-safe; see Types.ExactMatch). Parameters: set's values, then
+	// match's.
+	UpdateOne(t Target, set []string, match []Match) string
+	// DeleteOne deletes one such row. Parameters: match's values.
+	DeleteOne(t Target, match []Match) string
 	// TransactionalDDL reports DDL that runs inside a transaction
 	// (PostgreSQL); else DDL commits implicitly and runs alone (MySQL).
 	TransactionalDDL() bool
@@ -116,6 +123,11 @@ type Types interface {
 	// column of type typ that the field's values cannot be written into,
 	// saying what to run; nil when it fits or the dialect cannot tell.
 	ColumnFits(t Target, f schema.Field, typ string) error
+	// ExactMatch reports whether a target column of type typ (its full
+	// type, as ColumnsQuery reads it) can be compared exactly with a
+	// value, as UpdateOne and DeleteOne do: equal exactly when the stored
+	// values are the same. Tables without key refuse other columns.
+	ExactMatch(typ string) bool
 	// EnumCheck is the column constraint that restricts an ENUM field to
 	// its labels (PostgreSQL with Options.EnumCheck); "" for none.
 	EnumCheck(f schema.Field) (string, error)
@@ -221,6 +233,13 @@ type ColDef struct {
 	Check   string // a column constraint, e.g. an ENUM's CHECK
 }
 
+// Match is a column of a table without key compared by UpdateOne and
+// DeleteOne: its name and its full target type.
+type Match struct {
+	Col  string
+	Type string
+}
+
 // ColInfo is a target column as the database describes it.
 type ColInfo struct {
 	Type    string // full type: format_type on PostgreSQL, COLUMN_TYPE on MySQL
@@ -277,6 +296,18 @@ func ValuesList(d Quoter, rows, n int) string {
 // InsertSQL is a multi-row INSERT of cols.
 func InsertSQL(d Quoter, t Target, cols []string, rows int) string {
 	return "INSERT INTO " + Qualified(d, t) + " (" + ColumnList(d, cols) + ") VALUES " + ValuesList(d, rows, len(cols))
+}
+
+// SetList renders "c1"=p1,"c2"=p2,… for an UPDATE, placeholders from 1.
+func SetList(d Quoter, cols []string) string {
+	var b strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(d.Quote(c) + "=" + d.Placeholder(i+1))
+	}
+	return b.String()
 }
 
 // DeleteSQL deletes rows by key with a row-value IN list (or a plain IN list

@@ -201,3 +201,14 @@ func EnumLabels(s *schema.Schema) []string {
 	}
 	return nil
 }
+
+// KnownMySQLBase reports a base type ParseMySQLType knows (one of MySQL's
+// own; not a spatial type nor one of another server's).
+func KnownMySQLBase(base string) bool {
+	for _, b := range myNames {
+		if b == base {
+			return true
+		}
+	}
+	return false
+}

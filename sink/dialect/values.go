@@ -2,7 +2,6 @@ package dialect
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -17,55 +16,10 @@ func ValueErr(col string, s *schema.Schema, v any, why string) error {
 	return Fatal(fmt.Errorf("%w: column %q (%s): %s (value %v of Go type %T)", ErrValue, col, s, why, v, v))
 }
 
-func AsInt64(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case uint8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case uint64:
-		if x <= math.MaxInt64 {
-			return int64(x), true
-		}
-	case uint:
-		if uint64(x) <= math.MaxInt64 {
-			return int64(x), true
-		}
-	}
-	return 0, false
-}
-
-func AsUint64(v any) (uint64, bool) {
-	switch x := v.(type) {
-	case uint64:
-		return x, true
-	case uint:
-		return uint64(x), true
-	case uint32:
-		return uint64(x), true
-	}
-	if i, ok := AsInt64(v); ok && i >= 0 {
-		return uint64(i), true
-	}
-	return 0, false
-}
-
 // Micros reads a time, timestamp or zoned timestamp of the schema model:
 // int64 microseconds.
 func Micros(col string, s *schema.Schema, v any) (int64, error) {
-	us, ok := AsInt64(v)
+	us, ok := schema.AsInt64(v)
 	if !ok {
 		return 0, ValueErr(col, s, v, "want int64 microseconds")
 	}
@@ -167,7 +121,7 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		}
 		return nil, true, ValueErr(col, s, v, "want schema.Dec")
 	case schema.Date:
-		d, ok := AsInt64(v)
+		d, ok := schema.AsInt64(v)
 		if !ok {
 			return nil, true, ValueErr(col, s, v, "want int32 days since 1970-01-01")
 		}
@@ -180,30 +134,28 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		str, err := TimestampText(col, s, v)
 		return str, true, err
 	case schema.Json, schema.Enum, schema.Set:
-		switch x := v.(type) {
-		case string:
-			return x, true, nil
-		case []byte:
-			return string(x), true, nil
-		}
-		return nil, true, ValueErr(col, s, v, "want string")
+		out, err := text(col, s, v)
+		return out, true, err
 	case schema.Year:
-		y, ok := AsInt64(v)
+		y, ok := schema.AsInt64(v)
 		if !ok {
 			return nil, true, ValueErr(col, s, v, "want int64 year")
 		}
 		return y, true, nil
 	case schema.Geometry:
-		if b, ok := v.([]byte); ok {
-			return b, true, nil
+		switch g := v.(type) {
+		case schema.Geom:
+			return g.WKB, true, nil // the target column holds the WKB
+		case []byte:
+			return g, true, nil
 		}
-		return nil, true, ValueErr(col, s, v, "want []byte WKB")
+		return nil, true, ValueErr(col, s, v, "want Geom")
 	case schema.Time, schema.ZonedTimestamp, schema.Bits:
 		return nil, false, nil
 	}
 	switch s.Type {
 	case schema.Int8, schema.Int16, schema.Int32, schema.Int64:
-		i, ok := AsInt64(v)
+		i, ok := schema.AsInt64(v)
 		if !ok {
 			return nil, true, ValueErr(col, s, v, "want int64")
 		}
@@ -214,13 +166,8 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		}
 		return nil, true, ValueErr(col, s, v, "want bool")
 	case schema.String:
-		switch x := v.(type) {
-		case string:
-			return x, true, nil
-		case []byte:
-			return string(x), true, nil
-		}
-		return nil, true, ValueErr(col, s, v, "want string")
+		out, err := text(col, s, v)
+		return out, true, err
 	case schema.Bytes:
 		switch x := v.(type) {
 		case []byte:
@@ -231,4 +178,15 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 		return nil, true, ValueErr(col, s, v, "want []byte")
 	}
 	return nil, false, nil
+}
+
+// text reads a string value (string, or its bytes).
+func text(col string, s *schema.Schema, v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case []byte:
+		return string(x), nil
+	}
+	return nil, ValueErr(col, s, v, "want string")
 }

@@ -11,16 +11,13 @@ import (
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 
-	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // CheckDSN parses go-sql-driver's form.
 func (d Dialect) CheckDSN(dsn string) error {
 	if _, err := mysqldrv.ParseDSN(dsn); err != nil {
-		// The parser may quote the DSN, password and all: never repeat it.
-		msg := strings.ReplaceAll(err.Error(), dsn, "<dsn>")
-		return fmt.Errorf("%w: DSN: %s (a mysql DSN looks like %s)", dialect.ErrConfig, msg, d.DSNExample())
+		return dialect.CheckDSNError("mysql", dsn, d.DSNExample(), err)
 	}
 	return nil
 }
@@ -45,7 +42,7 @@ func (Dialect) DSNExample() string { return "user:password@tcp(127.0.0.1:3306)/d
 func config(c dialect.ConnConfig, mariadb bool) (*mysqldrv.Config, error) {
 	mc, err := mysqldrv.ParseDSN(c.DSN)
 	if err != nil {
-		return nil, dialect.Fatal(fmt.Errorf("%w: MySQL DSN: %v", dialect.ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
+		return nil, dialect.DSNError("MySQL", c.DSN, err)
 	}
 	if mc.Params == nil {
 		mc.Params = map[string]string{}
@@ -93,14 +90,9 @@ func (Dialect) Open(ctx context.Context, c dialect.ConnConfig) (*sql.DB, error) 
 		}
 		conn, err := mysqldrv.NewConnector(mc)
 		if err != nil {
-			return nil, dialect.Fatal(fmt.Errorf("%w: MySQL DSN: %v", dialect.ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
+			return nil, dialect.DSNError("MySQL", c.DSN, err)
 		}
-		db := sql.OpenDB(conn)
-		if err := c.Ping(ctx, db); err != nil {
-			db.Close()
-			return nil, err
-		}
-		return db, nil
+		return dialect.OpenChecked(ctx, c, conn)
 	}
 	db, err := open(false)
 	if err != nil || c.StatementTimeout <= 0 {

@@ -424,3 +424,52 @@ func extColumnType(s *schema.Schema) (string, bool) {
 	}
 	return "", false
 }
+
+// UpdateOne and DeleteOne match one row of a table without key by its
+// before image, NULL-safe (<=>), and touch one row (LIMIT 1): of rows
+// equal in every column any one is the same as another. Text columns are
+// compared by their bytes, both sides in utf8mb4 (whatever the column's and
+// the connection's character sets), rather than by their collation, which would take 'a' for 'A' and
+// 'a ' for 'a' (PAD SPACE) and change the wrong row.
+func (d Dialect) UpdateOne(t target, set []string, match []dialect.Match) string {
+	return "UPDATE " + dialect.Qualified(d, t) + " SET " + dialect.SetList(d, set) + d.matchOne(match)
+}
+
+func (d Dialect) DeleteOne(t target, match []dialect.Match) string {
+	return "DELETE FROM " + dialect.Qualified(d, t) + d.matchOne(match)
+}
+
+func (d Dialect) matchOne(match []dialect.Match) string {
+	var b strings.Builder
+	b.WriteString(" WHERE ")
+	for i, m := range match {
+		if i > 0 {
+			b.WriteString(" AND ")
+		}
+		q := d.Quote(m.Col)
+		if ct, ok := dialect.ParseMySQLType(m.Type); ok && isMySQLText(ct.Base) {
+			b.WriteString("CAST(CONVERT(" + q + " USING utf8mb4) AS BINARY) <=> CAST(CONVERT(? USING utf8mb4) AS BINARY)")
+		} else {
+			b.WriteString(q + " <=> ?")
+		}
+	}
+	b.WriteString(" LIMIT 1")
+	return b.String()
+}
+
+// ExactMatch: every type of MySQL's own compares exactly with <=> against
+// the value the sink writes (integers, DECIMAL, BIT, the date and time
+// types at their stored precision; FLOAT and DOUBLE too, since the value
+// is the column's own float sent as a double and MySQL widens the stored
+// float exactly; text by its bytes, see UpdateOne; ENUM and SET by label).
+// Not JSON, a MySQL server's binary JSON, whose comparison is by JSON
+// value (1 = 1.0, keys in any order) against text the sink did not
+// normalise (MariaDB's JSON is LONGTEXT and passes), nor the spatial and
+// other types this dialect does not know.
+func (Dialect) ExactMatch(typ string) bool {
+	ct, ok := dialect.ParseMySQLType(typ)
+	if !ok || ct.Base == "json" {
+		return false
+	}
+	return dialect.KnownMySQLBase(ct.Base)
+}

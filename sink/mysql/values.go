@@ -37,7 +37,7 @@ func (Dialect) Convert(col string, s *schema.Schema, v any) (any, error) {
 		}
 		return str, nil
 	case schema.Bits:
-		u, ok := dialect.AsUint64(v)
+		u, ok := schema.AsUint64(v)
 		if !ok {
 			return nil, dialect.ValueErr(col, s, v, "want uint64")
 		}
@@ -45,7 +45,7 @@ func (Dialect) Convert(col string, s *schema.Schema, v any) (any, error) {
 	}
 	switch s.Type {
 	case schema.Uint64:
-		u, ok := dialect.AsUint64(v)
+		u, ok := schema.AsUint64(v)
 		if !ok {
 			return nil, dialect.ValueErr(col, s, v, "want uint64")
 		}

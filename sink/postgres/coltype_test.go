@@ -8,102 +8,89 @@ import (
 
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
+	"github.com/sluicecdc/sluice/sink/dialect/dialecttest"
 )
 
 func TestWidenPG(t *testing.T) {
-	cases := []widenCase{
+	cases := []dialecttest.WidenCase{
 		// The same type as format_type prints it and as columnType writes it.
-		{"integer", "INTEGER", dialect.TypeSame},
-		{"numeric(20,0)", "NUMERIC(20)", dialect.TypeSame},
-		{"numeric", "NUMERIC", dialect.TypeSame},
-		{"timestamp(6) without time zone", "TIMESTAMP(6)", dialect.TypeSame},
-		{"timestamp without time zone", "TIMESTAMP(6)", dialect.TypeSame},
-		{"timestamp(6) with time zone", "TIMESTAMPTZ(6)", dialect.TypeSame},
-		{"time(6) without time zone", "TIME(6)", dialect.TypeSame},
-		{"bit varying(12)", "BIT VARYING(12)", dialect.TypeSame},
-		{"double precision", "DOUBLE PRECISION", dialect.TypeSame},
-		{"character varying", "TEXT", dialect.TypeSame},
-		{"text[]", "TEXT[]", dialect.TypeSame},
-		{"jsonb", "JSONB", dialect.TypeSame},
-		{"interval", "INTERVAL", dialect.TypeSame},
-		{`"MyType"`, `"MyType"`, dialect.TypeSame},
+		dialecttest.W("integer", "INTEGER", dialect.TypeSame),
+		dialecttest.W("numeric(20,0)", "NUMERIC(20)", dialect.TypeSame),
+		dialecttest.W("numeric", "NUMERIC", dialect.TypeSame),
+		dialecttest.W("timestamp(6) without time zone", "TIMESTAMP(6)", dialect.TypeSame),
+		dialecttest.W("timestamp without time zone", "TIMESTAMP(6)", dialect.TypeSame),
+		dialecttest.W("timestamp(6) with time zone", "TIMESTAMPTZ(6)", dialect.TypeSame),
+		dialecttest.W("time(6) without time zone", "TIME(6)", dialect.TypeSame),
+		dialecttest.W("bit varying(12)", "BIT VARYING(12)", dialect.TypeSame),
+		dialecttest.W("double precision", "DOUBLE PRECISION", dialect.TypeSame),
+		dialecttest.W("character varying", "TEXT", dialect.TypeSame),
+		dialecttest.W("text[]", "TEXT[]", dialect.TypeSame),
+		dialecttest.W("jsonb", "JSONB", dialect.TypeSame),
+		dialecttest.W("interval", "INTERVAL", dialect.TypeSame),
+		dialecttest.W(`"MyType"`, `"MyType"`, dialect.TypeSame),
 		// Integer ladder.
-		{"smallint", "INTEGER", dialect.TypeWiden},
-		{"smallint", "BIGINT", dialect.TypeWiden},
-		{"integer", "BIGINT", dialect.TypeWiden},
-		{"bigint", "INTEGER", dialect.TypeDiffer},
-		{"integer", "SMALLINT", dialect.TypeDiffer},
+		dialecttest.W("smallint", "INTEGER", dialect.TypeWiden),
+		dialecttest.W("smallint", "BIGINT", dialect.TypeWiden),
+		dialecttest.W("integer", "BIGINT", dialect.TypeWiden),
+		dialecttest.W("bigint", "INTEGER", dialect.TypeDiffer),
+		dialecttest.W("integer", "SMALLINT", dialect.TypeDiffer),
 		// Integers into numeric with enough integer digits.
-		{"integer", "NUMERIC(10,0)", dialect.TypeWiden},
-		{"integer", "NUMERIC(12,2)", dialect.TypeWiden},
-		{"integer", "NUMERIC(11,2)", dialect.TypeDiffer},
-		{"bigint", "NUMERIC(20)", dialect.TypeWiden},
-		{"bigint", "NUMERIC(19)", dialect.TypeWiden},
-		{"bigint", "NUMERIC(18)", dialect.TypeDiffer},
-		{"smallint", "NUMERIC", dialect.TypeWiden},
-		{"numeric(20,0)", "BIGINT", dialect.TypeDiffer},
-		{"integer", "DOUBLE PRECISION", dialect.TypeWiden},
-		{"bigint", "DOUBLE PRECISION", dialect.TypeDiffer},
+		dialecttest.W("integer", "NUMERIC(10,0)", dialect.TypeWiden),
+		dialecttest.W("integer", "NUMERIC(12,2)", dialect.TypeWiden),
+		dialecttest.W("integer", "NUMERIC(11,2)", dialect.TypeDiffer),
+		dialecttest.W("bigint", "NUMERIC(20)", dialect.TypeWiden),
+		dialecttest.W("bigint", "NUMERIC(19)", dialect.TypeWiden),
+		dialecttest.W("bigint", "NUMERIC(18)", dialect.TypeDiffer),
+		dialecttest.W("smallint", "NUMERIC", dialect.TypeWiden),
+		dialecttest.W("numeric(20,0)", "BIGINT", dialect.TypeDiffer),
+		dialecttest.W("integer", "DOUBLE PRECISION", dialect.TypeWiden),
+		dialecttest.W("bigint", "DOUBLE PRECISION", dialect.TypeDiffer),
 		// Numeric precision and scale.
-		{"numeric(5,2)", "NUMERIC(10,2)", dialect.TypeWiden},
-		{"numeric(5,2)", "NUMERIC(6,3)", dialect.TypeWiden},
-		{"numeric(5,2)", "NUMERIC(5,3)", dialect.TypeDiffer}, // one integer digit fewer
-		{"numeric(10,2)", "NUMERIC(5,2)", dialect.TypeDiffer},
-		{"numeric(5,2)", "NUMERIC(10,1)", dialect.TypeDiffer}, // scale down rounds
-		{"numeric(5,2)", "NUMERIC", dialect.TypeWiden},
-		{"numeric", "NUMERIC(65,30)", dialect.TypeDiffer},
+		dialecttest.W("numeric(5,2)", "NUMERIC(10,2)", dialect.TypeWiden),
+		dialecttest.W("numeric(5,2)", "NUMERIC(6,3)", dialect.TypeWiden),
+		dialecttest.W("numeric(5,2)", "NUMERIC(5,3)", dialect.TypeDiffer), // one integer digit fewer
+		dialecttest.W("numeric(10,2)", "NUMERIC(5,2)", dialect.TypeDiffer),
+		dialecttest.W("numeric(5,2)", "NUMERIC(10,1)", dialect.TypeDiffer), // scale down rounds
+		dialecttest.W("numeric(5,2)", "NUMERIC", dialect.TypeWiden),
+		dialecttest.W("numeric", "NUMERIC(65,30)", dialect.TypeDiffer),
 		// Strings.
-		{"character varying(10)", "TEXT", dialect.TypeWiden},
-		{"character varying(10)", "VARCHAR(50)", dialect.TypeWiden},
-		{"character varying(50)", "VARCHAR(10)", dialect.TypeDiffer},
-		{"character(3)", "CHAR(5)", dialect.TypeWiden},
-		{"character(3)", "VARCHAR(3)", dialect.TypeWiden},
-		{"character(3)", "VARCHAR(2)", dialect.TypeDiffer},
-		{"character(3)", "TEXT", dialect.TypeWiden},
-		{"text", "VARCHAR(10)", dialect.TypeDiffer},
+		dialecttest.W("character varying(10)", "TEXT", dialect.TypeWiden),
+		dialecttest.W("character varying(10)", "VARCHAR(50)", dialect.TypeWiden),
+		dialecttest.W("character varying(50)", "VARCHAR(10)", dialect.TypeDiffer),
+		dialecttest.W("character(3)", "CHAR(5)", dialect.TypeWiden),
+		dialecttest.W("character(3)", "VARCHAR(3)", dialect.TypeWiden),
+		dialecttest.W("character(3)", "VARCHAR(2)", dialect.TypeDiffer),
+		dialecttest.W("character(3)", "TEXT", dialect.TypeWiden),
+		dialecttest.W("text", "VARCHAR(10)", dialect.TypeDiffer),
 		// Floats.
-		{"real", "DOUBLE PRECISION", dialect.TypeWiden},
-		{"double precision", "REAL", dialect.TypeDiffer},
+		dialecttest.W("real", "DOUBLE PRECISION", dialect.TypeWiden),
+		dialecttest.W("double precision", "REAL", dialect.TypeDiffer),
 		// Bits.
-		{"bit varying(12)", "BIT VARYING(20)", dialect.TypeWiden},
-		{"bit varying(20)", "BIT VARYING(12)", dialect.TypeDiffer},
-		{"bit(3)", "BIT VARYING(3)", dialect.TypeWiden},
-		{"bit(3)", "BIT(5)", dialect.TypeDiffer}, // bit(n) pads
+		dialecttest.W("bit varying(12)", "BIT VARYING(20)", dialect.TypeWiden),
+		dialecttest.W("bit varying(20)", "BIT VARYING(12)", dialect.TypeDiffer),
+		dialecttest.W("bit(3)", "BIT VARYING(3)", dialect.TypeWiden),
+		dialecttest.W("bit(3)", "BIT(5)", dialect.TypeDiffer), // bit(n) pads
 		// Fractional seconds.
-		{"time(3) without time zone", "TIME(6)", dialect.TypeWiden},
-		{"timestamp(0) without time zone", "TIMESTAMP(6)", dialect.TypeWiden},
-		{"timestamp(3) with time zone", "TIMESTAMPTZ(6)", dialect.TypeWiden},
-		{"timestamp(3) with time zone", "TIMESTAMP(6)", dialect.TypeDiffer},
-		{"timestamp(6) without time zone", "TIMESTAMP(3)", dialect.TypeKeep},
-		{"time(6) without time zone", "TIME(0)", dialect.TypeKeep},
-		{"time(6) without time zone", "INTERVAL", dialect.TypeWiden}, // time_as_interval set later,
+		dialecttest.W("time(3) without time zone", "TIME(6)", dialect.TypeWiden),
+		dialecttest.W("timestamp(0) without time zone", "TIMESTAMP(6)", dialect.TypeWiden),
+		dialecttest.W("timestamp(3) with time zone", "TIMESTAMPTZ(6)", dialect.TypeWiden),
+		dialecttest.W("timestamp(3) with time zone", "TIMESTAMP(6)", dialect.TypeDiffer),
+		dialecttest.W("timestamp(6) without time zone", "TIMESTAMP(3)", dialect.TypeKeep),
+		dialecttest.W("time(6) without time zone", "TIME(0)", dialect.TypeKeep),
+		dialecttest.W("time(6) without time zone", "INTERVAL", dialect.TypeWiden), // time_as_interval set later,
 		// SET columns of older tables stay text.
-		{"text", "TEXT[]", dialect.TypeKeep},
-		{"character varying(255)", "TEXT[]", dialect.TypeKeep},
-		{"text[]", "TEXT", dialect.TypeDiffer},
-		{"integer[]", "BIGINT[]", dialect.TypeDiffer},
+		dialecttest.W("text", "TEXT[]", dialect.TypeKeep),
+		dialecttest.W("character varying(255)", "TEXT[]", dialect.TypeKeep),
+		dialecttest.W("text[]", "TEXT", dialect.TypeDiffer),
+		dialecttest.W("integer[]", "BIGINT[]", dialect.TypeDiffer),
 		// Unrelated.
-		{"text", "BYTEA", dialect.TypeDiffer},
-		{"jsonb", "TEXT", dialect.TypeDiffer},
-		{"integer", "TEXT", dialect.TypeDiffer},
-		{"", "TEXT", dialect.TypeDiffer},
-		{"numeric(5", "NUMERIC(5,2)", dialect.TypeDiffer},
+		dialecttest.W("text", "BYTEA", dialect.TypeDiffer),
+		dialecttest.W("jsonb", "TEXT", dialect.TypeDiffer),
+		dialecttest.W("integer", "TEXT", dialect.TypeDiffer),
+		dialecttest.W("", "TEXT", dialect.TypeDiffer),
+		dialecttest.W("numeric(5", "NUMERIC(5,2)", dialect.TypeDiffer),
 	}
-	checkWiden(t, "widenPG", widenPG, cases)
-}
-
-type widenCase struct {
-	cur, want string
-	is        dialect.TypeChange
-}
-
-func checkWiden(t *testing.T, name string, widen func(cur, want string) dialect.TypeChange, cases []widenCase) {
-	t.Helper()
-	for _, c := range cases {
-		if got := widen(c.cur, c.want); got != c.is {
-			t.Errorf("%s(%q, %q) = %v, want %v", name, c.cur, c.want, got, c.is)
-		}
-	}
+	dialecttest.CheckWiden(t, "widenPG", widenPG, cases)
 }
 
 func TestPGArrayLiteral(t *testing.T) {
@@ -235,53 +222,13 @@ func TestFractionDigits(t *testing.T) {
 	}
 }
 
-// FuzzColumnType feeds the type-text parsers (their input comes from the
-// database and from record schemas): no panic, a type is the same as
-// itself, and no two types widen into each other.
-func FuzzColumnType(f *testing.F) {
-	for _, s := range []string{"integer", "numeric(5,2)", "timestamp(6) with time zone", "text[]", "character varying(10)", "bit varying", `"x"."y"`,
-		"int(11) unsigned zerofill", "enum('a','it''s','b\\\\c')", "set('x')", "decimal(65,30)", "TIMESTAMP(6) NULL", "varchar(", "enum('a",
-		"float(53)", "bit", "char", "interval second(3)", "numeric(2147483648)", "int[][3]"} {
-		f.Add(s, "bigint")
-	}
-	f.Fuzz(func(t *testing.T, a, b string) {
-		for _, d := range []struct {
-			name  string
-			parse func(string) (dialect.ColType, bool)
-			widen func(cur, want string) dialect.TypeChange
-		}{{"pg", parsePGType, widenPG}} {
-			d.parse(a)
-			if _, ok := d.parse(a); ok {
-				if got := d.widen(a, a); got != dialect.TypeSame {
-					t.Fatalf("%s: %q into itself is %v", d.name, a, got)
-				}
-			}
-			if d.widen(a, b) == dialect.TypeWiden && d.widen(b, a) == dialect.TypeWiden {
-				t.Fatalf("%s: %q and %q widen into each other", d.name, a, b)
-			}
-		}
-	})
-}
+// FuzzColumnType: dialecttest.FuzzTypes on this dialect's parser.
+func FuzzColumnType(f *testing.F) { dialecttest.FuzzTypes(f, "pg", parsePGType, widenPG) }
 
-// TestExtColumnTypes: MariaDB's UUID, INET6 and INET4 (strings with that
-// source type) get PostgreSQL's uuid and inet and a fitting string on
-// MySQL, as keys too; other strings are untouched.
+// TestExtColumnTypes: MariaDB's UUID, INET6 and INET4 strings
+// (dialecttest.ExtTypes).
 func TestExtColumnTypes(t *testing.T) {
-	str := func(st string) *schema.Schema {
-		return &schema.Schema{Type: schema.String, Params: map[string]string{schema.ParamSourceType: st}}
-	}
-	for _, tc := range []struct {
-		st, pg, my string
-	}{
-		{"uuid", "UUID", "CHAR(36)"}, {"inet6", "INET", "VARCHAR(45)"}, {"inet4", "INET", "VARCHAR(15)"},
-		{"varchar(10)", "TEXT", "varchar(10)"},
-	} {
-		for _, key := range []bool{false, true} {
-			if got, err := (Dialect{}).ColumnType("c", str(tc.st), key); err != nil || got != tc.pg {
-				t.Errorf("postgres %s key=%v: %s %v, want %s", tc.st, key, got, err, tc.pg)
-			}
-		}
-	}
+	dialecttest.CheckExtColumnTypes(t, "pg", Dialect{}.ColumnType, func(e dialecttest.ExtType) string { return e.Postgres })
 	if got, _ := (Dialect{}).ColumnType("c", &schema.Schema{Type: schema.Bytes, Params: map[string]string{schema.ParamSourceType: "uuid"}}, false); got != "BYTEA" {
 		t.Errorf("bytes with source type uuid: %s, want BYTEA", got)
 	}

@@ -11,16 +11,13 @@ import (
 
 	"github.com/lib/pq"
 
-	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // CheckDSN parses a URL or key=value pairs, as lib/pq reads them.
 func (d Dialect) CheckDSN(dsn string) error {
 	if _, err := pq.NewConnector(dsn); err != nil {
-		// The parser may quote the DSN, password and all: never repeat it.
-		msg := strings.ReplaceAll(err.Error(), dsn, "<dsn>")
-		return fmt.Errorf("%w: DSN: %s (a postgres DSN looks like %s)", dialect.ErrConfig, msg, d.DSNExample())
+		return dialect.CheckDSNError("postgres", dsn, d.DSNExample(), err)
 	}
 	return nil
 }
@@ -39,7 +36,7 @@ var pqTLSKeys atomic.Uint64
 func (Dialect) Open(ctx context.Context, c dialect.ConnConfig) (*sql.DB, error) {
 	pc, err := pq.NewConfig(c.DSN)
 	if err != nil {
-		return nil, dialect.Fatal(fmt.Errorf("%w: PostgreSQL DSN: %v", dialect.ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
+		return nil, dialect.DSNError("PostgreSQL", c.DSN, err)
 	}
 	if pc.Runtime == nil {
 		pc.Runtime = map[string]string{}
@@ -74,12 +71,7 @@ func (Dialect) Open(ctx context.Context, c dialect.ConnConfig) (*sql.DB, error) 
 	}
 	conn, err := pq.NewConnectorConfig(pc)
 	if err != nil {
-		return nil, dialect.Fatal(fmt.Errorf("%w: PostgreSQL DSN: %v", dialect.ErrConfig, schema.RedactDSN(err.Error(), c.DSN)))
+		return nil, dialect.DSNError("PostgreSQL", c.DSN, err)
 	}
-	db := sql.OpenDB(conn)
-	if err := c.Ping(ctx, db); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return dialect.OpenChecked(ctx, c, conn)
 }

@@ -266,3 +266,58 @@ func (Dialect) Verify(ctx context.Context, db *sql.DB, _ string) (string, error)
 	}
 	return name, nil
 }
+
+// UpdateOne and DeleteOne match one row of a table without key by its
+// before image and touch that row only, by its ctid. Each column is
+// compared by its text form after the cast an INSERT applies to the value
+// (CAST($n AS type)::text), NULL-safe: PostgreSQL's text output is one to
+// one on stored values for the types ExactMatch admits, where its
+// equality operators are not (numeric 1.0 = 1.00, interval '1 day' =
+// '24 hours', jsonb by value, -0 = 0 for floats) or absent (json).
+func (d Dialect) UpdateOne(t target, set []string, match []dialect.Match) string {
+	return "UPDATE " + dialect.Qualified(d, t) + " SET " + dialect.SetList(d, set) + d.matchOne(t, match, len(set))
+}
+
+func (d Dialect) DeleteOne(t target, match []dialect.Match) string {
+	return "DELETE FROM " + dialect.Qualified(d, t) + d.matchOne(t, match, 0)
+}
+
+func (d Dialect) matchOne(t target, match []dialect.Match, n int) string {
+	var b strings.Builder
+	b.WriteString(" WHERE ctid = (SELECT ctid FROM " + dialect.Qualified(d, t) + " WHERE ")
+	for i, m := range match {
+		if i > 0 {
+			b.WriteString(" AND ")
+		}
+		n++
+		b.WriteString(d.Quote(m.Col) + "::text IS NOT DISTINCT FROM CAST(" + d.Placeholder(n) + " AS " + m.Type + ")::text")
+	}
+	b.WriteString(" LIMIT 1 FOR UPDATE)")
+	return b.String()
+}
+
+// exactTypes are the types whose text form is one to one on stored values
+// (floats: PostgreSQL 12 and later print the shortest exact form), by the
+// name format_type gives before any modifier.
+var exactTypes = []string{
+	"smallint", "integer", "bigint", "numeric", "real", "double precision", "boolean",
+	"text", "character varying", "character", "bytea", "uuid", "inet", "cidr", "macaddr",
+	"date", "time without time zone", "time with time zone", "timestamp without time zone",
+	"timestamp with time zone", "interval", "json", "jsonb", "bit", "bit varying",
+}
+
+// ExactMatch admits PostgreSQL's own scalar types and their arrays. Other
+// types (domains, enums of type, extension types, oid for large objects,
+// whose value is a reference, money, whose text depends on lc_monetary)
+// are refused: the dialect cannot vouch for their comparison.
+func (Dialect) ExactMatch(typ string) bool {
+	t := strings.TrimSuffix(strings.TrimSpace(typ), "[]")
+	if i := strings.IndexByte(t, '('); i >= 0 {
+		j := strings.IndexByte(t[i:], ')')
+		if j < 0 {
+			return false
+		}
+		t = strings.TrimSpace(t[:i] + t[i+j+1:])
+	}
+	return slices.Contains(exactTypes, strings.Join(strings.Fields(t), " "))
+}

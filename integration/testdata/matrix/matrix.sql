@@ -157,6 +157,15 @@ CREATE TABLE nokey (
   b VARCHAR(10)
 );
 
+-- No primary key either, and never truncated: exact duplicates, NULLs,
+-- text that differs only in letter case or a trailing space; the sink
+-- finds the row of each update and delete by its whole before image.
+CREATE TABLE dups (
+  a INT,
+  b VARCHAR(10),
+  f DOUBLE
+);
+
 INSERT INTO ints VALUES
   (1, -128, 255, 1, TRUE, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
    -9223372036854775808, 9223372036854775807, -128, -2147483648, 18446744073709551615),
@@ -244,6 +253,7 @@ INSERT INTO `we"ird tåble` VALUES
   ('', 0, '', 0, '', 0);
 
 INSERT INTO nokey VALUES (1, 'a'), (1, 'a'), (NULL, NULL);
+INSERT INTO dups VALUES (1, 'a', 0.1), (1, 'a', 0.1), (1, 'A', 0.1), (1, 'a ', 0.1), (NULL, NULL, NULL), (NULL, NULL, NULL), (2, 'x', -0.5);
 
 -- @streaming
 SET time_zone = '+00:00';
@@ -282,12 +292,20 @@ COMMIT;
 INSERT INTO nokey VALUES (2, 'b');
 UPDATE nokey SET b = 'c' WHERE a = 2;
 DELETE FROM nokey WHERE a IS NULL;
+INSERT INTO dups VALUES (3, 'n', 1e-300);
+UPDATE dups SET b = 'B' WHERE b = 'A' COLLATE utf8mb4_bin;
+UPDATE dups SET a = 9 WHERE b = 'a ' COLLATE utf8mb4_bin;
+UPDATE dups SET b = 'one' WHERE b = 'a' COLLATE utf8mb4_bin LIMIT 1;
+DELETE FROM dups WHERE a IS NULL LIMIT 1;
+UPDATE dups SET f = 0.25 WHERE a = 3;
+DELETE FROM dups WHERE a = 2;
 
 -- DDL: a column added with a default, a type widened, a new table.
 ALTER TABLE ints ADD COLUMN added VARCHAR(10) NOT NULL DEFAULT 'new';
 INSERT INTO ints (id, ti, added) VALUES (110, 3, 'after ddl');
 ALTER TABLE strs MODIFY COLUMN c VARCHAR(20);
 UPDATE strs SET c = 'now twenty chars ok' WHERE id = 102;
-CREATE TABLE late (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, v DECIMAL(4,2) DEFAULT 0.5);
-INSERT INTO late VALUES (18446744073709551615, 99.99), (1, NULL);
+CREATE TABLE late (id BIGINT UNSIGNED NOT NULL PRIMARY KEY, v DECIMAL(4,2) DEFAULT 0.5, f FLOAT(5,2), g DOUBLE(9,3));
+INSERT INTO late VALUES (18446744073709551615, 99.99, -999.99, 123456.789), (1, NULL, 0.01, NULL);
 TRUNCATE TABLE nokey;
+
