@@ -56,6 +56,7 @@ type benchOpts struct {
 	tracePath         string // execution trace of the catch-up phase
 	procs             string // name=pidfile,... of the servers, for CPU per process
 	timeout           time.Duration
+	warmUp            int // rocketmq: messages of a raw round trip before measuring
 }
 
 // benchEnv is where the servers are: the variables of scripts/servers.sh's
@@ -145,6 +146,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of sluice catching up to this file")
 	fs.StringVar(&o.tracePath, "trace", "", "write an execution trace (go tool trace) of sluice catching up to this file")
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
+	fs.IntVar(&o.warmUp, "warm-up", 50000, "rocketmq: send and read back this many of the load's messages (raw client, a topic of their own) before measuring, so that no phase meets cold brokers (0 skips)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -247,6 +249,16 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		return nil, fmt.Errorf("bench: source with JSON: %w", err)
 	}
 
+	if o.transport == "rocketmq" && o.warmUp > 0 {
+		// Fresh brokers run their first messages at about half speed (JIT,
+		// page cache of new commit log files): whichever phase came first
+		// would pay for it.
+		log.Info("bench: warming the brokers up", "messages", min(o.warmUp, rep.Events))
+		if err := rawBroker(ctx, env, o, bcfg, start, min(o.warmUp, rep.Events), nil, nil, log); err != nil {
+			return nil, fmt.Errorf("bench: broker warm-up: %w", err)
+		}
+	}
+
 	log.Info("bench: sluice end to end", "transport", o.transport)
 	live, err := startBenchPipeline(ctx, env, o, bcfg, start, log)
 	if err != nil {
@@ -312,7 +324,7 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	if o.transport == "rocketmq" {
 		// After sluice, so that the raw client's memory (the messages are
 		// built before its clock starts) is not in sluice's peak RSS.
-		if err := rawBroker(ctx, env, o, bcfg, start, rep, cpuPhase, log); err != nil {
+		if err := rawBroker(ctx, env, o, bcfg, start, rep.Events, rep, cpuPhase, log); err != nil {
 			return nil, fmt.Errorf("bench: raw broker round trip: %w", err)
 		}
 	}
