@@ -180,6 +180,11 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 	}
 }
 
+// SplitsQueues reports whether Write applies each queue of a batch in a
+// transaction of its own (runtime.QueueSplitter): in transactional mode it
+// does, so the runtime does not join queues' batches into one Write.
+func (s *Sink) SplitsQueues() bool { return s.cfg.Transactional }
+
 // maxFenceRetries bounds how often one Write refilters after another writer
 // moved a queue's progress (each time it waited for that writer's lock).
 const maxFenceRetries = 5

@@ -605,6 +605,12 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 	return nil
 }
 
+// SplitsQueues passes the sink's answer on (runtime.QueueSplitter).
+func (c *countingSink) SplitsQueues() bool {
+	qs, ok := c.Sink.(runtime.QueueSplitter)
+	return ok && qs.SplitsQueues()
+}
+
 // await waits until at least n data records were applied.
 func (c *countingSink) await(ctx context.Context, n int64) error {
 	for {
