@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -77,9 +78,8 @@ func (g *groupCommit) Write(ctx context.Context, recs []schema.Record) error {
 	if g.running < g.lanes {
 		g.running++
 		g.mu.Unlock()
-		err := g.write(ctx, recs)
-		g.done()
-		return err
+		defer g.done()
+		return g.write(ctx, recs)
 	}
 	r := &gcReq{recs: recs, ch: make(chan gcOutcome, 1)}
 	g.waiting = append(g.waiting, r)
@@ -91,7 +91,15 @@ func (g *groupCommit) Write(ctx context.Context, recs []schema.Record) error {
 	if o.lead == nil {
 		return o.err
 	}
-	var err error
+	defer g.done()
+	// The group's outcome, also if the Write never returns (a panic): the
+	// others must not wait for ever, nor take it for a commit.
+	err := errors.New("runtime: the joined sink Write did not finish")
+	defer func() {
+		for _, q := range o.lead[1:] {
+			q.ch <- gcOutcome{err: err}
+		}
+	}()
 	if len(o.lead) == 1 {
 		err = g.write(ctx, recs)
 	} else {
@@ -105,10 +113,6 @@ func (g *groupCommit) Write(ctx context.Context, recs []schema.Record) error {
 		}
 		err = g.write(ctx, all)
 	}
-	for _, q := range o.lead[1:] {
-		q.ch <- gcOutcome{err: err}
-	}
-	g.done()
 	return err
 }
 
