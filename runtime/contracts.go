@@ -21,10 +21,12 @@ type Source interface {
 
 // Sink is what the runtime needs from a sink task.
 type Sink interface {
-	// Write applies recs, which come from one queue in order, and returns
-	// nil only once they are durably committed. Redelivered records (at or
-	// before what the sink already committed for their queue) must be
-	// harmless.
+	// Write applies recs, which come in order per queue, and returns nil
+	// only once they are durably committed (all of recs or none).
+	// Redelivered records (at or before what the sink already committed for
+	// their queue) must be harmless. A batch holds one queue, or several
+	// queues' batches of data rows that the runtime joined into one Write
+	// (groupCommit; not for a QueueSplitter).
 	Write(ctx context.Context, recs []schema.Record) error
 	Close() error
 }

@@ -57,6 +57,8 @@ type Pipeline struct {
 
 	stats   Stats
 	backlog backlogState
+	gcOnce  sync.Once
+	gc      *groupCommit
 	mOnce   sync.Once
 	m       *Metrics
 	win     atomic.Pointer[window]
@@ -250,7 +252,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 	m := p.metrics()
 	start := time.Now()
-	if err := p.Sink.Write(ctx, recs); err != nil {
+	p.gcOnce.Do(func() {
+		lanes := groupLanes
+		if qs, ok := p.Sink.(QueueSplitter); ok && qs.SplitsQueues() {
+			lanes = 0 // every batch alone
+		}
+		p.gc = newGroupCommit(p.Sink.Write, lanes)
+	})
+	if err := p.gc.Write(ctx, recs); err != nil {
 		p.stats.BatchesFailed.Add(1)
 		m.errors.Add(1)
 		return err

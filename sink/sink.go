@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +45,7 @@ type Sink struct {
 	mapped        sync.Map // schema.TableID -> error (nil: maps onto no control table)
 
 	stmts        sync.Map        // stmtKey -> statement text
+	progressCAS  *sql.Stmt       // progressCASSQL, prepared on each connection once
 	noDirectCopy map[target]bool // tables where a direct COPY met existing keys (under mu)
 
 	// testHook, when set by tests, runs at named stages inside Write's
@@ -142,6 +142,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		db.Close()
 		return nil, err
 	}
+	if s.progressCAS, err = db.PrepareContext(ctx, progressCASSQL(d, cfg.ProgressTable)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sink: prepare the progress update: %w", wrapDB(err))
+	}
 	if cfg.Transactional {
 		if err := createTable(ctx, db.DB, s.pendingDDL(), s.d.Quote(cfg.PendingTable)); err != nil {
 			db.Close()
@@ -160,6 +164,7 @@ func (s *Sink) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	_ = s.progressCAS.Close() // the pool's close says what matters
 	return s.db.Close()
 }
 
@@ -184,6 +189,11 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 		s.log.Warn("another writer applied this queue meanwhile; filtering the batch again", "queue", moved.k.String(), "progress", moved.id.String())
 	}
 }
+
+// SplitsQueues reports whether Write applies each queue of a batch in a
+// transaction of its own (runtime.QueueSplitter): in transactional mode it
+// does, so the runtime does not join queues' batches into one Write.
+func (s *Sink) SplitsQueues() bool { return s.cfg.Transactional }
 
 // maxFenceRetries bounds how often one Write refilters after another writer
 // moved a queue's progress (each time it waited for that writer's lock).
@@ -423,7 +433,8 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 	}
 	committing := false
 	err = s.inTx(ctx, func(tx *txn) error {
-		if err := s.lockProgress(ctx, tx, maxOff); err != nil {
+		fenced, err := s.lockProgress(ctx, tx, maxOff)
+		if err != nil {
 			return err
 		}
 		for i, tp := range p.tables {
@@ -447,7 +458,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 				return err
 			}
 		}
-		if err := s.saveProgress(ctx, tx, maxOff); err != nil {
+		if err := s.saveFenced(ctx, tx, maxOff, fenced); err != nil {
 			return err
 		}
 		committing = true
@@ -504,45 +515,112 @@ func (e *progressMoved) Error() string {
 	return fmt.Sprintf("sink: progress of %s moved to %s under this writer (another writer applied the queue meanwhile); the batch is filtered again", e.k, e.id)
 }
 
-// lockProgress locks the progress rows of the queues a transaction writes,
-// in a fixed order, and checks they hold what the batch was filtered
-// against. The locks serialise every writer of a queue, and the check
-// fences a stale one: without it a writer that read the progress before
-// another applied newer records would write its older versions over them.
-func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey]schema.ID) error {
-	keys := slices.SortedFunc(maps.Keys(queues), func(a, b progressKey) int {
+// lockProgress fences a stale writer of the queues a transaction writes:
+// without the fence a writer that read the progress before another
+// applied newer records would write its older versions over them. For a
+// queue whose progress this Sink knows, the fence is the transaction's
+// last statement (saveFenced: the progress row moves only from the ID the
+// batch was filtered against, in one statement that also takes the row's
+// lock, and the whole transaction rolls back when it moved); lockProgress
+// returns those queues with that ID. It locks the rows of the other
+// queues now, in a fixed order, creating missing ones, and checks them.
+func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey]schema.ID) (map[progressKey]schema.ID, error) {
+	var fenced map[progressKey]schema.ID
+	var keys []progressKey
+	s.mu.Lock()
+	for k := range queues {
+		if believed, known := s.progress[k]; known {
+			if fenced == nil {
+				fenced = map[progressKey]schema.ID{}
+			}
+			fenced[k] = believed
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(keys, func(a, b progressKey) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Broker, b.Broker), cmp.Compare(a.Queue, b.Queue))
 	})
 	sel := s.d.ProgressSelect(s.cfg.ProgressTable) + " FOR UPDATE"
 	for _, k := range keys {
-		s.mu.Lock()
-		believed, known := s.progress[k]
-		s.mu.Unlock()
+		var believed schema.ID // not known: nothing applied as far as this Sink knows
 		// A queue without a progress row gets one first ('': nothing
 		// applied), so the lock is on a row: locking a missing row takes a
 		// gap lock on MySQL, and two first writers then deadlock.
 		var text string
-		err := sql.ErrNoRows
-		if known {
+		_, err := tx.ExecContext(ctx, s.d.ProgressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, "")
+		if err == nil {
 			err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("sink: lock progress of %s: %w", k, wrapDB(err))
+		}
+		id, err := s.parseProgress(k, text)
+		if err != nil {
+			return nil, err
+		}
+		if id != believed {
+			return nil, &progressMoved{k, id}
+		}
+	}
+	return fenced, nil
+}
+
+// saveFenced saves the progress of maxOff; a queue in fenced moves only
+// from the ID given there (see lockProgress), else the transaction fails
+// with *progressMoved. One prepared statement a queue: a round trip, where
+// locking first and saving last took four with the driver's unnamed
+// statements.
+func (s *Sink) saveFenced(ctx context.Context, tx *txn, maxOff, fenced map[progressKey]schema.ID) error {
+	if len(fenced) == 0 {
+		return s.saveProgress(ctx, tx, maxOff)
+	}
+	rest := map[progressKey]schema.ID{}
+	for k, id := range maxOff {
+		believed, ok := fenced[k]
+		if !ok {
+			rest[k] = id
+			continue
+		}
+		res, err := tx.StmtContext(ctx, s.progressCAS).ExecContext(ctx, id.String(), s.cfg.Pipeline, k.stored(), k.Queue, believed.String())
+		var n int64
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil {
+			return fmt.Errorf("sink: save progress of %s: %w", k, wrapDB(err))
+		}
+		if n == 1 {
+			continue
+		}
+		// Not moved from believed: read what the row holds (with its lock).
+		// The same ID in another spelling (a new row's '') is no move.
+		var text string
+		err = tx.QueryRowContext(ctx, s.d.ProgressSelect(s.cfg.ProgressTable)+" FOR UPDATE", s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		if errors.Is(err, sql.ErrNoRows) {
-			if _, err = tx.ExecContext(ctx, s.d.ProgressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, ""); err == nil {
-				err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
-			}
+			return &progressMoved{k, schema.ID{}} // reset by hand meanwhile
 		}
 		if err != nil {
 			return fmt.Errorf("sink: lock progress of %s: %w", k, wrapDB(err))
 		}
-		id, err := s.parseProgress(k, text)
+		cur, err := s.parseProgress(k, text)
 		if err != nil {
 			return err
 		}
-		if id != believed {
-			return &progressMoved{k, id}
+		if cur != believed {
+			return &progressMoved{k, cur}
 		}
+		rest[k] = id
 	}
-	return nil
+	return s.saveProgress(ctx, tx, rest)
+}
+
+// progressCASSQL moves a queue's progress row ($4 ... in the order new ID,
+// pipeline, topic, queue, believed ID) only from the believed ID.
+func progressCASSQL(d dialect.Dialect, table string) string {
+	return "UPDATE " + d.Quote(table) + " SET last_id = " + d.Placeholder(1) + ", updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = " +
+		d.Placeholder(2) + " AND topic = " + d.Placeholder(3) + " AND queue = " + d.Placeholder(4) + " AND last_id = " + d.Placeholder(5)
 }
 
 func (s *Sink) saveProgress(ctx context.Context, tx *txn, maxOff map[progressKey]schema.ID) error {

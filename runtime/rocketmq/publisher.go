@@ -342,46 +342,52 @@ func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) err
 	return (&worker{p: p}).sendRetry(msg.Topic, q, []*primitive.Message{msg})
 }
 
-func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, error) {
+// message encodes rec as topic's message and returns it with its size
+// (messageSize's figure, counted while the properties are set rather than
+// by marshalling them once more).
+func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, int, error) {
 	key, val, err := p.cfg.Codec.Encode(rec)
 	if err != nil {
-		return nil, fmt.Errorf("rocketmq: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
+		return nil, 0, fmt.Errorf("rocketmq: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
 	}
 	schemaRef := ""
 	if p.compact != nil && rec.Op.IsData() {
 		var ok bool
 		if key, val, schemaRef, ok, err = p.compact.compact(ctx, rec, key, val); err != nil {
-			return nil, err
+			return nil, 0, err
 		} else if !ok {
 			schemaRef = ""
 		}
 	}
 	if len(val) == 0 {
-		return nil, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
+		return nil, 0, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
+	}
+	if rec.ID.IsZero() {
+		return nil, 0, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
 	}
 	msg := primitive.NewMessage(topic, val)
+	size := len(val) + len(topic)
+	set := func(k, v string) { // as msg.WithProperty, counting what MarshallProperties writes
+		if k != "" && v != "" {
+			msg.WithProperty(k, v)
+			size += len(k) + len(v) + 2
+		}
+	}
 	// KEYS feeds the broker's message index; a long key is left out of it
 	// (the broker limits a message's properties to 32 KiB in all).
 	if ks := rec.KeyString(); ks != "" && len(ks) <= maxIndexKey {
-		msg.WithKeys([]string{ks})
+		set(primitive.PropertyKeys, ks) // msg.WithKeys of one key
 	}
-	if rec.Table.Table != "" {
-		msg.WithTag(rec.Table.Table)
-	}
+	set(primitive.PropertyTags, rec.Table.Table) // msg.WithTag
 	if key != nil {
-		msg.WithProperty(KeyProperty, string(key))
+		set(KeyProperty, string(key))
 	}
 	for k, v := range rec.Headers {
-		msg.WithProperty(HeaderPropertyPrefix+k, v)
+		set(HeaderPropertyPrefix+k, v)
 	}
-	if rec.ID.IsZero() {
-		return nil, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
-	}
-	msg.WithProperty(IDProperty, rec.ID.String())
-	if schemaRef != "" {
-		msg.WithProperty(SchemaProperty, schemaRef)
-	}
-	return msg, nil
+	set(IDProperty, rec.ID.String())
+	set(SchemaProperty, schemaRef)
+	return msg, size, nil
 }
 
 // messageSize is what a message weighs against MaxMessageBytes.
@@ -393,11 +399,10 @@ func messageSize(m *primitive.Message) int {
 // when it is larger than MaxMessageBytes. A nil message and nil error mean
 // the record went to the dead-letter topic.
 func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, int, error) {
-	msg, err := p.message(ctx, rec, topic)
+	msg, size, err := p.message(ctx, rec, topic)
 	if err != nil {
 		return nil, 0, err
 	}
-	size := messageSize(msg)
 	if size <= p.cfg.MaxMessageBytes {
 		return msg, size, nil
 	}
@@ -478,7 +483,7 @@ func (p *Publisher) truncateColumns(ctx context.Context, orig *schema.Record, to
 			rec.Headers = map[string]string{}
 		}
 		rec.Headers[DroppedColumnsProperty] = strings.Join(dropped, ",")
-		msg, err := p.message(ctx, &rec, topic)
+		msg, _, err := p.message(ctx, &rec, topic)
 		if err != nil {
 			return nil, err
 		}

@@ -578,3 +578,24 @@ func TestPublisherMultiTableBarrierToEveryTopic(t *testing.T) {
 		}
 	}
 }
+
+// The size message counts while it sets the properties is messageSize's:
+// the figure max_message_bytes is checked against.
+func TestMessageSizeCountedAsMarshalled(t *testing.T) {
+	p := testPublisher(t, newFakeSender(), nil)
+	long := strings.Repeat("v", 1000)
+	for _, r := range []schema.Record{
+		rec(1, 2),
+		{Op: schema.OpCreate, Table: tbl, Key: schema.Row{int64(7)}, After: schema.Row{int64(7), int64(1)}, ID: nextTestID(),
+			Headers: map[string]string{"a": "1", "empty": "", "sluice.x": long}},
+		{Op: schema.OpDelete, Table: schema.TableID{Database: "db"}, Key: schema.Row{int64(3)}, Before: schema.Row{int64(3), int64(1)}, ID: nextTestID()},
+	} {
+		msg, size, err := p.message(context.Background(), &r, "topic_x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := messageSize(msg); size != want {
+			t.Errorf("%s record: counted %d bytes, messageSize %d (properties %q)", r.Op, size, want, msg.MarshallProperties())
+		}
+	}
+}

@@ -62,7 +62,7 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 		if !rec.Op.IsData() {
 			continue
 		}
-		m, err := p.message(ctx, rec, topic)
+		m, _, err := p.message(ctx, rec, topic)
 		if err != nil {
 			return res, err
 		}

@@ -16,6 +16,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,13 +48,15 @@ type benchOpts struct {
 	updates           float64 // updated rows as a fraction of rows
 	transport         string
 	format            string // rocketmq message format
-	liveRate          int
+	liveRates         []int
 	liveFor           time.Duration
 	debezium          string // folder of scripts/debezium-fixture; "" skips Debezium
 	jsonOut           string
 	cpuProfile        string // CPU profile of the catch-up phase
+	tracePath         string // execution trace of the catch-up phase
 	procs             string // name=pidfile,... of the servers, for CPU per process
 	timeout           time.Duration
+	warmUp            int // rocketmq: messages of a raw round trip before measuring
 }
 
 // benchEnv is where the servers are: the variables of scripts/servers.sh's
@@ -103,9 +106,10 @@ type benchReport struct {
 	SourceJSONSeconds float64         `json:"source_json_seconds"` // sluice's source and JSON converter alone
 	Debezium          *debeziumResult `json:"debezium,omitempty"`
 
-	LiveRows  int                `json:"live_rows,omitempty"`
+	LiveRows  int                `json:"live_rows,omitempty"` // of the first lag phase
 	LiveRate  int                `json:"live_rate,omitempty"`
 	LagMillis map[string]float64 `json:"lag_ms,omitempty"` // p50, p95, p99, max
+	Live      []liveResult       `json:"live,omitempty"`   // every lag phase, with its stages
 
 	// CPU is, per phase, the CPU seconds per million events of each
 	// process: "bench" is this process (sluice itself in the catch-up, the
@@ -135,14 +139,20 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.StringVar(&o.transport, "transport", "embedded", "embedded or rocketmq")
 	fs.IntVar(&o.queues, "queues", 4, "queues of the transport")
 	fs.StringVar(&o.format, "format", "json", "rocketmq message format: json or compact (schemas by reference)")
-	fs.IntVar(&o.liveRate, "live-rate", 2000, "rows/s written while measuring lag (0 skips the lag phase)")
-	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long the lag phase writes")
+	liveRate := fs.String("live-rate", "2000", "rows/s written while measuring lag, or several separated by commas, one lag phase each (0 skips the lag phase)")
+	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long each lag phase writes")
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of sluice catching up to this file")
+	fs.StringVar(&o.tracePath, "trace", "", "write an execution trace (go tool trace) of sluice catching up to this file")
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
+	fs.IntVar(&o.warmUp, "warm-up", 50000, "rocketmq: send and read back this many of the load's messages (raw client, a topic of their own) before measuring, so that no phase meets cold brokers (0 skips)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.liveRates, err = parseRates(*liveRate); err != nil {
 		return err
 	}
 	if o.rows <= 0 || o.txn <= 0 || o.updates < 0 || o.updates > 1 || o.queues <= 0 || (o.transport != "embedded" && o.transport != "rocketmq") {
@@ -239,6 +249,16 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		return nil, fmt.Errorf("bench: source with JSON: %w", err)
 	}
 
+	if o.transport == "rocketmq" && o.warmUp > 0 {
+		// Fresh brokers run their first messages at about half speed (JIT,
+		// page cache of new commit log files): whichever phase came first
+		// would pay for it.
+		log.Info("bench: warming the brokers up", "messages", min(o.warmUp, rep.Events))
+		if err := rawBroker(ctx, env, o, bcfg, start, min(o.warmUp, rep.Events), nil, nil, log); err != nil {
+			return nil, fmt.Errorf("bench: broker warm-up: %w", err)
+		}
+	}
+
 	log.Info("bench: sluice end to end", "transport", o.transport)
 	live, err := startBenchPipeline(ctx, env, o, bcfg, start, log)
 	if err != nil {
@@ -254,6 +274,11 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	stopTrace, err := startTrace(o.tracePath)
+	if err != nil {
+		stopProfile()
+		return nil, err
+	}
 	done = cpuPhase("sluice")
 	t0 = time.Now()
 	err = live.sink.await(ctx, int64(rep.Events))
@@ -262,23 +287,35 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	rep.SluiceBatches = live.sink.batches.Load()
 	rep.SluiceSinkBusy = time.Duration(live.sink.busy.Load()).Seconds()
 	stopProfile()
+	stopTrace()
 	if err != nil {
 		return nil, fmt.Errorf("bench: sluice catching up: %w (%s)", err, live.status())
 	}
 	rep.SluicePeakRSSMiB, rep.SluicePeakHeap = mem.stop()
 
-	if o.liveRate > 0 && o.liveFor > 0 {
-		log.Info("bench: lag under a steady load", "rate", o.liveRate, "for", o.liveFor)
-		live.sink.liveFrom.Store(int64(o.rows) + 1)
-		n, err := benchLive(ctx, src, o.rows, o.liveRate, o.liveFor)
+	written := 0 // rows the lag phases inserted
+	for _, rate := range o.liveRates {
+		if o.liveFor <= 0 {
+			break
+		}
+		log.Info("bench: lag under a steady load", "rate", rate, "for", o.liveFor)
+		from := int64(o.rows + written + 1)
+		live.sink.startLive(from)
+		live.trace.start(from)
+		n, err := benchLive(ctx, src, o.rows+written, rate, o.liveFor)
 		if err != nil {
 			return nil, err
 		}
-		if err := live.sink.await(ctx, int64(rep.Events+n)); err != nil {
+		written += n
+		if err := live.sink.await(ctx, int64(rep.Events+written)); err != nil {
 			return nil, fmt.Errorf("bench: sluice under live load: %w (%s)", err, live.status())
 		}
-		rep.LiveRows, rep.LiveRate = n, o.liveRate
-		rep.LagMillis = live.sink.lagPercentiles()
+		lag, committed := live.sink.liveResult()
+		res := liveResult{Rate: rate, Rows: n, LagMillis: lag, Stages: live.trace.stages(committed)}
+		rep.Live = append(rep.Live, res)
+		if rep.LagMillis == nil {
+			rep.LiveRows, rep.LiveRate, rep.LagMillis = n, rate, lag
+		}
 	}
 	live.stop()
 	if rep.Verified, err = benchVerify(ctx, src, tgt); err != nil {
@@ -287,7 +324,7 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	if o.transport == "rocketmq" {
 		// After sluice, so that the raw client's memory (the messages are
 		// built before its clock starts) is not in sluice's peak RSS.
-		if err := rawBroker(ctx, env, o, bcfg, start, rep, cpuPhase, log); err != nil {
+		if err := rawBroker(ctx, env, o, bcfg, start, rep.Events, rep, cpuPhase, log); err != nil {
 			return nil, fmt.Errorf("bench: raw broker round trip: %w", err)
 		}
 	}
@@ -429,6 +466,7 @@ type benchPipeline struct {
 	w      *runtime.Worker
 	name   string
 	sink   *countingSink
+	trace  *lagTrace
 	cancel context.CancelFunc
 	once   sync.Once
 }
@@ -483,6 +521,8 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		return nil, err
 	}
 	counting := newCountingSink()
+	trace := newLagTrace()
+	counting.trace = trace
 	quiet := log.With("component", "bench-pipeline")
 	w := runtime.NewWorker(quiet)
 	w.Add(name, nil, func(ctx context.Context) (*runtime.Pipeline, error) {
@@ -492,6 +532,10 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		}
 		counting.Sink = p.Sink
 		p.Sink = counting
+		if p.Source != nil {
+			p.Source = tracedSource{p.Source, trace}
+			p.Publisher = tracedPublisher{p.Publisher, trace}
+		}
 		return p, nil
 	})
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -499,7 +543,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		cancel()
 		return nil, err
 	}
-	return &benchPipeline{w: w, name: name, sink: counting, cancel: cancel}, nil
+	return &benchPipeline{w: w, name: name, sink: counting, trace: trace, cancel: cancel}, nil
 }
 
 // countingSink counts the data records the real sink applied and measures,
@@ -511,14 +555,24 @@ type countingSink struct {
 	batches  atomic.Int64
 	busy     atomic.Int64 // nanoseconds inside the real sink's Write
 	liveFrom atomic.Int64 // ids from here on are the live phase's; 0: none yet
+	trace    *lagTrace
 	mu       sync.Mutex
 	changed  chan struct{} // closed and replaced on every applied batch
 	lagUS    []int64
+	// committed: per live row, its source time and commit time (unix µs)
+	committed map[int64][2]int64
 }
 
 func newCountingSink() *countingSink { return &countingSink{changed: make(chan struct{})} }
 
 func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
+	if c.trace != nil {
+		c.trace.mark(recs, func(rt *rowTimes, now int64) {
+			if rt.sinkIn == 0 { // the first delivery: a redelivery waits for nothing new
+				rt.sinkIn = now
+			}
+		})
+	}
 	t0 := time.Now()
 	if err := c.Sink.Write(ctx, recs); err != nil {
 		return err
@@ -537,6 +591,9 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 			id, _ := r.After[0].(int64)
 			if created, ok := r.After[4].(int64); ok && id >= from {
 				c.lagUS = append(c.lagUS, now-created)
+				if c.committed != nil {
+					c.committed[id] = [2]int64{created, now}
+				}
 			}
 		}
 	}
@@ -546,6 +603,12 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
 	return nil
+}
+
+// SplitsQueues passes the sink's answer on (runtime.QueueSplitter).
+func (c *countingSink) SplitsQueues() bool {
+	qs, ok := c.Sink.(runtime.QueueSplitter)
+	return ok && qs.SplitsQueues()
 }
 
 // await waits until at least n data records were applied.
@@ -565,11 +628,20 @@ func (c *countingSink) await(ctx context.Context, n int64) error {
 	}
 }
 
-// lagPercentiles summarises the lag of the live phase's rows.
-func (c *countingSink) lagPercentiles() map[string]float64 {
+// startLive measures the lag of the rows from id from on.
+func (c *countingSink) startLive(from int64) {
+	c.mu.Lock()
+	c.lagUS, c.committed = nil, map[int64][2]int64{}
+	c.mu.Unlock()
+	c.liveFrom.Store(from)
+}
+
+// liveResult summarises the lag of the live phase's rows and returns each
+// row's source and commit times.
+func (c *countingSink) liveResult() (map[string]float64, map[int64][2]int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return percentilesMS(c.lagUS)
+	return percentilesMS(c.lagUS), c.committed
 }
 
 func percentilesMS(us []int64) map[string]float64 {
@@ -752,9 +824,8 @@ func printBenchReport(w io.Writer, r *benchReport) {
 			fmt.Fprintln(w)
 		}
 	}
-	if r.LagMillis != nil {
-		fmt.Fprintf(w, "\nlag from source commit to target commit, %d rows at %d rows/s: p50 %.1f ms, p95 %.1f ms, p99 %.1f ms, max %.1f ms\n",
-			r.LiveRows, r.LiveRate, r.LagMillis["p50"], r.LagMillis["p95"], r.LagMillis["p99"], r.LagMillis["max"])
+	for _, l := range r.Live {
+		printLive(w, l)
 	}
 	fmt.Fprintf(w, "\nverified: %s\n", r.Verified)
 }
@@ -880,4 +951,19 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func startTrace(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }

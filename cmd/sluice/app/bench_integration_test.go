@@ -23,7 +23,7 @@ func TestBenchSmall(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := benchOpts{rows: 3000, txn: 50, updates: 0.5, queues: 2, transport: "embedded", liveRate: 500, liveFor: time.Second}
+	o := benchOpts{rows: 3000, txn: 50, updates: 0.5, queues: 2, transport: "embedded", liveRates: []int{500}, liveFor: time.Second}
 	rep, err := runBench(ctx, env, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

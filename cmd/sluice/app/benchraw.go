@@ -19,11 +19,12 @@ import (
 )
 
 // rawBroker measures the broker's raw round trip: sluice's source reads the
-// load (before the clock), then rocketmq.RawRoundTrip sends the messages
-// sluice would send to a fresh topic and reads them back.
-func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Config, start []byte, rep *benchReport,
+// first events of the load (before the clock), then rocketmq.RawRoundTrip
+// sends the messages sluice would send to a fresh topic and reads them
+// back. With rep nil it measures nothing (the brokers' warm-up).
+func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Config, start []byte, events int, rep *benchReport,
 	cpuPhase func(string) func(), log *slog.Logger) error {
-	recs, err := benchRecords(ctx, bcfg, start, rep.Events, log)
+	recs, err := benchRecords(ctx, bcfg, start, events, log)
 	if err != nil {
 		return err
 	}
@@ -32,13 +33,18 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 		// A baseline that gives up on a busy broker measures nothing: retry
 		// longer than the publisher (whose failures restart the pipeline).
 		SendRetries: 12}
-	done := cpuPhase("raw broker")
+	done := func() {}
+	if rep != nil {
+		done = cpuPhase("raw broker")
+	}
 	rt, err := rocketmq.RawRoundTrip(ctx, cfg, topic, recs, log.With("component", "bench-raw-broker"))
 	if err != nil {
 		return err
 	}
 	done()
-	rep.RawBrokerSeconds, rep.RawBrokerBytes = rt.Elapsed.Seconds(), rt.Bytes
+	if rep != nil {
+		rep.RawBrokerSeconds, rep.RawBrokerBytes = rt.Elapsed.Seconds(), rt.Bytes
+	}
 	// The records and messages are garbage now: give their memory back.
 	recs = nil
 	goruntime.GC()

@@ -318,6 +318,12 @@ type sinkWithDeadLetter struct {
 
 func (s sinkWithDeadLetter) Close() error { return errors.Join(s.Sink.Close(), s.dl.Close()) }
 
+// SplitsQueues passes the sink's answer on (runtime.QueueSplitter).
+func (s sinkWithDeadLetter) SplitsQueues() bool {
+	qs, ok := s.Sink.(runtime.QueueSplitter)
+	return ok && qs.SplitsQueues()
+}
+
 // CheckTables passes the start check on to the sink (runtime.TableChecker).
 func (s sinkWithDeadLetter) CheckTables(ids []schema.TableID) error {
 	if c, ok := s.Sink.(runtime.TableChecker); ok {

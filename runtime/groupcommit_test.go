@@ -1,0 +1,158 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+func queueBatch(queue, n int) []schema.Record {
+	out := make([]schema.Record, n)
+	for i := range out {
+		out[i] = schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "d", Table: "t"},
+			Delivery: &schema.Delivery{Topic: "t", Queue: queue, Offset: int64(i)}}
+	}
+	return out
+}
+
+// blockingWrites records every Write and holds each until released.
+type blockingWrites struct {
+	mu      sync.Mutex
+	writes  [][]schema.Record
+	started chan struct{}
+	release chan error
+}
+
+func (b *blockingWrites) write(ctx context.Context, recs []schema.Record) error {
+	b.mu.Lock()
+	b.writes = append(b.writes, recs)
+	b.mu.Unlock()
+	b.started <- struct{}{}
+	return <-b.release
+}
+
+func waitWaiting(t *testing.T, g *groupCommit, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		w := len(g.waiting)
+		g.mu.Unlock()
+		if w == n {
+			return
+		}
+	}
+	t.Fatalf("%d batches never waited", n)
+}
+
+// While the lanes are busy, the batches of other queues wait and then go
+// in one Write, whose outcome each of them returns; a batch that is not
+// plain data (a barrier) never waits and is never joined.
+func TestGroupCommitJoinsWaitingBatches(t *testing.T) {
+	b := &blockingWrites{started: make(chan struct{}, 16), release: make(chan error, 16)}
+	g := newGroupCommit(b.write, 1)
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	go func() { errs <- g.Write(ctx, queueBatch(0, 3)) }()
+	<-b.started // queue 0 holds the lane
+	for q := 1; q <= 3; q++ {
+		go func() { errs <- g.Write(ctx, queueBatch(q, q)) }()
+	}
+	waitWaiting(t, g, 3)
+
+	barrier := []schema.Record{{Op: schema.OpTruncate, Table: schema.TableID{Database: "d", Table: "t"}, Delivery: &schema.Delivery{Topic: "t", Queue: 4}}}
+	go func() { errs <- g.Write(ctx, barrier) }()
+	<-b.started // written at once, beside the busy lane
+	b.release <- nil
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+
+	b.release <- nil // queue 0's Write ends: the three waiting go as one
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	<-b.started
+	boom := errors.New("target down")
+	b.release <- boom
+	for range 3 {
+		if err := <-errs; !errors.Is(err, boom) {
+			t.Fatalf("a joined batch returned %v, want the joined Write's error", err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.writes) != 3 {
+		t.Fatalf("%d Writes, want 3 (queue 0, the barrier, the three joined)", len(b.writes))
+	}
+	joined := b.writes[2]
+	if len(joined) != 1+2+3 {
+		t.Fatalf("joined Write holds %d records, want 6", len(joined))
+	}
+	// Each queue's records stay together and in order.
+	last := map[int]int64{}
+	for _, r := range joined {
+		if off, ok := last[r.Delivery.Queue]; ok && r.Delivery.Offset != off+1 {
+			t.Fatalf("queue %d out of order in the joined Write", r.Delivery.Queue)
+		}
+		last[r.Delivery.Queue] = r.Delivery.Offset
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running != 0 || len(g.waiting) != 0 {
+		t.Fatalf("after the Writes: %d running, %d waiting", g.running, len(g.waiting))
+	}
+}
+
+// With no lanes (a QueueSplitter sink) every batch is written alone, at
+// once.
+func TestGroupCommitOffWritesEachBatch(t *testing.T) {
+	b := &blockingWrites{started: make(chan struct{}, 16), release: make(chan error, 16)}
+	g := newGroupCommit(b.write, 0)
+	errs := make(chan error, 4)
+	for q := range 4 {
+		go func() { errs <- g.Write(context.Background(), queueBatch(q, 2)) }()
+	}
+	for range 4 {
+		<-b.started // all four run at once
+	}
+	for range 4 {
+		b.release <- nil
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A sink that applies each queue in a transaction of its own (a
+// QueueSplitter) gets every batch alone, at once, from the pipeline.
+func TestPipelineSinkSplittingQueuesIsNotJoined(t *testing.T) {
+	b := &blockingWrites{started: make(chan struct{}, 16), release: make(chan error, 16)}
+	p := &Pipeline{Sink: splitter{b}}
+	errs := make(chan error, 4)
+	for q := range 4 {
+		go func() { errs <- p.apply(context.Background(), queueBatch(q, 2)) }()
+	}
+	for range 4 {
+		<-b.started
+	}
+	for range 4 {
+		b.release <- nil
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type splitter struct{ b *blockingWrites }
+
+func (s splitter) Write(ctx context.Context, recs []schema.Record) error { return s.b.write(ctx, recs) }
+func (splitter) Close() error                                            { return nil }
+func (splitter) SplitsQueues() bool                                      { return true }
