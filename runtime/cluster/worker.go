@@ -527,4 +527,3 @@ func (w *Worker) Held() map[string]int64 {
 	}
 	return out
 }
-
