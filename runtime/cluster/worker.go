@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +74,10 @@ type hosted struct {
 	store     atomic.Pointer[FencedPositions]
 	leaving   bool // draining for a handoff or a config change
 	dropped   atomic.Bool
+	// cancelBuild ends a build still in progress; started is closed once
+	// rw.Start returned, so a stop never races the start.
+	cancelBuild context.CancelFunc
+	started     chan struct{}
 }
 
 // NewWorker returns a worker over the control tables of s.
@@ -307,7 +313,7 @@ func (w *Worker) take(ctx context.Context, d desired) (*hosted, error) {
 		return nil, err
 	}
 	w.acquired.Add(1)
-	h := &hosted{t: d.t, cfg: d.cfg, gen: d.version, restarts: d.restarts, lease: l}
+	h := &hosted{t: d.t, cfg: d.cfg, gen: d.version, restarts: d.restarts, lease: l, started: make(chan struct{})}
 	h.lastRenew.Store(start)
 	log := w.log.With("task", d.t.Name, "epoch", l.Epoch)
 	rw := runtime.NewWorker(log)
@@ -334,8 +340,11 @@ func (w *Worker) take(ctx context.Context, d desired) (*hosted, error) {
 	w.tasks[d.t.Name] = h
 	w.mu.Unlock()
 	log.Info("task acquired", "generation", d.version, "role", d.t.Role)
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h.cancelBuild = cancel
 	go func() {
-		if err := rw.Start(context.WithoutCancel(ctx), d.cfg.Name); err != nil {
+		defer close(h.started)
+		if err := rw.Start(bctx, d.cfg.Name); err != nil {
 			log.Error("task failed to start", "err", err)
 		}
 	}()
@@ -347,6 +356,8 @@ func (w *Worker) take(ctx context.Context, d desired) (*hosted, error) {
 func (w *Worker) handoff(h *hosted) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	h.cancelBuild()
+	<-h.started
 	if err := h.rw.Stop(ctx, h.cfg.Name); err != nil {
 		w.log.Warn("task did not drain in time", "task", h.t.Name, "err", err)
 	}
@@ -375,6 +386,8 @@ func (w *Worker) drop(h *hosted, why string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		h.cancelBuild()
+		<-h.started
 		_ = h.rw.Stop(ctx, h.cfg.Name)
 		w.mu.Lock()
 		if w.tasks[h.t.Name] == h {
@@ -526,4 +539,21 @@ func (w *Worker) Held() map[string]int64 {
 		out[h.t.Name] = h.lease.Epoch
 	}
 	return out
+}
+
+// WritePrometheus writes m in the Prometheus text format (the admin
+// /metrics of a worker calls it beside runtime.WritePrometheus).
+func WritePrometheus(w io.Writer, m Metrics) {
+	g := func(name, help, kind string, v float64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s{worker=%q} %s\n", name, help, name, kind, name, m.Worker, strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	g("sluice_worker_tasks_held", "Tasks whose lease this worker holds.", "gauge", float64(m.TasksHeld))
+	g("sluice_worker_live_workers", "Live workers at the last heartbeat (the database's clock).", "gauge", float64(m.LiveWorkers))
+	g("sluice_worker_fair_share", "ceil(runnable tasks / live workers) at the last heartbeat.", "gauge", float64(m.FairShare))
+	g("sluice_worker_lease_renewals_total", "Successful lease renewals.", "counter", float64(m.LeaseRenewals))
+	g("sluice_worker_lease_renew_failures_total", "Lease renewals that failed or were refused.", "counter", float64(m.LeaseRenewFailures))
+	g("sluice_worker_leases_lost_total", "Tasks dropped because their lease was lost.", "counter", float64(m.LeasesLost))
+	g("sluice_worker_leases_acquired_total", "Leases acquired.", "counter", float64(m.LeasesAcquired))
+	g("sluice_worker_handoffs_total", "Tasks handed off for being over the fair share.", "counter", float64(m.Handoffs))
+	g("sluice_worker_heartbeat_age_seconds", "Seconds since the last successful heartbeat (monotonic clock).", "gauge", m.HeartbeatAgeSeconds)
 }
