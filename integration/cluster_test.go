@@ -267,7 +267,7 @@ func (c *cluster) waitAssigned(n int, limit time.Duration) {
 			}
 		}
 		var running int
-		_ = c.coord.QueryRow("SELECT count(*) FROM "+c.prefix+"status s JOIN "+c.prefix+"leases l ON l.task = s.task AND l.holder = s.worker AND l.epoch = s.epoch WHERE l.expires_at > CURRENT_TIMESTAMP(6) AND s.state = 'RUNNING'").Scan(&running)
+		_ = c.coord.QueryRow("SELECT count(*) FROM " + c.prefix + "status s JOIN " + c.prefix + "leases l ON l.task = s.task AND l.holder = s.worker AND l.epoch = s.epoch WHERE l.expires_at > CURRENT_TIMESTAMP(6) AND s.state = 'RUNNING'").Scan(&running)
 		if live == n && running == n {
 			return
 		}
