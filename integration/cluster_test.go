@@ -471,8 +471,8 @@ func TestCluster(t *testing.T) {
 		if late != 0 {
 			t.Fatalf("the woken worker saved %d positions with its old epoch after the takeover", late)
 		}
-		if l := c.leases()[task]; l.holder == w.id {
-			t.Fatalf("the woken worker holds %s again: %+v", task, l)
+		if cur := c.leases()[task]; cur.holder == w.id && cur.epoch == l.epoch {
+			t.Fatalf("the woken worker holds %s under its old epoch: %+v", task, cur)
 		}
 		alive.failIfStopped(t)
 		select {
