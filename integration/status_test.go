@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
 )
 
 // TestStatusCaughtUpLagAndBacklog runs a pipeline against the real MariaDB
@@ -124,7 +125,8 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 			t.Errorf("paused for 2s behind the source, lag %v", st.LagSeconds)
 		}
 		rec := httpGet(t, w, "/connectors/"+cfg.Name+"/status")
-		for _, field := range []string{`"caught_up":false`, `"behind_bytes":`, `"behind_transactions":`, `"lag_seconds":`, `"snapshot":{"running":false`} {
+		for _, field := range []string{`"caught_up":false`, `"behind_bytes":`, `"behind_transactions":`, `"lag_seconds":`, `"snapshot":{"running":false`,
+			`"connector":{"state":"PAUSED"`, `"tasks":[{"id":0,"role":"source_sink","state":"PAUSED"`} {
 			if !strings.Contains(rec, field) {
 				t.Errorf("REST status lacks %s: %s", field, rec)
 			}
@@ -157,7 +159,7 @@ func httpGet(t *testing.T, w *runtime.Worker, path string) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)
-	runtime.NewRESTHandler(w, "").ServeHTTP(rec, req)
+	admin.NewHandler(&admin.Local{W: w}, "").ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body.String())
 	}

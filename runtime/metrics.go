@@ -53,7 +53,7 @@ func (m *Metrics) observeApply(d time.Duration) {
 // LagSeconds is the time between a change on the source and its application.
 func (m *Metrics) LagSeconds() float64 { return float64(m.lagMs.Load()) / 1000 }
 
-func writeCounters(w io.Writer, m *Metrics, name, help, pipeline string, by map[string]*atomic.Int64) {
+func writeCounters(w io.Writer, m *Metrics, name, help, labels string, by map[string]*atomic.Int64) {
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
 	m.mu.Lock()
 	tables := make([]string, 0, len(by))
@@ -63,20 +63,33 @@ func writeCounters(w io.Writer, m *Metrics, name, help, pipeline string, by map[
 	m.mu.Unlock()
 	sort.Strings(tables)
 	for _, t := range tables {
-		fmt.Fprintf(w, "%s{pipeline=%q,table=%q} %d\n", name, pipeline, t, m.counter(by, t).Load())
+		fmt.Fprintf(w, "%s{%s,table=%q} %d\n", name, labels, t, m.counter(by, t).Load())
 	}
 }
 
-// WritePrometheus writes the metrics of pipelines in the text exposition format.
-func WritePrometheus(w io.Writer, ps []*Pipeline) {
+// WritePrometheus writes the metrics of pipelines in the text exposition
+// format, labelled by pipeline name.
+func WritePrometheus(w io.Writer, ps []*Pipeline) { WriteTaskMetrics(w, ps, nil) }
+
+// WriteTaskMetrics is WritePrometheus for a worker hosting tasks: tasks[i]
+// (when given) adds task="..." to ps[i]'s series, since a connector's
+// source and sink tasks on one worker run pipelines of the same name.
+func WriteTaskMetrics(w io.Writer, ps []*Pipeline, tasks []string) {
+	labels := make([]string, len(ps))
+	for i, p := range ps {
+		labels[i] = fmt.Sprintf("pipeline=%q", p.Name)
+		if i < len(tasks) && tasks[i] != "" {
+			labels[i] += fmt.Sprintf(",task=%q", tasks[i])
+		}
+	}
 	for i, name := range []string{"sluice_records_in_total", "sluice_records_out_total"} {
 		help := []string{"Records read from the source, by table.", "Records applied by the sink, by table."}[i]
-		for _, p := range ps {
+		for j, p := range ps {
 			by := p.metrics().recordsIn
 			if i == 1 {
 				by = p.metrics().recordsOut
 			}
-			writeCounters(w, p.metrics(), name, help, p.Name, by)
+			writeCounters(w, p.metrics(), name, help, labels[j], by)
 		}
 	}
 	now := time.Now()
@@ -89,7 +102,7 @@ func WritePrometheus(w io.Writer, ps []*Pipeline) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
 		for i, p := range ps {
 			if v := val(i, p); v != "" {
-				fmt.Fprintf(w, "%s{pipeline=%q} %s\n", name, p.Name, v)
+				fmt.Fprintf(w, "%s{%s} %s\n", name, labels[i], v)
 			}
 		}
 	}
@@ -140,7 +153,7 @@ func WritePrometheus(w io.Writer, ps []*Pipeline) {
 		return "0"
 	})
 	fmt.Fprintf(w, "# HELP sluice_source_progress Progress a source reports, e.g. snapshot_rows, snapshot_tables_done.\n# TYPE sluice_source_progress gauge\n")
-	for _, p := range ps {
+	for i, p := range ps {
 		pr, ok := p.Source.(ProgressReporter)
 		if !ok {
 			continue
@@ -152,25 +165,25 @@ func WritePrometheus(w io.Writer, ps []*Pipeline) {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			fmt.Fprintf(w, "sluice_source_progress{pipeline=%q,name=%q} %g\n", p.Name, n, prog[n])
+			fmt.Fprintf(w, "sluice_source_progress{%s,name=%q} %g\n", labels[i], n, prog[n])
 		}
 	}
 	fmt.Fprintf(w, "# HELP sluice_errors_total Failed batches and task errors.\n# TYPE sluice_errors_total counter\n")
-	for _, p := range ps {
-		fmt.Fprintf(w, "sluice_errors_total{pipeline=%q} %d\n", p.Name, p.metrics().errors.Load())
+	for i, p := range ps {
+		fmt.Fprintf(w, "sluice_errors_total{%s} %d\n", labels[i], p.metrics().errors.Load())
 	}
 	fmt.Fprintf(w, "# HELP sluice_apply_seconds Time the sink took to apply one batch.\n# TYPE sluice_apply_seconds histogram\n")
-	for _, p := range ps {
+	for j, p := range ps {
 		m := p.metrics()
 		var cum int64
 		for i, b := range applyBounds {
 			cum += m.applyBucket[i].Load()
-			fmt.Fprintf(w, "sluice_apply_seconds_bucket{pipeline=%q,le=%q} %d\n", p.Name, trimFloat(b), cum)
+			fmt.Fprintf(w, "sluice_apply_seconds_bucket{%s,le=%q} %d\n", labels[j], trimFloat(b), cum)
 		}
 		cum += m.applyBucket[len(applyBounds)].Load()
-		fmt.Fprintf(w, "sluice_apply_seconds_bucket{pipeline=%q,le=\"+Inf\"} %d\n", p.Name, cum)
-		fmt.Fprintf(w, "sluice_apply_seconds_sum{pipeline=%q} %g\n", p.Name, float64(m.applySumUs.Load())/1e6)
-		fmt.Fprintf(w, "sluice_apply_seconds_count{pipeline=%q} %d\n", p.Name, m.applyCount.Load())
+		fmt.Fprintf(w, "sluice_apply_seconds_bucket{%s,le=\"+Inf\"} %d\n", labels[j], cum)
+		fmt.Fprintf(w, "sluice_apply_seconds_sum{%s} %g\n", labels[j], float64(m.applySumUs.Load())/1e6)
+		fmt.Fprintf(w, "sluice_apply_seconds_count{%s} %d\n", labels[j], m.applyCount.Load())
 	}
 }
 

@@ -1,35 +1,22 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
 )
 
-func fakeFactory(store *memStore, snk *fakeSink) Factory {
-	return func(context.Context) (*Pipeline, error) {
-		e := NewEmbedded(2, 4)
-		return &Pipeline{Name: "p", Source: &fakeSource{n: 300, k: 7}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store}, nil
-	}
-}
-
-func call(t *testing.T, srv *httptest.Server, method, path, token string) (int, string) {
+func call(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, srv.URL+path, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return send(t, srv, req)
-}
-
-func send(t *testing.T, srv *httptest.Server, req *http.Request) (int, string) {
-	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -39,163 +26,163 @@ func send(t *testing.T, srv *httptest.Server, req *http.Request) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func statusOf(t *testing.T, srv *httptest.Server) TaskStatus {
+func statusOf(t *testing.T, srv *httptest.Server) runtime.TaskStatus {
 	t.Helper()
 	code, body := call(t, srv, "GET", "/connectors/p/status", "")
 	if code != 200 {
 		t.Fatalf("status: %d %s", code, body)
 	}
-	var st TaskStatus
+	var st runtime.TaskStatus
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
+// TestRESTLifecycle drives a Worker's pipeline through the REST API of
+// `sluice run` (admin.Local): status in Kafka Connect's shape with the
+// pipeline's own fields at the top level, pause, resume, stop, offsets,
+// restart, metrics and health; the cluster's calls answer 405.
 func TestRESTLifecycle(t *testing.T) {
-	store := &memStore{pos: map[string][]byte{}}
-	snk := &fakeSink{seen: map[int64][]int64{}}
-	w := NewWorker(nil)
-	w.Add("p", store, fakeFactory(store, snk))
-	srv := httptest.NewServer(NewRESTHandler(w, ""))
+	f, store, applied := runtime.NewFakePipeline()
+	w := runtime.NewWorker(nil)
+	w.Add("p", store, f)
+	srv := httptest.NewServer(admin.NewHandler(&admin.Local{W: w, WorkerID: "127.0.0.1:8083"}, ""))
 	defer srv.Close()
 	if err := w.Start(context.Background(), "p"); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for snk.count() < 300 && time.Now().Before(deadline) {
+	for applied() < 300 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if st := statusOf(t, srv); st.State != StateRunning || st.RecordsApplied != 300 {
+	if st := statusOf(t, srv); st.State != runtime.StateRunning || st.RecordsApplied != 300 {
 		t.Fatalf("status %+v", st)
 	}
-	if code, _ := call(t, srv, "PUT", "/connectors/p/pause", ""); code != 204 {
+	_, body := call(t, srv, "GET", "/connectors/p/status", "")
+	var kc admin.ConnectorStatus
+	if err := json.Unmarshal([]byte(body), &kc); err != nil {
+		t.Fatal(err)
+	}
+	if kc.Name != "p" || kc.Connector.State != "RUNNING" || kc.Connector.WorkerID != "127.0.0.1:8083" || len(kc.Tasks) != 1 ||
+		kc.Tasks[0].State != "RUNNING" || kc.Tasks[0].ID != 0 || kc.Type != "source_sink" {
+		t.Fatalf("Kafka Connect status shape: %s", body)
+	}
+	for _, field := range []string{`"records_read":300`, `"lag_seconds":`, `"in_flight":`} {
+		if !strings.Contains(body, field) {
+			t.Errorf("status lacks %s: %s", field, body)
+		}
+	}
+	if code, body := call(t, srv, "GET", "/connectors", ""); code != 200 || strings.TrimSpace(body) != `["p"]` {
+		t.Fatalf("connectors: %d %s", code, body)
+	}
+	if code, body := call(t, srv, "GET", "/connectors?expand=status&expand=info", ""); code != 200 ||
+		!strings.Contains(body, `"p":{"info":{"name":"p"`) || !strings.Contains(body, `"status":{`) {
+		t.Fatalf("expand: %d %s", code, body)
+	}
+	if code, body := call(t, srv, "GET", "/connectors/p/tasks/0/status", ""); code != 200 || !strings.Contains(body, `"state":"RUNNING"`) {
+		t.Fatalf("task status: %d %s", code, body)
+	}
+	if code, _ := call(t, srv, "PUT", "/connectors/p/pause", ""); code != 202 {
 		t.Fatalf("pause: %d", code)
 	}
-	if st := statusOf(t, srv); st.State != StatePaused {
+	if st := statusOf(t, srv); st.State != runtime.StatePaused {
 		t.Fatalf("after pause: %+v", st)
 	}
-	call(t, srv, "PUT", "/connectors/p/resume", "")
-	if st := statusOf(t, srv); st.State != StateRunning {
+	if code, _ := call(t, srv, "PUT", "/connectors/p/resume", ""); code != 202 {
+		t.Fatalf("resume: %d", code)
+	}
+	if st := statusOf(t, srv); st.State != runtime.StateRunning {
 		t.Fatalf("after resume: %+v", st)
 	}
 	_, metrics := call(t, srv, "GET", "/metrics", "")
-	for _, want := range []string{`sluice_source_progress{pipeline="p",name="rows"} 300`, `sluice_records_in_total{pipeline="p",table="d.t"} 300`, `sluice_records_out_total{pipeline="p",table="d.t"} 300`, `sluice_apply_seconds_count{pipeline="p"}`} {
+	for _, want := range []string{`sluice_source_progress{pipeline="p",name="rows"} 300`, `sluice_records_in_total{pipeline="p",table="d.t"} 300`,
+		`sluice_records_out_total{pipeline="p",table="d.t"} 300`, `sluice_apply_seconds_count{pipeline="p"}`,
+		`sluice_worker_alive{worker="127.0.0.1:8083"} 1`, `sluice_worker_tasks{worker="127.0.0.1:8083"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Fatalf("metrics lack %q:\n%s", want, metrics)
 		}
 	}
-	if code, body := call(t, srv, "DELETE", "/connectors/p/offsets", ""); code != 409 || !strings.Contains(body, "stop it") {
+	if code, body := call(t, srv, "DELETE", "/connectors/p/offsets", ""); code != 409 || !strings.Contains(body, "stop it") || !strings.Contains(body, `"error_code":409`) {
 		t.Fatalf("reset while running: %d %s", code, body)
 	}
-	if code, _ := call(t, srv, "PUT", "/connectors/p/stop", ""); code != 204 {
+	if code, _ := call(t, srv, "PUT", "/connectors/p/stop", ""); code != 202 {
 		t.Fatalf("stop: %d", code)
 	}
-	if st := statusOf(t, srv); st.State != StateStopped {
+	if st := statusOf(t, srv); st.State != runtime.StateStopped {
 		t.Fatalf("after stop: %+v", st)
 	}
 	if code, body := call(t, srv, "GET", "/connectors/p/offsets", ""); code != 200 || !strings.Contains(body, `"tx-100"`) {
 		t.Fatalf("offsets: %d %s", code, body)
 	}
+	if code, body := call(t, srv, "PATCH", "/connectors/p/offsets", `{"position": "tx-50"}`); code != 204 {
+		t.Fatalf("set offsets: %d %s", code, body)
+	}
+	if code, body := call(t, srv, "GET", "/connectors/p/offsets", ""); code != 200 || !strings.Contains(body, `"tx-50"`) {
+		t.Fatalf("offsets after PATCH: %d %s", code, body)
+	}
+	if code, body := call(t, srv, "PATCH", "/connectors/p/offsets", `{}`); code != 400 {
+		t.Fatalf("PATCH without a position: %d %s", code, body)
+	}
 	if code, _ := call(t, srv, "GET", "/connectors/nope/status", ""); code != 404 {
 		t.Fatalf("unknown pipeline: %d", code)
+	}
+	if code, _ := call(t, srv, "PUT", "/connectors/nope/pause", ""); code != 404 {
+		t.Fatalf("pause of an unknown pipeline: %d", code)
+	}
+	if code, body := call(t, srv, "PUT", "/connectors/p/pause", ""); code != 409 || !strings.Contains(body, "not running") {
+		t.Fatalf("pause while stopped: %d %s", code, body)
 	}
 	if code, _ := call(t, srv, "GET", "/health", ""); code != 200 {
 		t.Fatalf("health: %d", code)
 	}
-}
-
-func TestRESTTokenAndLoopbackRule(t *testing.T) {
-	w := NewWorker(nil)
-	srv := httptest.NewServer(NewRESTHandler(w, "s3cret"))
-	defer srv.Close()
-	if code, _ := call(t, srv, "GET", "/connectors", ""); code != 401 {
-		t.Fatalf("no token: %d", code)
-	}
-	if code, _ := call(t, srv, "GET", "/connectors", "s3cret"); code != 200 {
-		t.Fatalf("with token: %d", code)
-	}
-	_, _, err := ServeREST(context.Background(), RESTConfig{Addr: "0.0.0.0:0"}, w)
-	if !errors.Is(err, ErrConfig) {
-		t.Fatalf("non-loopback without token: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addr, errc, err := ServeREST(ctx, RESTConfig{Addr: "127.0.0.1:0"}, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get("http://" + addr.String() + "/health")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("health over loopback: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	cancel()
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestRESTLoopbackHostAndOrigin: without a token, a request that a web page
-// could send after DNS rebinding (its own name in Host, its origin in
-// Origin) is refused; requests addressed to a loopback name pass.
-func TestRESTLoopbackHostAndOrigin(t *testing.T) {
-	w := NewWorker(nil)
-	srv := httptest.NewServer(NewRESTHandler(w, ""))
-	defer srv.Close()
-	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
-	do := func(method, host, origin string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, srv.URL+"/connectors", nil)
-		req.Host = host
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
-		return send(t, srv, req)
-	}
-	for _, c := range []struct {
-		host, origin string
-		want         int
-	}{
-		{"127.0.0.1:" + port, "", 200},
-		{"localhost:" + port, "", 200},
-		{"LOCALHOST:" + port, "", 200},
-		{"[::1]:" + port, "", 200},
-		{"127.0.0.1:" + port, "http://localhost:3000", 200},
-		{"127.0.0.1:" + port, "http://127.0.0.1:" + port, 200},
-		{"evil.example:" + port, "", 403},
-		{"evil.example:" + port, "http://evil.example:" + port, 403},
-		{"127.0.0.1.nip.io:" + port, "", 403},
-		{"localhost.evil.example:" + port, "", 403},
-		{"127.0.0.1:1", "", 403},
-		{"127.0.0.1", "", 403},
-		{"127.0.0.1:" + port, "http://evil.example", 403},
-		{"127.0.0.1:" + port, "null", 403},
-		{"localhost:" + port, "file://", 403},
+	// The cluster's calls: 405, pointing at sluice worker.
+	for _, c := range [][3]string{
+		{"POST", "/connectors", `{"name": "q", "config": {}}`},
+		{"PUT", "/connectors/p/config", `{}`},
+		{"DELETE", "/connectors/p", ""},
+		{"GET", "/connectors/p/config", ""},
 	} {
-		code, body := do("GET", c.host, c.origin)
-		if code != c.want {
-			t.Errorf("Host %q Origin %q: %d %s, want %d", c.host, c.origin, code, body, c.want)
-		}
-		if code == 403 && !strings.Contains(body, "SLUICE_REST_TOKEN") {
-			t.Errorf("Host %q Origin %q: the refusal does not say what to do: %s", c.host, c.origin, body)
+		if code, body := call(t, srv, c[0], c[1], c[2]); code != 405 || !strings.Contains(body, "sluice") {
+			t.Errorf("%s %s: %d %s, want 405", c[0], c[1], code, body)
 		}
 	}
-	// A state-changing call from a rebinding page is refused as well.
-	if code, _ := do("PUT", "evil.example:"+port, "http://evil.example:"+port); code != 403 {
-		t.Errorf("PUT from a foreign origin: %d", code)
+	if code, _ := call(t, srv, "POST", "/connectors/p/restart", ""); code != 204 {
+		t.Fatalf("restart: %d", code)
 	}
-	// With a token the name does not matter: the token is the guard.
-	tsrv := httptest.NewServer(NewRESTHandler(w, "s3cret"))
-	defer tsrv.Close()
-	req, _ := http.NewRequest("GET", tsrv.URL+"/connectors", nil)
-	req.Host = "sluice.internal:8083"
-	req.Header.Set("Authorization", "Bearer s3cret")
-	resp, err := tsrv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if st := statusOf(t, srv); st.State != runtime.StateRunning {
+		t.Fatalf("after restart: %+v", st)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("with token and another Host: %d", resp.StatusCode)
+	_ = w.StopAll(context.Background())
+}
+
+// TestTaskMetricsLabels: a worker hosting two tasks of one connector (their
+// pipelines share the name) writes each series once per task.
+func TestTaskMetricsLabels(t *testing.T) {
+	f, _, _ := runtime.NewFakePipeline()
+	a, _ := f(context.Background())
+	b, _ := f(context.Background())
+	var sb strings.Builder
+	runtime.WriteTaskMetrics(&sb, []*runtime.Pipeline{a, b}, []string{"p/source", "p/sink-1"})
+	seen := map[string]bool{}
+	for _, line := range strings.Split(sb.String(), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, _, _ := strings.Cut(line, " ")
+		if seen[series] {
+			t.Errorf("series %s twice", series)
+		}
+		seen[series] = true
+	}
+	for _, want := range []string{`sluice_up{pipeline="p",task="p/source"}`, `sluice_up{pipeline="p",task="p/sink-1"}`, `sluice_apply_seconds_bucket{pipeline="p",task="p/sink-1",le="+Inf"}`} {
+		if !seen[want] {
+			t.Errorf("no series %s:\n%s", want, sb.String())
+		}
+	}
+	sb.Reset()
+	runtime.WritePrometheus(&sb, []*runtime.Pipeline{a})
+	if !strings.Contains(sb.String(), "sluice_up{pipeline=\"p\"} 0\n") {
+		t.Errorf("WritePrometheus lost its labels:\n%s", sb.String())
 	}
 }

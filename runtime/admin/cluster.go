@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // Errors a Cluster returns; the API maps them to HTTP codes.
@@ -18,6 +19,10 @@ var (
 	ErrConflict = errors.New("changed concurrently, retry")   // 409 (a lost compare-and-set)
 	ErrReadOnly = errors.New("not supported by this process") // 405 (e.g. POST /connectors on `sluice run`)
 )
+
+// ErrState (409): not possible in the connector's current state, e.g. an
+// offset reset while it runs, a pause of a stopped one.
+var ErrState = errors.New("not possible in the connector's current state")
 
 // ConnectorInfo is a connector's stored definition. Config is the
 // connector's document (the same keys as a `sluice run` YAML file) as a
@@ -67,6 +72,33 @@ type ConnectorStatus struct {
 	Connector ConnectorState `json:"connector"`
 	Tasks     []TaskState    `json:"tasks"`
 	Type      string         `json:"type"`
+	// Extra, a JSON object, adds its members at the top level of the
+	// body (the single process: its counters, position, lag, backlog and
+	// snapshot progress); the members above win a clash.
+	Extra json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the status with Extra's members merged in.
+func (s ConnectorStatus) MarshalJSON() ([]byte, error) {
+	type plain ConnectorStatus
+	b, err := json.Marshal(plain(s))
+	if err != nil || len(s.Extra) == 0 {
+		return b, err
+	}
+	var base, extra map[string]json.RawMessage
+	if err := json.Unmarshal(b, &base); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(s.Extra, &extra); err != nil {
+		return nil, fmt.Errorf("status of %s: extra fields are not a JSON object: %w", s.Name, err)
+	}
+	if extra == nil { // Extra was null
+		return b, nil
+	}
+	for k, v := range base {
+		extra[k] = v
+	}
+	return json.Marshal(extra)
 }
 
 // WorkerInfo is one live or recently seen worker.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/sink"
 )
 
@@ -121,7 +122,9 @@ func cmdRun(args []string, log *slog.Logger) error {
 	w := runtime.NewWorker(log)
 	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
 	if *rest != "" {
-		addr, _, err := runtime.ServeREST(ctx, runtime.RESTConfig{Addr: *rest, Token: os.Getenv("SLUICE_REST_TOKEN")}, w)
+		token := os.Getenv("SLUICE_REST_TOKEN")
+		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only]}, token)
+		addr, _, err := admin.Serve(ctx, *rest, token, api)
 		if err != nil {
 			return err
 		}

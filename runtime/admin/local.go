@@ -1,0 +1,196 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+// Local is the Cluster of one process (`sluice run`): the pipelines of one
+// runtime.Worker, each one connector with the one task 0. Its connectors
+// come from the config file, so create, delete and config changes answer
+// ErrReadOnly; it adds stop, offsets, metrics and health.
+type Local struct {
+	W        *runtime.Worker
+	WorkerID string // shown as worker_id, e.g. the REST address; default "local"
+	// Type is the connectors' type: "source" (--only source), "sink"
+	// (--only sink) or, by default, "source_sink" (both sides in one process).
+	Type string
+}
+
+var (
+	_ Cluster       = (*Local)(nil)
+	_ Stopper       = (*Local)(nil)
+	_ Offsets       = (*Local)(nil)
+	_ MetricsWriter = (*Local)(nil)
+	_ HealthChecker = (*Local)(nil)
+)
+
+// errRunReadOnly says where the operations of a cluster are.
+var errRunReadOnly = fmt.Errorf("sluice run hosts the pipeline of its config file: edit the file and restart it, or run a cluster with `sluice worker` to manage connectors through this API: %w", ErrReadOnly)
+
+func (l *Local) workerID() string {
+	if l.WorkerID == "" {
+		return "local"
+	}
+	return l.WorkerID
+}
+
+func (l *Local) connType() string {
+	if l.Type == "" {
+		return "source_sink"
+	}
+	return l.Type
+}
+
+// classify marks the worker's errors for the API: an unknown name is
+// ErrNotFound, a refused lifecycle step ErrState; the message stays the
+// worker's.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, runtime.ErrUnknownPipeline):
+		return marked{err, ErrNotFound}
+	default:
+		return marked{err, ErrState}
+	}
+}
+
+type marked struct{ err, class error }
+
+func (m marked) Error() string   { return m.err.Error() }
+func (m marked) Unwrap() []error { return []error{m.err, m.class} }
+
+func (l *Local) known(name string) error {
+	for _, n := range l.W.Names() {
+		if n == name {
+			return nil
+		}
+	}
+	return classify(fmt.Errorf("%w %q", runtime.ErrUnknownPipeline, name))
+}
+
+// Connectors lists the pipelines.
+func (l *Local) Connectors(context.Context) ([]string, error) { return l.W.Names(), nil }
+
+// Create is not possible here.
+func (l *Local) Create(context.Context, string, json.RawMessage) (ConnectorInfo, error) {
+	return ConnectorInfo{}, errRunReadOnly
+}
+
+// Connector describes a pipeline; its config is its file's (not served).
+func (l *Local) Connector(_ context.Context, name string) (ConnectorInfo, error) {
+	if err := l.known(name); err != nil {
+		return ConnectorInfo{}, err
+	}
+	return ConnectorInfo{Name: name, Tasks: []TaskID{{Connector: name, Task: 0}}, Type: l.connType()}, nil
+}
+
+// PutConfig is not possible here.
+func (l *Local) PutConfig(context.Context, string, json.RawMessage) (ConnectorInfo, bool, error) {
+	return ConnectorInfo{}, false, errRunReadOnly
+}
+
+// Delete is not possible here.
+func (l *Local) Delete(context.Context, string) error { return errRunReadOnly }
+
+// Status is Kafka Connect's shape with the pipeline's runtime.TaskStatus
+// (counters, position, lag, backlog, snapshot) at the top level.
+func (l *Local) Status(_ context.Context, name string) (ConnectorStatus, error) {
+	st, err := l.W.Status(name)
+	if err != nil {
+		return ConnectorStatus{}, classify(err)
+	}
+	extra, err := json.Marshal(st)
+	if err != nil {
+		return ConnectorStatus{}, err
+	}
+	state := string(st.State)
+	return ConnectorStatus{
+		Name:      name,
+		Connector: ConnectorState{State: state, WorkerID: l.workerID()},
+		Tasks:     []TaskState{{ID: 0, Role: l.connType(), State: state, WorkerID: l.workerID(), Trace: st.LastError}},
+		Type:      l.connType(),
+		Extra:     extra,
+	}, nil
+}
+
+// Tasks is the one task.
+func (l *Local) Tasks(_ context.Context, name string) ([]TaskInfo, error) {
+	if err := l.known(name); err != nil {
+		return nil, err
+	}
+	return []TaskInfo{{ID: TaskID{Connector: name, Task: 0}, Role: l.connType()}}, nil
+}
+
+// Pause stops reading the source.
+func (l *Local) Pause(_ context.Context, name string) error { return classify(l.W.Pause(name)) }
+
+// Resume undoes Pause.
+func (l *Local) Resume(_ context.Context, name string) error { return classify(l.W.Resume(name)) }
+
+// Restart rebuilds the pipeline; it also starts a stopped, failed or finished one.
+func (l *Local) Restart(ctx context.Context, name string) error {
+	return classify(l.W.Restart(ctx, name))
+}
+
+// Stop drains and stops the pipeline; the process stays up.
+func (l *Local) Stop(ctx context.Context, name string) error { return classify(l.W.Stop(ctx, name)) }
+
+// Offset reads the saved source position.
+func (l *Local) Offset(ctx context.Context, name string) (string, error) {
+	stored, err := l.W.Position(ctx, name)
+	if err != nil {
+		return "", classify(err)
+	}
+	return string(runtime.SourcePosition(stored)), nil
+}
+
+// SetOffset resets ("") or sets the position of a stopped pipeline.
+func (l *Local) SetOffset(ctx context.Context, name, position string) error {
+	var pos []byte
+	if position != "" {
+		pos = []byte(position)
+	}
+	return classify(l.W.ResetPosition(ctx, name, pos))
+}
+
+// Validate is `sluice validate` here.
+func (l *Local) Validate(context.Context, string, json.RawMessage) (Validation, error) {
+	return Validation{}, fmt.Errorf("check a config file with `sluice validate --config FILE`; a `sluice worker` validates through this API: %w", ErrReadOnly)
+}
+
+// Plugins is not served here.
+func (l *Local) Plugins(context.Context) ([]Plugin, error) {
+	return nil, fmt.Errorf("connector plugins are listed by a `sluice worker`: %w", ErrReadOnly)
+}
+
+// Workers is this process, holding its running pipelines.
+func (l *Local) Workers(context.Context) ([]WorkerInfo, error) {
+	tasks := []string{}
+	for _, n := range l.W.Names() {
+		if st, err := l.W.Status(n); err == nil && (st.State == runtime.StateRunning || st.State == runtime.StatePaused || st.State == runtime.StateRestarting) {
+			tasks = append(tasks, n)
+		}
+	}
+	return []WorkerInfo{{ID: l.workerID(), LastHeartbeat: time.Now().UTC().Format(time.RFC3339), Alive: true, Tasks: tasks}}, nil
+}
+
+// WriteMetrics writes the per-pipeline series.
+func (l *Local) WriteMetrics(w io.Writer) { runtime.WritePrometheus(w, l.W.Pipelines()) }
+
+// Health is "failed" while a pipeline is FAILED.
+func (l *Local) Health(context.Context) Health {
+	for _, n := range l.W.Names() {
+		if st, _ := l.W.Status(n); st.State == runtime.StateFailed {
+			return Health{Status: "failed", Pipeline: n, Error: st.LastError}
+		}
+	}
+	return Health{Status: "ok"}
+}

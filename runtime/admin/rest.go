@@ -1,0 +1,645 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+// Optional capabilities of a Cluster; the API serves their endpoints only
+// when the Cluster has them (405 otherwise).
+type (
+	// Stopper serves PUT /connectors/{name}/stop.
+	Stopper interface {
+		Stop(ctx context.Context, name string) error
+	}
+	// Offsets serves GET, DELETE and PATCH /connectors/{name}/offsets: the
+	// saved source position as text; SetOffset with "" removes it.
+	Offsets interface {
+		Offset(ctx context.Context, name string) (string, error)
+		SetOffset(ctx context.Context, name, position string) error
+	}
+	// MetricsWriter writes the process' own series for GET /metrics in the
+	// Prometheus text format (per pipeline and per task it hosts).
+	MetricsWriter interface {
+		WriteMetrics(w io.Writer)
+	}
+	// HealthChecker decides GET /health; without it, /health is 200 while
+	// the Cluster can list its connectors.
+	HealthChecker interface {
+		Health(ctx context.Context) Health
+	}
+)
+
+// Health is the body of GET /health: 200 when Status is "ok", else 503.
+type Health struct {
+	Status   string `json:"status"`             // "ok" or "failed"
+	Pipeline string `json:"pipeline,omitempty"` // the failed connector
+	Error    string `json:"error,omitempty"`
+}
+
+// maxBody bounds every request body; bodyTimeout is how long it may take
+// to arrive.
+const maxBody = 1 << 20
+
+var bodyTimeout = 30 * time.Second
+
+// lifecycleTimeout bounds a stop or restart called through the API.
+const lifecycleTimeout = time.Minute
+
+// NewHandler returns the API over c, shaped like Kafka Connect's:
+//
+//	GET    /connectors                          names; ?expand=status and/or ?expand=info: a map by name
+//	POST   /connectors                          {"name": ..., "config": {...}}: 201 and the ConnectorInfo
+//	GET    /connectors/{name}                   ConnectorInfo
+//	GET    /connectors/{name}/config            the config document
+//	PUT    /connectors/{name}/config            create (201) or replace (200) it
+//	DELETE /connectors/{name}                   204
+//	GET    /connectors/{name}/status            connector and task states, where they run
+//	GET    /connectors/{name}/tasks             the tasks and their configs
+//	GET    /connectors/{name}/tasks/{id}/status one task's state
+//	PUT    /connectors/{name}/pause|resume|stop 202
+//	POST   /connectors/{name}/restart           204; ?includeTasks=true or ?onlyFailed=true: 202 and the status
+//	GET    /connectors/{name}/offsets           {"position": "..."} (Offsets)
+//	DELETE /connectors/{name}/offsets           reset it (Offsets)
+//	PATCH  /connectors/{name}/offsets           set it: {"position": "..."} (Offsets)
+//	GET    /connector-plugins                   the connector types
+//	PUT    /connector-plugins/{type}/config/validate
+//	GET    /workers                             the workers and the tasks they hold
+//	GET    /metrics                             Prometheus text format
+//	GET    /health                              200, or 503
+//
+// Errors answer {"error_code": N, "message": "..."} as Kafka Connect does.
+// Every config it answers with has its secrets masked (RedactConfig).
+// With a token every request must carry Authorization: Bearer <token>;
+// without one only requests addressed to a loopback name pass.
+func NewHandler(c Cluster, token string) http.Handler {
+	a := &api{c: c}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /connectors", a.list)
+	mux.HandleFunc("POST /connectors", a.create)
+	mux.HandleFunc("GET /connectors/{name}", a.info)
+	mux.HandleFunc("DELETE /connectors/{name}", func(rw http.ResponseWriter, r *http.Request) {
+		respond(rw, http.StatusNoContent, nil, c.Delete(r.Context(), r.PathValue("name")))
+	})
+	mux.HandleFunc("GET /connectors/{name}/config", func(rw http.ResponseWriter, r *http.Request) {
+		info, err := c.Connector(r.Context(), r.PathValue("name"))
+		if err == nil && info.Config == nil {
+			err = fmt.Errorf("this process keeps no config document for %s (sluice run reads its file): %w", info.Name, ErrReadOnly)
+		}
+		respond(rw, http.StatusOK, RedactConfig(info.Config), err)
+	})
+	mux.HandleFunc("PUT /connectors/{name}/config", a.putConfig)
+	mux.HandleFunc("GET /connectors/{name}/status", func(rw http.ResponseWriter, r *http.Request) {
+		st, err := c.Status(r.Context(), r.PathValue("name"))
+		st.Tasks = nonNil(st.Tasks)
+		respond(rw, http.StatusOK, st, err)
+	})
+	mux.HandleFunc("GET /connectors/{name}/tasks", func(rw http.ResponseWriter, r *http.Request) {
+		ts, err := c.Tasks(r.Context(), r.PathValue("name"))
+		respond(rw, http.StatusOK, redactTasks(ts), err)
+	})
+	mux.HandleFunc("GET /connectors/{name}/tasks/{id}/status", a.taskStatus)
+	mux.HandleFunc("PUT /connectors/{name}/pause", func(rw http.ResponseWriter, r *http.Request) {
+		respond(rw, http.StatusAccepted, nil, c.Pause(r.Context(), r.PathValue("name")))
+	})
+	mux.HandleFunc("PUT /connectors/{name}/resume", func(rw http.ResponseWriter, r *http.Request) {
+		respond(rw, http.StatusAccepted, nil, c.Resume(r.Context(), r.PathValue("name")))
+	})
+	mux.HandleFunc("PUT /connectors/{name}/stop", func(rw http.ResponseWriter, r *http.Request) {
+		s, ok := c.(Stopper)
+		if !ok {
+			respond(rw, 0, nil, fmt.Errorf("stop: %w", ErrReadOnly))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
+		defer cancel()
+		respond(rw, http.StatusAccepted, nil, s.Stop(ctx, r.PathValue("name")))
+	})
+	mux.HandleFunc("POST /connectors/{name}/restart", a.restart)
+	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
+	mux.HandleFunc("DELETE /connectors/{name}/offsets", a.offsets)
+	mux.HandleFunc("PATCH /connectors/{name}/offsets", a.offsets)
+	mux.HandleFunc("GET /connector-plugins", func(rw http.ResponseWriter, r *http.Request) {
+		ps, err := c.Plugins(r.Context())
+		respond(rw, http.StatusOK, nonNil(ps), err)
+	})
+	mux.HandleFunc("PUT /connector-plugins/{type}/config/validate", a.validate)
+	mux.HandleFunc("GET /workers", func(rw http.ResponseWriter, r *http.Request) {
+		ws, err := c.Workers(r.Context())
+		respond(rw, http.StatusOK, nonNil(ws), err)
+	})
+	mux.HandleFunc("GET /metrics", a.metrics)
+	mux.HandleFunc("GET /health", a.health)
+	h := bounded(errorBodies(mux))
+	if token == "" {
+		return loopbackOnly(h)
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeError(rw, http.StatusUnauthorized, "send Authorization: Bearer <token>")
+			return
+		}
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// requestTimeout bounds every call into the Cluster (a coordinator that
+// hangs answers 504 rather than holding the request); above lifecycleTimeout.
+var requestTimeout = lifecycleTimeout + 10*time.Second
+
+func bounded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		next.ServeHTTP(rw, r.WithContext(ctx))
+	})
+}
+
+// errorBodies answers the requests no pattern matches (404, 405 with its
+// Allow header) with Kafka Connect's error body instead of the mux's text.
+func errorBodies(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(rw, r)
+			return
+		}
+		c := &codeOnly{header: http.Header{}}
+		h.ServeHTTP(c, r)
+		if allow := c.header.Get("Allow"); allow != "" {
+			rw.Header().Set("Allow", allow)
+		}
+		switch {
+		case c.code == http.StatusMethodNotAllowed:
+			writeError(rw, c.code, fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, c.header.Get("Allow")))
+		case c.code >= 300 && c.code < 400: // the mux's redirect to a clean path
+			rw.Header().Set("Location", c.header.Get("Location"))
+			rw.WriteHeader(c.code)
+		default:
+			writeError(rw, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
+		}
+	})
+}
+
+// codeOnly keeps the status and headers a handler writes, not its body.
+type codeOnly struct {
+	header http.Header
+	code   int
+}
+
+func (c *codeOnly) Header() http.Header { return c.header }
+func (c *codeOnly) Write(b []byte) (int, error) {
+	if c.code == 0 {
+		c.code = http.StatusOK
+	}
+	return len(b), nil
+}
+func (c *codeOnly) WriteHeader(code int) {
+	if c.code == 0 {
+		c.code = code
+	}
+}
+
+type api struct{ c Cluster }
+
+func (a *api) list(rw http.ResponseWriter, r *http.Request) {
+	names, err := a.c.Connectors(r.Context())
+	if err != nil {
+		respond(rw, 0, nil, err)
+		return
+	}
+	var status, info bool
+	for _, e := range r.URL.Query()["expand"] {
+		switch e {
+		case "status":
+			status = true
+		case "info":
+			info = true
+		default:
+			writeError(rw, http.StatusBadRequest, fmt.Sprintf("expand=%q: say expand=status or expand=info", e))
+			return
+		}
+	}
+	if !status && !info {
+		writeJSON(rw, http.StatusOK, nonNil(names))
+		return
+	}
+	out := make(map[string]map[string]any, len(names))
+	for _, n := range names {
+		e := map[string]any{}
+		if status {
+			st, err := a.c.Status(r.Context(), n)
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted meanwhile
+			} else if err != nil {
+				respond(rw, 0, nil, err)
+				return
+			}
+			e["status"] = st
+		}
+		if info {
+			ci, err := a.c.Connector(r.Context(), n)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			} else if err != nil {
+				respond(rw, 0, nil, err)
+				return
+			}
+			e["info"] = redactInfo(ci)
+		}
+		out[n] = e
+	}
+	writeJSON(rw, http.StatusOK, out)
+}
+
+func (a *api) create(rw http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Name   string          `json:"name"`
+		Config json.RawMessage `json:"config"`
+	}
+	if err := decodeBody(rw, r, &body); err != nil {
+		writeError(rw, http.StatusBadRequest, err.Error()+`: send {"name": "...", "config": {...}}`)
+		return
+	}
+	if msg := checkName(body.Name); msg != "" {
+		writeError(rw, http.StatusBadRequest, msg)
+		return
+	}
+	if !isObject(body.Config) {
+		writeError(rw, http.StatusBadRequest, `"config" must be a JSON object: send {"name": "...", "config": {...}}`)
+		return
+	}
+	info, err := a.c.Create(r.Context(), body.Name, body.Config)
+	respond(rw, http.StatusCreated, redactInfo(info), err)
+}
+
+func (a *api) info(rw http.ResponseWriter, r *http.Request) {
+	info, err := a.c.Connector(r.Context(), r.PathValue("name"))
+	respond(rw, http.StatusOK, redactInfo(info), err)
+}
+
+func (a *api) putConfig(rw http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if msg := checkName(name); msg != "" {
+		writeError(rw, http.StatusBadRequest, msg)
+		return
+	}
+	var cfg json.RawMessage
+	if err := decodeBody(rw, r, &cfg); err != nil || !isObject(cfg) {
+		writeError(rw, http.StatusBadRequest, "send the connector's config as a JSON object")
+		return
+	}
+	if old, err := a.c.Connector(r.Context(), name); err == nil {
+		cfg = Unmask(cfg, old.Config) // a config read here and put back keeps its secrets
+	}
+	info, created, err := a.c.PutConfig(r.Context(), name, cfg)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	respond(rw, code, redactInfo(info), err)
+}
+
+// restart restarts a connector; with onlyFailed=true only when it or one
+// of its tasks FAILED. With either parameter it answers 202 and the status,
+// as Kafka Connect does.
+func (a *api) restart(rw http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	flag := func(key string) (bool, bool) {
+		v := r.URL.Query().Get(key)
+		if v == "" {
+			return false, true
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(rw, http.StatusBadRequest, fmt.Sprintf("%s=%q: say true or false", key, v))
+		}
+		return b, err == nil
+	}
+	includeTasks, ok := flag("includeTasks")
+	if !ok {
+		return
+	}
+	onlyFailed, ok := flag("onlyFailed")
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
+	defer cancel()
+	restart := true
+	if onlyFailed {
+		st, err := a.c.Status(ctx, name)
+		if err != nil {
+			respond(rw, 0, nil, err)
+			return
+		}
+		restart = st.Connector.State == "FAILED"
+		for _, t := range st.Tasks {
+			restart = restart || t.State == "FAILED"
+		}
+	}
+	if restart {
+		if err := a.c.Restart(ctx, name); err != nil {
+			respond(rw, 0, nil, err)
+			return
+		}
+	}
+	if !includeTasks && !onlyFailed {
+		rw.WriteHeader(http.StatusNoContent)
+		return
+	}
+	st, err := a.c.Status(ctx, name)
+	respond(rw, http.StatusAccepted, st, err)
+}
+
+func (a *api) taskStatus(rw http.ResponseWriter, r *http.Request) {
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil || id < 0 {
+		writeError(rw, http.StatusBadRequest, fmt.Sprintf("task id %q is not a number", r.PathValue("id")))
+		return
+	}
+	st, err := a.c.Status(r.Context(), r.PathValue("name"))
+	if err != nil {
+		respond(rw, 0, nil, err)
+		return
+	}
+	for _, t := range st.Tasks {
+		if t.ID == id {
+			writeJSON(rw, http.StatusOK, t)
+			return
+		}
+	}
+	writeError(rw, http.StatusNotFound, fmt.Sprintf("connector %s has no task %d", st.Name, id))
+}
+
+func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
+	o, ok := a.c.(Offsets)
+	if !ok {
+		respond(rw, 0, nil, fmt.Errorf("offsets: %w", ErrReadOnly))
+		return
+	}
+	name := r.PathValue("name")
+	switch r.Method {
+	case http.MethodGet:
+		pos, err := o.Offset(r.Context(), name)
+		respond(rw, http.StatusOK, map[string]string{"position": pos}, err)
+	case http.MethodDelete:
+		respond(rw, http.StatusNoContent, nil, o.SetOffset(r.Context(), name, ""))
+	default:
+		var body struct {
+			Position string `json:"position"`
+		}
+		if err := decodeBody(rw, r, &body); err != nil || body.Position == "" {
+			writeError(rw, http.StatusBadRequest, `send {"position": "<position text>"}`)
+			return
+		}
+		respond(rw, http.StatusNoContent, nil, o.SetOffset(r.Context(), name, body.Position))
+	}
+}
+
+func (a *api) validate(rw http.ResponseWriter, r *http.Request) {
+	var cfg json.RawMessage
+	if err := decodeBody(rw, r, &cfg); err != nil || !isObject(cfg) {
+		writeError(rw, http.StatusBadRequest, "send the config to validate as a JSON object")
+		return
+	}
+	v, err := a.c.Validate(r.Context(), r.PathValue("type"), cfg)
+	respond(rw, http.StatusOK, redactValidation(v), err)
+}
+
+func (a *api) metrics(rw http.ResponseWriter, r *http.Request) {
+	rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	if m, ok := a.c.(MetricsWriter); ok {
+		m.WriteMetrics(rw)
+	}
+	if m, ok := a.c.(WorkerMetricsReporter); ok {
+		WriteSelfMetrics(rw, m.WorkerMetrics())
+	}
+	if ws, err := a.c.Workers(r.Context()); err == nil && len(ws) > 0 {
+		WriteWorkerMetrics(rw, ws)
+	}
+}
+
+func (a *api) health(rw http.ResponseWriter, r *http.Request) {
+	var h Health
+	if hc, ok := a.c.(HealthChecker); ok {
+		h = hc.Health(r.Context())
+	} else if _, err := a.c.Connectors(r.Context()); err != nil {
+		h = Health{Status: "failed", Error: err.Error()}
+	} else {
+		h = Health{Status: "ok"}
+	}
+	code := http.StatusOK
+	if h.Status != "ok" {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(rw, code, h)
+}
+
+// decodeBody reads one JSON value from a size-limited body into v and
+// refuses trailing data.
+func decodeBody(rw http.ResponseWriter, r *http.Request, v any) error {
+	// The body must arrive in bodyTimeout. Not the server's ReadTimeout:
+	// its deadline outlives the read and cancels the context of a handler
+	// that runs longer (a stop draining its pipeline).
+	rc := http.NewResponseController(rw)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout)) // unsupported by test recorders
+	dec := json.NewDecoder(http.MaxBytesReader(rw, r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		// Do not wait for the rest of a body that failed: close the
+		// connection after the answer.
+		rw.Header().Set("Connection", "close")
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("the body exceeds %d bytes", maxBody)
+		}
+		return fmt.Errorf("the body is not the JSON expected (%v)", err)
+	}
+	if dec.More() {
+		rw.Header().Set("Connection", "close")
+		return errors.New("the body has data after its JSON value")
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	return nil
+}
+
+func isObject(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 1 && b[0] == '{'
+}
+
+// checkName returns why a connector name is refused, or "".
+func checkName(name string) string {
+	switch {
+	case name == "":
+		return `the connector needs a "name"`
+	case len(name) > 200:
+		return "the connector name is longer than 200 bytes"
+	case strings.ContainsRune(name, '/'):
+		return fmt.Sprintf("the connector name %q contains '/'", name)
+	case strings.IndexFunc(name, unicode.IsControl) >= 0 || !utf8.ValidString(name):
+		return fmt.Sprintf("the connector name %q contains control characters or invalid UTF-8", name)
+	}
+	return ""
+}
+
+// nonNil makes an empty list encode as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// statusOf maps a Cluster error to its HTTP code.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrExists), errors.Is(err, ErrConflict), errors.Is(err, ErrState):
+		return http.StatusConflict
+	case errors.Is(err, ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrReadOnly):
+		return http.StatusMethodNotAllowed
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// respond writes err as an error body, or v with code (no body when v is nil).
+func respond(rw http.ResponseWriter, code int, v any, err error) {
+	switch {
+	case err != nil:
+		writeError(rw, statusOf(err), err.Error())
+	case v == nil:
+		rw.WriteHeader(code)
+	default:
+		writeJSON(rw, code, v)
+	}
+}
+
+// writeError writes Kafka Connect's error body.
+func writeError(rw http.ResponseWriter, code int, msg string) {
+	writeJSON(rw, code, struct {
+		Code    int    `json:"error_code"`
+		Message string `json:"message"`
+	}{code, msg})
+}
+
+func writeJSON(rw http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(fmt.Sprintf(`{"error_code":500,"message":%q}`, "encoding the answer: "+err.Error()))
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(code)
+	_, _ = rw.Write(append(b, '\n'))
+}
+
+// loopbackOnly guards the API served without a token against DNS
+// rebinding: a web page whose name resolves to 127.0.0.1 reaches the port,
+// but its requests carry its own name in Host and its own origin in Origin.
+// A request passes when Host is 127.0.0.1 (any loopback IP), localhost or
+// [::1], with the port the request came in on, and Origin is absent or a
+// loopback origin too.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if msg := checkLoopbackRequest(r); msg != "" {
+			writeError(rw, http.StatusForbidden, msg+
+				": without a token the API answers only requests addressed to 127.0.0.1, localhost or [::1] "+
+				"(DNS rebinding guard); set SLUICE_REST_TOKEN to use it by another name")
+			return
+		}
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// checkLoopbackRequest returns why r fails the loopback rule, or "".
+func checkLoopbackRequest(r *http.Request) string {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = r.Host, ""
+	}
+	if !loopbackName(host) {
+		return fmt.Sprintf("Host %q is not a loopback name", r.Host)
+	}
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, lport, err := net.SplitHostPort(la.String()); err == nil && port != lport && !(port == "" && lport == "80") {
+			return fmt.Sprintf("Host %q does not name the port %s the API listens on", r.Host, lport)
+		}
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !loopbackName(u.Hostname()) {
+			return fmt.Sprintf("Origin %q is not a loopback origin", o)
+		}
+	}
+	return ""
+}
+
+func loopbackName(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// DefaultAddr is where the API listens when no address is given.
+const DefaultAddr = "127.0.0.1:8083"
+
+// Serve serves h on addr until ctx is done; the channel delivers the
+// server's end (nil after ctx). It refuses to listen on a non-loopback
+// address without a token (runtime.ErrConfig): h must then be a handler
+// made with that token.
+func Serve(ctx context.Context, addr, token string, h http.Handler) (net.Addr, <-chan error, error) {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rest address %q: %w: %w", addr, err, runtime.ErrConfig)
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && token == "" {
+		return nil, nil, fmt.Errorf("rest address %s is not loopback: set a token (SLUICE_REST_TOKEN) to expose the API: %w", addr, runtime.ErrConfig)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rest: listen on %s: %w (is another sluice running? choose another --rest address)", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		errc <- err
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return ln.Addr(), errc, nil
+}

@@ -1,0 +1,566 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+// fakeCluster is an in-memory Cluster: configs by name, every task RUNNING
+// on worker w1 until paused.
+type fakeCluster struct {
+	mu       sync.Mutex
+	configs  map[string]json.RawMessage
+	version  map[string]int64
+	paused   map[string]bool
+	failed   map[string]bool
+	restarts int
+	down     error // every call fails with it (a coordinator out of reach)
+}
+
+func newFake() *fakeCluster {
+	return &fakeCluster{configs: map[string]json.RawMessage{}, version: map[string]int64{}, paused: map[string]bool{}, failed: map[string]bool{}}
+}
+
+func (f *fakeCluster) check(cfg json.RawMessage) error {
+	var m map[string]any
+	if err := json.Unmarshal(cfg, &m); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if _, ok := m["source"]; !ok {
+		return fmt.Errorf("%w: source: required", ErrInvalid)
+	}
+	return nil
+}
+
+func (f *fakeCluster) infoLocked(name string) ConnectorInfo {
+	return ConnectorInfo{Name: name, Config: f.configs[name], Tasks: []TaskID{{name, 0}, {name, 1}}, Type: "source", Version: f.version[name]}
+}
+
+func (f *fakeCluster) Connectors(context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down != nil {
+		return nil, f.down
+	}
+	var names []string
+	for n := range f.configs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+func (f *fakeCluster) Create(_ context.Context, name string, cfg json.RawMessage) (ConnectorInfo, error) {
+	if err := f.check(cfg); err != nil {
+		return ConnectorInfo{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.configs[name]; ok {
+		return ConnectorInfo{}, fmt.Errorf("connector %s: %w", name, ErrExists)
+	}
+	f.configs[name], f.version[name] = cfg, 1
+	return f.infoLocked(name), nil
+}
+
+func (f *fakeCluster) Connector(_ context.Context, name string) (ConnectorInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.configs[name]; !ok {
+		return ConnectorInfo{}, fmt.Errorf("connector %s: %w", name, ErrNotFound)
+	}
+	return f.infoLocked(name), nil
+}
+
+func (f *fakeCluster) PutConfig(_ context.Context, name string, cfg json.RawMessage) (ConnectorInfo, bool, error) {
+	if err := f.check(cfg); err != nil {
+		return ConnectorInfo{}, false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, existed := f.configs[name]
+	f.configs[name] = cfg
+	f.version[name]++
+	return f.infoLocked(name), !existed, nil
+}
+
+func (f *fakeCluster) Delete(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.configs[name]; !ok {
+		return fmt.Errorf("connector %s: %w", name, ErrNotFound)
+	}
+	delete(f.configs, name)
+	return nil
+}
+
+func (f *fakeCluster) Status(ctx context.Context, name string) (ConnectorStatus, error) {
+	info, err := f.Connector(ctx, name)
+	if err != nil {
+		return ConnectorStatus{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	state, sink := "RUNNING", "RUNNING"
+	if f.paused[name] {
+		state, sink = "PAUSED", "PAUSED"
+	}
+	if f.failed[name] {
+		sink = "FAILED"
+	}
+	return ConnectorStatus{Name: name, Connector: ConnectorState{State: state, WorkerID: "w1"}, Type: info.Type,
+		Tasks: []TaskState{{ID: 0, Role: "source", State: state, WorkerID: "w1", Epoch: 3, Generation: info.Version},
+			{ID: 1, Role: "sink", State: sink, WorkerID: "w2", Generation: info.Version}}}, nil
+}
+
+func (f *fakeCluster) Tasks(ctx context.Context, name string) ([]TaskInfo, error) {
+	info, err := f.Connector(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return []TaskInfo{{ID: TaskID{name, 0}, Role: "source", Config: info.Config}, {ID: TaskID{name, 1}, Role: "sink", Config: info.Config}}, nil
+}
+
+func (f *fakeCluster) setPaused(ctx context.Context, name string, p bool) error {
+	if _, err := f.Connector(ctx, name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paused[name] = p
+	return nil
+}
+
+func (f *fakeCluster) Pause(ctx context.Context, name string) error {
+	return f.setPaused(ctx, name, true)
+}
+func (f *fakeCluster) Resume(ctx context.Context, name string) error {
+	return f.setPaused(ctx, name, false)
+}
+func (f *fakeCluster) Restart(ctx context.Context, name string) error {
+	if _, err := f.Connector(ctx, name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.restarts++
+	f.failed[name] = false
+	return nil
+}
+
+func (f *fakeCluster) Validate(_ context.Context, typ string, cfg json.RawMessage) (Validation, error) {
+	if typ != "mysql" {
+		return Validation{}, fmt.Errorf("plugin %s: %w", typ, ErrNotFound)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(cfg, &m)
+	v := Validation{Name: typ, Configs: []ConfigValue{{Name: "source", Value: m["source"], Errors: []string{}}}}
+	if sink, ok := m["sink"].(map[string]any); ok {
+		v.Configs = append(v.Configs, ConfigValue{Name: "sink.dsn", Value: sink["dsn"], Errors: []string{}})
+	}
+	if err := f.check(cfg); err != nil {
+		v.ErrorCount, v.Configs[0].Errors = 1, []string{err.Error()}
+	}
+	return v, nil
+}
+
+func (f *fakeCluster) Plugins(context.Context) ([]Plugin, error) {
+	return []Plugin{{Type: "mysql", Class: "source"}, {Type: "jdbc", Class: "sink"}}, nil
+}
+
+func (f *fakeCluster) Workers(context.Context) ([]WorkerInfo, error) {
+	return []WorkerInfo{{ID: "w2", Alive: false, Tasks: nil}, {ID: "w1", Alive: true, Tasks: []string{"a/source"}}}, nil
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(method, "http://127.0.0.1"+path, strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+// TestAPIConnectors walks the Kafka Connect calls over a fake cluster.
+func TestAPIConnectors(t *testing.T) {
+	f := newFake()
+	h := NewHandler(f, "")
+	expect := func(method, path, body string, code int, contains ...string) string {
+		t.Helper()
+		got, out := do(t, h, method, path, body)
+		if got != code {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, got, out, code)
+		}
+		for _, c := range contains {
+			if !strings.Contains(out, c) {
+				t.Fatalf("%s %s: %s lacks %s", method, path, out, c)
+			}
+		}
+		return out
+	}
+	expect("GET", "/connectors", "", 200, "[]")
+	expect("POST", "/connectors", `{"name": "a", "config": {"source": {"host": "127.0.0.1"}}}`, 201,
+		`"name":"a"`, `"config":{"source":{"host":"127.0.0.1"}}`, `"tasks":[{"connector":"a","task":0},{"connector":"a","task":1}]`, `"type":"source"`, `"version":1`)
+	expect("POST", "/connectors", `{"name": "a", "config": {"source": {}}}`, 409, `"error_code":409`, "already exists")
+	expect("POST", "/connectors", `{"name": "b", "config": {"sink": {}}}`, 400, `"error_code":400`, "source: required")
+	expect("GET", "/connectors", "", 200, `["a"]`)
+	expect("GET", "/connectors?expand=status", "", 200, `{"a":{"status":{"name":"a","connector":{"state":"RUNNING","worker_id":"w1"}`)
+	expect("GET", "/connectors?expand=info", "", 200, `{"a":{"info":{"name":"a"`)
+	expect("GET", "/connectors?expand=bogus", "", 400, "expand=status")
+	expect("GET", "/connectors/a", "", 200, `"name":"a"`)
+	expect("GET", "/connectors/a/config", "", 200, `{"source":{"host":"127.0.0.1"}}`)
+	expect("PUT", "/connectors/a/config", `{"source": {"host": "localhost"}}`, 200, `"version":2`, `"localhost"`)
+	expect("PUT", "/connectors/c/config", `{"source": {}}`, 201, `"name":"c"`)
+	expect("PUT", "/connectors/c/config", `{"sink": {}}`, 400, "source: required")
+	expect("GET", "/connectors/a/status", "", 200, `"tasks":[{"id":0,"role":"source","state":"RUNNING","worker_id":"w1","epoch":3,"generation":2}`, `"type":"source"`)
+	expect("GET", "/connectors/a/tasks", "", 200, `[{"id":{"connector":"a","task":0},"role":"source","config":{"source"`)
+	expect("GET", "/connectors/a/tasks/1/status", "", 200, `"worker_id":"w2"`)
+	expect("GET", "/connectors/a/tasks/7/status", "", 404, "no task 7")
+	expect("GET", "/connectors/a/tasks/x/status", "", 400, "not a number")
+	expect("PUT", "/connectors/a/pause", "", 202)
+	expect("GET", "/connectors/a/status", "", 200, `"connector":{"state":"PAUSED"`)
+	expect("PUT", "/connectors/a/resume", "", 202)
+	expect("POST", "/connectors/a/restart", "", 204)
+	expect("POST", "/connectors/a/restart?onlyFailed=true", "", 202, `"tasks":[`)
+	if f.restarts != 1 {
+		t.Fatalf("onlyFailed restarted a connector with no failed task: %d restarts", f.restarts)
+	}
+	f.failed["a"] = true
+	expect("POST", "/connectors/a/restart?includeTasks=true&onlyFailed=true", "", 202, `"role":"sink","state":"RUNNING"`)
+	expect("POST", "/connectors/a/restart?includeTasks=yes", "", 400, "true or false")
+	if f.restarts != 2 {
+		t.Fatalf("restarts %d, want 2", f.restarts)
+	}
+	expect("PUT", "/connectors/a/stop", "", 405, "stop")
+	expect("GET", "/connectors/a/offsets", "", 405)
+	expect("DELETE", "/connectors/c", "", 204)
+	for _, p := range []string{"/connectors/c", "/connectors/c/status", "/connectors/c/config", "/connectors/c/tasks"} {
+		expect("GET", p, "", 404, `"error_code":404`, "no such connector")
+	}
+	expect("DELETE", "/connectors/c", "", 404)
+	expect("PUT", "/connectors/c/pause", "", 404)
+	expect("GET", "/connector-plugins", "", 200, `[{"type":"mysql","class":"source"},{"type":"jdbc","class":"sink"}]`)
+	expect("PUT", "/connector-plugins/mysql/config/validate", `{"source": {}}`, 200, `"error_count":0`)
+	expect("PUT", "/connector-plugins/mysql/config/validate", `{"sink": {}}`, 200, `"error_count":1`, "source: required")
+	expect("PUT", "/connector-plugins/nope/config/validate", `{}`, 404)
+	expect("GET", "/workers", "", 200, `"id":"w1"`)
+	m := expect("GET", "/metrics", "", 200, `sluice_worker_alive{worker="w1"} 1`, `sluice_worker_alive{worker="w2"} 0`, `sluice_worker_tasks{worker="w1"} 1`, `sluice_worker_tasks{worker="w2"} 0`)
+	if strings.Index(m, `worker="w1"`) > strings.Index(m, `worker="w2"`) {
+		t.Errorf("workers not sorted:\n%s", m)
+	}
+	expect("GET", "/health", "", 200, `"status":"ok"`)
+	expect("GET", "/nothing", "", 404, `"error_code":404`)
+	expect("POST", "/connectors/a/pause", "", 405)
+	f.down = errors.New("coordinator: connection refused")
+	expect("GET", "/health", "", 503, "connection refused")
+	expect("GET", "/connectors", "", 500, `"error_code":500`, "connection refused")
+}
+
+// TestAPIBadInput: malformed bodies, names and paths get a 4xx with Kafka
+// Connect's error body, never a panic or a 5xx.
+func TestAPIBadInput(t *testing.T) {
+	h := NewHandler(newFake(), "")
+	big := `{"name": "a", "config": {"x": "` + strings.Repeat("a", maxBody) + `"}}`
+	for _, c := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{"POST", "/connectors", "", 400},
+		{"POST", "/connectors", "{", 400},
+		{"POST", "/connectors", "[]", 400},
+		{"POST", "/connectors", "null", 400},
+		{"POST", "/connectors", `{"name": "a"}`, 400},
+		{"POST", "/connectors", `{"name": "a", "config": "x"}`, 400},
+		{"POST", "/connectors", `{"name": "a", "config": null}`, 400},
+		{"POST", "/connectors", `{"name": "a", "config": []}`, 400},
+		{"POST", "/connectors", `{"name": "", "config": {}}`, 400},
+		{"POST", "/connectors", `{"name": 7, "config": {}}`, 400},
+		{"POST", "/connectors", `{"name": "a/b", "config": {}}`, 400},
+		{"POST", "/connectors", `{"name": "a\u0000b", "config": {}}`, 400},
+		{"POST", "/connectors", "{\"name\": \"\xff\", \"config\": {}}", 400},
+		{"POST", "/connectors", `{"name": "` + strings.Repeat("n", 201) + `", "config": {}}`, 400},
+		{"POST", "/connectors", `{"name": "a", "config": {}} {"name": "b"}`, 400},
+		{"POST", "/connectors", big, 400},
+		{"PUT", "/connectors/a/config", "", 400},
+		{"PUT", "/connectors/a/config", `"x"`, 400},
+		{"PUT", "/connectors/a/config", big, 400},
+		{"PUT", "/connector-plugins/mysql/config/validate", "[1]", 400},
+		{"PUT", "/connectors/%2F/config", `{"source": {}}`, 404},
+		{"PUT", "/connectors/a%2Fb/config", `{"source": {}}`, 400},
+		{"GET", "/connectors/a/tasks/-1/status", "", 400},
+		{"GET", "/connectors/a/tasks/99999999999999999999/status", "", 400},
+		{"GET", "/connectors/%00", "", 404},
+		{"GET", "/connectors/" + strings.Repeat("x", 5000), "", 404},
+	} {
+		code, body := do(t, h, c.method, c.path, c.body)
+		if code != c.code {
+			t.Errorf("%s %s %.60q: %d %s, want %d", c.method, c.path, c.body, code, body, c.code)
+		}
+		var e struct {
+			Code    int    `json:"error_code"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != code || e.Message == "" {
+			t.Errorf("%s %s: error body %q is not {error_code, message}", c.method, c.path, body)
+		}
+	}
+}
+
+// FuzzAPI: no request body or path makes the API panic or answer 5xx.
+func FuzzAPI(f *testing.F) {
+	for _, s := range []string{`{"name": "a", "config": {"source": {}}}`, `{"source": {}}`, `{"position": "x"}`, "", "{", "\x00"} {
+		f.Add("POST", "/connectors", s)
+		f.Add("PUT", "/connectors/a/config", s)
+		f.Add("PUT", "/connector-plugins/mysql/config/validate", s)
+	}
+	f.Add("GET", "/connectors/a/tasks/0/status", "")
+	f.Add("GET", "/connectors?expand=status&expand=info", "")
+	f.Fuzz(func(t *testing.T, method, path, body string) {
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		req, err := http.NewRequest(method, "http://127.0.0.1"+path, strings.NewReader(body))
+		if err != nil {
+			return // not a request a client can send
+		}
+		fc := newFake()
+		fc.configs["a"], fc.version["a"] = json.RawMessage(`{"source":{}}`), 1
+		rec := httptest.NewRecorder()
+		NewHandler(fc, "").ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%s %q %q: %d %s", method, path, body, rec.Code, rec.Body.String())
+		}
+	})
+}
+
+// TestStatusExtra: Extra's members join the status body; the status' own
+// fields win a clash; a null or absent Extra changes nothing.
+func TestStatusExtra(t *testing.T) {
+	st := ConnectorStatus{Name: "p", Connector: ConnectorState{State: "RUNNING"}, Type: "source", Extra: json.RawMessage(`{"records_read": 3, "name": "other"}`)}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"records_read":3`)) || !bytes.Contains(b, []byte(`"name":"p"`)) || bytes.Contains(b, []byte("other")) {
+		t.Fatalf("merged: %s", b)
+	}
+	for _, extra := range []json.RawMessage{nil, json.RawMessage("null")} {
+		st.Extra = extra
+		if b, err := json.Marshal(st); err != nil || !bytes.HasPrefix(b, []byte(`{"name":"p","connector"`)) {
+			t.Fatalf("extra %q: %s %v", extra, b, err)
+		}
+	}
+	st.Extra = json.RawMessage(`[1]`)
+	if _, err := json.Marshal(st); err == nil {
+		t.Fatal("a non-object Extra was accepted")
+	}
+}
+
+func call(t *testing.T, srv *httptest.Server, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestTokenAndLoopbackRule(t *testing.T) {
+	f := newFake()
+	srv := httptest.NewServer(NewHandler(f, "s3cret"))
+	defer srv.Close()
+	get := func(auth string) int {
+		req, _ := http.NewRequest("GET", srv.URL+"/connectors", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		code, _ := call(t, srv, req)
+		return code
+	}
+	for _, c := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer s3cre", 401}, {"Bearer s3cret2", 401}, {"bearer s3cret", 401}, {"s3cret", 401}, {"Bearer s3cret", 200}} {
+		if code := get(c.auth); code != c.want {
+			t.Errorf("Authorization %q: %d, want %d", c.auth, code, c.want)
+		}
+	}
+	_, _, err := Serve(context.Background(), "0.0.0.0:0", "", NewHandler(f, ""))
+	if !errors.Is(err, runtime.ErrConfig) {
+		t.Fatalf("non-loopback without token: %v", err)
+	}
+	if _, _, err := Serve(context.Background(), "no-port", "", NewHandler(f, "")); !errors.Is(err, runtime.ErrConfig) {
+		t.Fatalf("address without a port: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, errc, err := Serve(ctx, "127.0.0.1:0", "", NewHandler(f, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + addr.String() + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health over loopback: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoopbackHostAndOrigin: without a token, a request that a web page
+// could send after DNS rebinding (its own name in Host, its origin in
+// Origin) is refused; requests addressed to a loopback name pass.
+func TestLoopbackHostAndOrigin(t *testing.T) {
+	f := newFake()
+	srv := httptest.NewServer(NewHandler(f, ""))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	send := func(method, host, origin string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+"/connectors", nil)
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		return call(t, srv, req)
+	}
+	for _, c := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:" + port, "", 200},
+		{"localhost:" + port, "", 200},
+		{"LOCALHOST:" + port, "", 200},
+		{"[::1]:" + port, "", 200},
+		{"127.0.0.1:" + port, "http://localhost:3000", 200},
+		{"127.0.0.1:" + port, "http://127.0.0.1:" + port, 200},
+		{"evil.example:" + port, "", 403},
+		{"evil.example:" + port, "http://evil.example:" + port, 403},
+		{"127.0.0.1.nip.io:" + port, "", 403},
+		{"localhost.evil.example:" + port, "", 403},
+		{"127.0.0.1:1", "", 403},
+		{"127.0.0.1", "", 403},
+		{"127.0.0.1:" + port, "http://evil.example", 403},
+		{"127.0.0.1:" + port, "null", 403},
+		{"localhost:" + port, "file://", 403},
+	} {
+		code, body := send("GET", c.host, c.origin)
+		if code != c.want {
+			t.Errorf("Host %q Origin %q: %d %s, want %d", c.host, c.origin, code, body, c.want)
+		}
+		if code == 403 && (!strings.Contains(body, "SLUICE_REST_TOKEN") || !strings.Contains(body, `"error_code":403`)) {
+			t.Errorf("Host %q Origin %q: the refusal does not say what to do: %s", c.host, c.origin, body)
+		}
+	}
+	// A state-changing call from a rebinding page is refused as well.
+	if code, _ := send("PUT", "evil.example:"+port, "http://evil.example:"+port); code != 403 {
+		t.Errorf("PUT from a foreign origin: %d", code)
+	}
+	if code, _ := send("POST", "evil.example:"+port, ""); code != 403 {
+		t.Errorf("POST from a foreign name: %d", code)
+	}
+	// With a token the name does not matter: the token is the guard.
+	tsrv := httptest.NewServer(NewHandler(f, "s3cret"))
+	defer tsrv.Close()
+	req, _ := http.NewRequest("GET", tsrv.URL+"/connectors", nil)
+	req.Host = "sluice.internal:8083"
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if code, body := call(t, tsrv, req); code != 200 {
+		t.Errorf("with token and another Host: %d %s", code, body)
+	}
+}
+
+// selfReporting adds a worker's own figures to the fake.
+type selfReporting struct{ *fakeCluster }
+
+func (selfReporting) WorkerMetrics() WorkerMetrics {
+	return WorkerMetrics{Worker: "w1", TasksHeld: 2, LiveWorkers: 3, FairShare: 2, LeaseRenewals: 40, LeasesLost: 1, HeartbeatAgeSeconds: 0.25}
+}
+
+func TestWorkerSelfMetrics(t *testing.T) {
+	_, m := do(t, NewHandler(selfReporting{newFake()}, ""), "GET", "/metrics", "")
+	for _, want := range []string{
+		"# TYPE sluice_worker_tasks_held gauge\nsluice_worker_tasks_held{worker=\"w1\"} 2\n",
+		`sluice_worker_live_workers{worker="w1"} 3`, `sluice_worker_fair_share{worker="w1"} 2`,
+		"# TYPE sluice_worker_lease_renewals_total counter\nsluice_worker_lease_renewals_total{worker=\"w1\"} 40\n",
+		`sluice_worker_leases_lost_total{worker="w1"} 1`, `sluice_worker_lease_renew_failures_total{worker="w1"} 0`,
+		`sluice_worker_heartbeat_age_seconds{worker="w1"} 0.25`, `sluice_worker_alive{worker="w1"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+}
+
+// hanging is a cluster whose coordinator never answers.
+type hanging struct{ *fakeCluster }
+
+func (hanging) Connectors(ctx context.Context) ([]string, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("list connectors: %w", ctx.Err())
+}
+
+// TestAPIBoundsClusterCalls: a call into a coordinator that hangs ends
+// with 504 after the request timeout.
+func TestAPIBoundsClusterCalls(t *testing.T) {
+	saved := requestTimeout
+	requestTimeout = 50 * time.Millisecond
+	defer func() { requestTimeout = saved }()
+	if code, body := do(t, NewHandler(hanging{newFake()}, ""), "GET", "/connectors", ""); code != 504 || !strings.Contains(body, "deadline") {
+		t.Fatalf("%d %s", code, body)
+	}
+}
+
+// slowPut is a cluster whose config change takes a while.
+type slowPut struct{ *fakeCluster }
+
+func (s slowPut) PutConfig(ctx context.Context, name string, cfg json.RawMessage) (ConnectorInfo, bool, error) {
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-ctx.Done():
+		return ConnectorInfo{}, false, ctx.Err()
+	}
+	return s.fakeCluster.PutConfig(ctx, name, cfg)
+}
+
+// TestAPIBodyDeadline: a body that does not arrive in time ends the
+// request; a handler running past that time after its body arrived is not
+// cancelled.
+func TestAPIBodyDeadline(t *testing.T) {
+	saved := bodyTimeout
+	bodyTimeout = 100 * time.Millisecond
+	defer func() { bodyTimeout = saved }()
+	srv := httptest.NewServer(NewHandler(slowPut{newFake()}, ""))
+	defer srv.Close()
+	req, _ := http.NewRequest("PUT", srv.URL+"/connectors/a/config", strings.NewReader(`{"source": {}}`))
+	if code, body := call(t, srv, req); code != 201 {
+		t.Fatalf("slow PUT: %d %s", code, body)
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "PUT /connectors/a/config HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\n\r\n{", strings.TrimPrefix(srv.URL, "http://"))
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(conn)
+	if !strings.Contains(string(b), " 400 ") {
+		t.Fatalf("a body that never arrives: %q", b)
+	}
+}
