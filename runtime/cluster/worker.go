@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"log/slog"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -522,14 +520,15 @@ func (w *Worker) Metrics() Metrics {
 		HeartbeatAgeSeconds: time.Duration(w.now() - w.lastBeat.Load()).Seconds()}
 }
 
-// Pipelines returns the pipelines of the held tasks, for the pipeline
-// metrics (runtime.WritePrometheus).
-func (w *Worker) Pipelines() []*runtime.Pipeline {
-	var ps []*runtime.Pipeline
+// Pipelines returns the pipelines of the held tasks and their task names,
+// for the pipeline metrics (runtime.WriteTaskMetrics).
+func (w *Worker) Pipelines() (ps []*runtime.Pipeline, tasks []string) {
 	for _, h := range w.held() {
-		ps = append(ps, h.rw.Pipelines()...)
+		for _, p := range h.rw.Pipelines() {
+			ps, tasks = append(ps, p), append(tasks, h.t.Name)
+		}
 	}
-	return ps
+	return ps, tasks
 }
 
 // Held lists the lease task names this worker holds, with their epochs.
@@ -539,21 +538,4 @@ func (w *Worker) Held() map[string]int64 {
 		out[h.t.Name] = h.lease.Epoch
 	}
 	return out
-}
-
-// WritePrometheus writes m in the Prometheus text format (the admin
-// /metrics of a worker calls it beside runtime.WritePrometheus).
-func WritePrometheus(w io.Writer, m Metrics) {
-	g := func(name, help, kind string, v float64) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s{worker=%q} %s\n", name, help, name, kind, name, m.Worker, strconv.FormatFloat(v, 'f', -1, 64))
-	}
-	g("sluice_worker_tasks_held", "Tasks whose lease this worker holds.", "gauge", float64(m.TasksHeld))
-	g("sluice_worker_live_workers", "Live workers at the last heartbeat (the database's clock).", "gauge", float64(m.LiveWorkers))
-	g("sluice_worker_fair_share", "ceil(runnable tasks / live workers) at the last heartbeat.", "gauge", float64(m.FairShare))
-	g("sluice_worker_lease_renewals_total", "Successful lease renewals.", "counter", float64(m.LeaseRenewals))
-	g("sluice_worker_lease_renew_failures_total", "Lease renewals that failed or were refused.", "counter", float64(m.LeaseRenewFailures))
-	g("sluice_worker_leases_lost_total", "Tasks dropped because their lease was lost.", "counter", float64(m.LeasesLost))
-	g("sluice_worker_leases_acquired_total", "Leases acquired.", "counter", float64(m.LeasesAcquired))
-	g("sluice_worker_handoffs_total", "Tasks handed off for being over the fair share.", "counter", float64(m.Handoffs))
-	g("sluice_worker_heartbeat_age_seconds", "Seconds since the last successful heartbeat (monotonic clock).", "gauge", m.HeartbeatAgeSeconds)
 }

@@ -3,15 +3,12 @@ package app
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,149 +78,59 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	ln, err := listenREST(cf.REST, token)
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: plugins, Check: func(cfg *runtime.Config) error {
+		_, err := decodeAll(cfg, "")
+		return err
+	}}
+	n := &node{Control: control}
+	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))
 	if err != nil {
 		return err
 	}
 	id := cf.ID
 	if id == "" {
-		id = ln.Addr().String()
+		id = addr.String()
 	}
-	w, err := cluster.NewWorker(store, cluster.Config{ID: id, URL: "http://" + ln.Addr().String(), TTL: cf.TTL, Heartbeat: cf.Heartbeat,
+	w, err := cluster.NewWorker(store, cluster.Config{ID: id, URL: "http://" + addr.String(), TTL: cf.TTL, Heartbeat: cf.Heartbeat,
 		Margin: cf.Margin, Build: Build, Log: log})
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: plugins, Check: func(cfg *runtime.Config) error {
-		_, err := decodeAll(cfg, "")
-		return err
-	}}
-	srv := &http.Server{Handler: clusterHandler(control, w, token), ReadHeaderTimeout: 10 * time.Second}
+	n.w.Store(w)
+	log.Info("REST API listening", "addr", addr.String(), "worker", id)
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := <-served; err != nil {
 			log.Error("REST API stopped", "err", err)
 		}
 	}()
-	log.Info("REST API listening", "addr", ln.Addr().String(), "worker", id)
-	err = w.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	return err
+	return w.Run(ctx)
 }
 
-func listenREST(addr, token string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("rest address %q: %w: %w", addr, err, runtime.ErrConfig)
-	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && token == "" {
-		return nil, fmt.Errorf("rest address %s is not loopback: set SLUICE_REST_TOKEN: %w", addr, runtime.ErrConfig)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("rest: %w", err)
-	}
-	return ln, nil
+// node is the REST API's view of this worker: the cluster's connectors
+// (cluster.Control) plus this worker's own figures for /metrics.
+type node struct {
+	*cluster.Control
+	w atomic.Pointer[cluster.Worker]
 }
 
-// clusterHandler is the worker's REST API over admin.Cluster.
-// TODO(#14): replace with admin.NewHandler once runtime/admin has it; this
-// covers what the cluster tests drive.
-func clusterHandler(c admin.Cluster, w *cluster.Worker, token string) http.Handler {
-	mux := http.NewServeMux()
-	reply := func(rw http.ResponseWriter, v any, err error) {
-		code := http.StatusOK
-		switch {
-		case errors.Is(err, admin.ErrNotFound):
-			code = http.StatusNotFound
-		case errors.Is(err, admin.ErrExists), errors.Is(err, admin.ErrConflict):
-			code = http.StatusConflict
-		case errors.Is(err, admin.ErrInvalid):
-			code = http.StatusBadRequest
-		case err != nil:
-			code = http.StatusInternalServerError
-		}
-		rw.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			rw.WriteHeader(code)
-			json.NewEncoder(rw).Encode(map[string]any{"error_code": code, "message": err.Error()})
-			return
-		}
-		if v == nil {
-			rw.WriteHeader(http.StatusNoContent)
-			return
-		}
-		json.NewEncoder(rw).Encode(v)
+var (
+	_ admin.WorkerMetricsReporter = (*node)(nil)
+	_ admin.MetricsWriter         = (*node)(nil)
+)
+
+// WorkerMetrics reports this worker's leases and membership.
+func (n *node) WorkerMetrics() admin.WorkerMetrics {
+	w := n.w.Load()
+	if w == nil {
+		return admin.WorkerMetrics{}
 	}
-	body := func(r *http.Request) json.RawMessage {
-		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		return b
+	return admin.WorkerMetrics(w.Metrics())
+}
+
+// WriteMetrics writes the series of the pipelines of the tasks held here.
+func (n *node) WriteMetrics(out io.Writer) {
+	if w := n.w.Load(); w != nil {
+		ps, tasks := w.Pipelines()
+		runtime.WriteTaskMetrics(out, ps, tasks)
 	}
-	mux.HandleFunc("GET /connectors", func(rw http.ResponseWriter, r *http.Request) {
-		v, err := c.Connectors(r.Context())
-		reply(rw, v, err)
-	})
-	mux.HandleFunc("POST /connectors", func(rw http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Name   string          `json:"name"`
-			Config json.RawMessage `json:"config"`
-		}
-		if err := json.Unmarshal(body(r), &req); err != nil || req.Name == "" {
-			reply(rw, nil, fmt.Errorf("%w: send {\"name\": ..., \"config\": {...}}", admin.ErrInvalid))
-			return
-		}
-		v, err := c.Create(r.Context(), req.Name, req.Config)
-		if err == nil {
-			rw.Header().Set("Content-Type", "application/json")
-			rw.WriteHeader(http.StatusCreated)
-			json.NewEncoder(rw).Encode(v)
-			return
-		}
-		reply(rw, v, err)
-	})
-	mux.HandleFunc("GET /connectors/{name}", func(rw http.ResponseWriter, r *http.Request) {
-		v, err := c.Connector(r.Context(), r.PathValue("name"))
-		reply(rw, v, err)
-	})
-	mux.HandleFunc("PUT /connectors/{name}/config", func(rw http.ResponseWriter, r *http.Request) {
-		v, _, err := c.PutConfig(r.Context(), r.PathValue("name"), body(r))
-		reply(rw, v, err)
-	})
-	mux.HandleFunc("DELETE /connectors/{name}", func(rw http.ResponseWriter, r *http.Request) {
-		reply(rw, nil, c.Delete(r.Context(), r.PathValue("name")))
-	})
-	mux.HandleFunc("GET /connectors/{name}/status", func(rw http.ResponseWriter, r *http.Request) {
-		v, err := c.Status(r.Context(), r.PathValue("name"))
-		reply(rw, v, err)
-	})
-	mux.HandleFunc("PUT /connectors/{name}/pause", func(rw http.ResponseWriter, r *http.Request) {
-		reply(rw, nil, c.Pause(r.Context(), r.PathValue("name")))
-	})
-	mux.HandleFunc("PUT /connectors/{name}/resume", func(rw http.ResponseWriter, r *http.Request) {
-		reply(rw, nil, c.Resume(r.Context(), r.PathValue("name")))
-	})
-	mux.HandleFunc("POST /connectors/{name}/restart", func(rw http.ResponseWriter, r *http.Request) {
-		reply(rw, nil, c.Restart(r.Context(), r.PathValue("name")))
-	})
-	mux.HandleFunc("GET /workers", func(rw http.ResponseWriter, r *http.Request) {
-		v, err := c.Workers(r.Context())
-		reply(rw, v, err)
-	})
-	mux.HandleFunc("GET /metrics", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		cluster.WritePrometheus(rw, w.Metrics())
-		runtime.WritePrometheus(rw, w.Pipelines())
-	})
-	if token == "" {
-		return mux
-	}
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			rw.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		mux.ServeHTTP(rw, r)
-	})
 }
