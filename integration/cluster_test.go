@@ -452,6 +452,16 @@ func TestCluster(t *testing.T) {
 		if err := w.p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
+		// Long enough for the woken worker to notice and stop, and for
+		// several of its save intervals had it not.
+		time.Sleep(3 * time.Second)
+		var late int
+		if err := c.coord.QueryRow("SELECT count(*) FROM "+c.prefix+"poshist WHERE pipeline = $1 AND epoch < $2 AND at >= $3", k.db, nl.epoch, takenAt).Scan(&late); err != nil {
+			t.Fatal(err)
+		}
+		if late != 0 {
+			t.Fatalf("the woken worker saved %d positions with its old epoch after the takeover", late)
+		}
 		// The woken worker gives the task up and stays up.
 		deadline = time.Now().Add(20 * time.Second)
 		for !strings.Contains(logTail(w.log, 1<<22), "task="+task+" epoch="+strconv.FormatInt(l.epoch, 10)+" why=") {
@@ -462,14 +472,6 @@ func TestCluster(t *testing.T) {
 		}
 		if b, err := c.get(w, "/metrics"); err != nil || !regexp.MustCompile(`sluice_worker_leases_lost_total\{worker="`+w.id+`"\} [1-9]`).Match(b) {
 			t.Fatalf("the woken worker's metrics do not count the lost lease: %v\n%s", err, b)
-		}
-		time.Sleep(2 * time.Second) // several save intervals of the woken worker
-		var late int
-		if err := c.coord.QueryRow("SELECT count(*) FROM "+c.prefix+"poshist WHERE pipeline = $1 AND epoch < $2 AND at >= $3", k.db, nl.epoch, takenAt).Scan(&late); err != nil {
-			t.Fatal(err)
-		}
-		if late != 0 {
-			t.Fatalf("the woken worker saved %d positions with its old epoch after the takeover", late)
 		}
 		if cur := c.leases()[task]; cur.holder == w.id && cur.epoch == l.epoch {
 			t.Fatalf("the woken worker holds %s under its old epoch: %+v", task, cur)
