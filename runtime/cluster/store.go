@@ -68,6 +68,10 @@ func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
 // Close closes the database handle.
 func (s *Store) Close() error { return s.db.Close() }
 
+// DB is the coordinator's handle, e.g. for a schema history kept beside
+// the lease table (its fenced appends read the lease row).
+func (s *Store) DB() *sql.DB { return s.db }
+
 // Dialect is "postgres" or "mysql".
 func (s *Store) Dialect() string { return s.dialect }
 

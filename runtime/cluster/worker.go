@@ -15,9 +15,11 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// BuildFunc builds one task's pipeline (app.Build): only "source", "sink"
-// or "" (both, embedded).
-type BuildFunc func(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logger) (*runtime.Pipeline, error)
+// BuildFunc builds one task's pipeline: only "source", "sink" or "" (both,
+// embedded). lease is the task's lease, for the durable writes the build
+// wires itself (the schema history); the worker replaces the pipeline's
+// Positions with a store fenced by the same lease.
+type BuildFunc func(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error)
 
 // Config is one worker's settings.
 type Config struct {
@@ -321,7 +323,7 @@ func (w *Worker) take(ctx context.Context, d desired) (*hosted, error) {
 		if !w.valid(h) {
 			return nil, runtime.Fatal(fmt.Errorf("%w: task %s: the lease ran out before the task was built", runtime.ErrFenced, d.t.Name))
 		}
-		p, err := w.cfg.Build(ctx, d.cfg, d.t.Only, log)
+		p, err := w.cfg.Build(ctx, d.cfg, d.t.Only, l, log)
 		if err != nil {
 			return nil, err
 		}

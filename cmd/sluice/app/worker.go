@@ -92,7 +92,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 		id = addr.String()
 	}
 	w, err := cluster.NewWorker(store, cluster.Config{ID: id, URL: "http://" + addr.String(), TTL: cf.TTL, Heartbeat: cf.Heartbeat,
-		Margin: cf.Margin, Build: Build, Log: log})
+		Margin: cf.Margin, Build: buildLeased, Log: log})
 	if err != nil {
 		return err
 	}
@@ -104,6 +104,16 @@ func cmdWorker(args []string, log *slog.Logger) error {
 		}
 	}()
 	return w.Run(ctx)
+}
+
+// buildLeased builds a task of the cluster. The worker fences its
+// positions with the lease itself.
+// TODO(#14, when the registry branch is merged): pass the lease and the
+// coordinator on, BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease,
+// Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect()}), so a
+// history_store: database schema history is fenced by the same lease.
+func buildLeased(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+	return Build(ctx, cfg, only, log)
 }
 
 // node is the REST API's view of this worker: the cluster's connectors
