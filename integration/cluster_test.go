@@ -400,12 +400,22 @@ func TestCluster(t *testing.T) {
 		task := runtime.TaskName(kits[0].db, "source")
 		w, l := c.holderOf(task)
 		time.Sleep(time.Second)
+		before := c.leases()
 		killed := time.Now()
 		w.p.kill(t)
 		nl, took := c.waitTakeover(task, w.id, l.epoch, killed, 30*time.Second)
 		t.Logf("kill -9 of %s: %s taken by %s (epoch %d -> %d) in %s (bound %s)", w.id, task, nl.holder, l.epoch, nl.epoch, took.Round(time.Millisecond), failoverBound)
 		if took > failoverBound {
 			t.Errorf("failover took %s, more than the bound %s", took, failoverBound)
+		}
+		// A death moves exactly the dead worker's tasks, each within the
+		// bound, and no other.
+		c.waitAssigned(tasks, 30*time.Second)
+		for task, nl := range c.leases() {
+			was := before[task].holder
+			if was == w.id && nl.holder == w.id || was != w.id && nl.holder != was {
+				t.Errorf("after the death of %s: %s moved from %s to %s", w.id, task, was, nl.holder)
+			}
 		}
 		c.start(w.id)
 		c.waitAssigned(tasks, 60*time.Second)
