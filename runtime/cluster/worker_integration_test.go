@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// tickSource emits one record with a position every 20ms.
+type tickSource struct{ n uint64 }
+
+func (s *tickSource) Open(context.Context, []byte) error { return nil }
+func (s *tickSource) Close() error                       { return nil }
+func (s *tickSource) Read(ctx context.Context) ([]schema.Record, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.n++
+	return []schema.Record{{Op: schema.OpUpdate, Table: schema.TableID{Database: "d", Table: "t"},
+		Key: schema.Row{int64(1)}, After: schema.Row{int64(1), int64(s.n)},
+		ID: schema.ID{Epoch: 1, Pos: s.n}, Position: fmt.Appendf(nil, "pos-%d", s.n)}}, nil
+}
+
+// ackPublisher acknowledges every batch at once.
+type ackPublisher struct{}
+
+func (ackPublisher) Publish(_ context.Context, _ []schema.Record, ack runtime.AckFunc) error {
+	ack(nil)
+	return nil
+}
+func (ackPublisher) Close(context.Context) error { return nil }
+
+func fakeBuild(ctx context.Context, cfg *runtime.Config, only string, _ runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+	return &runtime.Pipeline{Name: cfg.Name, Source: &tickSource{}, Publisher: ackPublisher{}, Positions: nil, Log: log, SaveInterval: 50 * time.Millisecond}, nil
+}
+
+func startWorker(t *testing.T, s *Store, id string, ttl time.Duration) (*Worker, context.CancelFunc, chan struct{}) {
+	t.Helper()
+	w, err := NewWorker(s, Config{ID: id, TTL: ttl, Heartbeat: ttl / 4, Build: fakeBuild, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w, cancel, done
+}
+
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func liveHolders(t *testing.T, s *Store) map[string]int {
+	t.Helper()
+	ls, err := s.Leases(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, l := range ls {
+		if l.Live {
+			out[l.Holder]++
+		}
+	}
+	return out
+}
+
+// Workers in one process over the real coordinators: tasks spread to the
+// fair share; a worker cut off from the database (its handle closed) stops
+// its tasks within ttl - margin of its last renewal, before the database
+// lets the other take them, and the other takes them within ttl plus a
+// heartbeat; a worker that leaves hands its tasks over at once; every
+// position save carries the writer's epoch.
+func TestWorkersShareAndFailOver(t *testing.T) {
+	for driver, dsn := range coordinators(t) {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTestStore(t, driver, dsn)
+			c := &Control{S: s}
+			for i := range 4 {
+				doc := json.RawMessage(`{"source":{"type":"mysql"},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`)
+				if _, err := c.Create(ctx, fmt.Sprintf("k%d", i), doc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ttl := 1500 * time.Millisecond
+			// Worker a has a handle of its own, to be cut off.
+			sa, err := Open(ctx, driver, dsn, s.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _, aDone := startWorker(t, sa, "a", ttl)
+			b, _, _ := startWorker(t, s, "b", ttl)
+			waitUntil(t, 15*time.Second, "two tasks each", func() bool {
+				h := liveHolders(t, s)
+				return h["a"] == 2 && h["b"] == 2
+			})
+			waitUntil(t, 5*time.Second, "positions saved by both", func() bool {
+				var n int
+				_ = s.db.QueryRow("SELECT count(*) FROM " + s.Table("positions") + " WHERE position IS NOT NULL AND epoch > 0").Scan(&n)
+				return n == 4
+			})
+			aHeld := a.Held()
+			if len(aHeld) != 2 {
+				t.Fatalf("a holds %v", aHeld)
+			}
+			// Partition a from the database.
+			cut := time.Now()
+			sa.db.Close()
+			waitUntil(t, ttl, "a stops its tasks before its leases expire", func() bool { return len(a.Held()) == 0 })
+			stoppedAfter := time.Since(cut)
+			waitUntil(t, ttl+ttl/4+time.Second, "b takes a's tasks", func() bool { return liveHolders(t, s)["b"] == 4 })
+			tookAfter := time.Since(cut)
+			if stoppedAfter >= tookAfter {
+				t.Fatalf("a stopped after %s, b took over after %s: overlap", stoppedAfter, tookAfter)
+			}
+			t.Logf("partition: a stopped after %s, b held everything after %s (ttl %s)", stoppedAfter.Round(time.Millisecond), tookAfter.Round(time.Millisecond), ttl)
+			if m := a.Metrics(); m.LeasesLost != 2 || m.LeaseRenewFailures == 0 {
+				t.Fatalf("a's metrics %+v", m)
+			}
+			// Positions of a's tasks now carry b's epochs.
+			waitUntil(t, 5*time.Second, "b saves a's tasks", func() bool {
+				ls, _ := s.Leases(ctx)
+				for task, epoch := range aHeld {
+					var e int64
+					_ = s.db.QueryRow(s.q("SELECT epoch FROM "+s.Table("positions")+" WHERE pipeline = ?"), connectorOf(task)).Scan(&e)
+					if e <= epoch || e != ls[task].Epoch {
+						return false
+					}
+				}
+				return true
+			})
+			_ = aDone // a runs on, cut off, holding nothing
+
+			// A third worker joins: b hands off down to the fair share. Then
+			// it leaves: its tasks are drained and released, and b holds
+			// them again sooner than a lease would expire.
+			_, cancelC, cDone := startWorker(t, s, "c", ttl)
+			waitUntil(t, 15*time.Second, "b and c two each", func() bool {
+				h := liveHolders(t, s)
+				return h["b"] == 2 && h["c"] == 2
+			})
+			if m := b.Metrics(); m.Handoffs != 2 {
+				t.Fatalf("b handed off %d tasks; the excess over the share was 2", m.Handoffs)
+			}
+			left := time.Now()
+			cancelC()
+			<-cDone
+			waitUntil(t, ttl, "b takes c's released tasks before a lease would expire", func() bool { return liveHolders(t, s)["b"] == 4 })
+			t.Logf("leave: b held everything %s after c was asked to stop", time.Since(left).Round(time.Millisecond))
+		})
+	}
+}
