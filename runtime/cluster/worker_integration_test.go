@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -164,6 +165,62 @@ func TestWorkersShareAndFailOver(t *testing.T) {
 			<-cDone
 			waitUntil(t, ttl, "b takes c's released tasks before a lease would expire", func() bool { return liveHolders(t, s)["b"] == 4 })
 			t.Logf("leave: b held everything %s after c was asked to stop", time.Since(left).Round(time.Millisecond))
+		})
+	}
+}
+
+// A connector's pause, resume, restart, config change and delete reach
+// the worker holding its task at its next heartbeat, and status shows
+// where and under which lease epoch and generation it runs.
+func TestWorkerFollowsConnectorChanges(t *testing.T) {
+	for driver, dsn := range coordinators(t) {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTestStore(t, driver, dsn)
+			c := &Control{S: s, TTL: 1500 * time.Millisecond}
+			doc := json.RawMessage(`{"source":{"type":"mysql"},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`)
+			if _, err := c.Create(ctx, "k", doc); err != nil {
+				t.Fatal(err)
+			}
+			startWorker(t, s, "a", 1500*time.Millisecond)
+			status := func() admin.TaskState {
+				st, err := c.Status(ctx, "k")
+				if err != nil || len(st.Tasks) != 1 {
+					t.Fatalf("status %+v, %v", st, err)
+				}
+				return st.Tasks[0]
+			}
+			waitUntil(t, 10*time.Second, "running on a", func() bool {
+				ts := status()
+				return ts.State == "RUNNING" && ts.WorkerID == "a" && ts.Epoch == 1 && ts.Generation == 1
+			})
+			if err := c.Pause(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Second, "paused and released", func() bool { ts := status(); return ts.State == "PAUSED" && ts.WorkerID == "" })
+			if err := c.Resume(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Second, "running again, a new epoch", func() bool { ts := status(); return ts.State == "RUNNING" && ts.Epoch == 2 })
+			if err := c.Restart(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Second, "restarted, a new epoch", func() bool { ts := status(); return ts.State == "RUNNING" && ts.Epoch == 3 })
+			if _, _, err := c.PutConfig(ctx, "k", doc); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Second, "the new generation runs", func() bool {
+				ts := status()
+				return ts.State == "RUNNING" && ts.Generation == 2 && ts.Epoch == 4
+			})
+			ws, err := c.Workers(ctx)
+			if err != nil || len(ws) != 1 || ws[0].ID != "a" || !ws[0].Alive || len(ws[0].Tasks) != 1 || ws[0].Tasks[0] != "k/source" {
+				t.Fatalf("workers %+v, %v", ws, err)
+			}
+			if err := c.Delete(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 5*time.Second, "the deleted connector's lease released", func() bool { return liveHolders(t, s)["a"] == 0 })
 		})
 	}
 }
