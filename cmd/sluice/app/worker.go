@@ -72,6 +72,11 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once, without draining
+		log.Info("stopping: draining the tasks, saving their positions and releasing their leases (signal again to exit now)")
+	}()
 	store, err := cluster.Open(ctx, cf.Coordinator.Driver, cf.Coordinator.DSN, cf.Coordinator.TablePrefix)
 	if err != nil {
 		return err
