@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,7 +60,8 @@ var plugins = []admin.Plugin{{Type: "mysql", Class: "source"}, {Type: "mariadb",
 	{Type: "postgres", Class: "sink"}, {Type: "mysql", Class: "sink"}}
 
 func cmdWorker(args []string, log *slog.Logger) error {
-	fs, path, _ := configFlag("worker", args)
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
