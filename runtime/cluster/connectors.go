@@ -502,3 +502,45 @@ func stamp(v any) string {
 	}
 	return ""
 }
+
+var _ admin.Offsets = (*Control)(nil)
+
+// Offset reads the connector's saved source position ("" when none).
+func (c *Control) Offset(ctx context.Context, name string) (string, error) {
+	if _, err := c.S.connector(ctx, name); err != nil {
+		return "", err
+	}
+	var pos sql.NullString
+	err := c.S.db.QueryRowContext(ctx, c.S.q("SELECT position FROM "+c.S.Table("positions")+" WHERE pipeline = ?"), name).Scan(&pos)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !pos.Valid {
+		return "", nil
+	}
+	if err != nil {
+		return "", retriable("read the position of "+name, err)
+	}
+	return string(runtime.SourcePosition([]byte(pos.String))), nil
+}
+
+// SetOffset replaces ("" removes) the saved position of a paused
+// connector whose source task no worker holds any more; the same UPDATE
+// checks both, so a resume racing it cannot have a task read the old one.
+func (c *Control) SetOffset(ctx context.Context, name, position string) error {
+	if _, err := c.S.connector(ctx, name); err != nil {
+		return err
+	}
+	var val any
+	if position != "" {
+		val = position
+	}
+	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("positions")+" SET position = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ?"+
+		" AND EXISTS (SELECT 1 FROM "+c.S.Table("connectors")+" WHERE name = ? AND target = 'paused')"+
+		" AND NOT EXISTS (SELECT 1 FROM "+c.S.Table("leases")+" WHERE task = ? AND expires_at > CURRENT_TIMESTAMP(6))"),
+		val, name, name, runtime.TaskName(name, "source"))
+	if err != nil {
+		return retriable("set the position of "+name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: connector %s: pause it and wait until its source task is released (status PAUSED) before changing its position; a connector that never ran has no position row yet", admin.ErrState, name)
+	}
+	return nil
+}

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,10 +200,22 @@ func TestWorkerFollowsConnectorChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitUntil(t, 5*time.Second, "paused and released", func() bool { ts := status(); return ts.State == "PAUSED" && ts.WorkerID == "" })
+			if pos, err := c.Offset(ctx, "k"); err != nil || !strings.HasPrefix(pos, "pos-") {
+				t.Fatalf("offset of the paused connector = %q, %v", pos, err)
+			}
+			if err := c.SetOffset(ctx, "k", "pos-set"); err != nil {
+				t.Fatal(err)
+			}
+			if pos, _ := c.Offset(ctx, "k"); pos != "pos-set" {
+				t.Fatalf("offset after set = %q", pos)
+			}
 			if err := c.Resume(ctx, "k"); err != nil {
 				t.Fatal(err)
 			}
 			waitUntil(t, 5*time.Second, "running again, a new epoch", func() bool { ts := status(); return ts.State == "RUNNING" && ts.Epoch == 2 })
+			if err := c.SetOffset(ctx, "k", "x"); !errors.Is(err, admin.ErrState) {
+				t.Fatalf("set offset of a running connector = %v", err)
+			}
 			if err := c.Restart(ctx, "k"); err != nil {
 				t.Fatal(err)
 			}
