@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -120,6 +121,9 @@ func (w *Worker) valid(h *hosted) bool {
 // Run works until ctx is done, then drains every task, releases its
 // leases and leaves the cluster.
 func (w *Worker) Run(ctx context.Context) error {
+	if err := w.waitOwnID(ctx); err != nil {
+		return err
+	}
 	if err := w.heartbeat(ctx); err != nil {
 		return err
 	}
@@ -140,6 +144,34 @@ func (w *Worker) Run(ctx context.Context) error {
 			<-renewDone
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// waitOwnID waits until no live worker has this worker's id: a
+// predecessor killed a moment ago (its heartbeat ages out within the ttl)
+// is waited out; a second live worker of the same id, which would take
+// this one's leases as its own, is an error.
+func (w *Worker) waitOwnID(ctx context.Context) error {
+	deadline := time.Now().Add(2*w.cfg.TTL + w.cfg.Heartbeat)
+	for logged := false; ; {
+		var live bool
+		err := w.s.db.QueryRowContext(ctx, w.s.q("SELECT heartbeat_at > "+w.s.ago()+" FROM "+w.s.Table("workers")+" WHERE id = ?"), micros(w.cfg.TTL), w.cfg.ID).Scan(&live)
+		switch {
+		case errors.Is(err, sql.ErrNoRows) || err == nil && !live:
+			return nil
+		case err != nil:
+			return retriable("read the workers table", err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("cluster worker: another worker with id %q is alive (it heartbeats): give every worker its own id: %w", w.cfg.ID, runtime.ErrConfig)
+		case !logged:
+			logged = true
+			w.log.Info("a worker with this id heartbeated within the ttl: waiting for it to expire before joining")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(w.cfg.Heartbeat):
 		}
 	}
 }

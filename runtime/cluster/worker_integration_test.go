@@ -238,3 +238,42 @@ func TestWorkerFollowsConnectorChanges(t *testing.T) {
 		})
 	}
 }
+
+// A second live worker of the same id is refused (it would take the
+// first one's leases as its own); a predecessor that died is waited out.
+func TestWorkerIDMustBeUnique(t *testing.T) {
+	for driver, dsn := range coordinators(t) {
+		t.Run(driver, func(t *testing.T) {
+			s := openTestStore(t, driver, dsn)
+			ttl := 900 * time.Millisecond
+			startWorker(t, s, "same", ttl)
+			waitUntil(t, 5*time.Second, "first worker registered", func() bool {
+				ws, _ := (&Control{S: s, TTL: ttl}).Workers(context.Background())
+				return len(ws) == 1
+			})
+			dup, err := NewWorker(s, Config{ID: "same", TTL: ttl, Build: fakeBuild, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dup.Run(context.Background()); !errors.Is(err, runtime.ErrConfig) || !strings.Contains(err.Error(), "give every worker its own id") {
+				t.Fatalf("second worker of the same id: %v", err)
+			}
+			// A dead predecessor: its row stays with an old heartbeat.
+			if _, err := s.db.Exec(s.q("INSERT INTO "+s.Table("workers")+" (id, url, heartbeat_at) VALUES (?, '', "+s.later()+")"), "dead", micros(-ttl/2)); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			_, cancel, done := startWorker(t, s, "dead", ttl)
+			waitUntil(t, 3*time.Second, "the successor joins once the predecessor's heartbeat aged out", func() bool {
+				var live bool
+				_ = s.db.QueryRow(s.q("SELECT heartbeat_at > "+s.ago()+" FROM "+s.Table("workers")+" WHERE id = ?"), micros(ttl/4), "dead").Scan(&live)
+				return live
+			})
+			if time.Since(began) < ttl/4 {
+				t.Fatalf("joined after %s, before the predecessor's heartbeat aged out", time.Since(began))
+			}
+			cancel()
+			<-done
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"sync/atomic"
@@ -96,7 +97,14 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	id := cf.ID
 	if id == "" {
-		id = addr.String()
+		// host:port, with the host's name: every worker may serve its API
+		// on 127.0.0.1:8083, but ids must differ across the cluster.
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		_, port, _ := net.SplitHostPort(addr.String())
+		id = net.JoinHostPort(host, port)
 	}
 	w, err := cluster.NewWorker(store, cluster.Config{ID: id, URL: "http://" + addr.String(), TTL: cf.TTL, Heartbeat: cf.Heartbeat,
 		Margin: cf.Margin, Build: buildLeased, Log: log})
