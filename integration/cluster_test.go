@@ -500,9 +500,20 @@ func TestCluster(t *testing.T) {
 			c.mu.Lock()
 			w := c.workers[id]
 			c.mu.Unlock()
+			held := c.held()[id]
 			c.stop(w)
 			c.start(id)
+			// Back in the cluster with tasks of its own before the next one
+			// goes, so that every stop moves running tasks.
+			deadline := time.Now().Add(60 * time.Second)
+			for c.held()[id] == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("restarted worker %s took no task back: %v", id, c.held())
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 			c.waitAssigned(tasks, 60*time.Second)
+			t.Logf("%s restarted (held %d before, %d after)", id, held, c.held()[id])
 		}
 	})
 
