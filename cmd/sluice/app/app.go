@@ -24,6 +24,7 @@ const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and Po
 
 Usage:
   sluice run --config FILE [--only source|sink]   run a pipeline until SIGTERM/SIGINT
+  sluice worker --config CLUSTER.yaml             join a cluster of workers sharing connectors through a coordinator database
   sluice validate --config FILE                   check the config file and exit
   sluice check --config FILE                      check the source server and account (binlog settings, privileges, keys)
   sluice positions show|reset --config FILE       read or reset the saved source position
@@ -45,6 +46,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = cmdRun(args[1:], log)
+	case "worker":
+		err = cmdWorker(args[1:], log)
 	case "validate":
 		err = cmdValidate(args[1:], stdout, log)
 	case "positions":

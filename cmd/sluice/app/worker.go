@@ -1,0 +1,161 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/cluster"
+)
+
+// clusterFile is CLUSTER.yaml, the config of `sluice worker`.
+type clusterFile struct {
+	Coordinator struct {
+		Driver      string `yaml:"driver"` // postgres or mysql
+		DSN         string `yaml:"dsn"`    // ${VAR} is expanded
+		TablePrefix string `yaml:"table_prefix"`
+	} `yaml:"coordinator"`
+	ID        string        `yaml:"id"`   // default: host:port of rest
+	REST      string        `yaml:"rest"` // the REST API's address, default 127.0.0.1:8083
+	TTL       time.Duration `yaml:"ttl"`
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	Margin    time.Duration `yaml:"margin"`
+}
+
+func loadClusterFile(path string) (*clusterFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read cluster config: %w", err)
+	}
+	var c clusterFile
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %v (keys: coordinator.driver, coordinator.dsn, coordinator.table_prefix, id, rest, ttl, heartbeat, margin): %w", path, err, runtime.ErrConfig)
+	}
+	c.Coordinator.DSN = os.ExpandEnv(c.Coordinator.DSN)
+	if c.Coordinator.Driver == "" || c.Coordinator.DSN == "" {
+		return nil, fmt.Errorf("%s: coordinator.driver (postgres or mysql) and coordinator.dsn are required: %w", path, runtime.ErrConfig)
+	}
+	if c.REST == "" {
+		c.REST = "127.0.0.1:8083"
+	}
+	return &c, nil
+}
+
+// plugins are the connector types this binary registers.
+var plugins = []admin.Plugin{{Type: "mysql", Class: "source"}, {Type: "mariadb", Class: "source"},
+	{Type: "postgres", Class: "sink"}, {Type: "mysql", Class: "sink"}}
+
+func cmdWorker(args []string, log *slog.Logger) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *path == "" {
+		return fmt.Errorf("--config CLUSTER.yaml is required: %w", runtime.ErrConfig)
+	}
+	cf, err := loadClusterFile(*path)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once, without draining
+		log.Info("stopping: draining the tasks, saving their positions and releasing their leases (signal again to exit now)")
+	}()
+	store, err := cluster.Open(ctx, cf.Coordinator.Driver, cf.Coordinator.DSN, cf.Coordinator.TablePrefix)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	token := os.Getenv("SLUICE_REST_TOKEN")
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: plugins, Check: func(cfg *runtime.Config) error {
+		_, err := decodeAll(cfg, "")
+		return err
+	}}
+	n := &node{Control: control}
+	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))
+	if err != nil {
+		return err
+	}
+	id := cf.ID
+	if id == "" {
+		// host:port, with the host's name: every worker may serve its API
+		// on 127.0.0.1:8083, but ids must differ across the cluster.
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "localhost"
+		}
+		_, port, _ := net.SplitHostPort(addr.String())
+		id = net.JoinHostPort(host, port)
+	}
+	w, err := cluster.NewWorker(store, cluster.Config{ID: id, URL: "http://" + addr.String(), TTL: cf.TTL, Heartbeat: cf.Heartbeat,
+		Margin: cf.Margin, Build: buildLeased, Log: log})
+	if err != nil {
+		return err
+	}
+	n.w.Store(w)
+	log.Info("REST API listening", "addr", addr.String(), "worker", id)
+	go func() {
+		if err := <-served; err != nil {
+			log.Error("REST API stopped", "err", err)
+		}
+	}()
+	return w.Run(ctx)
+}
+
+// buildLeased builds a task of the cluster. The worker fences its
+// positions with the lease itself.
+// TODO(#14, when the registry branch is merged): pass the lease and the
+// coordinator on, BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease,
+// Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect()}), so a
+// history_store: database schema history is fenced by the same lease.
+func buildLeased(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+	return Build(ctx, cfg, only, log)
+}
+
+// node is the REST API's view of this worker: the cluster's connectors
+// (cluster.Control) plus this worker's own figures for /metrics.
+type node struct {
+	*cluster.Control
+	w atomic.Pointer[cluster.Worker]
+}
+
+var (
+	_ admin.WorkerMetricsReporter = (*node)(nil)
+	_ admin.MetricsWriter         = (*node)(nil)
+)
+
+// WorkerMetrics reports this worker's leases and membership.
+func (n *node) WorkerMetrics() admin.WorkerMetrics {
+	w := n.w.Load()
+	if w == nil {
+		return admin.WorkerMetrics{}
+	}
+	return admin.WorkerMetrics(w.Metrics())
+}
+
+// WriteMetrics writes the series of the pipelines of the tasks held here.
+func (n *node) WriteMetrics(out io.Writer) {
+	if w := n.w.Load(); w != nil {
+		ps, tasks := w.Pipelines()
+		runtime.WriteTaskMetrics(out, ps, tasks)
+	}
+}

@@ -1,0 +1,546 @@
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
+)
+
+// Connector is one row of the connectors table.
+type Connector struct {
+	Name     string
+	Config   json.RawMessage
+	Version  int64
+	Target   string // running or paused
+	Restarts int64  // raised by each restart request
+}
+
+// Task is one task of a connector as workers host it.
+type Task struct {
+	Name      string // the lease task: runtime.TaskName(connector, role)
+	Connector string
+	ID        int    // 0 the source (or embedded) task, 1..n sink tasks
+	Role      string // source, sink or source_sink
+	Only      string // what app.Build builds: "source", "sink" or "" (both)
+}
+
+// sinkTasksKey is the one key of a connector document that `sluice run`
+// does not have: how many sink tasks (consumers of the group) a RocketMQ
+// connector runs, default 1.
+const sinkTasksKey = "sink_tasks"
+
+// splitDoc takes sink_tasks out of a connector document and parses the
+// rest as a `sluice run` config.
+func splitDoc(name string, doc json.RawMessage) (*runtime.Config, int, error) {
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
+		return nil, 0, fmt.Errorf("%w: connector %s: the config must be a JSON object with the keys of a sluice run file (name, source, transport, sink)", admin.ErrInvalid, name)
+	}
+	sinkTasks := 1
+	if v, ok := m[sinkTasksKey]; ok {
+		f, ok := v.(float64)
+		if !ok || f < 1 || f > 64 || f != float64(int(f)) {
+			return nil, 0, fmt.Errorf("%w: connector %s: %s must be a whole number from 1 to 64", admin.ErrInvalid, name, sinkTasksKey)
+		}
+		sinkTasks = int(f)
+		delete(m, sinkTasksKey)
+	}
+	if n, ok := m["name"]; !ok {
+		m["name"] = name
+	} else if n != name {
+		return nil, 0, fmt.Errorf("%w: connector %s: the config names %v; leave name out or give the same", admin.ErrInvalid, name, n)
+	}
+	b, _ := json.Marshal(m)
+	cfg, err := runtime.ParseConfig(b, "connector "+name)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	}
+	return cfg, sinkTasks, nil
+}
+
+// ParseConnector reads a stored connector document into the config app.Build
+// takes and its tasks.
+func ParseConnector(name string, doc json.RawMessage) (*runtime.Config, []Task, error) {
+	cfg, sinkTasks, err := splitDoc(name, doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tasks []Task
+	switch {
+	case cfg.Transport.Type == "embedded":
+		tasks = append(tasks, Task{Name: runtime.TaskName(name, "source"), Connector: name, Role: "source_sink"})
+	default:
+		if cfg.Source != nil {
+			tasks = append(tasks, Task{Name: runtime.TaskName(name, "source"), Connector: name, Role: "source", Only: "source"})
+		}
+		if cfg.Sink != nil {
+			for i := 1; i <= sinkTasks; i++ {
+				tasks = append(tasks, Task{Name: runtime.TaskName(name, fmt.Sprintf("sink-%d", i)), Connector: name, ID: i, Role: "sink", Only: "sink"})
+			}
+		}
+	}
+	return cfg, tasks, nil
+}
+
+func connectorType(tasks []Task) string {
+	has := map[string]bool{}
+	for _, t := range tasks {
+		has[t.Role] = true
+	}
+	switch {
+	case has["source_sink"]:
+		return "source_sink"
+	case has["source"] && has["sink"]:
+		return "source_sink"
+	case has["source"]:
+		return "source"
+	}
+	return "sink"
+}
+
+// Control is admin.Cluster over the control tables: any worker serves it,
+// and what it stores is run somewhere in the cluster.
+type Control struct {
+	S *Store
+	// Check checks a parsed connector config as `sluice validate`
+	// would (app's decoder); nil accepts what parses.
+	Check func(cfg *runtime.Config) error
+	// PluginList is what Plugins returns.
+	PluginList []admin.Plugin
+	// TTL judges which workers are alive (heartbeat within TTL).
+	TTL time.Duration
+}
+
+var _ admin.Cluster = (*Control)(nil)
+
+func (c *Control) check(name string, doc json.RawMessage) error {
+	if !safeConnector(name) {
+		return fmt.Errorf("%w: connector name %q: use letters, digits, '.', '_' and '-'", admin.ErrInvalid, name)
+	}
+	cfg, _, err := ParseConnector(name, doc)
+	if err != nil {
+		return err
+	}
+	if c.Check != nil {
+		if err := c.Check(cfg); err != nil {
+			return fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+func safeConnector(name string) bool {
+	if name == "" || len(name) > 200 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Connectors lists the connector names.
+func (c *Control) Connectors(ctx context.Context) ([]string, error) {
+	all, err := c.S.LoadConnectors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(all))
+	for _, k := range all {
+		names = append(names, k.Name)
+	}
+	return names, nil
+}
+
+// LoadConnectors reads every connector, by name.
+func (s *Store) LoadConnectors(ctx context.Context) ([]Connector, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT name, config, version, target, restarts FROM "+s.Table("connectors")+" ORDER BY name")
+	if err != nil {
+		return nil, retriable("read connectors", err)
+	}
+	defer rows.Close()
+	var out []Connector
+	for rows.Next() {
+		var k Connector
+		var cfg string
+		if err := rows.Scan(&k.Name, &cfg, &k.Version, &k.Target, &k.Restarts); err != nil {
+			return nil, retriable("read connectors", err)
+		}
+		k.Config = json.RawMessage(cfg)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) connector(ctx context.Context, name string) (Connector, error) {
+	k := Connector{Name: name}
+	var cfg string
+	err := s.db.QueryRowContext(ctx, s.q("SELECT config, version, target, restarts FROM "+s.Table("connectors")+" WHERE name = ?"), name).Scan(&cfg, &k.Version, &k.Target, &k.Restarts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return k, fmt.Errorf("%w: %s", admin.ErrNotFound, name)
+	}
+	if err != nil {
+		return k, retriable("read connector "+name, err)
+	}
+	k.Config = json.RawMessage(cfg)
+	return k, nil
+}
+
+func info(k Connector) admin.ConnectorInfo {
+	in := admin.ConnectorInfo{Name: k.Name, Config: k.Config, Version: k.Version}
+	if _, tasks, err := ParseConnector(k.Name, k.Config); err == nil {
+		for _, t := range tasks {
+			in.Tasks = append(in.Tasks, admin.TaskID{Connector: k.Name, Task: t.ID})
+		}
+		in.Type = connectorType(tasks)
+	}
+	return in
+}
+
+func compact(doc json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return "", fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// Create stores a new connector (version 1, running).
+func (c *Control) Create(ctx context.Context, name string, config json.RawMessage) (admin.ConnectorInfo, error) {
+	if err := c.check(name, config); err != nil {
+		return admin.ConnectorInfo{}, err
+	}
+	doc, err := compact(config)
+	if err != nil {
+		return admin.ConnectorInfo{}, err
+	}
+	ins := "INSERT INTO " + c.S.Table("connectors") + " (name, config, version, target) VALUES (?, ?, 1, 'running') ON CONFLICT (name) DO NOTHING"
+	if c.S.dialect == "mysql" {
+		ins = "INSERT IGNORE INTO " + c.S.Table("connectors") + " (name, config, version, target) VALUES (?, ?, 1, 'running')"
+	}
+	res, err := c.S.db.ExecContext(ctx, c.S.q(ins), name, doc)
+	if err != nil {
+		return admin.ConnectorInfo{}, retriable("create connector "+name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return admin.ConnectorInfo{}, fmt.Errorf("%w: %s", admin.ErrExists, name)
+	}
+	return info(Connector{Name: name, Config: json.RawMessage(doc), Version: 1, Target: "running"}), nil
+}
+
+// Connector reads one connector.
+func (c *Control) Connector(ctx context.Context, name string) (admin.ConnectorInfo, error) {
+	k, err := c.S.connector(ctx, name)
+	if err != nil {
+		return admin.ConnectorInfo{}, err
+	}
+	return info(k), nil
+}
+
+// PutConfig creates or replaces a connector's config; a replacement is a
+// compare-and-set on the version read, so two concurrent PUTs cannot both
+// win silently (the loser gets ErrConflict).
+func (c *Control) PutConfig(ctx context.Context, name string, config json.RawMessage) (admin.ConnectorInfo, bool, error) {
+	if err := c.check(name, config); err != nil {
+		return admin.ConnectorInfo{}, false, err
+	}
+	k, err := c.S.connector(ctx, name)
+	if errors.Is(err, admin.ErrNotFound) {
+		in, err := c.Create(ctx, name, config)
+		if errors.Is(err, admin.ErrExists) {
+			return in, false, fmt.Errorf("%w: %s was created concurrently", admin.ErrConflict, name)
+		}
+		return in, err == nil, err
+	}
+	if err != nil {
+		return admin.ConnectorInfo{}, false, err
+	}
+	doc, err := compact(config)
+	if err != nil {
+		return admin.ConnectorInfo{}, false, err
+	}
+	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("connectors")+" SET config = ?, version = version + 1, updated_at = CURRENT_TIMESTAMP(6) WHERE name = ? AND version = ?"), doc, name, k.Version)
+	if err != nil {
+		return admin.ConnectorInfo{}, false, retriable("update connector "+name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return admin.ConnectorInfo{}, false, fmt.Errorf("%w: connector %s changed since version %d", admin.ErrConflict, name, k.Version)
+	}
+	k.Config, k.Version = json.RawMessage(doc), k.Version+1
+	return info(k), false, nil
+}
+
+// Delete removes a connector; its workers stop its tasks at their next
+// tick. Its saved positions stay (a connector created again with the same
+// name resumes from them).
+func (c *Control) Delete(ctx context.Context, name string) error {
+	res, err := c.S.db.ExecContext(ctx, c.S.q("DELETE FROM "+c.S.Table("connectors")+" WHERE name = ?"), name)
+	if err != nil {
+		return retriable("delete connector "+name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %s", admin.ErrNotFound, name)
+	}
+	_, _ = c.S.db.ExecContext(ctx, c.S.q("DELETE FROM "+c.S.Table("status")+" WHERE connector = ?"), name)
+	return nil
+}
+
+func (c *Control) set(ctx context.Context, name, what, set string) error {
+	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("connectors")+" SET "+set+", updated_at = CURRENT_TIMESTAMP(6) WHERE name = ?"), name)
+	if err != nil {
+		return retriable(what+" connector "+name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: %s", admin.ErrNotFound, name)
+	}
+	return nil
+}
+
+// Pause sets the connector's target state to paused: its tasks are drained
+// and stopped, their leases released.
+func (c *Control) Pause(ctx context.Context, name string) error {
+	return c.set(ctx, name, "pause", "target = 'paused'")
+}
+
+// Resume sets the target state back to running.
+func (c *Control) Resume(ctx context.Context, name string) error {
+	return c.set(ctx, name, "resume", "target = 'running'")
+}
+
+// Restart asks the holders of the connector's tasks to restart them (with
+// a new lease epoch).
+func (c *Control) Restart(ctx context.Context, name string) error {
+	return c.set(ctx, name, "restart", "restarts = restarts + 1")
+}
+
+// Tasks lists the connector's tasks with their config.
+func (c *Control) Tasks(ctx context.Context, name string) ([]admin.TaskInfo, error) {
+	k, err := c.S.connector(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	_, tasks, err := ParseConnector(name, k.Config)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]admin.TaskInfo, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, admin.TaskInfo{ID: admin.TaskID{Connector: name, Task: t.ID}, Role: t.Role, Config: k.Config})
+	}
+	return out, nil
+}
+
+// statusRow is one row of the status table.
+type statusRow struct {
+	worker, state, trace string
+	epoch, generation    int64
+}
+
+func (s *Store) statusRows(ctx context.Context, connector string) (map[string]statusRow, error) {
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT task, worker, state, epoch, generation, trace FROM "+s.Table("status")+" WHERE connector = ?"), connector)
+	if err != nil {
+		return nil, retriable("read status", err)
+	}
+	defer rows.Close()
+	out := map[string]statusRow{}
+	for rows.Next() {
+		var task string
+		var r statusRow
+		var trace sql.NullString
+		if err := rows.Scan(&task, &r.worker, &r.state, &r.epoch, &r.generation, &trace); err != nil {
+			return nil, retriable("read status", err)
+		}
+		r.trace = trace.String
+		out[task] = r
+	}
+	return out, rows.Err()
+}
+
+// Status reports where each task runs: the status row its worker wrote,
+// checked against the lease table (a task whose lease is not live is
+// UNASSIGNED, whatever its last worker wrote).
+func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatus, error) {
+	k, err := c.S.connector(ctx, name)
+	if err != nil {
+		return admin.ConnectorStatus{}, err
+	}
+	_, tasks, err := ParseConnector(name, k.Config)
+	if err != nil {
+		return admin.ConnectorStatus{}, err
+	}
+	rows, err := c.S.statusRows(ctx, name)
+	if err != nil {
+		return admin.ConnectorStatus{}, err
+	}
+	leases, err := c.S.Leases(ctx)
+	if err != nil {
+		return admin.ConnectorStatus{}, err
+	}
+	st := admin.ConnectorStatus{Name: name, Type: connectorType(tasks), Connector: admin.ConnectorState{State: "RUNNING"}}
+	if k.Target == "paused" {
+		st.Connector.State = "PAUSED"
+	}
+	for _, t := range tasks {
+		ts := admin.TaskState{ID: t.ID, Role: t.Role, State: string(runtime.StateUnassigned)}
+		r, hasRow := rows[t.Name]
+		l, hasLease := leases[t.Name]
+		switch {
+		case k.Target == "paused" && !(hasLease && l.Live):
+			ts.State = string(runtime.StatePaused)
+		case hasLease && l.Live:
+			ts.WorkerID, ts.Epoch = l.Holder, l.Epoch
+			ts.State = string(runtime.StateRestarting) // held, its worker has not reported yet
+			if hasRow && r.worker == l.Holder && r.epoch == l.Epoch {
+				ts.State, ts.Generation, ts.Trace = r.state, r.generation, r.trace
+			}
+		case hasRow && r.state == string(runtime.StateFailed):
+			ts.State, ts.WorkerID, ts.Epoch, ts.Generation, ts.Trace = r.state, r.worker, r.epoch, r.generation, r.trace
+		}
+		if t.ID == 0 || st.Connector.WorkerID == "" {
+			st.Connector.WorkerID = ts.WorkerID
+		}
+		st.Tasks = append(st.Tasks, ts)
+	}
+	return st, nil
+}
+
+// Validate checks a config for a plugin type, Kafka Connect's shape: one
+// entry with the errors found (the first the decoder meets).
+func (c *Control) Validate(ctx context.Context, pluginType string, config json.RawMessage) (admin.Validation, error) {
+	v := admin.Validation{Name: pluginType}
+	name := "validate"
+	var m map[string]any
+	if json.Unmarshal(config, &m) == nil {
+		if n, ok := m["name"].(string); ok && n != "" {
+			name = n
+		}
+	}
+	cv := admin.ConfigValue{Name: "config", Errors: []string{}}
+	if err := c.check(name, config); err != nil {
+		msg := strings.TrimPrefix(err.Error(), admin.ErrInvalid.Error()+": ")
+		cv.Errors = append(cv.Errors, msg)
+		v.ErrorCount = 1
+	}
+	v.Configs = []admin.ConfigValue{cv}
+	return v, nil
+}
+
+// Plugins lists the registered connector types.
+func (c *Control) Plugins(ctx context.Context) ([]admin.Plugin, error) {
+	return append([]admin.Plugin(nil), c.PluginList...), nil
+}
+
+// Workers lists the workers seen, with the leases each holds now.
+func (c *Control) Workers(ctx context.Context) ([]admin.WorkerInfo, error) {
+	ttl := c.TTL
+	if ttl <= 0 {
+		ttl = 10 * time.Second
+	}
+	rows, err := c.S.db.QueryContext(ctx, c.S.q("SELECT id, url, heartbeat_at, heartbeat_at > "+c.S.ago()+" FROM "+c.S.Table("workers")+" ORDER BY id"), micros(ttl))
+	if err != nil {
+		return nil, retriable("read workers", err)
+	}
+	defer rows.Close()
+	var out []admin.WorkerInfo
+	for rows.Next() {
+		var w admin.WorkerInfo
+		var at any
+		if err := rows.Scan(&w.ID, &w.URL, &at, &w.Alive); err != nil {
+			return nil, retriable("read workers", err)
+		}
+		w.LastHeartbeat = stamp(at)
+		w.Tasks = []string{}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, retriable("read workers", err)
+	}
+	leases, err := c.S.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		for _, l := range leases {
+			if l.Live && l.Holder == out[i].ID {
+				out[i].Tasks = append(out[i].Tasks, l.Task)
+			}
+		}
+		sort.Strings(out[i].Tasks)
+	}
+	return out, nil
+}
+
+// ago is the database's now minus one bound duration in microseconds.
+func (s *Store) ago() string {
+	if s.dialect == "postgres" {
+		return "(CURRENT_TIMESTAMP(6) - CAST(? AS BIGINT) * INTERVAL '1 microsecond')"
+	}
+	return "(CURRENT_TIMESTAMP(6) - INTERVAL ? MICROSECOND)"
+}
+
+// stamp formats a timestamp column: time.Time (PostgreSQL, MySQL with
+// parseTime) or the text MySQL sends otherwise (the session's time zone).
+func stamp(v any) string {
+	switch t := v.(type) {
+	case time.Time:
+		return t.UTC().Format(time.RFC3339Nano)
+	case []byte:
+		return string(t)
+	case string:
+		return t
+	}
+	return ""
+}
+
+var _ admin.Offsets = (*Control)(nil)
+
+// Offset reads the connector's saved source position ("" when none).
+func (c *Control) Offset(ctx context.Context, name string) (string, error) {
+	if _, err := c.S.connector(ctx, name); err != nil {
+		return "", err
+	}
+	var pos sql.NullString
+	err := c.S.db.QueryRowContext(ctx, c.S.q("SELECT position FROM "+c.S.Table("positions")+" WHERE pipeline = ?"), name).Scan(&pos)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !pos.Valid {
+		return "", nil
+	}
+	if err != nil {
+		return "", retriable("read the position of "+name, err)
+	}
+	return string(runtime.SourcePosition([]byte(pos.String))), nil
+}
+
+// SetOffset replaces ("" removes) the saved position of a paused
+// connector whose source task no worker holds any more; the same UPDATE
+// checks both, so a resume racing it cannot have a task read the old one.
+func (c *Control) SetOffset(ctx context.Context, name, position string) error {
+	if _, err := c.S.connector(ctx, name); err != nil {
+		return err
+	}
+	var val any
+	if position != "" {
+		val = position
+	}
+	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("positions")+" SET position = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ?"+
+		" AND EXISTS (SELECT 1 FROM "+c.S.Table("connectors")+" WHERE name = ? AND target = 'paused')"+
+		" AND NOT EXISTS (SELECT 1 FROM "+c.S.Table("leases")+" WHERE task = ? AND expires_at > CURRENT_TIMESTAMP(6))"),
+		val, name, name, runtime.TaskName(name, "source"))
+	if err != nil {
+		return retriable("set the position of "+name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: connector %s: pause it and wait until its source task is released (status PAUSED) before changing its position; a connector that never ran has no position row yet", admin.ErrState, name)
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+// Package cluster is sluice's distributed runtime (`sluice worker`):
+// workers share connectors and their tasks through control tables in a
+// coordinator database (PostgreSQL or MySQL/MariaDB). The database is the
+// only coordinator: it gives compare-and-set on connector configs, the
+// durability of everything, and the clock that judges heartbeats and lease
+// expiry. There is no leader: every worker heartbeats, takes unowned or
+// expired tasks up to its fair share and hands tasks off by draining them
+// and releasing their lease.
+//
+// Control tables (prefix configurable, default sluice_):
+//
+//	<p>connectors  name, config (JSON), version (compare-and-set), target (running|paused), restarts
+//	<p>workers     id, url, heartbeat_at (the database's CURRENT_TIMESTAMP)
+//	<p>leases      task, holder, epoch, expires_at (runtime.Lease's table)
+//	<p>status      task, connector, worker, state, epoch, generation, trace
+//	<p>positions   pipeline, position, epoch (the writer's lease epoch)
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+var prefixRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,40}$`)
+
+// Store is the control tables of one cluster in the coordinator database.
+type Store struct {
+	db      *sql.DB
+	dialect string // "postgres" or "mysql"
+	prefix  string
+}
+
+// Open connects to the coordinator (driver "postgres" or "mysql") and
+// creates the control tables if needed.
+func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
+	if driver != "postgres" && driver != "mysql" {
+		return nil, fmt.Errorf("coordinator: driver %q: use postgres or mysql: %w", driver, runtime.ErrConfig)
+	}
+	if prefix == "" {
+		prefix = "sluice_"
+	}
+	if !prefixRe.MatchString(prefix) {
+		return nil, fmt.Errorf("coordinator: table prefix %q: use letters, digits and _: %w", prefix, runtime.ErrConfig)
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, schema.RedactDSNError(fmt.Errorf("coordinator: %w: %w", err, runtime.ErrConfig), dsn)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetConnMaxIdleTime(time.Minute)
+	s := &Store{db: db, dialect: driver, prefix: prefix}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, schema.RedactDSNError(err, dsn)
+	}
+	return s, nil
+}
+
+// Close closes the database handle.
+func (s *Store) Close() error { return s.db.Close() }
+
+// DB is the coordinator's handle, e.g. for a schema history kept beside
+// the lease table (its fenced appends read the lease row).
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Dialect is "postgres" or "mysql".
+func (s *Store) Dialect() string { return s.dialect }
+
+// Table names a control table: t is connectors, workers, leases, status or
+// positions.
+func (s *Store) Table(t string) string { return s.prefix + t }
+
+func (s *Store) ts() string {
+	if s.dialect == "postgres" {
+		return "TIMESTAMPTZ(6)"
+	}
+	return "TIMESTAMP(6)"
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	ts := s.ts()
+	ddl := []string{
+		"CREATE TABLE IF NOT EXISTS " + s.Table("connectors") + " (name VARCHAR(255) PRIMARY KEY, config TEXT NOT NULL, version BIGINT NOT NULL, target VARCHAR(16) NOT NULL, restarts BIGINT NOT NULL DEFAULT 0, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+		"CREATE TABLE IF NOT EXISTS " + s.Table("workers") + " (id VARCHAR(255) PRIMARY KEY, url VARCHAR(1024) NOT NULL, heartbeat_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+		"CREATE TABLE IF NOT EXISTS " + s.Table("leases") + " (task VARCHAR(255) PRIMARY KEY, holder VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL, expires_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+		"CREATE TABLE IF NOT EXISTS " + s.Table("status") + " (task VARCHAR(255) PRIMARY KEY, connector VARCHAR(255) NOT NULL, worker VARCHAR(255) NOT NULL, state VARCHAR(32) NOT NULL, epoch BIGINT NOT NULL, generation BIGINT NOT NULL, trace TEXT, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+		"CREATE TABLE IF NOT EXISTS " + s.Table("positions") + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+	}
+	for _, q := range ddl {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			// Two workers starting together on PostgreSQL can race on
+			// pg_type; the table then exists.
+			name := strings.Fields(q)[5]
+			var one int
+			if perr := s.db.QueryRowContext(ctx, "SELECT 1 FROM "+name+" WHERE 1 = 0").Scan(&one); errors.Is(perr, sql.ErrNoRows) {
+				continue
+			}
+			return schema.Retriable(fmt.Errorf("coordinator: create control table %s (check the DSN and that the user may create tables): %w", name, err))
+		}
+	}
+	return nil
+}
+
+// q turns ? placeholders into PostgreSQL's $n.
+func (s *Store) q(query string) string {
+	if s.dialect != "postgres" {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range query {
+		if c == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// later is an SQL expression: the database's now plus a duration given as
+// one bound parameter in microseconds.
+func (s *Store) later() string {
+	if s.dialect == "postgres" {
+		return "(CURRENT_TIMESTAMP(6) + CAST(? AS BIGINT) * INTERVAL '1 microsecond')"
+	}
+	return "(CURRENT_TIMESTAMP(6) + INTERVAL ? MICROSECOND)"
+}
+
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+func retriable(what string, err error) error {
+	return schema.Retriable(fmt.Errorf("coordinator: %s: %w (is the coordinator database reachable?)", what, err))
+}
