@@ -115,6 +115,9 @@ type Control struct {
 	Check func(cfg *runtime.Config) error
 	// PluginList is what Plugins returns.
 	PluginList []admin.Plugin
+	// Validator, when set, answers Validate (the connector registry's
+	// checks, key by key); nil: Check on the whole document.
+	Validator func(pluginType string, config json.RawMessage) (admin.Validation, error)
 	// TTL judges which workers are alive (heartbeat within TTL).
 	TTL time.Duration
 }
@@ -418,6 +421,9 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 // Validate checks a config for a plugin type, Kafka Connect's shape: one
 // entry with the errors found (the first the decoder meets).
 func (c *Control) Validate(ctx context.Context, pluginType string, config json.RawMessage) (admin.Validation, error) {
+	if c.Validator != nil {
+		return c.Validator(pluginType, config)
+	}
 	v := admin.Validation{Name: pluginType}
 	name := "validate"
 	var m map[string]any

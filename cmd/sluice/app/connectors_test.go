@@ -1,11 +1,13 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
 )
 
 // ValidateConnector checks one connector's section, or a whole document,
@@ -109,5 +111,35 @@ func TestHistoryStoreConfig(t *testing.T) {
 				t.Errorf("control tables %s", got)
 			}
 		})
+	}
+}
+
+// The cluster's validate endpoint answers with the registry's checks, key
+// by key, and names an unknown plugin as not found.
+func TestValidateForCluster(t *testing.T) {
+	v, err := validateForCluster("mysql", []byte(`{"host": "127.0.0.1", "user": "u"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.ErrorCount != 1 || len(v.Configs) != 1 || v.Configs[0].Name != "source.server_id" || !strings.Contains(v.Configs[0].Errors[0], "is required") {
+		t.Fatalf("missing server_id: %+v", v)
+	}
+	if v, err := validateForCluster("postgres", []byte(`{"dsn": "postgres://u@127.0.0.1/x"}`)); err != nil || v.ErrorCount != 0 || len(v.Configs) != 0 {
+		t.Fatalf("valid sink section: %+v, %v", v, err)
+	}
+	if _, err := validateForCluster("oracle", []byte(`{}`)); !errors.Is(err, admin.ErrNotFound) {
+		t.Fatalf("unknown plugin: %v, want admin.ErrNotFound", err)
+	}
+	if _, err := validateForCluster("mysql", []byte(`[1]`)); !errors.Is(err, admin.ErrInvalid) {
+		t.Fatalf("not an object: %v, want admin.ErrInvalid", err)
+	}
+	types := map[string]string{}
+	for _, p := range clusterPlugins() {
+		types[p.Type] = p.Class
+	}
+	for typ, class := range map[string]string{"mysql": "source", "mariadb": "source", "jdbc": "sink", "postgres": "sink", "rocketmq": "transport"} {
+		if types[typ] != class && !(typ == "mysql" && types[typ] != "") {
+			t.Errorf("plugin %s: class %q, want %q (got %v)", typ, types[typ], class, types)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -57,8 +58,47 @@ func loadClusterFile(path string) (*clusterFile, error) {
 }
 
 // plugins are the connector types this binary registers.
-var plugins = []admin.Plugin{{Type: "mysql", Class: "source"}, {Type: "mariadb", Class: "source"},
-	{Type: "postgres", Class: "sink"}, {Type: "mysql", Class: "sink"}}
+// clusterPlugins lists the registry's connector plugins for GET
+// /connector-plugins: each by its name and by every section type it serves.
+func clusterPlugins() []admin.Plugin {
+	var out []admin.Plugin
+	for _, p := range Plugins() {
+		seen := map[string]bool{}
+		for _, t := range append([]string{p.Name}, p.Types...) {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, admin.Plugin{Type: t, Class: p.Kind})
+			}
+		}
+	}
+	return out
+}
+
+// validateForCluster answers PUT /connector-plugins/{type}/config/validate
+// with the registry's checks, one ConfigValue per key found wrong.
+func validateForCluster(pluginType string, config json.RawMessage) (admin.Validation, error) {
+	known := false
+	for _, p := range clusterPlugins() {
+		known = known || p.Type == pluginType
+	}
+	if !known {
+		return admin.Validation{}, fmt.Errorf("connector plugin %q: GET /connector-plugins lists them: %w", pluginType, admin.ErrNotFound)
+	}
+	errs, err := ValidateConnector(pluginType, config)
+	if err != nil {
+		return admin.Validation{}, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	}
+	v := admin.Validation{Name: pluginType, Configs: []admin.ConfigValue{}}
+	for _, e := range errs {
+		v.ErrorCount += len(e.Errors)
+		cv := admin.ConfigValue{Name: e.Path, Errors: append([]string{}, e.Errors...)}
+		if e.Value != "" {
+			cv.Value = e.Value
+		}
+		v.Configs = append(v.Configs, cv)
+	}
+	return v, nil
+}
 
 func cmdWorker(args []string, log *slog.Logger) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
@@ -86,7 +126,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: plugins, Check: func(cfg *runtime.Config) error {
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: func(cfg *runtime.Config) error {
 		_, err := decodeAll(cfg, "")
 		return err
 	}}
@@ -107,7 +147,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 		id = net.JoinHostPort(host, port)
 	}
 	w, err := cluster.NewWorker(store, cluster.Config{ID: id, URL: "http://" + addr.String(), TTL: cf.TTL, Heartbeat: cf.Heartbeat,
-		Margin: cf.Margin, Build: buildLeased, Log: log})
+		Margin: cf.Margin, Build: buildLeased(store), Log: log})
 	if err != nil {
 		return err
 	}
@@ -121,14 +161,14 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	return w.Run(ctx)
 }
 
-// buildLeased builds a task of the cluster. The worker fences its
-// positions with the lease itself.
-// TODO(#14, when the registry branch is merged): pass the lease and the
-// coordinator on, BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease,
-// Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect()}), so a
-// history_store: database schema history is fenced by the same lease.
-func buildLeased(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
-	return Build(ctx, cfg, only, log)
+// buildLeased builds the tasks of the cluster on store: the worker fences
+// positions with the lease itself, and a source with history_store:
+// database keeps its schema history in the coordinator, fenced by the same
+// lease in the same statement.
+func buildLeased(store *cluster.Store) cluster.BuildFunc {
+	return func(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+		return BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease, Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect()})
+	}
 }
 
 // node is the REST API's view of this worker: the cluster's connectors
