@@ -94,49 +94,25 @@ func (m *mapper) readStatement(h *replication.EventHeader, q, defaultDB string) 
 	return d, nil
 }
 
-// catalogShapes gives, without a schema history, the ALTER TABLE and
-// RENAME TABLE changes of captured tables the shape of their table after
-// the statement, as Debezium's tableChanges carry it: the server's SHOW
-// CREATE TABLE now, which is that shape while the source keeps up with the
-// binlog. A shape that contradicts the statement (a later DDL already ran:
-// the source is behind) is left out, as is one the server cannot give.
+// catalogShapes completes, without a schema history, what the server can
+// tell exactly of a schema change: a CREATE TABLE that names no charset
+// gets the table's default charset (the database's) from SHOW CREATE TABLE,
+// when the server's columns are the statement's. An ALTER or RENAME gets
+// no shape: the server's table now may already include later statements
+// the source has not read yet (a source behind the binlog, or DDL in quick
+// succession), and no check of the statement alone can tell an older
+// column from one a later ALTER added. Its tableChanges stay empty without
+// a history (history_file or history_store keep exact shapes).
 func (m *mapper) catalogShapes(res *parsedDDL, tracked func(schema.TableID) bool) {
 	for i := range res.changes {
 		e := &res.changes[i]
 		id := e.Table
-		switch e.Kind {
-		case schema.AlterTable:
-		case schema.RenameTable:
-			id = e.NewTable
-		case schema.CreateTable:
-			// The statement gives the shape; the table's default charset,
-			// when it names none, is the database's, which the server knows.
-			if e.Shape != nil && e.Shape.Charset == "" && e.like == nil && tracked(id) {
-				if t, err := m.catalogTable(id); err == nil && t.sameColumns(e.Shape) {
-					e.Shape.Charset = t.Charset
-				}
-			}
-			continue
-		default:
+		if e.Kind != schema.CreateTable || e.Shape == nil || e.Shape.Charset != "" || e.like != nil || !tracked(id) {
 			continue
 		}
-		if e.Shape != nil || !tracked(id) {
-			continue
+		if t, err := m.catalogTable(id); err == nil && t.sameColumns(e.Shape) {
+			e.Shape.Charset = t.Charset
 		}
-		t, err := m.catalogTable(id)
-		if err != nil {
-			if m.log != nil {
-				m.log.Debug("binlog: no shape for the schema change's tableChanges", "table", id.String(), "err", err)
-			}
-			continue
-		}
-		if e.Kind == schema.AlterTable && !t.agrees(&e.TableChange) {
-			if m.log != nil {
-				m.log.Debug("binlog: the table's shape now is not the ALTER's (the source is behind the server): tableChanges left empty", "table", id.String())
-			}
-			continue
-		}
-		e.Shape = t.shape()
 	}
 }
 
@@ -155,48 +131,6 @@ func (m *mapper) catalogTable(id schema.TableID) (*histTable, error) {
 	}
 	e := res.changes[0]
 	return &histTable{Cols: e.cols, PK: e.PrimaryKey, Charset: e.charset}, nil
-}
-
-// agrees reports whether t can be the shape after the ALTER c: the columns
-// it adds, renames to or modifies are there, those it drops or renames
-// away are not, and its key is the one the ALTER sets or drops.
-func (t *histTable) agrees(c *schema.TableChange) bool {
-	has := func(name string) bool { return name != "" && t.colIndex(name) >= 0 }
-	typed := func(name string, d *schema.ColumnDef) bool { // there, of the type the statement gives
-		i := t.colIndex(name)
-		return i >= 0 && (d == nil || strings.EqualFold(t.Cols[i].def.SourceType, d.SourceType))
-	}
-	for _, cc := range c.Columns {
-		switch cc.Kind {
-		case schema.AddColumn:
-			if !typed(cc.Name, cc.Column) {
-				return false
-			}
-		case schema.DropColumn:
-			if has(cc.Name) && !cc.IfExists {
-				return false
-			}
-		case schema.RenameColumn:
-			if !has(cc.NewName) || (!strings.EqualFold(cc.Name, cc.NewName) && has(cc.Name)) {
-				return false
-			}
-		case schema.ModifyColumn:
-			name := cc.Name
-			if cc.NewName != "" {
-				name = cc.NewName
-			}
-			if !typed(name, cc.Column) {
-				return false
-			}
-		}
-	}
-	switch {
-	case c.DropPrimaryKey && len(c.PrimaryKey) == 0:
-		return len(t.PK) == 0
-	case len(c.PrimaryKey) > 0:
-		return slices.EqualFunc(t.PK, c.PrimaryKey, strings.EqualFold)
-	}
-	return true
 }
 
 // sameColumns reports whether t has s's columns, by name and in order.

@@ -89,22 +89,24 @@ func TestAlterShapeWithoutHistory(t *testing.T) {
 		return strings.Join(cols, ", ") + " pk=" + strings.Join(sh.PrimaryKey, ",") + " charset=" + sh.Charset
 	}
 	changes := func(s *Source, n int) []schema.Record { return schemaChanges(t, s, db, n) }
-	// Caught up: the server's shape is the ALTER's.
-	s := openSource(t, testConfig(env, db), nil)
-	exec(t, c, "ALTER TABLE t ADD COLUMN n INT(7) DEFAULT 5")
-	if g, want := render(changes(s, 1)[0].Change.Tables[0].Shape), "id int/11, a varchar(10)/0, n int/7 pk=id charset=latin1"; g != want {
-		t.Errorf("shape after the ALTER:\n got %s\nwant %s", g, want)
-	}
-	// Behind: both ALTERs ran before the source reads the first.
+	// Without a history an ALTER carries no shape, caught up or behind: the
+	// server's table may already hold later statements' columns (here the
+	// source reads ADD n after ADD e ran), which no check of the statement
+	// alone can tell apart from older ones.
 	pos := serverPosition(t, c, env.flavor)
+	exec(t, c, "ALTER TABLE t ADD COLUMN n INT(7) DEFAULT 5")
 	exec(t, c, "ALTER TABLE t ADD COLUMN e INT")
-	exec(t, c, "ALTER TABLE t DROP COLUMN e")
 	got := changes(openSource(t, testConfig(env, db), pos), 2)
-	if sh := got[0].Change.Tables[0].Shape; sh != nil {
-		t.Errorf("ALTER ADD e read after e was dropped again carries a shape: %s", render(sh))
+	for i, r := range got {
+		if sh := r.Change.Tables[0].Shape; sh != nil {
+			t.Errorf("ALTER %d (%q) without a history carries a shape: %s", i, r.Change.DDL, render(sh))
+		}
 	}
-	if g, want := render(got[1].Change.Tables[0].Shape), "id int/11, a varchar(10)/0, n int/7 pk=id charset=latin1"; g != want {
-		t.Errorf("shape after the DROP COLUMN:\n got %s\nwant %s", g, want)
+	// A CREATE that names no charset gets the database's from the server.
+	s := openSource(t, testConfig(env, db), nil)
+	exec(t, c, "CREATE TABLE u (id INT PRIMARY KEY)")
+	if g, want := render(changes(s, 1)[0].Change.Tables[0].Shape), "id int/0 pk=id charset="; !strings.HasPrefix(g, want) || g == want {
+		t.Errorf("CREATE's shape: got %s, want %s<the database's charset>", g, want)
 	}
 }
 
