@@ -167,7 +167,8 @@ func cmdWorker(args []string, log *slog.Logger) error {
 // lease in the same statement.
 func buildLeased(store *cluster.Store) cluster.BuildFunc {
 	return func(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
-		return BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease, Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect()})
+		return BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease, Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect(),
+			CoordinatorTables: store.Tables()})
 	}
 }
 
