@@ -51,6 +51,9 @@ type cluster struct {
 	coord   *sql.DB
 	mu      sync.Mutex
 	workers map[string]*clusterWorker
+	// dbHistory names the connectors created with history_store: database
+	// (their schema history in the coordinator, table <prefix>schema_history).
+	dbHistory map[string]bool
 }
 
 type clusterWorker struct {
@@ -64,7 +67,7 @@ func newCluster(t *testing.T, e env) *cluster {
 	c := &cluster{t: t, bin: buildSluice(t), dir: t.TempDir(), prefix: uniqueName("sluice_cl") + "_",
 		coord: openDB(t, "postgres", e["SLUICE_PG_DSN"]), workers: map[string]*clusterWorker{}}
 	t.Cleanup(func() {
-		for _, tb := range []string{"connectors", "workers", "leases", "status", "positions", "poshist"} {
+		for _, tb := range []string{"connectors", "workers", "leases", "status", "positions", "poshist", "schema_history"} {
 			c.coord.Exec("DROP TABLE IF EXISTS " + c.prefix + tb + " CASCADE")
 		}
 	})
@@ -202,6 +205,10 @@ func (c *cluster) create(w *clusterWorker, k *kit, sinkTasks int) {
 		c.t.Fatal(err)
 	}
 	delete(doc, "positions")
+	if c.dbHistory[k.db] {
+		src := doc["source"].(map[string]any)
+		src["history_store"], src["history_table"] = "database", c.prefix+"schema_history"
+	}
 	if sinkTasks > 1 {
 		doc["sink_tasks"] = sinkTasks
 	}
@@ -366,6 +373,9 @@ func TestCluster(t *testing.T) {
 		newWorkloadKit(t, pair{"embedded", "mysql"}, "clem"),
 	}
 	const tasks = 2*(1+2) + 2 // two RocketMQ connectors of 1 source + 2 sink tasks, two embedded of 1
+	// The connector whose source holder is killed keeps its schema history
+	// in the coordinator, fenced by the lease across the failovers.
+	c.dbHistory = map[string]bool{kits[0].db: true}
 	ws := []*clusterWorker{c.start("w1"), c.start("w2"), c.start("w3")}
 	for i, k := range kits {
 		sinkTasks := 1
@@ -564,6 +574,14 @@ func TestCluster(t *testing.T) {
 	for i, k := range kits {
 		k.waitEqual(t, alive)
 		checks[i](t)
+	}
+	var entries int
+	if err := c.coord.QueryRow("SELECT COUNT(*) FROM "+c.prefix+"schema_history WHERE pipeline = $1", kits[0].db).Scan(&entries); err != nil {
+		t.Fatalf("schema history in the coordinator: %v", err)
+	}
+	t.Logf("schema history of %s in the coordinator: %d entries", kits[0].db, entries)
+	if entries == 0 {
+		t.Errorf("connector %s has history_store: database, but the coordinator holds no schema history for it", kits[0].db)
 	}
 }
 

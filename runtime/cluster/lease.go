@@ -168,7 +168,10 @@ func (f *FencedPositions) Save(ctx context.Context, pipeline string, pos []byte)
 	if pos != nil {
 		val = string(pos)
 	}
-	cond, args := f.lease.Condition("mysql", 0) // ? placeholders; q numbers them
+	// The condition in the coordinator's own dialect (its row lock differs:
+	// FOR SHARE, LOCK IN SHARE MODE), placeholders after the three ? that q
+	// numbers on PostgreSQL.
+	cond, args := f.lease.Condition(f.s.dialect, 4)
 	res, err := f.s.db.ExecContext(ctx, f.s.q("UPDATE "+f.s.Table("positions")+" SET position = ?, epoch = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ? AND "+cond),
 		append([]any{val, f.lease.Epoch, pipeline}, args...)...)
 	if err != nil {

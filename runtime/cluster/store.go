@@ -79,6 +79,12 @@ func (s *Store) Dialect() string { return s.dialect }
 // positions.
 func (s *Store) Table(t string) string { return s.prefix + t }
 
+// Tables names every control table, as created (unqualified, in the
+// connection's default schema or database).
+func (s *Store) Tables() []string {
+	return []string{s.Table("connectors"), s.Table("workers"), s.Table("leases"), s.Table("status"), s.Table("positions")}
+}
+
 func (s *Store) ts() string {
 	if s.dialect == "postgres" {
 		return "TIMESTAMPTZ(6)"

@@ -211,8 +211,18 @@ type TaskOptions struct {
 	// schema history, instead of the positions database: in a cluster the
 	// coordinator, which holds the lease table, since a fenced append reads
 	// the lease row in the same statement. It stays the caller's to close.
+	// A non-nil HistoryDB also says the task runs in a cluster: the caller
+	// (the worker) gives the source task its fenced position store, so
+	// BuildTask opens none (no positions folder, no positions database).
 	HistoryDB      *sql.DB
 	HistoryDialect string
+	// CoordinatorTables names the cluster's control tables in HistoryDB,
+	// unqualified. When a sink's target is the same database (compared by
+	// asking both servers who they are, see sameDatabase), they and the
+	// schema history table join the sink's protected tables
+	// (sink.Config.ControlTables): a source table mapping onto one is
+	// refused at start.
+	CoordinatorTables []string
 }
 
 // Build makes the pipeline the config describes, connecting to the servers:
@@ -251,11 +261,18 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 			return nil, err
 		}
 		p.Source = binlogSource{src}
-		store, err := openPositions(ctx, d.positions)
-		if err != nil {
+		if o.HistoryDB == nil {
+			store, err := openPositions(ctx, d.positions)
+			if err != nil {
+				return nil, err
+			}
+			p.Positions = store
+		}
+	}
+	if d.sink != nil && o.HistoryDB != nil {
+		if err := protectCoordinator(ctx, cfg, d, o); err != nil {
 			return nil, err
 		}
-		p.Positions = store
 	}
 	if d.sink != nil {
 		var dl *rocketmq.DeadLetter
@@ -359,4 +376,66 @@ func (b binlogSource) Progress() map[string]float64 {
 func (b binlogSource) Backlog(ctx context.Context, position []byte) (int64, int64, error) {
 	bl, err := b.Behind(ctx, position)
 	return bl.Bytes, bl.Transactions, err
+}
+
+// protectCoordinator adds the cluster's control tables and the schema
+// history table (o.CoordinatorTables, HistoryDB) to the sink's protected
+// tables when the sink writes into the coordinator's database, qualified
+// with the coordinator's schema (PostgreSQL) or database (MySQL), where
+// they were created. When the sink's server cannot be asked, they are
+// protected anyway: refusing a source table of exactly such a name is
+// safer than writing over a lease.
+func protectCoordinator(ctx context.Context, cfg *runtime.Config, d *decoded, o TaskOptions) error {
+	tables := append([]string(nil), o.CoordinatorTables...)
+	hist := d.source
+	if hist == nil && cfg.Source != nil {
+		if sd, err := decodeTask(cfg, "source", true); err == nil {
+			hist = sd.source
+		}
+	}
+	if hist != nil && hist.HistoryStore == binlog.HistoryInDatabase {
+		table := hist.HistoryTable
+		if table == "" {
+			table = runtime.DefaultHistoryTable
+		}
+		tables = append(tables, table)
+	}
+	if len(tables) == 0 || d.sink.Dialect != o.HistoryDialect {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cs, cschema, err := dbIdentity(qctx, o.HistoryDB, o.HistoryDialect)
+	if err != nil {
+		return schema.Retriable(fmt.Errorf("coordinator: ask which database it is (to protect its control tables from the sink): %w", err))
+	}
+	same := true
+	if db, err := sql.Open(d.sink.Dialect, d.sink.DSN); err == nil {
+		ss, _, err := dbIdentity(qctx, db, d.sink.Dialect)
+		db.Close()
+		same = err != nil || ss == cs
+	}
+	if !same {
+		return nil
+	}
+	for _, t := range tables {
+		d.sink.ControlTables = append(d.sink.ControlTables, cschema+"."+t)
+	}
+	return nil
+}
+
+// dbIdentity names the database a connection writes into (server and, on
+// PostgreSQL, database: a MySQL connection reaches every database of its
+// server) and the schema (PostgreSQL) or database (MySQL) that unqualified
+// names resolve to. The server is named by what it reports of itself, not
+// by the DSN, so two DSNs for one server (other user, host alias, options)
+// compare equal.
+func dbIdentity(ctx context.Context, db *sql.DB, dialect string) (server, defaultSchema string, err error) {
+	var a, b, c string
+	if dialect == "postgres" {
+		err = db.QueryRowContext(ctx, "SELECT current_database(), COALESCE(current_schema(), ''), CAST(pg_postmaster_start_time() AS TEXT) || ':' || current_setting('port')").Scan(&a, &b, &c)
+		return c + "/" + a, b, err
+	}
+	err = db.QueryRowContext(ctx, "SELECT COALESCE(DATABASE(), ''), CONCAT(@@hostname, ':', @@port, ':', @@datadir)").Scan(&b, &c)
+	return c, b, err
 }

@@ -100,6 +100,14 @@ func validateForCluster(pluginType string, config json.RawMessage) (admin.Valida
 	return v, nil
 }
 
+// checkForCluster checks a connector's document as a worker will build
+// it: decoded as a whole, with the coordinator keeping what history_store:
+// database keeps, so that needs no positions section (a cluster ignores it).
+func checkForCluster(cfg *runtime.Config) error {
+	_, err := decodeTask(cfg, "", true)
+	return err
+}
+
 func cmdWorker(args []string, log *slog.Logger) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin")
@@ -126,10 +134,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: func(cfg *runtime.Config) error {
-		_, err := decodeAll(cfg, "")
-		return err
-	}}
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))
 	if err != nil {
@@ -167,7 +172,8 @@ func cmdWorker(args []string, log *slog.Logger) error {
 // lease in the same statement.
 func buildLeased(store *cluster.Store) cluster.BuildFunc {
 	return func(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
-		return BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease, Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect()})
+		return BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease, Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect(),
+			CoordinatorTables: store.Tables()})
 	}
 }
 

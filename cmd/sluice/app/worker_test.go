@@ -36,3 +36,17 @@ func TestLoadClusterFile(t *testing.T) {
 		}
 	}
 }
+
+// A connector created through the REST API may keep its schema history in
+// the coordinator (history_store: database) without a positions section:
+// the cluster keeps both, so the check at POST /connectors accepts it.
+func TestCheckForClusterHistoryInDatabase(t *testing.T) {
+	const doc = "name: p\nsource:\n  type: mariadb\n  host: h\n  user: u\n  server_id: 7\n  history_store: database\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n"
+	cfg, err := runtime.ParseConfig([]byte(doc), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkForCluster(cfg); err != nil {
+		t.Fatalf("history_store: database in a cluster, no positions section: %v", err)
+	}
+}
