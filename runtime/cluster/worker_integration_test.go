@@ -159,8 +159,11 @@ func TestWorkersShareAndFailOver(t *testing.T) {
 				h := liveHolders(t, s)
 				return h["b"] == 2 && h["c"] == 2
 			})
-			if m := b.Metrics(); m.Handoffs != 2 {
-				t.Fatalf("b handed off %d tasks; the excess over the share was 2", m.Handoffs)
+			// The excess over the new share is 2; a live count seen
+			// differently for a heartbeat (c's first row not yet seen by b)
+			// may add moves, at most doubling them (README's bound).
+			if m := b.Metrics(); m.Handoffs < 2 || m.Handoffs > 4 {
+				t.Fatalf("b handed off %d tasks; the excess over the share was 2 (bound 2..4)", m.Handoffs)
 			}
 			left := time.Now()
 			cancelC()
