@@ -49,8 +49,25 @@ func connect(ctx context.Context, d dialect.Dialect, c *Config) (*sqlx.DB, error
 	if err != nil {
 		return nil, wrapDB(err)
 	}
+	// Keep a connection per concurrent writer: database/sql keeps 2 idle by
+	// default, so with more queues applying at once (one Write per queue)
+	// every transaction past the second closed its connection at commit
+	// and the next one opened a new one (a new server process on
+	// PostgreSQL, its start-up and authentication), within each Write.
+	// Idle connections close after a while, so a pool grown by a burst
+	// shrinks again.
+	db.SetMaxIdleConns(maxIdleConns)
+	db.SetConnMaxIdleTime(connMaxIdle)
 	return sqlx.NewDb(db, d.Name()), nil
 }
+
+// maxIdleConns bounds the target connections kept open between
+// transactions: more than the queues one process applies at once (the
+// default is 4 per broker); connMaxIdle closes those unused that long.
+const (
+	maxIdleConns = 64
+	connMaxIdle  = 2 * time.Minute
+)
 
 // ping checks a new pool; its error says what to fix.
 func ping(ctx context.Context, db *sql.DB, c *Config) error {
