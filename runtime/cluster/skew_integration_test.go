@@ -154,9 +154,9 @@ type skewedWorker struct {
 
 func startSkewed(t *testing.T, driver, dsn, prefix, id string, ttl, skew time.Duration) *skewedWorker {
 	t.Helper()
-	hole := newBlackhole(t, "")
-	proxied, target := viaProxy(t, driver, dsn, hole.Addr())
-	hole.target = target
+	_, target := viaProxy(t, driver, dsn, "")
+	hole := newBlackhole(t, target)
+	proxied, _ := viaProxy(t, driver, dsn, hole.Addr())
 	s, err := Open(context.Background(), driver, proxied, prefix)
 	if err != nil {
 		t.Fatal(err)
