@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -67,10 +66,7 @@ func TestClusterPausedInTransaction(t *testing.T) {
 			mustExec(t, k.dst, `CREATE FUNCTION `+sch+`.pause_marker() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN IF NEW.id = 999999 THEN PERFORM pg_sleep(3); END IF; RETURN NEW; END $$`)
 			mustExec(t, k.dst, `CREATE TRIGGER pause_marker BEFORE INSERT OR UPDATE ON `+sch+`.orders FOR EACH ROW EXECUTE FUNCTION `+sch+`.pause_marker()`)
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			load(t, k, stop, &wg)
-			stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+			stopLoad := startLoad(t, k)
 			defer stopLoad()
 			time.Sleep(2 * time.Second)
 
@@ -219,13 +215,7 @@ func TestClusterPausedInTransaction(t *testing.T) {
 			stopLoad()
 			k.waitEqual(t, alive)
 			check(t)
-			for _, w := range ws {
-				select {
-				case err := <-w.p.errc:
-					t.Fatalf("a worker exited: %v", err)
-				default:
-				}
-			}
+			failIfExited(t, ws...)
 		})
 	}
 }

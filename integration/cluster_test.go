@@ -359,6 +359,30 @@ func load(t *testing.T, k *kit, stop <-chan struct{}, wg *sync.WaitGroup) {
 	}()
 }
 
+// startLoad writes the workload into every kit's source until the returned
+// stop is called (once or more).
+func startLoad(t *testing.T, kits ...*kit) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, k := range kits {
+		load(t, k, done, &wg)
+	}
+	return sync.OnceFunc(func() { close(done); wg.Wait() })
+}
+
+// failIfExited fails the test if one of ws exited.
+func failIfExited(t *testing.T, ws ...*clusterWorker) {
+	t.Helper()
+	for _, w := range ws {
+		select {
+		case err := <-w.p.errc:
+			w.p.errc <- err
+			t.Fatalf("a worker exited: %v", err)
+		default:
+		}
+	}
+}
+
 // TestCluster: three `sluice worker` processes on loopback share four
 // connectors created through REST (two over RocketMQ with two sink tasks
 // each, two embedded; targets PostgreSQL and MariaDB) through control
@@ -405,12 +429,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("status through %s: %s %v", w.id, b, err)
 		}
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, k := range kits {
-		load(t, k, stop, &wg)
-	}
-	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	stopLoad := startLoad(t, kits...)
 	defer stopLoad()
 
 	t.Run("kill_source_holder", func(t *testing.T) {

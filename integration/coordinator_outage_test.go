@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -185,12 +184,7 @@ func TestCoordinatorOutage(t *testing.T) {
 				k.waitStreaming(t, alive)
 				checks = append(checks, k.watchRegressions(t))
 			}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for _, k := range kits {
-				load(t, k, stop, &wg)
-			}
-			stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+			stopLoad := startLoad(t, kits...)
 			defer stopLoad()
 			time.Sleep(clusterTTL)
 			before := c.leases()
@@ -256,13 +250,7 @@ func TestCoordinatorOutage(t *testing.T) {
 					t.Errorf("target of %s changed while the coordinator was down (%s -> %s): a task kept writing without a lease", k.db, prints[i], p)
 				}
 			}
-			for _, w := range ws {
-				select {
-				case err := <-w.p.errc:
-					t.Fatalf("a worker exited while the coordinator was down: %v", err)
-				default:
-				}
-			}
+			failIfExited(t, ws...)
 
 			// Back: resumption is timed from the server's first answer
 			// (servers.sh goes on checking users after that).
@@ -301,13 +289,7 @@ func TestCoordinatorOutage(t *testing.T) {
 				k.waitEqual(t, alive)
 				checks[i](t)
 			}
-			for _, w := range ws {
-				select {
-				case err := <-w.p.errc:
-					t.Fatalf("a worker exited: %v", err)
-				default:
-				}
-			}
+			failIfExited(t, ws...)
 		})
 	}
 }
