@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,9 @@ type cluster struct {
 	// dbHistory names the connectors created with history_store: database
 	// (their schema history in the coordinator, table <prefix>schema_history).
 	dbHistory map[string]bool
+	// driver of the coordinator: postgres, or mysql
+	// (SLUICE_IT_COORD_DRIVER); its DSN is SLUICE_IT_COORD_DSN.
+	driver string
 }
 
 type clusterWorker struct {
@@ -63,9 +67,12 @@ type clusterWorker struct {
 	log      *syncWriter
 }
 
-func newCluster(t *testing.T, e env) *cluster {
-	c := &cluster{t: t, bin: buildSluice(t), dir: t.TempDir(), prefix: uniqueName("sluice_cl") + "_",
-		coord: openDB(t, "postgres", e["SLUICE_PG_DSN"]), workers: map[string]*clusterWorker{}}
+// newCluster makes a cluster whose coordinator is SLUICE_IT_COORD_DSN, a
+// PostgreSQL unless SLUICE_IT_COORD_DRIVER says mysql.
+func newCluster(t *testing.T) *cluster {
+	driver := cmp.Or(os.Getenv("SLUICE_IT_COORD_DRIVER"), "postgres")
+	c := &cluster{t: t, bin: buildSluice(t), dir: t.TempDir(), prefix: uniqueName("sluice_cl") + "_", driver: driver,
+		coord: openDB(t, driver, os.Getenv("SLUICE_IT_COORD_DSN")), workers: map[string]*clusterWorker{}}
 	t.Cleanup(func() {
 		for _, tb := range []string{"connectors", "workers", "leases", "status", "positions", "poshist", "schema_history"} {
 			c.coord.Exec("DROP TABLE IF EXISTS " + c.prefix + tb + " CASCADE")
@@ -90,8 +97,8 @@ func (c *cluster) start(id string) *clusterWorker {
 	w := c.workers[id]
 	if w == nil {
 		w = &clusterWorker{id: id, addr: freePort(c.t), cfg: filepath.Join(c.dir, id+".yaml")}
-		doc := fmt.Sprintf("coordinator:\n  driver: postgres\n  dsn: %q\n  table_prefix: %s\nid: %s\nrest: %s\nttl: %s\nheartbeat: %s\n",
-			os.Getenv("SLUICE_IT_COORD_DSN"), c.prefix, id, w.addr, clusterTTL, clusterHeartbeat)
+		doc := fmt.Sprintf("coordinator:\n  driver: %s\n  dsn: %q\n  table_prefix: %s\nid: %s\nrest: %s\nttl: %s\nheartbeat: %s\n",
+			c.driver, os.Getenv("SLUICE_IT_COORD_DSN"), c.prefix, id, w.addr, clusterTTL, clusterHeartbeat)
 		if err := os.WriteFile(w.cfg, []byte(doc), 0o600); err != nil {
 			c.t.Fatal(err)
 		}
@@ -352,6 +359,30 @@ func load(t *testing.T, k *kit, stop <-chan struct{}, wg *sync.WaitGroup) {
 	}()
 }
 
+// startLoad writes the workload into every kit's source until the returned
+// stop is called (once or more).
+func startLoad(t *testing.T, kits ...*kit) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, k := range kits {
+		load(t, k, done, &wg)
+	}
+	return sync.OnceFunc(func() { close(done); wg.Wait() })
+}
+
+// failIfExited fails the test if one of ws exited.
+func failIfExited(t *testing.T, ws ...*clusterWorker) {
+	t.Helper()
+	for _, w := range ws {
+		select {
+		case err := <-w.p.errc:
+			w.p.errc <- err
+			t.Fatalf("a worker exited: %v", err)
+		default:
+		}
+	}
+}
+
 // TestCluster: three `sluice worker` processes on loopback share four
 // connectors created through REST (two over RocketMQ with two sink tasks
 // each, two embedded; targets PostgreSQL and MariaDB) through control
@@ -365,7 +396,7 @@ func TestCluster(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
 	t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"]) // the workers expand it in the stored documents
-	c := newCluster(t, e)
+	c := newCluster(t)
 	kits := []*kit{
 		newWorkloadKit(t, pair{"rocketmq", "postgres"}, "clrp"),
 		newWorkloadKit(t, pair{"rocketmq", "mysql"}, "clrm"),
@@ -398,12 +429,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("status through %s: %s %v", w.id, b, err)
 		}
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, k := range kits {
-		load(t, k, stop, &wg)
-	}
-	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	stopLoad := startLoad(t, kits...)
 	defer stopLoad()
 
 	t.Run("kill_source_holder", func(t *testing.T) {
@@ -596,7 +622,7 @@ func TestClusterFailoverTimes(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
 	t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"]) // the workers expand it in the stored documents
-	c := newCluster(t, e)
+	c := newCluster(t)
 	k := newWorkloadKit(t, pair{"embedded", "postgres"}, "clft")
 	ws := []*clusterWorker{c.start("w1"), c.start("w2"), c.start("w3")}
 	c.create(ws[0], k, 1)

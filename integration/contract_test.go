@@ -90,7 +90,10 @@ type kit struct {
 	tables []string
 	// sink holds extra lines of the sink section, e.g. "  schema_changes: apply\n".
 	sink string
-	dir  string
+	// dsnParams are extra parameters of a PostgreSQL target's DSN URL
+	// (server settings lib/pq sends at connect), e.g. "a=b&c=d".
+	dsnParams string
+	dir       string
 }
 
 // pairServers returns the servers p needs (failing in CI, skipping
@@ -146,6 +149,13 @@ func (k *kit) createTable(t *testing.T, name, cols string) {
 // targetDSN is the sink's DSN.
 func (k *kit) targetDSN() string {
 	if k.target == "postgres" {
+		if k.dsnParams != "" {
+			sep := "?"
+			if strings.Contains(k.e["SLUICE_PG_DSN"], "?") {
+				sep = "&"
+			}
+			return k.e["SLUICE_PG_DSN"] + sep + k.dsnParams
+		}
 		return k.e["SLUICE_PG_DSN"]
 	}
 	return k.e.mysqlDSN(k.schema)

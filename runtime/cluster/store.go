@@ -14,6 +14,16 @@
 //	<p>leases      task, holder, epoch, expires_at (runtime.Lease's table)
 //	<p>status      task, connector, worker, state, epoch, generation, trace
 //	<p>positions   pipeline, position, epoch (the writer's lease epoch)
+//
+// Clocks: no worker's wall clock decides anything, so workers whose clocks
+// are off by any amount neither steal a live lease nor keep a lapsed one.
+// Every timestamp stored (heartbeat_at, expires_at, updated_at) is the
+// database's CURRENT_TIMESTAMP(6) plus a duration sent as a number of
+// microseconds, and every expiry is compared there. A worker reads its own
+// clock only through Config.clock and only subtracts two readings (Go's
+// monotonic clock): the time since its last renewal, deadlines of waits.
+// TestClockSkew checks both with workers skewed by an hour, and
+// TestClockUse that nothing else in the package reads the time.
 package cluster
 
 import (

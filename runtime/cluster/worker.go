@@ -41,6 +41,9 @@ type Config struct {
 	Log    *slog.Logger
 	// RestartBackoff of each task's runtime.Worker (default 1s).
 	RestartBackoff time.Duration
+	// clock is this host's time (default time.Now); tests skew its wall
+	// part (see Clocks in the package doc).
+	clock func() time.Time
 }
 
 // Worker is one member of a cluster: it heartbeats, takes tasks up to its
@@ -104,10 +107,15 @@ func NewWorker(s *Store, cfg Config) (*Worker, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Worker{cfg: cfg, s: s, log: cfg.Log.With("worker", cfg.ID), zero: time.Now(), tasks: map[string]*hosted{}}, nil
+	if cfg.clock == nil {
+		cfg.clock = time.Now
+	}
+	return &Worker{cfg: cfg, s: s, log: cfg.Log.With("worker", cfg.ID), zero: cfg.clock(), tasks: map[string]*hosted{}}, nil
 }
 
-func (w *Worker) now() int64 { return int64(time.Since(w.zero)) }
+// now is the monotonic time since the worker was made (a Sub of two
+// readings: the wall clock's skew and steps do not enter it).
+func (w *Worker) now() int64 { return int64(w.cfg.clock().Sub(w.zero)) }
 
 // valid is the holder's own view of a lease: true while less than TTL
 // minus Margin passed on this process's monotonic clock since the start
@@ -153,7 +161,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // is waited out; a second live worker of the same id, which would take
 // this one's leases as its own, is an error.
 func (w *Worker) waitOwnID(ctx context.Context) error {
-	deadline := time.Now().Add(2*w.cfg.TTL + w.cfg.Heartbeat)
+	deadline := w.cfg.clock().Add(2*w.cfg.TTL + w.cfg.Heartbeat)
 	for logged := false; ; {
 		var live bool
 		err := w.s.db.QueryRowContext(ctx, w.s.q("SELECT heartbeat_at > "+w.s.ago()+" FROM "+w.s.Table("workers")+" WHERE id = ?"), micros(w.cfg.TTL), w.cfg.ID).Scan(&live)
@@ -162,7 +170,7 @@ func (w *Worker) waitOwnID(ctx context.Context) error {
 			return nil
 		case err != nil:
 			return retriable("read the workers table", err)
-		case time.Now().After(deadline):
+		case w.cfg.clock().After(deadline): // monotonic: both readings carry it
 			return fmt.Errorf("cluster worker: another worker with id %q is alive (it heartbeats): give every worker its own id: %w", w.cfg.ID, runtime.ErrConfig)
 		case !logged:
 			logged = true
@@ -429,32 +437,20 @@ func (w *Worker) drop(h *hosted, why string) {
 	}()
 }
 
-// renewLoop renews every held lease every TTL/3 and, every 100ms, drops
-// tasks whose lease ran out on the monotonic clock or was refused by the
-// database.
+// renewLoop renews every held lease every TTL/3 and, every 100ms (in a
+// goroutine of its own, so that a renewal hanging on a black-holed
+// connection does not delay it), drops tasks whose lease ran out on the
+// monotonic clock or was refused by the database.
 func (w *Worker) renewLoop(ctx context.Context) {
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); w.watchLoop(ctx) }()
+	defer func() { <-watchDone }()
 	renew := time.NewTicker(w.cfg.TTL / 3)
-	watch := time.NewTicker(100 * time.Millisecond)
 	defer renew.Stop()
-	defer watch.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-watch.C:
-			for _, h := range w.held() {
-				if !w.valid(h) {
-					w.drop(h, fmt.Sprintf("no successful renewal for %s (ttl %s minus margin %s)", time.Duration(w.now()-h.lastRenew.Load()).Round(time.Millisecond), w.cfg.TTL, w.cfg.Margin))
-					continue
-				}
-				if fp := h.store.Load(); fp != nil {
-					select {
-					case <-fp.Fenced():
-						w.drop(h, "the database refused a fenced write")
-					default:
-					}
-				}
-			}
 		case <-renew.C:
 			for _, h := range w.held() {
 				if !w.valid(h) {
@@ -474,6 +470,33 @@ func (w *Worker) renewLoop(ctx context.Context) {
 				default:
 					w.renewals.Add(1)
 					h.lastRenew.Store(start)
+				}
+			}
+		}
+	}
+}
+
+// watchLoop drops, every 100ms, the tasks whose lease ran out on the
+// monotonic clock or whose fenced write the database refused.
+func (w *Worker) watchLoop(ctx context.Context) {
+	watch := time.NewTicker(100 * time.Millisecond)
+	defer watch.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-watch.C:
+			for _, h := range w.held() {
+				if !w.valid(h) {
+					w.drop(h, fmt.Sprintf("no successful renewal for %s (ttl %s minus margin %s)", time.Duration(w.now()-h.lastRenew.Load()).Round(time.Millisecond), w.cfg.TTL, w.cfg.Margin))
+					continue
+				}
+				if fp := h.store.Load(); fp != nil {
+					select {
+					case <-fp.Fenced():
+						w.drop(h, "the database refused a fenced write")
+					default:
+					}
 				}
 			}
 		}
