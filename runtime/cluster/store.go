@@ -36,6 +36,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -61,7 +63,7 @@ func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
 	if !prefixRe.MatchString(prefix) {
 		return nil, fmt.Errorf("coordinator: table prefix %q: use letters, digits and _: %w", prefix, runtime.ErrConfig)
 	}
-	db, err := sql.Open(driver, dsn)
+	db, err := openCoordinator(driver, dsn)
 	if err != nil {
 		return nil, schema.RedactDSNError(fmt.Errorf("coordinator: %w: %w", err, runtime.ErrConfig), dsn)
 	}
@@ -73,6 +75,30 @@ func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
 		return nil, schema.RedactDSNError(err, dsn)
 	}
 	return s, nil
+}
+
+// openCoordinator opens the coordinator's pool. On MySQL/MariaDB every
+// session runs in UTC: TIMESTAMP columns are compared with
+// CURRENT_TIMESTAMP in the session's time zone, and in a zone with
+// daylight saving the hour the clocks go back repeats, so an expiry could
+// be misjudged by that hour. PostgreSQL's TIMESTAMPTZ compares instants.
+func openCoordinator(driver, dsn string) (*sql.DB, error) {
+	if driver != "mysql" {
+		return sql.Open(driver, dsn)
+	}
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if c.Params == nil {
+		c.Params = map[string]string{}
+	}
+	c.Params["time_zone"] = "'+00:00'"
+	conn, err := mysql.NewConnector(c)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
 }
 
 // Close closes the database handle.

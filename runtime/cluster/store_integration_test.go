@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -265,5 +266,40 @@ func TestControlPutConflict(t *testing.T) {
 				t.Fatalf("version %d after %d puts with %d conflicts: a lost update", k.Version, 40, conflicts)
 			}
 		})
+	}
+}
+
+// A MySQL/MariaDB coordinator's sessions run in UTC whatever the DSN or
+// the server's default zone say, so TIMESTAMP expiries are never judged
+// in a local time whose hour repeats when daylight saving ends.
+func TestCoordinatorSessionsInUTC(t *testing.T) {
+	dsn := coordinators(t)["mysql"] + "?time_zone=%27%2B05%3A00%27"
+	s := openTestStore(t, "mysql", dsn)
+	ctx := context.Background()
+	conns := make([]*sql.Conn, 3) // several sessions of the pool
+	for i := range conns {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+		var tz string
+		if err := c.QueryRowContext(ctx, "SELECT @@session.time_zone").Scan(&tz); err != nil {
+			t.Fatal(err)
+		}
+		if tz != "+00:00" {
+			t.Fatalf("session %d of the coordinator runs in time zone %q, want +00:00", i, tz)
+		}
+	}
+	if _, ok, err := s.Acquire(ctx, "c/source", "A", time.Minute); err != nil || !ok {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	var ahead float64
+	if err := s.db.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1e6 FROM "+s.Table("leases")).Scan(&ahead); err != nil {
+		t.Fatal(err)
+	}
+	if ahead < 50 || ahead > 70 {
+		t.Fatalf("a 1-minute lease expires %.1f s after the server's UTC now, want about 60", ahead)
 	}
 }
