@@ -1,6 +1,8 @@
 // Package runtime runs connectors as tasks: it defines what it needs from a
 // source, a sink and a transport (contracts.go), moves records between them
-// with acknowledgements, and keeps source positions.
+// with acknowledgements, and keeps source positions. The transports are its
+// sibling packages implementing those contracts: runtime/embedded (in
+// process) and runtime/rocketmq; the engine depends on neither.
 //
 // Duties of the pieces, in order:
 //

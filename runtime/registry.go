@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -306,37 +305,6 @@ func fieldErrors(err error, root *yaml.Node) []FieldError {
 func secretKey(path string) bool {
 	k := path[strings.LastIndexAny(path, ".")+1:]
 	return strings.Contains(k, "password") || strings.Contains(k, "secret") || k == "dsn" || k == "access_key"
-}
-
-// EmbeddedConfig is the transport section of type embedded: the
-// in-process transport (NewEmbedded) and the memory limits every
-// transport has.
-type EmbeddedConfig struct {
-	Queues   int           `yaml:"queues"`
-	Depth    int           `yaml:"depth"`
-	MaxBatch int           `yaml:"max_batch"` // records per sink transaction, default 2048
-	Linger   time.Duration `yaml:"linger"`    // wait this long for a fuller batch, default 0
-	// MaxInFlight and MaxInFlightBytes: the memory limits of every
-	// transport, records read from the source and not yet acknowledged
-	// (Pipeline.MaxInFlight, MaxInFlightBytes); on RocketMQ also the
-	// messages the consumer holds pulled but not yet applied
-	// (rocketmq.Config.MaxCachedRecords, MaxCachedBytes, the same keys).
-	MaxInFlight      int      `yaml:"max_in_flight"`
-	MaxInFlightBytes ByteSize `yaml:"max_in_flight_bytes"`
-}
-
-// EmbeddedPlugin is the embedded transport's plugin, for the command to
-// register.
-func EmbeddedPlugin() Plugin {
-	return Plugin{Kind: KindTransport, Name: "embedded", Types: []string{"embedded"},
-		New: func() any { return &EmbeddedConfig{} },
-		Validate: func(v any, sec *Section, _ *Config) error {
-			c := v.(*EmbeddedConfig)
-			if c.Linger < 0 {
-				return sec.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
-			}
-			return CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes))
-		}}
 }
 
 // CheckInFlight checks a transport section's max_in_flight and

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/embedded"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
@@ -62,7 +63,7 @@ type decoded struct {
 	source    *binlog.Config
 	codec     converter.Options // the event format the source's options ask for
 	sink      *sink.Config
-	embedded  *runtime.EmbeddedConfig
+	embedded  *embedded.Config
 	rocketmq  *rocketmq.Config
 	positions positionsConfig
 	maxFlight int
@@ -129,7 +130,7 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 		return nil, err
 	}
 	switch c := v.(type) {
-	case *runtime.EmbeddedConfig:
+	case *embedded.Config:
 		d.embedded = c
 		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
 	case *rocketmq.Config:
@@ -306,7 +307,7 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 	}
 	switch {
 	case d.embedded != nil:
-		e := runtime.NewEmbedded(d.embedded.Queues, d.embedded.Depth)
+		e := embedded.New(d.embedded.Queues, d.embedded.Depth)
 		p.Publisher, p.Subscriber = e.Publisher(), e.LingerSubscriber(d.embedded.MaxBatch, d.embedded.Linger)
 	case d.rocketmq != nil:
 		if p.Source != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/embedded"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
@@ -22,7 +23,7 @@ var connectors = runtime.NewRegistry()
 func init() {
 	connectors.Register(mysqlPlugin())
 	connectors.Register(jdbcPlugin())
-	connectors.Register(runtime.EmbeddedPlugin())
+	connectors.Register(embedded.Plugin())
 	connectors.Register(rocketmqPlugin())
 	// a document validated through the REST API runs in a cluster
 	connectors.SetDocumentCheck(func(c *runtime.Config) error {
