@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -33,5 +34,11 @@ func Plugin() runtime.Plugin {
 				return sec.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
 			}
 			return runtime.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes))
+		},
+		// one Transport for the task's source and sink, in one process
+		NewTransport: func(_ context.Context, v any, _ *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+			c := v.(*Config)
+			e := New(c.Queues, c.Depth)
+			return e.Publisher(), e.LingerSubscriber(c.MaxBatch, c.Linger), nil
 		}}
 }
