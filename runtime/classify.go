@@ -35,7 +35,9 @@ func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey{}, l)
 }
 
-func logger(ctx context.Context) *slog.Logger {
+// Logger returns the logger WithLogger stored in ctx, or slog.Default():
+// for a transport's goroutines, which the pipeline starts with it.
+func Logger(ctx context.Context) *slog.Logger {
 	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
 		return l
 	}

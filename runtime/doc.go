@@ -1,6 +1,8 @@
 // Package runtime runs connectors as tasks: it defines what it needs from a
 // source, a sink and a transport (contracts.go), moves records between them
-// with acknowledgements, and keeps source positions.
+// with acknowledgements, and keeps source positions. The transports are its
+// sibling packages implementing those contracts: runtime/embedded (in
+// process) and runtime/rocketmq; the engine depends on neither.
 //
 // Duties of the pieces, in order:
 //
@@ -24,8 +26,10 @@
 //
 // Configuration: a pipeline's YAML (Config) has one section per piece; a
 // Registry maps each section's type to the Plugin that owns its keys (its
-// config struct's yaml tags, decoded strictly by Section.Decode) and their
-// checks, and ValidateConnector answers the REST validate. The command
-// registers the connectors. A source task's schema history may live in a
+// config struct's yaml tags, decoded strictly by Section.Decode), their
+// checks and its constructor (NewSource, NewSink or NewTransport, given the
+// decoded config and the Task), and ValidateConnector answers the REST
+// validate. The command registers the connectors and builds a task by
+// calling the constructors of its sections' plugins. A source task's schema history may live in a
 // database (SQLHistory), its appends fenced by the task's Lease.
 package runtime

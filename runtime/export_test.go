@@ -3,11 +3,35 @@ package runtime
 import "context"
 
 // Test doubles for the external tests (package runtime_test, which may
-// import runtime/admin: the REST API over a Worker).
+// import runtime/admin: the REST API over a Worker), and the transport of
+// the engine's tests.
+
+// EmbeddedTransport is what the engine's tests use of the embedded
+// transport (runtime/embedded).
+type EmbeddedTransport interface {
+	Publisher() Publisher
+	Subscriber(maxBatch int) Subscriber
+}
+
+var (
+	embeddedNew   func(queues, depth int) EmbeddedTransport
+	embeddedTopic string // the Delivery.Topic of its records
+)
+
+// UseEmbedded plugs the embedded transport into the engine's tests, which
+// run their pipelines over it: runtime/embedded imports runtime for its
+// contracts, so runtime's own tests cannot import it, and the external
+// test package (transport_test.go) calls this at init, before any test.
+func UseEmbedded(newTransport func(queues, depth int) EmbeddedTransport, topic string) {
+	embeddedNew, embeddedTopic = newTransport, topic
+}
+
+// newEmbedded is embedded.New: queues queues of depth batches each.
+func newEmbedded(queues, depth int) EmbeddedTransport { return embeddedNew(queues, depth) }
 
 func fakeFactory(store *memStore, snk *fakeSink) Factory {
 	return func(context.Context) (*Pipeline, error) {
-		e := NewEmbedded(2, 4)
+		e := newEmbedded(2, 4)
 		return &Pipeline{Name: "p", Source: &fakeSource{n: 300, k: 7}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store}, nil
 	}
 }

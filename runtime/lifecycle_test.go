@@ -34,7 +34,7 @@ func TestEndOfInputFinishesThePipeline(t *testing.T) {
 	w.RestartBackoff = time.Millisecond
 	w.Add("p", store, func(context.Context) (*Pipeline, error) {
 		builds.Add(1)
-		e := NewEmbedded(4, 4)
+		e := newEmbedded(4, 4)
 		return &Pipeline{Name: "p", Source: &endingSource{fakeSource{n: 90, k: 7}}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store}, nil
 	})
 	if err := w.Start(context.Background(), "p"); err != nil {
@@ -61,7 +61,7 @@ func TestStopAndRestartAreNotAnEnd(t *testing.T) {
 	snk := &fakeSink{seen: map[int64][]int64{}}
 	w := NewWorker(nil)
 	w.Add("p", store, func(context.Context) (*Pipeline, error) {
-		e := NewEmbedded(2, 4)
+		e := newEmbedded(2, 4)
 		return &Pipeline{Name: "p", Source: &fakeSource{n: 30, k: 3}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store}, nil
 	})
 	ctx := context.Background()
@@ -111,7 +111,7 @@ func TestStartRetriesARetriableBuildFailure(t *testing.T) {
 		if builds.Add(1) <= 2 {
 			return nil, errors.New("dial tcp 127.0.0.1:1: connection refused")
 		}
-		e := NewEmbedded(2, 4)
+		e := newEmbedded(2, 4)
 		return &Pipeline{Name: "p", Source: &fakeSource{n: 30, k: 3}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store}, nil
 	})
 	if err := w.Start(context.Background(), "p"); err != nil {

@@ -119,7 +119,7 @@ func runUntil(t *testing.T, p *Pipeline, done func() bool) error {
 func TestEmbeddedPipelineKeepsKeyOrderAndSavesLastPosition(t *testing.T) {
 	src := &fakeSource{n: 3000, k: 17}
 	snk := &fakeSink{seen: map[int64][]int64{}, failN: 2}
-	e := NewEmbedded(4, 4)
+	e := newEmbedded(4, 4)
 	store := &memStore{pos: map[string][]byte{"p": []byte("tx-0")}}
 	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(64), Sink: snk, Positions: store, MaxInFlight: 100}
 	if err := runUntil(t, p, func() bool { return snk.count() == 3000 }); err != nil {
@@ -148,7 +148,7 @@ func TestEmbeddedPipelineKeepsKeyOrderAndSavesLastPosition(t *testing.T) {
 func TestEmbeddedBackpressureBoundsInFlight(t *testing.T) {
 	src := &fakeSource{n: 600, k: 5}
 	snk := &fakeSink{seen: map[int64][]int64{}, delay: time.Millisecond}
-	e := NewEmbedded(2, 1000)
+	e := newEmbedded(2, 1000)
 	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(8), Sink: snk, Positions: &memStore{pos: map[string][]byte{}}, MaxInFlight: 40}
 	maxGap := int64(0)
 	err := runUntil(t, p, func() bool {
@@ -176,7 +176,7 @@ func (s *fatalSink) Write(context.Context, []schema.Record) error {
 func TestFatalSinkErrorFailsPipelineWithoutSavingPastIt(t *testing.T) {
 	src := &fakeSource{n: 30, k: 3}
 	store := &memStore{pos: map[string][]byte{}}
-	e := NewEmbedded(2, 4)
+	e := newEmbedded(2, 4)
 	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(8), Sink: &fatalSink{}, Positions: store}
 	err := p.Run(context.Background())
 	if err == nil || !IsFatal(err) {
@@ -198,7 +198,7 @@ func TestPipelineKeepsSourceIDs(t *testing.T) {
 	got := map[string]schema.ID{}
 	var mu sync.Mutex
 	store := &memStore{pos: map[string][]byte{}}
-	e := NewEmbedded(2, 4)
+	e := newEmbedded(2, 4)
 	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: &idSink{seen: got, mu: &mu}, Positions: store}
 	if err := runUntil(t, p, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 30 }); err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestPipelineKeepsSourceIDs(t *testing.T) {
 func TestPipelineLoadsV1SavedPosition(t *testing.T) {
 	src := &fakeSource{n: 3, k: 1}
 	store := &memStore{pos: map[string][]byte{"p": []byte(`{"sluice_position":1,"source":"tx-7","seq":1796073297165392400,"fingerprint":"ab"}`)}}
-	e := NewEmbedded(1, 4)
+	e := newEmbedded(1, 4)
 	snk := &fakeSink{seen: map[int64][]int64{}}
 	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: store}
 	if err := runUntil(t, p, func() bool { return snk.count() == 3 }); err != nil {
@@ -251,7 +251,7 @@ func (s *idSink) Write(_ context.Context, recs []schema.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range recs {
-		if r.Delivery == nil || r.Delivery.Topic != EmbeddedTopic || r.Delivery.Offset <= 0 {
+		if r.Delivery == nil || r.Delivery.Topic != embeddedTopic || r.Delivery.Offset <= 0 {
 			return fmt.Errorf("record without an embedded delivery: %+v", r.Delivery)
 		}
 		s.seen[fmt.Sprint(r.After[1])] = r.ID
@@ -270,7 +270,7 @@ func (f failingStore) Save(context.Context, string, []byte) error   { return f.e
 // error) instead of letting it read on without positions.
 func TestPipelineStopsWhenPositionsCannotBeSaved(t *testing.T) {
 	fenced := Fatal(fmt.Errorf("%w: test", ErrFenced))
-	e := NewEmbedded(2, 4)
+	e := newEmbedded(2, 4)
 	p := &Pipeline{Name: "p", Source: &fakeSource{n: 1 << 30, k: 7}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16),
 		Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: failingStore{fenced}, SaveInterval: 10 * time.Millisecond}
 	errc := make(chan error, 1)
@@ -303,7 +303,7 @@ func (s *slowFatalSink) Write(ctx context.Context, _ []schema.Record) error {
 // forever.
 func TestFatalSinkErrorUnblocksAFullQueue(t *testing.T) {
 	src := &fakeSource{n: 3000, k: 7}
-	e := NewEmbedded(1, 1)
+	e := newEmbedded(1, 1)
 	p := &Pipeline{Name: "p", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(4), Sink: &slowFatalSink{},
 		Positions: &memStore{pos: map[string][]byte{}}, MaxInFlight: 100000}
 	done := make(chan error, 1)
@@ -329,7 +329,7 @@ func (s *msgSink) Write(context.Context, []schema.Record) error { return Fatal(e
 // errors that do not carry it already (the sink's own do).
 func TestSinkErrorPrefixedOnce(t *testing.T) {
 	for _, msg := range []string{"column does not exist", "sink: column does not exist", `topic "t" queue 1 offset 0: sink: column does not exist`} {
-		e := NewEmbedded(1, 4)
+		e := newEmbedded(1, 4)
 		p := &Pipeline{Name: "p", Source: &fakeSource{n: 3, k: 1}, Publisher: e.Publisher(), Subscriber: e.Subscriber(8),
 			Sink: &msgSink{msg: msg}, Positions: &memStore{pos: map[string][]byte{}}}
 		err := p.Run(context.Background())

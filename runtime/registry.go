@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -38,6 +40,76 @@ type Plugin struct {
 	// Go fields is retold with the YAML keys (Section.Explain); one from
 	// Section.Err is returned as it is.
 	Validate func(c any, sec *Section, doc *Config) error
+	// NewSource, NewSink and NewTransport make the connector of the
+	// plugin's kind for one task, from its config (what New returned,
+	// after Validate and the command's checks that span sections) and t,
+	// which they may read but not keep. A transport makes a Publisher when
+	// t runs a source, a Subscriber when it runs a sink. A plugin without
+	// the constructor of its kind validates but cannot run.
+	NewSource    func(ctx context.Context, c any, t *Task) (Source, error)
+	NewSink      func(ctx context.Context, c any, t *Task) (Sink, error)
+	NewTransport func(ctx context.Context, c any, t *Task) (Publisher, Subscriber, error)
+	// NewTables, for a source, makes what lists the tables it would
+	// capture (TableLister) without reading or opening anything else: a
+	// task that runs only the sink checks them against the sink's control
+	// tables at start (Pipeline.Tables). Optional.
+	NewTables func(c any, t *Task) (TableLister, error)
+}
+
+// Runs reports whether p has the constructor of its kind, so that a task
+// can run it.
+func (p *Plugin) Runs() bool {
+	switch p.Kind {
+	case KindSource:
+		return p.NewSource != nil
+	case KindSink:
+		return p.NewSink != nil
+	case KindTransport:
+		return p.NewTransport != nil
+	}
+	return false
+}
+
+// TaskOptions say which task of a config the command builds and how.
+type TaskOptions struct {
+	// Only is "" (source and sink in one pipeline), "source" or "sink".
+	Only string
+	// Lease fences the source task's durable writes in a cluster (the
+	// schema history in the database); zero: unfenced (`sluice run`).
+	Lease Lease
+	// Log is the task's logger; nil: slog.Default().
+	Log *slog.Logger
+	// HistoryDB, with HistoryDialect ("postgres" or "mysql"), is the
+	// database where a source with history_store: database keeps its
+	// schema history, instead of the positions database: in a cluster the
+	// coordinator, which holds the lease table, since a fenced append reads
+	// the lease row in the same statement. It stays the caller's to close.
+	// A non-nil HistoryDB also says the task runs in a cluster: the caller
+	// (the worker) gives the source task its fenced position store, so
+	// the command opens none (no positions folder, no positions database).
+	HistoryDB      *sql.DB
+	HistoryDialect string
+	// CoordinatorTables names the cluster's control tables in HistoryDB,
+	// unqualified. When a sink's target is the same database (compared by
+	// asking both servers who they are), they and the schema history table
+	// join the sink's protected tables (sink.Config.ControlTables): a
+	// source table mapping onto one is refused at start.
+	CoordinatorTables []string
+}
+
+// Task is what a plugin's constructor gets besides its own config: the
+// task being built.
+type Task struct {
+	TaskOptions // Log is never nil here
+	// Config is the task's whole document; Sections holds the decoded
+	// config of each of its sections the task uses, by key (source, sink,
+	// transport, and the command's own, such as positions): what one
+	// connector needs of another's (a sink's dead-letter queue is on the
+	// RocketMQ transport).
+	Config   *Config
+	Sections map[string]any
+	// Source and Sink say which sides the task runs.
+	Source, Sink bool
 }
 
 // Registry holds the plugins by kind and section type.
@@ -306,37 +378,6 @@ func fieldErrors(err error, root *yaml.Node) []FieldError {
 func secretKey(path string) bool {
 	k := path[strings.LastIndexAny(path, ".")+1:]
 	return strings.Contains(k, "password") || strings.Contains(k, "secret") || k == "dsn" || k == "access_key"
-}
-
-// EmbeddedConfig is the transport section of type embedded: the
-// in-process transport (NewEmbedded) and the memory limits every
-// transport has.
-type EmbeddedConfig struct {
-	Queues   int           `yaml:"queues"`
-	Depth    int           `yaml:"depth"`
-	MaxBatch int           `yaml:"max_batch"` // records per sink transaction, default 2048
-	Linger   time.Duration `yaml:"linger"`    // wait this long for a fuller batch, default 0
-	// MaxInFlight and MaxInFlightBytes: the memory limits of every
-	// transport, records read from the source and not yet acknowledged
-	// (Pipeline.MaxInFlight, MaxInFlightBytes); on RocketMQ also the
-	// messages the consumer holds pulled but not yet applied
-	// (rocketmq.Config.MaxCachedRecords, MaxCachedBytes, the same keys).
-	MaxInFlight      int      `yaml:"max_in_flight"`
-	MaxInFlightBytes ByteSize `yaml:"max_in_flight_bytes"`
-}
-
-// EmbeddedPlugin is the embedded transport's plugin, for the command to
-// register.
-func EmbeddedPlugin() Plugin {
-	return Plugin{Kind: KindTransport, Name: "embedded", Types: []string{"embedded"},
-		New: func() any { return &EmbeddedConfig{} },
-		Validate: func(v any, sec *Section, _ *Config) error {
-			c := v.(*EmbeddedConfig)
-			if c.Linger < 0 {
-				return sec.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
-			}
-			return CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes))
-		}}
 }
 
 // CheckInFlight checks a transport section's max_in_flight and

@@ -12,9 +12,6 @@ import "encoding/json"
 // stored position still loads: its source position is used, its number is
 // not (sinks order records by ID now).
 
-// EmbeddedTopic is the Delivery.Topic of records on the embedded transport.
-const EmbeddedTopic = "embedded"
-
 type savedPosition struct {
 	Version int    `json:"sluice_position"`
 	Source  string `json:"source"`

@@ -53,7 +53,7 @@ func heartbeat(tsMs int64) []schema.Record {
 
 func startStatusPipeline(t *testing.T, src Source) (*Worker, string) {
 	t.Helper()
-	e := NewEmbedded(2, 16)
+	e := newEmbedded(2, 16)
 	w := NewWorker(nil)
 	w.Add("st", nil, func(context.Context) (*Pipeline, error) {
 		return &Pipeline{Name: "st", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(64),
@@ -168,7 +168,7 @@ func TestSnapshotStatusETA(t *testing.T) {
 // A failure is reported once: the batch error that stops reading is not
 // joined again as the drain's error.
 func TestPipelineErrorSaidOnce(t *testing.T) {
-	e := NewEmbedded(2, 4)
+	e := newEmbedded(2, 4)
 	p := &Pipeline{Name: "p", Source: &fakeSource{n: 30, k: 3}, Publisher: e.Publisher(), Subscriber: e.Subscriber(8),
 		Sink: &fatalSink{}, Positions: &memStore{pos: map[string][]byte{}}}
 	err := p.Run(context.Background())

@@ -24,7 +24,7 @@ func (s *failingSource) Read(context.Context) ([]schema.Record, error) {
 func flakyFactory(fails int, err error, store *memStore, snk *fakeSink, builds *atomic.Int32) Factory {
 	return func(context.Context) (*Pipeline, error) {
 		n := builds.Add(1)
-		e := NewEmbedded(2, 4)
+		e := newEmbedded(2, 4)
 		var src Source = &fakeSource{n: 300, k: 7}
 		if int(n) <= fails {
 			src = &failingSource{err: err}

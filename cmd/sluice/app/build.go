@@ -12,6 +12,7 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/embedded"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
@@ -62,12 +63,44 @@ type decoded struct {
 	source    *binlog.Config
 	codec     converter.Options // the event format the source's options ask for
 	sink      *sink.Config
-	embedded  *runtime.EmbeddedConfig
+	embedded  *embedded.Config
 	rocketmq  *rocketmq.Config
 	positions positionsConfig
 	maxFlight int
 	// maxFlightBytes: the transport's max_in_flight_bytes (0: default).
 	maxFlightBytes int
+	// plugins and configs: by kind, the connector each section's type
+	// selected and its decoded config, which BuildTask hands to the
+	// connector's constructor; the typed fields above point at the configs
+	// of the connectors whose checks span sections.
+	plugins map[string]*runtime.Plugin
+	configs map[string]any
+}
+
+// decode decodes sec, the section of kind, with the connector its type
+// selects (connectors), and keeps both for BuildTask; a connector that
+// cannot make a task is refused.
+func (d *decoded) decode(kind string, sec *runtime.Section, cfg *runtime.Config) (any, error) {
+	v, err := connectors.Decode(kind, sec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := connectors.Lookup(kind, sec.Type)
+	if !ok || !p.Runs() {
+		return nil, sec.Err("type", fmt.Sprintf("%s type %q has no runner in this build", kind, sec.Type))
+	}
+	d.plugins[kind], d.configs[kind] = p, v
+	return v, nil
+}
+
+// sections are the decoded sections for the connectors' constructors
+// (runtime.Task.Sections): by kind, and positions (a positionsConfig).
+func (d *decoded) sections() map[string]any {
+	m := map[string]any{"positions": d.positions}
+	for k, v := range d.configs {
+		m[k] = v
+	}
+	return m
 }
 
 // decodeAll decodes every section the process shape needs, each with the
@@ -81,7 +114,7 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 // whose coordinator database keeps what history_store: database keeps
 // (TaskOptions.HistoryDB), so it needs no SQL positions.
 func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, error) {
-	d := &decoded{positions: positionsConfig{Dir: "positions", typ: "file"}}
+	d := &decoded{positions: positionsConfig{Dir: "positions", typ: "file"}, plugins: map[string]*runtime.Plugin{}, configs: map[string]any{}}
 	switch only {
 	case "", "source", "sink":
 	default:
@@ -93,28 +126,20 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 		return nil, fmt.Errorf("--only %s: the config has no %s section: %w", only, only, runtime.ErrConfig)
 	}
 	if wantSource {
-		v, err := connectors.Decode(runtime.KindSource, cfg.Source, cfg)
+		v, err := d.decode(runtime.KindSource, cfg.Source, cfg)
 		if err != nil {
 			return nil, err
 		}
-		switch c := v.(type) {
-		case *binlog.Config:
+		if c, ok := v.(*binlog.Config); ok {
 			d.source, d.codec = c, codecOptions(c)
-		default:
-			return nil, cfg.Source.Err("type", fmt.Sprintf("source type %q has no runner in this build", cfg.Source.Type))
 		}
 	}
 	if wantSink {
-		v, err := connectors.Decode(runtime.KindSink, cfg.Sink, cfg)
+		v, err := d.decode(runtime.KindSink, cfg.Sink, cfg)
 		if err != nil {
 			return nil, err
 		}
-		switch c := v.(type) {
-		case *sink.Config:
-			d.sink = c
-		default:
-			return nil, cfg.Sink.Err("type", fmt.Sprintf("sink type %q has no runner in this build", cfg.Sink.Type))
-		}
+		d.sink, _ = v.(*sink.Config)
 	}
 	if cfg.Transport.Type == "embedded" {
 		if only != "" {
@@ -124,12 +149,12 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 			return nil, cfg.Transport.Err("type", "the embedded transport needs both a source and a sink section")
 		}
 	}
-	v, err := connectors.Decode(runtime.KindTransport, cfg.Transport, cfg)
+	v, err := d.decode(runtime.KindTransport, cfg.Transport, cfg)
 	if err != nil {
 		return nil, err
 	}
 	switch c := v.(type) {
-	case *runtime.EmbeddedConfig:
+	case *embedded.Config:
 		d.embedded = c
 		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
 	case *rocketmq.Config:
@@ -143,8 +168,6 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 		if wantSink && len(c.Topics) == 0 {
 			return nil, cfg.Transport.Err("topics", "a sink on rocketmq needs the topics to consume")
 		}
-	default:
-		return nil, cfg.Transport.Err("type", fmt.Sprintf("transport type %q has no runner in this build", cfg.Transport.Type))
 	}
 	if cfg.Positions != nil {
 		if err := cfg.Positions.Decode(&d.positions); err != nil {
@@ -197,33 +220,9 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 	return d, nil
 }
 
-// TaskOptions say which task of a config BuildTask makes and how.
-type TaskOptions struct {
-	// Only is "" (source and sink in one pipeline), "source" or "sink".
-	Only string
-	// Lease fences the source task's durable writes in a cluster (the
-	// schema history in the database); zero: unfenced (`sluice run`).
-	Lease runtime.Lease
-	// Log is the task's logger; nil: slog.Default().
-	Log *slog.Logger
-	// HistoryDB, with HistoryDialect ("postgres" or "mysql"), is the
-	// database where a source with history_store: database keeps its
-	// schema history, instead of the positions database: in a cluster the
-	// coordinator, which holds the lease table, since a fenced append reads
-	// the lease row in the same statement. It stays the caller's to close.
-	// A non-nil HistoryDB also says the task runs in a cluster: the caller
-	// (the worker) gives the source task its fenced position store, so
-	// BuildTask opens none (no positions folder, no positions database).
-	HistoryDB      *sql.DB
-	HistoryDialect string
-	// CoordinatorTables names the cluster's control tables in HistoryDB,
-	// unqualified. When a sink's target is the same database (compared by
-	// asking both servers who they are, see sameDatabase), they and the
-	// schema history table join the sink's protected tables
-	// (sink.Config.ControlTables): a source table mapping onto one is
-	// refused at start.
-	CoordinatorTables []string
-}
+// TaskOptions say which task of a config BuildTask makes and how
+// (runtime.TaskOptions, which the connectors' constructors get).
+type TaskOptions = runtime.TaskOptions
 
 // Build makes the pipeline the config describes, connecting to the servers:
 // BuildTask without a lease.
@@ -232,35 +231,24 @@ func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logg
 }
 
 // BuildTask makes the task of the config that o names (a source task, a
-// sink task, or both in one pipeline), connecting to the servers.
+// sink task, or both in one pipeline), connecting to the servers: each
+// section's connector makes its part (runtime.Plugin's NewSource, NewSink,
+// NewTransport).
 func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtime.Pipeline, error) {
-	only, log := o.Only, o.Log
-	if log == nil {
-		log = slog.Default()
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
-	d, err := decodeTask(cfg, only, o.HistoryDB != nil)
+	d, err := decodeTask(cfg, o.Only, o.HistoryDB != nil)
 	if err != nil {
 		return nil, err
 	}
-	p := &runtime.Pipeline{Name: cfg.Name, Log: log, MaxInFlight: d.maxFlight, MaxInFlightBytes: d.maxFlightBytes}
-	if d.source != nil {
-		bc := *d.source
-		if bc.HistoryStore == binlog.HistoryInDatabase {
-			if o.HistoryDB != nil {
-				h, err := runtime.NewSQLHistory(ctx, o.HistoryDB, o.HistoryDialect, bc.HistoryTable, cfg.Name, o.Lease)
-				if err != nil {
-					return nil, err
-				}
-				bc.History = dbHistory{h}
-			} else if bc.History, err = openDBHistory(ctx, d.positions, bc.HistoryTable, cfg.Name, o.Lease); err != nil {
-				return nil, err
-			}
-		}
-		src, err := binlog.NewSource(bc, log.With("component", "source"))
-		if err != nil {
+	srcPlugin, sinkPlugin, transPlugin := d.plugins[runtime.KindSource], d.plugins[runtime.KindSink], d.plugins[runtime.KindTransport]
+	t := &runtime.Task{TaskOptions: o, Config: cfg, Sections: d.sections(), Source: srcPlugin != nil, Sink: sinkPlugin != nil}
+	p := &runtime.Pipeline{Name: cfg.Name, Log: o.Log, MaxInFlight: d.maxFlight, MaxInFlightBytes: d.maxFlightBytes}
+	if srcPlugin != nil {
+		if p.Source, err = srcPlugin.NewSource(ctx, d.configs[runtime.KindSource], t); err != nil {
 			return nil, err
 		}
-		p.Source = binlogSource{src}
 		if o.HistoryDB == nil {
 			store, err := openPositions(ctx, d.positions)
 			if err != nil {
@@ -269,62 +257,127 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 			p.Positions = store
 		}
 	}
-	if d.sink != nil && o.HistoryDB != nil {
-		if err := protectCoordinator(ctx, cfg, d, o); err != nil {
+	if sinkPlugin != nil {
+		if p.Sink, err = sinkPlugin.NewSink(ctx, d.configs[runtime.KindSink], t); err != nil {
 			return nil, err
 		}
-	}
-	if d.sink != nil {
-		var dl *rocketmq.DeadLetter
-		if d.sink.OnError == sink.OnErrorDLQ {
-			if dl, err = rocketmq.NewDeadLetter(ctx, *d.rocketmq, log.With("component", "dead-letter")); err != nil {
-				return nil, err
-			}
-			d.sink.DeadLetter = dl.Send
-		}
-		s, err := sink.New(ctx, *d.sink, log.With("component", "sink"))
-		if err != nil {
-			if dl != nil {
-				_ = dl.Close()
-			}
-			return nil, err
-		}
-		p.Sink = s
-		if dl != nil {
-			p.Sink = sinkWithDeadLetter{s, dl}
-		}
-		if d.source == nil && cfg.Source != nil {
+		if srcPlugin == nil && cfg.Source != nil {
 			// A sink-only process checks the source's tables against its
 			// control tables at start too, when it can read the source
 			// section (runtime.Pipeline.Tables).
-			if sd, err := decodeAll(cfg, "source"); err == nil && sd.source != nil {
-				if src, err := binlog.NewSource(*sd.source, log.With("component", "source-tables")); err == nil {
-					p.Tables = src
+			if sd, err := decodeAll(cfg, "source"); err == nil {
+				if sp := sd.plugins[runtime.KindSource]; sp != nil && sp.NewTables != nil {
+					if tables, err := sp.NewTables(sd.configs[runtime.KindSource], t); err == nil {
+						p.Tables = tables
+					}
 				}
 			}
 		}
 	}
-	switch {
-	case d.embedded != nil:
-		e := runtime.NewEmbedded(d.embedded.Queues, d.embedded.Depth)
-		p.Publisher, p.Subscriber = e.Publisher(), e.LingerSubscriber(d.embedded.MaxBatch, d.embedded.Linger)
-	case d.rocketmq != nil:
-		if p.Source != nil {
-			pub, err := rocketmq.NewPublisher(ctx, *d.rocketmq, log.With("component", "publisher"))
-			if err != nil {
-				return nil, err
-			}
-			p.Publisher = pub
-		}
-		if p.Sink != nil {
-			sub, err := rocketmq.NewSubscriber(ctx, *d.rocketmq, log.With("component", "subscriber"))
-			if err != nil {
-				return nil, err
-			}
-			p.Subscriber = sub
-		}
+	if p.Publisher, p.Subscriber, err = transPlugin.NewTransport(ctx, d.configs[runtime.KindTransport], t); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// newBinlogSource is the mysql plugin's constructor: the binlog source,
+// with its schema history in the database when history_store says so (in
+// a cluster the coordinator's, else the positions database), fenced by the
+// task's lease.
+func newBinlogSource(ctx context.Context, v any, t *runtime.Task) (runtime.Source, error) {
+	bc := *v.(*binlog.Config)
+	if bc.HistoryStore == binlog.HistoryInDatabase {
+		if t.HistoryDB != nil {
+			h, err := runtime.NewSQLHistory(ctx, t.HistoryDB, t.HistoryDialect, bc.HistoryTable, t.Config.Name, t.Lease)
+			if err != nil {
+				return nil, err
+			}
+			bc.History = dbHistory{h}
+		} else {
+			pos, _ := t.Sections["positions"].(positionsConfig)
+			var err error
+			if bc.History, err = openDBHistory(ctx, pos, bc.HistoryTable, t.Config.Name, t.Lease); err != nil {
+				return nil, err
+			}
+		}
+	}
+	src, err := binlog.NewSource(bc, t.Log.With("component", "source"))
+	if err != nil {
+		return nil, err
+	}
+	return binlogSource{src}, nil
+}
+
+// binlogTables is the mysql plugin's table lister: a binlog source that is
+// never opened.
+func binlogTables(v any, t *runtime.Task) (runtime.TableLister, error) {
+	src, err := binlog.NewSource(*v.(*binlog.Config), t.Log.With("component", "source-tables"))
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// newJDBCSink is the jdbc plugin's constructor: the sink, protecting the
+// coordinator's tables in a cluster, with its dead-letter producer on the
+// RocketMQ transport for on_error: dlq.
+func newJDBCSink(ctx context.Context, v any, t *runtime.Task) (runtime.Sink, error) {
+	c := v.(*sink.Config)
+	if t.HistoryDB != nil {
+		src, _ := t.Sections[runtime.KindSource].(*binlog.Config)
+		if err := protectCoordinator(ctx, t.Config, src, c, t.TaskOptions); err != nil {
+			return nil, err
+		}
+	}
+	var dl *rocketmq.DeadLetter
+	if c.OnError == sink.OnErrorDLQ {
+		rc, ok := t.Sections[runtime.KindTransport].(*rocketmq.Config)
+		if !ok {
+			return nil, fmt.Errorf("sink on_error dlq writes to a RocketMQ topic: it needs the rocketmq transport: %w", runtime.ErrConfig)
+		}
+		var err error
+		if dl, err = rocketmq.NewDeadLetter(ctx, *rc, t.Log.With("component", "dead-letter")); err != nil {
+			return nil, err
+		}
+		c.DeadLetter = dl.Send
+	}
+	s, err := sink.New(ctx, *c, t.Log.With("component", "sink"))
+	if err != nil {
+		if dl != nil {
+			_ = dl.Close()
+		}
+		return nil, err
+	}
+	if dl != nil {
+		return sinkWithDeadLetter{s, dl}, nil
+	}
+	return s, nil
+}
+
+// newRocketMQ is the rocketmq plugin's constructor: a producer for the
+// task's source, a consumer for its sink.
+func newRocketMQ(ctx context.Context, v any, t *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+	c := v.(*rocketmq.Config)
+	var pub runtime.Publisher
+	var sub runtime.Subscriber
+	if t.Source {
+		p, err := rocketmq.NewPublisher(ctx, *c, t.Log.With("component", "publisher"))
+		if err != nil {
+			return nil, nil, err
+		}
+		pub = p
+	}
+	if t.Sink {
+		s, err := rocketmq.NewSubscriber(ctx, *c, t.Log.With("component", "subscriber"))
+		if err != nil {
+			if pub != nil {
+				_ = pub.Close(ctx)
+			}
+			return nil, nil, err
+		}
+		sub = s
+	}
+	return pub, sub, nil
 }
 
 // sinkWithDeadLetter closes the dead-letter producer with the sink.
@@ -385,9 +438,9 @@ func (b binlogSource) Backlog(ctx context.Context, position []byte) (int64, int6
 // they were created. When the sink's server cannot be asked, they are
 // protected anyway: refusing a source table of exactly such a name is
 // safer than writing over a lease.
-func protectCoordinator(ctx context.Context, cfg *runtime.Config, d *decoded, o TaskOptions) error {
+func protectCoordinator(ctx context.Context, cfg *runtime.Config, src *binlog.Config, snk *sink.Config, o TaskOptions) error {
 	tables := append([]string(nil), o.CoordinatorTables...)
-	hist := d.source
+	hist := src
 	if hist == nil && cfg.Source != nil {
 		if sd, err := decodeTask(cfg, "source", true); err == nil {
 			hist = sd.source
@@ -400,7 +453,7 @@ func protectCoordinator(ctx context.Context, cfg *runtime.Config, d *decoded, o 
 		}
 		tables = append(tables, table)
 	}
-	if len(tables) == 0 || d.sink.Dialect != o.HistoryDialect {
+	if len(tables) == 0 || snk.Dialect != o.HistoryDialect {
 		return nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -410,8 +463,8 @@ func protectCoordinator(ctx context.Context, cfg *runtime.Config, d *decoded, o 
 		return schema.Retriable(fmt.Errorf("coordinator: ask which database it is (to protect its control tables from the sink): %w", err))
 	}
 	same := true
-	if db, err := sql.Open(d.sink.Dialect, d.sink.DSN); err == nil {
-		ss, _, err := dbIdentity(qctx, db, d.sink.Dialect)
+	if db, err := sql.Open(snk.Dialect, snk.DSN); err == nil {
+		ss, _, err := dbIdentity(qctx, db, snk.Dialect)
 		db.Close()
 		same = err != nil || ss == cs
 	}
@@ -419,7 +472,7 @@ func protectCoordinator(ctx context.Context, cfg *runtime.Config, d *decoded, o 
 		return nil
 	}
 	for _, t := range tables {
-		d.sink.ControlTables = append(d.sink.ControlTables, cschema+"."+t)
+		snk.ControlTables = append(snk.ControlTables, cschema+"."+t)
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if d.source == nil {
+		return fmt.Errorf("%s: check reads a MySQL or MariaDB source, not one of type %q: %w", cfg.File, cfg.Source.Type, runtime.ErrConfig)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)

@@ -9,20 +9,21 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/embedded"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
 )
 
 // connectors holds every connector type a config may name. Each owns its
-// section's keys (its Config's yaml tags) and checks; adding one is one
-// Register call here.
+// section's keys (its Config's yaml tags), checks and constructor (BuildTask
+// looks it up and calls it); adding one is one Register call here.
 var connectors = runtime.NewRegistry()
 
 func init() {
 	connectors.Register(mysqlPlugin())
 	connectors.Register(jdbcPlugin())
-	connectors.Register(runtime.EmbeddedPlugin())
+	connectors.Register(embedded.Plugin())
 	connectors.Register(rocketmqPlugin())
 	// a document validated through the REST API runs in a cluster
 	connectors.SetDocumentCheck(func(c *runtime.Config) error {
@@ -99,7 +100,9 @@ func mysqlPlugin() runtime.Plugin {
 			// validate refuses what run would.
 			_, err := binlog.NewSource(*c, slog.New(slog.DiscardHandler))
 			return err
-		}}
+		},
+		NewSource: newBinlogSource,
+		NewTables: binlogTables}
 }
 
 // jdbcPlugin is the PostgreSQL and MySQL sink: sink.Config.
@@ -129,7 +132,8 @@ func jdbcPlugin() runtime.Plugin {
 			}
 			// Every check sink.New makes before it connects.
 			return sink.Validate(*c)
-		}}
+		},
+		NewSink: newJDBCSink}
 }
 
 // rocketmqPlugin is the RocketMQ transport: rocketmq.Config.
@@ -148,5 +152,6 @@ func rocketmqPlugin() runtime.Plugin {
 				return err
 			}
 			return c.Validate()
-		}}
+		},
+		NewTransport: newRocketMQ}
 }

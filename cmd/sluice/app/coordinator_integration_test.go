@@ -25,14 +25,8 @@ import (
 // opens no position store of its own (the worker gives it the coordinator's
 // fenced one), so no positions folder appears in the working directory.
 func TestBuildTaskInClusterProtectsCoordinator(t *testing.T) {
-	pg, my := os.Getenv("SLUICE_PG_DSN"), os.Getenv("SLUICE_MYSQL_PORT")
-	if pg == "" || my == "" {
-		msg := "SLUICE_PG_DSN and SLUICE_MYSQL_PORT are not set: start the servers and source /tmp/sluice-servers/servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	env := serverEnv(t, "start the servers", "SLUICE_PG_DSN", "SLUICE_MYSQL_PORT")
+	pg, my := env[0], env[1]
 	t.Chdir(t.TempDir())
 	ctx := context.Background()
 	n := rand.Uint32()

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/sluicecdc/sluice/runtime"
@@ -17,3 +19,21 @@ func writeFile(t *testing.T, path, text string) {
 type runtimeConfig = runtime.Config
 
 func loadFile(path string) (*runtime.Config, error) { return runtime.LoadConfig(path) }
+
+// serverEnv returns the values of the servers' env vars names, or skips
+// the test (fails it with CI=true) when one is unset; start says how to
+// start what sets them.
+func serverEnv(t *testing.T, start string, names ...string) []string {
+	t.Helper()
+	vals := make([]string, len(names))
+	for i, n := range names {
+		if vals[i] = os.Getenv(n); vals[i] == "" {
+			msg := fmt.Sprintf("%s are not set: %s and source /tmp/sluice-servers/servers.env", strings.Join(names, " and "), start)
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	return vals
+}

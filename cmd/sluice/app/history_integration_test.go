@@ -29,14 +29,8 @@ import (
 // another worker, the next DDL's append is refused and the source stops
 // with a fatal ErrFenced before handing on anything after it.
 func TestSchemaHistoryInDatabase(t *testing.T) {
-	pg, port := os.Getenv("SLUICE_PG_DSN"), os.Getenv("SLUICE_MYSQL_SCRATCH_PORT")
-	if pg == "" || port == "" {
-		msg := "SLUICE_PG_DSN and SLUICE_MYSQL_SCRATCH_PORT are not set: start the servers (scripts/test.sh starts the scratch MariaDB) and source /tmp/sluice-servers/servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	env := serverEnv(t, "start the servers (scripts/test.sh starts the scratch MariaDB)", "SLUICE_PG_DSN", "SLUICE_MYSQL_SCRATCH_PORT")
+	pg, port := env[0], env[1]
 	ctx := context.Background()
 	c, err := client.Connect("127.0.0.1:"+port, os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"), "")
 	if err != nil {

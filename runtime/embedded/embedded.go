@@ -1,47 +1,24 @@
-package runtime
+package embedded
 
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// QueueFor picks the queue of a record among queues: a hash of table and
-// key, so that all changes to one row go to one queue and stay in order.
-// It is the one partitioner of every transport (the RocketMQ publisher
-// indexes a topic's writable queues with it).
-func QueueFor(r *schema.Record, queues int) int {
-	if queues <= 1 {
-		return 0
-	}
-	return QueueForKey(r.Table, r.KeyString(), queues)
-}
+// Topic is the Delivery.Topic of records on the embedded transport.
+const Topic = "embedded"
 
-// QueueForKey is QueueFor for a table and a key's text form
-// (schema.Record.KeyString): fnv32a of "database.table", a NUL and the key.
-func QueueForKey(table schema.TableID, key string, queues int) int {
-	if queues <= 1 {
-		return 0
-	}
-	h := fnv.New32a()
-	h.Write([]byte(table.Database))
-	h.Write([]byte{'.'})
-	h.Write([]byte(table.Table))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(queues))
-}
-
-// Embedded is the in-process transport: bounded queues between a source and a
-// sink in one process. A batch is acknowledged to the source only after the
+// Transport is the in-process transport: bounded queues between a source and
+// a sink in one process. A batch is acknowledged to the source only after the
 // sink applied every record of it, so the source position never runs ahead
 // of the target.
-type Embedded struct {
+type Transport struct {
 	queues []chan part
 	closed atomic.Bool
 
@@ -63,15 +40,15 @@ type part struct {
 	done func(error)
 }
 
-// NewEmbedded makes n queues, each holding at most depth batches.
-func NewEmbedded(n, depth int) *Embedded {
+// New makes n queues, each holding at most depth batches.
+func New(n, depth int) *Transport {
 	if n <= 0 {
 		n = 4
 	}
 	if depth <= 0 {
 		depth = 16
 	}
-	e := &Embedded{queues: make([]chan part, n), offsets: make([]int64, n)}
+	e := &Transport{queues: make([]chan part, n), offsets: make([]int64, n)}
 	for i := range e.queues {
 		e.queues[i] = make(chan part, depth)
 	}
@@ -79,38 +56,40 @@ func NewEmbedded(n, depth int) *Embedded {
 }
 
 // Publisher returns the source side.
-func (e *Embedded) Publisher() Publisher { return embeddedPub{e} }
+func (e *Transport) Publisher() runtime.Publisher { return embeddedPub{e} }
 
 // Subscriber returns the sink side: each Handler call gets what is queued,
 // up to maxBatch records (default 2048), without waiting for more.
-func (e *Embedded) Subscriber(maxBatch int) Subscriber { return e.LingerSubscriber(maxBatch, 0) }
+func (e *Transport) Subscriber(maxBatch int) runtime.Subscriber {
+	return e.LingerSubscriber(maxBatch, 0)
+}
 
 // LingerSubscriber is Subscriber that, when fewer than maxBatch records are
 // queued, waits up to linger for more before calling the Handler: fewer,
 // larger target transactions for at most linger of extra latency.
-func (e *Embedded) LingerSubscriber(maxBatch int, linger time.Duration) Subscriber {
+func (e *Transport) LingerSubscriber(maxBatch int, linger time.Duration) runtime.Subscriber {
 	if maxBatch <= 0 {
 		maxBatch = 2048
 	}
 	return &embeddedSub{e: e, maxBatch: maxBatch, linger: max(linger, 0)}
 }
 
-type embeddedPub struct{ e *Embedded }
+type embeddedPub struct{ e *Transport }
 
-func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckFunc) error {
+func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack runtime.AckFunc) error {
 	if p.e.closed.Load() {
-		return ErrClosed
+		return runtime.ErrClosed
 	}
 	n := len(p.e.queues)
 	split := make([][]schema.Record, n)
 	queueOf := make([]int, len(recs))
 	for i := range recs {
 		if !recs[i].Op.IsMarker() {
-			queueOf[i] = QueueFor(&recs[i], n)
+			queueOf[i] = runtime.QueueFor(&recs[i], n)
 		}
 	}
 	// Barriers go to every queue, their copies marked as transaction ends.
-	ends := TransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], !recs[i].IsBarrier() })
+	ends := runtime.TransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], !recs[i].IsBarrier() })
 	p.e.txMu.Lock()
 	if p.e.txQueues == nil || len(p.e.txQueues) > maxOpenTx {
 		p.e.txQueues = map[string]map[int]bool{}
@@ -139,8 +118,8 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 		}
 		qs := []int{queueOf[i]}
 		if r.IsBarrier() {
-			qs = QueuesFor(&r, n)
-			r = BarrierCopy(r, len(qs))
+			qs = runtime.QueuesFor(&r, n)
+			r = runtime.BarrierCopy(r, len(qs))
 		}
 		for _, q := range qs {
 			if id != "" {
@@ -152,7 +131,7 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 				}
 			}
 			if ends[i] {
-				r = WithTxEnd(r)
+				r = runtime.WithTxEnd(r)
 			}
 			split[q] = append(split[q], p.e.deliver(r, q))
 		}
@@ -196,23 +175,23 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack AckF
 // deliver returns r as queue q hands it to the sink: with its Delivery
 // there (the record's ID, set by the source, travels unchanged). Called
 // under txMu.
-func (e *Embedded) deliver(r schema.Record, q int) schema.Record {
+func (e *Transport) deliver(r schema.Record, q int) schema.Record {
 	e.offsets[q]++
-	r.Delivery = &schema.Delivery{Topic: EmbeddedTopic, Queue: q, Offset: e.offsets[q]}
+	r.Delivery = &schema.Delivery{Topic: Topic, Queue: q, Offset: e.offsets[q]}
 	return r
 }
 
 func (p embeddedPub) Close(context.Context) error { return nil }
 
 type embeddedSub struct {
-	e        *Embedded
+	e        *Transport
 	maxBatch int
 	linger   time.Duration
 }
 
 // Consume runs one goroutine per queue; each applies batches in order and
 // retries a failing batch with exponential backoff until ctx is done.
-func (s *embeddedSub) Consume(ctx context.Context, h Handler) error {
+func (s *embeddedSub) Consume(ctx context.Context, h runtime.Handler) error {
 	// A batch that fails for good (applyWithRetry gives up only on a fatal
 	// error) ends every queue and is Consume's result, so the pipeline fails
 	// at once: a source blocked publishing to the stopped queue would
@@ -237,7 +216,7 @@ func (s *embeddedSub) Consume(ctx context.Context, h Handler) error {
 
 // consumeQueue applies the batches of queue q until ctx ends (nil) or a
 // batch fails for good (its error).
-func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h Handler) error {
+func (s *embeddedSub) consumeQueue(ctx context.Context, q int, h runtime.Handler) error {
 	ch := s.e.queues[q]
 	for {
 		var batch []part
@@ -303,7 +282,7 @@ func (s *embeddedSub) lingerFor(ctx context.Context, ch <-chan part, batch []par
 
 // applyWithRetry calls h until it succeeds or ctx ends, backing off
 // exponentially from 100ms to 10s between attempts.
-func applyWithRetry(ctx context.Context, recs []schema.Record, h Handler) error {
+func applyWithRetry(ctx context.Context, recs []schema.Record, h runtime.Handler) error {
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := h(ctx, recs)
@@ -313,10 +292,10 @@ func applyWithRetry(ctx context.Context, recs []schema.Record, h Handler) error 
 		if ctx.Err() != nil {
 			return fmt.Errorf("apply stopped after %d attempts: %w", attempt, err)
 		}
-		if IsFatal(err) {
+		if runtime.IsFatal(err) {
 			return err
 		}
-		logger(ctx).Warn("apply failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
+		runtime.Logger(ctx).Warn("apply failed; retrying", "attempt", attempt, "backoff", backoff, "err", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("apply stopped after %d attempts: %w", attempt, err)

@@ -1,4 +1,4 @@
-package runtime
+package embedded
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -15,7 +16,7 @@ func oneRec(id int64) []schema.Record {
 
 // consumeBatches runs sub until ctx ends and sends the size of every batch
 // it hands over.
-func consumeBatches(ctx context.Context, sub Subscriber) <-chan int {
+func consumeBatches(ctx context.Context, sub runtime.Subscriber) <-chan int {
 	sizes := make(chan int, 64)
 	go func() {
 		_ = sub.Consume(ctx, func(_ context.Context, recs []schema.Record) error {
@@ -26,7 +27,7 @@ func consumeBatches(ctx context.Context, sub Subscriber) <-chan int {
 	return sizes
 }
 
-func publishAcked(t *testing.T, pub Publisher, id int64) <-chan error {
+func publishAcked(t *testing.T, pub runtime.Publisher, id int64) <-chan error {
 	t.Helper()
 	acked := make(chan error, 1)
 	if err := pub.Publish(context.Background(), oneRec(id), func(err error) { acked <- err }); err != nil {
@@ -38,7 +39,7 @@ func publishAcked(t *testing.T, pub Publisher, id int64) <-chan error {
 func TestEmbeddedLingerGathersLateRecords(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e := NewEmbedded(1, 8)
+	e := New(1, 8)
 	// A linger far longer than the test: the batch ends because it is full
 	// (maxBatch 2), so the second record, published after the first was
 	// taken, must be in the same batch.
@@ -60,7 +61,7 @@ func TestEmbeddedLingerGathersLateRecords(t *testing.T) {
 func TestEmbeddedWithoutLingerDoesNotWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e := NewEmbedded(1, 8)
+	e := New(1, 8)
 	sizes := consumeBatches(ctx, e.Subscriber(2))
 	pub := e.Publisher()
 	a1 := publishAcked(t, pub, 1)
@@ -74,7 +75,7 @@ func TestEmbeddedWithoutLingerDoesNotWait(t *testing.T) {
 
 func TestEmbeddedLingerEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := NewEmbedded(1, 8)
+	e := New(1, 8)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -94,7 +95,7 @@ func TestEmbeddedCommitReachesQueuesOfEarlierBatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const queues = 4
-	e := NewEmbedded(queues, 8)
+	e := New(queues, 8)
 	type got struct {
 		q    int
 		recs []schema.Record
@@ -108,19 +109,19 @@ func TestEmbeddedCommitReachesQueuesOfEarlierBatches(t *testing.T) {
 	}()
 	tx := &schema.Transaction{ID: "0-1-9"}
 	row := func(key int64) schema.Record {
-		return schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "d", Table: "t"}, Key: schema.Row{key}, Transaction: tx, Delivery: &schema.Delivery{Topic: EmbeddedTopic}}
+		return schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "d", Table: "t"}, Key: schema.Row{key}, Transaction: tx, Delivery: &schema.Delivery{Topic: Topic}}
 	}
 	// Two keys on different queues in the first batch; the second batch
 	// has one more row on the first key's queue, then the commit.
 	a, b := int64(1), int64(2)
-	for QueueFor(&[]schema.Record{row(a)}[0], queues) == QueueFor(&[]schema.Record{row(b)}[0], queues) {
+	for runtime.QueueFor(&[]schema.Record{row(a)}[0], queues) == runtime.QueueFor(&[]schema.Record{row(b)}[0], queues) {
 		b++
 	}
-	qa, qb := QueueFor(&[]schema.Record{row(a)}[0], queues), QueueFor(&[]schema.Record{row(b)}[0], queues)
+	qa, qb := runtime.QueueFor(&[]schema.Record{row(a)}[0], queues), runtime.QueueFor(&[]schema.Record{row(b)}[0], queues)
 	pub := e.Publisher()
 	for _, batch := range [][]schema.Record{
 		{{Op: schema.OpBegin, Transaction: tx}, row(a), row(b)},
-		{row(a), {Op: schema.OpCommit, Transaction: tx, Position: []byte("p"), Delivery: &schema.Delivery{Topic: EmbeddedTopic}}},
+		{row(a), {Op: schema.OpCommit, Transaction: tx, Position: []byte("p"), Delivery: &schema.Delivery{Topic: Topic}}},
 	} {
 		acked := make(chan error, 1)
 		if err := pub.Publish(ctx, batch, func(err error) { acked <- err }); err != nil {
@@ -145,5 +146,69 @@ func TestEmbeddedCommitReachesQueuesOfEarlierBatches(t *testing.T) {
 	}
 	if !sawCommitOnB || !markedOnA {
 		t.Fatalf("commit marker on queue %d: %v; last row of queue %d marked: %v", qb, sawCommitOnB, qa, markedOnA)
+	}
+}
+
+// A TRUNCATE between rows reaches every queue once, after the rows before
+// it and before the rows after it on that queue, marked with the number of
+// copies and as a transaction end; rows still go to one queue each.
+func TestEmbeddedBarrierReachesEveryQueueInPlace(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const queues = 4
+	e := New(queues, 8)
+	var mu sync.Mutex
+	perQueue := map[int][]schema.Record{}
+	go func() {
+		_ = e.Subscriber(100).Consume(ctx, func(_ context.Context, recs []schema.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range recs {
+				perQueue[r.Delivery.Queue] = append(perQueue[r.Delivery.Queue], r)
+			}
+			return nil
+		})
+	}()
+	tbl := schema.TableID{Database: "d", Table: "t"}
+	row := func(key int64) schema.Record {
+		return schema.Record{Op: schema.OpCreate, Table: tbl, Key: schema.Row{key}, Delivery: &schema.Delivery{}}
+	}
+	var batch []schema.Record
+	for k := range int64(40) {
+		batch = append(batch, row(k))
+	}
+	batch = append(batch, schema.Record{Op: schema.OpTruncate, Table: tbl, Delivery: &schema.Delivery{}})
+	for k := range int64(40) {
+		batch = append(batch, row(100+k))
+	}
+	acked := make(chan error, 1)
+	if err := e.Publisher().Publish(ctx, batch, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for q := range queues {
+		seen, after := 0, false
+		for _, r := range perQueue[q] {
+			switch {
+			case r.Op == schema.OpTruncate:
+				seen++
+				after = true
+				if r.Headers[schema.HeaderBarrierCopies] != "4" || r.Headers[schema.HeaderTxEnd] != "true" {
+					t.Errorf("queue %d: truncate copy headers %v", q, r.Headers)
+				}
+			case after && r.Key[0].(int64) < 100, !after && r.Key[0].(int64) >= 100:
+				t.Errorf("queue %d: row %v on the wrong side of the truncate", q, r.Key)
+			}
+			if r.Op != schema.OpTruncate && runtime.QueueFor(&r, queues) != q {
+				t.Errorf("row %v on queue %d, its queue is %d", r.Key, q, runtime.QueueFor(&r, queues))
+			}
+		}
+		if seen != 1 {
+			t.Errorf("queue %d got %d copies of the truncate, want 1", q, seen)
+		}
 	}
 }

@@ -1,0 +1,44 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+)
+
+// Config is the transport section of type embedded: the in-process
+// transport (New) and the memory limits every transport has.
+type Config struct {
+	Queues   int           `yaml:"queues"`
+	Depth    int           `yaml:"depth"`
+	MaxBatch int           `yaml:"max_batch"` // records per sink transaction, default 2048
+	Linger   time.Duration `yaml:"linger"`    // wait this long for a fuller batch, default 0
+	// MaxInFlight and MaxInFlightBytes: the memory limits of every
+	// transport, records read from the source and not yet acknowledged
+	// (runtime.Pipeline.MaxInFlight, MaxInFlightBytes); on RocketMQ also the
+	// messages the consumer holds pulled but not yet applied
+	// (rocketmq.Config.MaxCachedRecords, MaxCachedBytes, the same keys).
+	MaxInFlight      int              `yaml:"max_in_flight"`
+	MaxInFlightBytes runtime.ByteSize `yaml:"max_in_flight_bytes"`
+}
+
+// Plugin is the embedded transport's plugin, for the command to register.
+func Plugin() runtime.Plugin {
+	return runtime.Plugin{Kind: runtime.KindTransport, Name: "embedded", Types: []string{"embedded"},
+		New: func() any { return &Config{} },
+		Validate: func(v any, sec *runtime.Section, _ *runtime.Config) error {
+			c := v.(*Config)
+			if c.Linger < 0 {
+				return sec.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
+			}
+			return runtime.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes))
+		},
+		// one Transport for the task's source and sink, in one process
+		NewTransport: func(_ context.Context, v any, _ *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+			c := v.(*Config)
+			e := New(c.Queues, c.Depth)
+			return e.Publisher(), e.LingerSubscriber(c.MaxBatch, c.Linger), nil
+		}}
+}
