@@ -241,8 +241,41 @@ func (s *Section) Decode(into any) error {
 	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
 		return fmt.Errorf("config: Decode needs a pointer to a struct, got %T", into)
 	}
-	return decodeStruct(s.file, s.path, s.node, rv.Elem(), true)
+	return decodeStruct(s.file, s.path, s.node, rv.Elem(), true, nil)
 }
+
+// decodeAll is Decode reporting every key's problem rather than the
+// first: unknown and repeated keys, bad values (the first problem inside
+// each) and missing required keys, as Problems in the order of the
+// section. For validation, which lists every problem at once.
+func (s *Section) decodeAll(into any) error {
+	rv := reflect.ValueOf(into)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("config: Decode needs a pointer to a struct, got %T", into)
+	}
+	var errs []error
+	if err := decodeStruct(s.file, s.path, s.node, rv.Elem(), true, &errs); err != nil {
+		return err
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return Problems(errs)
+}
+
+// Problems are several problems of one config section, each a *KeyError
+// (errors.As finds the first).
+type Problems []error
+
+func (p Problems) Error() string {
+	msgs := make([]string, len(p))
+	for i, e := range p {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (p Problems) Unwrap() []error { return p }
 
 var (
 	durationType    = reflect.TypeOf(time.Duration(0))
@@ -262,7 +295,10 @@ func hasOption(f reflect.StructField, opt string) bool {
 	return false
 }
 
-func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) error {
+// decodeStruct decodes mapping n into struct v. With all nil it returns
+// the first problem; otherwise it appends each key's problem to *all and
+// goes on with the next key.
+func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool, all *[]error) error {
 	if n.Kind != yaml.MappingNode {
 		return cfgErr(file, n.Line, path, "must be a mapping, got "+nodeKind(n))
 	}
@@ -288,10 +324,16 @@ func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) er
 		}
 		idx, ok := fields[k.Value]
 		if !ok {
-			return cfgErr(file, k.Line, key, "unknown key (known: "+strings.Join(names, ", ")+")")
+			if err := problem(all, cfgErr(file, k.Line, key, "unknown key (known: "+strings.Join(names, ", ")+")")); err != nil {
+				return err
+			}
+			continue
 		}
 		if seen[k.Value] {
-			return cfgErr(file, k.Line, key, "is given twice")
+			if err := problem(all, cfgErr(file, k.Line, key, "is given twice")); err != nil {
+				return err
+			}
+			continue
 		}
 		seen[k.Value] = true
 		fv := v.Field(idx)
@@ -299,22 +341,39 @@ func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool) er
 			// an int field holding a size: 16MiB as well as a number
 			var b ByteSize
 			if err := decodeValue(file, key, val, reflect.ValueOf(&b).Elem()); err != nil {
-				return err
+				if err := problem(all, err); err != nil {
+					return err
+				}
+				continue
 			}
 			fv.SetInt(int64(b))
 			continue
 		}
 		if err := decodeValue(file, key, val, fv); err != nil {
-			return err
+			if err := problem(all, err); err != nil {
+				return err
+			}
 		}
 	}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if hasOption(f, "required") && !seen[name] {
-			return cfgErr(file, n.Line, path+"."+name, "is required")
+			if err := problem(all, cfgErr(file, n.Line, path+"."+name, "is required")); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// problem returns err when all is nil (stop at the first problem), and
+// otherwise appends it to *all and returns nil (go on).
+func problem(all *[]error, err error) error {
+	if all == nil {
+		return err
+	}
+	*all = append(*all, err)
 	return nil
 }
 
@@ -357,7 +416,7 @@ func decodeValue(file, key string, val *yaml.Node, fv reflect.Value) error {
 		if null {
 			return nil
 		}
-		return decodeStruct(file, key, val, fv, false)
+		return decodeStruct(file, key, val, fv, false, nil)
 	case fv.Kind() == reflect.Pointer:
 		if null {
 			fv.SetZero()

@@ -217,12 +217,22 @@ func (r *Registry) known(kind string) string {
 // strictly (an unknown key is an error naming its path and line), then the
 // plugin's Validate. It returns the plugin's config (what New returned).
 func (r *Registry) Decode(kind string, sec *Section, doc *Config) (any, error) {
+	return r.decode(kind, sec, doc, false)
+}
+
+// decode is Decode; with all, the section's decoding problems come back
+// all at once (Section.decodeAll), before the connector's own checks.
+func (r *Registry) decode(kind string, sec *Section, doc *Config, all bool) (any, error) {
 	p, ok := r.Lookup(kind, sec.Type)
 	if !ok {
 		return nil, sec.Err("type", fmt.Sprintf("unknown %s type %q (known: %s)", kind, sec.Type, r.known(kind)))
 	}
 	c := p.New()
-	if err := sec.Decode(c); err != nil {
+	decode := sec.Decode
+	if all {
+		decode = sec.decodeAll
+	}
+	if err := decode(c); err != nil {
 		return nil, err
 	}
 	if p.Validate != nil {
@@ -261,7 +271,8 @@ type FieldError struct {
 //     (SetDocumentCheck).
 //
 // ${ENV} references are expanded as in a config file. The result lists
-// the first problem of the section (nil: valid); the error is for a
+// every decoding problem of the section (unknown, repeated and missing
+// keys, bad values), or else its first failed check (nil: valid); the error is for a
 // pluginType no plugin has, or a doc that is no YAML mapping.
 func (r *Registry) ValidateConnector(pluginType string, doc []byte) ([]FieldError, error) {
 	p, ok := r.Plugin(pluginType)
@@ -326,7 +337,7 @@ func (r *Registry) ValidateConnector(pluginType string, doc []byte) ([]FieldErro
 	if q, ok := r.Lookup(p.Kind, sec.Type); !ok || q.Name != p.Name {
 		return []FieldError{{Path: p.Kind + ".type", Value: sec.Type, Errors: []string{fmt.Sprintf("type %q is not one of plugin %s's (%s)", sec.Type, p.Name, strings.Join(p.Types, ", "))}}}, nil
 	}
-	if _, err := r.Decode(p.Kind, sec, cfg); err != nil {
+	if _, err := r.decode(p.Kind, sec, cfg, true); err != nil {
 		return fieldErrors(err, m), nil
 	}
 	r.mu.RLock()
@@ -362,6 +373,14 @@ func isDocument(m *yaml.Node) bool {
 // fieldErrors turns a config error into the FieldError of its key; root
 // is the document's mapping, to read the value from.
 func fieldErrors(err error, root *yaml.Node) []FieldError {
+	var ps Problems
+	if errors.As(err, &ps) {
+		var out []FieldError
+		for _, e := range ps {
+			out = append(out, fieldErrors(e, root)...)
+		}
+		return out
+	}
 	var ke *KeyError
 	if !errors.As(err, &ke) {
 		return []FieldError{{Errors: []string{err.Error()}}}

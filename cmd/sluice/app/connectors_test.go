@@ -52,6 +52,31 @@ func TestValidateConnector(t *testing.T) {
 			}
 		})
 	}
+	// Every decoding problem of a section comes back at once, each with
+	// its key and line, as Kafka Connect's validate lists every config.
+	fes, err := ValidateConnector("mysql", []byte("host: h\nport: abc\nsrever_id: 7\nuser: u\nuser: v\nheartbeat: soon\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, fe := range fes {
+		got = append(got, fe.Path+"="+fe.Value+" "+strings.Join(fe.Errors, "|"))
+	}
+	want := []string{
+		`source.port=abc line 2: expected an integer, got "abc"`,
+		"source.srever_id=7 line 3: unknown key",
+		"source.user=v line 5: is given twice",
+		"source.heartbeat=soon line 6: expected a duration",
+		"source.server_id= line 1: is required",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("problem %d: got %q, want it to begin %q", i, got[i], want[i])
+		}
+	}
 	if _, err := ValidateConnector("oracle", []byte("a: 1")); err == nil || !strings.Contains(err.Error(), "known: mysql, jdbc, embedded, rocketmq") {
 		t.Errorf("unknown plugin: %v", err)
 	}
