@@ -19,7 +19,7 @@ func TestBigTransactionBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 1,000,000-row transaction")
 	}
-	env := needScratchServer(t)
+	env := needScratchServer(t, false)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(40), n BIGINT)")
 	s := openSource(t, testConfig(env, db), nil)

@@ -14,13 +14,16 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // needScratchServer returns a server whose global settings a test may
 // change (SLUICE_MYSQL_SCRATCH_PORT on 127.0.0.1, same accounts as the
 // shared one): a throwaway MariaDB, e.g.
 // SLUICE_SERVERS_ROOT=/tmp/sluice-hist SLUICE_MARIADB_PORT=23307 scripts/servers.sh start mariadb.
-func needScratchServer(t *testing.T) serverEnv {
+// changesGlobals: the test changes global settings (it then has the
+// server to itself, schematest.LockScratch).
+func needScratchServer(t *testing.T, changesGlobals bool) serverEnv {
 	t.Helper()
 	env := needServer(t)
 	port := os.Getenv("SLUICE_MYSQL_SCRATCH_PORT")
@@ -35,6 +38,7 @@ func needScratchServer(t *testing.T) serverEnv {
 	if err != nil {
 		t.Fatalf("SLUICE_MYSQL_SCRATCH_PORT: %v", err)
 	}
+	schematest.LockScratch(t, port, changesGlobals)
 	env.host, env.port = "127.0.0.1", n
 	return env
 }
@@ -64,7 +68,7 @@ func rowsByName(recs []schema.Record, db string) []string {
 // decode with their own column lists, also after a restart from a position
 // before the ALTER.
 func TestHistoryMinimalMetadataAcrossAlter(t *testing.T) {
-	env := needScratchServer(t)
+	env := needScratchServer(t, true)
 	c, db := adminConn(t, env)
 	exec(t, c, "SET GLOBAL binlog_row_metadata = MINIMAL")
 	t.Cleanup(func() { _, _ = c.Execute("SET GLOBAL binlog_row_metadata = FULL") })

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // TestFaultClassesEndTheProcess is the proof of the error vocabulary: the
@@ -154,6 +155,7 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 			se[k] = v
 		}
 		se["SLUICE_MYSQL_PORT"] = port
+		schematest.LockScratch(t, port, true)
 		name, my, _ := faultTables(t, se)
 		mustExec(t, my, "SET GLOBAL binlog_format=STATEMENT")
 		t.Cleanup(func() { _, _ = my.Exec("SET GLOBAL binlog_format=ROW") })

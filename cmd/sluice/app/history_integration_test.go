@@ -18,6 +18,7 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // A source whose schema history is in the database (history_store:
@@ -31,6 +32,7 @@ import (
 func TestSchemaHistoryInDatabase(t *testing.T) {
 	env := serverEnv(t, "start the servers (scripts/test.sh starts the scratch MariaDB)", "SLUICE_PG_DSN", "SLUICE_MYSQL_SCRATCH_PORT")
 	pg, port := env[0], env[1]
+	schematest.LockScratch(t, port, true) // it sets binlog_row_metadata=MINIMAL
 	ctx := context.Background()
 	c, err := client.Connect("127.0.0.1:"+port, os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"), "")
 	if err != nil {
