@@ -78,12 +78,9 @@ type snapTable struct {
 	estRows    int64
 }
 
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
-
-// prepareSnapshot opens the snapshot connection, starts the consistent
-// snapshot transaction and lists the tables to read. resume, when set,
-// continues an interrupted snapshot whose streaming position is start.
-func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *SnapshotProgress) (_ *snapshotter, err error) {
+// openSnapshotter opens the snapshot's connection, in the session the
+// snapshot reads in (binary names, UTC), with no transaction begun.
+func (s *Source) openSnapshotter(ctx context.Context) (_ *snapshotter, err error) {
 	dc := drv.NewConfig()
 	dc.User, dc.Passwd, dc.Net, dc.Addr = s.cfg.User, s.cfg.Password, "tcp", net.JoinHostPort(s.cfg.Host, strconv.Itoa(s.cfg.Port))
 	dc.Timeout = dialTimeout
@@ -92,7 +89,7 @@ func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *Sn
 	if err != nil {
 		return nil, fmt.Errorf("binlog: snapshot connection: %w", err)
 	}
-	sn := &snapshotter{s: s, db: sql.OpenDB(conn), resume: resume, fresh: resume == nil, ms: time.Now().UnixMilli()}
+	sn := &snapshotter{s: s, db: sql.OpenDB(conn), ms: time.Now().UnixMilli()}
 	sn.db.SetMaxOpenConns(1)
 	defer func() {
 		if err != nil {
@@ -105,11 +102,32 @@ func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *Sn
 	for _, q := range []string{
 		"SET NAMES binary", // raw bytes in each column's own charset, decoded like the binlog's
 		"SET time_zone = '+00:00'",
-		"SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
 	} {
 		if _, err := sn.conn.ExecContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("binlog: snapshot: %s: %w", q, err)
 		}
+	}
+	return sn, nil
+}
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// prepareSnapshot opens the snapshot connection, starts the consistent
+// snapshot transaction and lists the tables to read. resume, when set,
+// continues an interrupted snapshot whose streaming position is start.
+func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *SnapshotProgress) (_ *snapshotter, err error) {
+	sn, err := s.openSnapshotter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sn.resume, sn.fresh = resume, resume == nil
+	defer func() {
+		if err != nil {
+			sn.close()
+		}
+	}()
+	if _, err := sn.conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+		return nil, fmt.Errorf("binlog: snapshot: SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ: %w", err)
 	}
 	pos, err := sn.begin(ctx)
 	if err != nil {

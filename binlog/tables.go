@@ -35,3 +35,38 @@ func (s *Source) CapturedTables(ctx context.Context) ([]schema.TableID, error) {
 	slices.SortFunc(out, compareTableID)
 	return out, nil
 }
+
+// CapturedShapes reads, from the server's catalogue, the shapes of the
+// tables CapturedTables lists, as the snapshot reads them: the columns
+// and value schemas their records carry (exclude_columns and masks
+// applied) and the primary key. The runtime hands them to the sink before
+// anything is read, so that a table the sink cannot take in that shape (a
+// table without key it cannot match rows of) stops the start. A table
+// whose shape the source cannot build (dropped since it was listed, a
+// column it refuses) is left out: the source names it when it reads it.
+func (s *Source) CapturedShapes(ctx context.Context) ([]schema.Table, error) {
+	sn, err := s.openSnapshotter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer sn.close()
+	ids, err := sn.listTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schema.Table, 0, len(ids))
+	for _, id := range ids {
+		st, err := sn.loadTable(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			s.log.Debug("cannot read the shape of a captured table before starting", "table", id.String(), "err", err)
+			continue
+		}
+		if st != nil {
+			out = append(out, *st.ti.table)
+		}
+	}
+	return out, nil
+}

@@ -55,6 +55,7 @@ var contract = []property{
 	{name: "resnapshot_truncate", run: resnapshotTruncateRemovesDeletedRows, workload: true},
 	{name: "kill_source_and_sink", run: killDuringSnapshotRounds, workload: true},
 	{name: "control_tables", on: func(p pair) bool { return p.transport == "embedded" || p.target == "postgres" }, run: controlTablesRefusedAtStart},
+	{name: "keyless_at_start", run: keylessRefusedAtStart},
 	{name: "two_brokers", on: onTransport("rocketmq"), run: twoBrokersKeepTheirQueuesApart, workload: true},
 }
 

@@ -85,3 +85,21 @@ type TableLister interface {
 type TableChecker interface {
 	CheckTables(ids []schema.TableID) error
 }
+
+// ShapeLister is an optional capability of a TableLister: the shapes
+// (columns, their value schemas as the records will carry them, primary
+// key) of the tables it captures now, read from the source's catalogue
+// (binlog.Source: the same shapes its snapshot reads).
+type ShapeLister interface {
+	CapturedShapes(ctx context.Context) ([]schema.Table, error)
+}
+
+// ShapeChecker is an optional capability of a Sink: it refuses, before
+// anything is written, tables whose shape it cannot take (sink.Sink: a
+// table without primary key with a column the target cannot compare
+// exactly, under keyless_mode: before_image), with a fatal error naming
+// them. Any other error says the check could not be made (the target is
+// unreachable): the sink checks each table again at its first record.
+type ShapeChecker interface {
+	CheckShapes(ctx context.Context, tables []schema.Table) error
+}

@@ -42,8 +42,9 @@ type Pipeline struct {
 	Sink       Sink       // required with Subscriber
 	Positions  PositionStore
 	Log        *slog.Logger
-	// Tables lists the source's captured tables for the start check of a
-	// sink side (TableChecker) when Source is nil or no TableLister (a
+	// Tables lists the source's captured tables (and their shapes, when
+	// it is a ShapeLister) for the start check of a sink side
+	// (TableChecker, ShapeChecker) when Source is nil or no TableLister (a
 	// sink-only process); optional.
 	Tables TableLister
 
@@ -519,14 +520,15 @@ func prefixed(prefix string, err error) error {
 	return fmt.Errorf("%s: %w", prefix, err)
 }
 
-// checkTables hands the source's captured tables to a sink that checks
-// them (TableChecker) before anything runs: a table the sink refuses stops
-// the start with its fatal error instead of the first record of the table.
+// checkTables hands the source's captured tables, and their shapes when
+// the source lists them and the sink checks them (ShapeLister,
+// ShapeChecker), to a sink that checks them (TableChecker) before anything
+// runs: a table the sink refuses stops the start with its fatal error
+// instead of the first record of the table.
 // A lister that cannot reach the source is no reason not to start: the sink
 // checks every table again at its first record.
 func (p *Pipeline) checkTables(ctx context.Context) error {
-	c, ok := p.Sink.(TableChecker)
-	if !ok || p.Subscriber == nil {
+	if p.Subscriber == nil {
 		return nil
 	}
 	l, _ := p.Source.(TableLister)
@@ -536,15 +538,33 @@ func (p *Pipeline) checkTables(ctx context.Context) error {
 	if l == nil {
 		return nil
 	}
-	ids, err := l.CapturedTables(ctx)
-	if err != nil {
-		// Debug: the source says the same again, as its own error, when it
-		// starts (a wrong password must be printed once).
-		p.log().Debug("cannot list the source's tables to check them against the sink before starting; each is checked at its first record", "pipeline", p.Name, "err", err)
+	if c, ok := p.Sink.(TableChecker); ok {
+		ids, err := l.CapturedTables(ctx)
+		if err != nil {
+			// Debug: the source says the same again, as its own error, when it
+			// starts (a wrong password must be printed once).
+			p.log().Debug("cannot list the source's tables to check them against the sink before starting; each is checked at its first record", "pipeline", p.Name, "err", err)
+			return nil
+		}
+		if err := c.CheckTables(ids); err != nil {
+			return fmt.Errorf("pipeline %s: %w", p.Name, err)
+		}
+	}
+	sc, ok := p.Sink.(ShapeChecker)
+	sl, ok2 := l.(ShapeLister)
+	if !ok || !ok2 {
 		return nil
 	}
-	if err := c.CheckTables(ids); err != nil {
-		return fmt.Errorf("pipeline %s: %w", p.Name, err)
+	shapes, err := sl.CapturedShapes(ctx)
+	if err != nil {
+		p.log().Debug("cannot read the shapes of the source's tables to check them against the sink before starting; each is checked at its first record", "pipeline", p.Name, "err", err)
+		return nil
+	}
+	if err := sc.CheckShapes(ctx, shapes); err != nil {
+		if schema.ClassOf(err) == schema.ClassFatal {
+			return fmt.Errorf("pipeline %s: %w", p.Name, err)
+		}
+		p.log().Warn("cannot check the source's tables against the target before starting; each is checked at its first record", "pipeline", p.Name, "err", err)
 	}
 	return nil
 }

@@ -50,9 +50,10 @@ type Plugin struct {
 	NewSink      func(ctx context.Context, c any, t *Task) (Sink, error)
 	NewTransport func(ctx context.Context, c any, t *Task) (Publisher, Subscriber, error)
 	// NewTables, for a source, makes what lists the tables it would
-	// capture (TableLister) without reading or opening anything else: a
-	// task that runs only the sink checks them against the sink's control
-	// tables at start (Pipeline.Tables). Optional.
+	// capture (TableLister, and ShapeLister for their shapes) without
+	// reading or opening anything else: a task that runs only the sink
+	// checks them against the sink's control tables and its target at
+	// start (Pipeline.Tables). Optional.
 	NewTables func(c any, t *Task) (TableLister, error)
 }
 

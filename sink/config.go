@@ -126,7 +126,8 @@ type Config struct {
 	// row equal to its before image in every column, in source order; a
 	// table with a column the dialect cannot compare exactly is refused
 	// before any of its rows is written (fatal ErrSchema naming the table,
-	// the columns and this option); "fail": a fatal ErrSchema at the first
+	// the columns and this option), by CheckShapes at start when its
+	// target table exists then; "fail": a fatal ErrSchema at the first
 	// update or delete; "append": they are skipped with a warning, so the
 	// target holds every row ever inserted (an audit-style append-only
 	// copy).

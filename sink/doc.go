@@ -107,7 +107,9 @@
 // MySQL compares text by its bytes and uses LIMIT 1; of equal rows any one is
 // as good as another). A table with a column the dialect cannot compare
 // exactly (Types.ExactMatch) is refused with a fatal ErrSchema before any row
-// of it is written, naming the table, the columns and this option. "fail"
+// of it is written, naming the table, the columns and this option: at start
+// by CheckShapes (runtime.ShapeChecker) when its target table exists, else
+// at its first row. "fail"
 // fails the Write at the first update or delete with a fatal ErrSchema that
 // names the table and this option; "append" skips them with a warning (per
 // table and Write, with the count), so the target keeps every row ever

@@ -181,3 +181,55 @@ func TestWriteKeylessRefusedColumn(t *testing.T) {
 		write(t, a, r)
 	})
 }
+
+// TestCheckShapesKeylessAtStart: CheckShapes, given the source's shapes at
+// start, refuses a table without key whose target table has a column the
+// target cannot compare exactly, with checkKeyless's fatal error, and
+// passes a table with a key, a keyless table the sink would create, and
+// keyless_mode append or fail. Nothing is created.
+func TestCheckShapesKeylessAtStart(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		typ := "money"
+		if e.dialect == DialectMySQL {
+			typ = "geometry"
+		}
+		for _, n := range []string{"cs_bad", "cs_keyed"} {
+			if _, err := e.db.Exec("CREATE TABLE " + e.table(n) + " (n BIGINT, m " + typ + ")"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cols := []schema.Column{{Name: "n", Schema: schema.Primitive(schema.Int64, true)}, {Name: "m", Schema: schema.Primitive(schema.String, true)}}
+		shape := func(name string, key ...string) schema.Table {
+			return schema.Table{ID: schema.TableID{Database: "src", Table: name}, Columns: cols, PrimaryKey: key}
+		}
+		shapes := []schema.Table{shape("cs_keyed", "n"), shape("cs_new"), shape("cs_bad")}
+		s := e.open(t, nil)
+		err := s.CheckShapes(context.Background(), shapes)
+		if !errors.Is(err, ErrSchema) || !isFatal(err) {
+			t.Fatalf("CheckShapes: %v, want a fatal ErrSchema", err)
+		}
+		for _, w := range []string{"cs_bad", "m (" + typ, "keyless_mode: append", "fail"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not name %q", err, w)
+			}
+		}
+		for _, w := range []string{"cs_keyed", "cs_new"} {
+			if strings.Contains(err.Error(), w) {
+				t.Errorf("error %q names %s, which it can take", err, w)
+			}
+		}
+		if err := s.CheckShapes(context.Background(), shapes[:2]); err != nil {
+			t.Errorf("CheckShapes of a keyed table and a new one: %v", err)
+		}
+		var n int
+		if err := e.db.QueryRow("SELECT count(*) FROM " + e.table("cs_new")).Scan(&n); err == nil {
+			t.Errorf("CheckShapes created %s", e.table("cs_new"))
+		}
+		for _, mode := range []string{KeylessAppend, KeylessFail} {
+			a := e.open(t, func(c *Config) { c.KeylessMode = mode })
+			if err := a.CheckShapes(context.Background(), shapes); err != nil {
+				t.Errorf("CheckShapes under keyless_mode %s: %v", mode, err)
+			}
+		}
+	})
+}

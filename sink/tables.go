@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -183,7 +184,8 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 // that has a column the dialect cannot compare exactly: its updates and
 // deletes would miss their row or change another. It runs whenever the
 // table is written, before any row of the batch, so the refusal comes with
-// the first insert or snapshot row, not at the first update.
+// the first insert or snapshot row, not at the first update; CheckShapes
+// makes the same check at start.
 func (s *Sink) checkKeyless(t target, m *tableMeta, recs []*schema.Record) error {
 	var bad, names []string
 	var last *schema.Schema
@@ -194,20 +196,74 @@ func (s *Sink) checkKeyless(t target, m *tableMeta, recs []*schema.Record) error
 		last, names = r.ValueSchema, names[:0]
 		for _, f := range r.ValueSchema.Fields {
 			names = append(names, f.Name)
-			c, ok := m.cols[s.fold(f.Name)]
-			if !ok || s.d.ExactMatch(c.Type) {
-				continue
-			}
-			if d := fmt.Sprintf("%s (%s)", f.Name, c.Type); !slices.Contains(bad, d) {
-				bad = append(bad, d)
-			}
+			bad = s.uncomparable(m, f.Name, bad)
 		}
 	}
+	return s.keylessRefusal(t, bad)
+}
+
+// uncomparable appends "name (type)" to bad when the target column name
+// exists and the dialect cannot compare its type exactly.
+func (s *Sink) uncomparable(m *tableMeta, name string, bad []string) []string {
+	c, ok := m.cols[s.fold(name)]
+	if !ok || s.d.ExactMatch(c.Type) {
+		return bad
+	}
+	if d := fmt.Sprintf("%s (%s)", name, c.Type); !slices.Contains(bad, d) {
+		bad = append(bad, d)
+	}
+	return bad
+}
+
+// keylessRefusal is checkKeyless's fatal error for table t and its
+// columns bad; nil when bad is empty.
+func (s *Sink) keylessRefusal(t target, bad []string) error {
 	if len(bad) == 0 {
 		return nil
 	}
 	return fatal(fmt.Errorf("%w: table %s has no primary key, and its updates and deletes find their row by comparing every column, but %s cannot compare column %s exactly: add a primary key to the source table, change the target column's type, or set keyless_mode: %s (skip updates and deletes) or %s in the sink config",
 		ErrSchema, t, s.d.Name(), strings.Join(bad, ", "), KeylessAppend, KeylessFail))
+}
+
+// CheckShapes makes checkKeyless's check at start (runtime.ShapeChecker),
+// before anything is written, for the source tables without primary key
+// whose target table exists: the runtime calls it with the shapes the
+// source captures. A table the sink would create is checked when it is
+// created, at its first row: the server decides the types it stores
+// (MariaDB makes JSON a LONGTEXT, MySQL keeps a JSON the dialect cannot
+// compare), and every type the sink creates on PostgreSQL compares
+// exactly. The error names every refused
+// table and is fatal; another error says a target table's columns could
+// not be read.
+func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
+	if s.cfg.KeylessMode != KeylessBeforeImage {
+		return nil
+	}
+	var errs []error
+	for _, tb := range tables {
+		if len(tb.PrimaryKey) > 0 {
+			continue
+		}
+		t := s.cfg.target(tb.ID)
+		m, err := s.loadMeta(ctx, t)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			continue
+		}
+		var bad []string
+		for _, c := range tb.Columns {
+			bad = s.uncomparable(m, c.Name, bad)
+		}
+		if err := s.keylessRefusal(t, bad); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) <= 1 {
+		return errors.Join(errs...)
+	}
+	return fatal(errors.Join(errs...))
 }
 
 func (s *Sink) fold(name string) string {

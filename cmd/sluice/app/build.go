@@ -263,8 +263,9 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 		}
 		if srcPlugin == nil && cfg.Source != nil {
 			// A sink-only process checks the source's tables against its
-			// control tables at start too, when it can read the source
-			// section (runtime.Pipeline.Tables).
+			// control tables, and their shapes against its target, at
+			// start too, when it can read the source section and reach
+			// the source server (runtime.Pipeline.Tables).
 			if sd, err := decodeAll(cfg, "source"); err == nil {
 				if sp := sd.plugins[runtime.KindSource]; sp != nil && sp.NewTables != nil {
 					if tables, err := sp.NewTables(sd.configs[runtime.KindSource], t); err == nil {
@@ -398,6 +399,15 @@ func (s sinkWithDeadLetter) SplitsQueues() bool {
 func (s sinkWithDeadLetter) CheckTables(ids []schema.TableID) error {
 	if c, ok := s.Sink.(runtime.TableChecker); ok {
 		return c.CheckTables(ids)
+	}
+	return nil
+}
+
+// CheckShapes passes the start check of shapes on to the sink
+// (runtime.ShapeChecker).
+func (s sinkWithDeadLetter) CheckShapes(ctx context.Context, tables []schema.Table) error {
+	if c, ok := s.Sink.(runtime.ShapeChecker); ok {
+		return c.CheckShapes(ctx, tables)
 	}
 	return nil
 }
