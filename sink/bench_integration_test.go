@@ -399,3 +399,63 @@ func BenchmarkTransactionalPostgres(b *testing.B) {
 		b.Fatalf("transactional table: %d rows behind, %d differ otherwise (%v)", behind, differ, err)
 	}
 }
+
+// BenchmarkMergePostgres measures rows/s of updates merged by Sink.Write
+// per batch size, in the same run: multi-row VALUES upserts (CopyThreshold
+// -1), the COPY path merging through a staging table per merge (as before
+// the rowset merge), and the rowset merge (json_populate_recordset, one
+// statement, no staging table). Each Write is one transaction of n
+// updates of existing rows, as the runtime's batches are.
+func BenchmarkMergePostgres(b *testing.B) {
+	for _, n := range benchMergeSizes {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			e := pgEnv(b)
+			ctx := context.Background()
+			values := e.open(b, func(c *Config) { c.CopyThreshold = -1 })
+			staging := e.open(b, func(c *Config) { c.CopyThreshold = 1 })
+			staging.stagingMerge = true
+			rowset := e.open(b, func(c *Config) { c.CopyThreshold = 1 })
+			sides := []struct {
+				name string
+				s    *Sink
+				t    time.Duration
+			}{{"values", values, 0}, {"staging", staging, 0}, {"rowset", rowset, 0}}
+			for _, sd := range sides {
+				if err := values.Write(ctx, benchRows("m_"+sd.name, n, 0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// Ten Writes a round per side, sides interleaved, so load on
+				// the machine falls on all alike.
+				for w := 0; w < 10; w++ {
+					for k := range sides {
+						sd := &sides[k]
+						recs := benchRows("m_"+sd.name, n, i*10+w+1)
+						start := time.Now()
+						if err := sd.s.Write(ctx, recs); err != nil {
+							b.Fatal(err)
+						}
+						sd.t += time.Since(start)
+					}
+				}
+			}
+			b.StopTimer()
+			rows := float64(10 * n * b.N)
+			for _, sd := range sides {
+				b.ReportMetric(rows/sd.t.Seconds(), sd.name+"-rows/s")
+			}
+			b.ReportMetric(sides[1].t.Seconds()/sides[2].t.Seconds(), "rowset/staging")
+			b.ReportMetric(sides[0].t.Seconds()/sides[2].t.Seconds(), "rowset/values")
+			var diff int
+			q := "SELECT count(*) FROM " + e.table("m_values") + " v JOIN " + e.table("m_staging") + " s USING (id) JOIN " + e.table("m_rowset") +
+				" r USING (id) WHERE (s.name, s.amount, s.created, s.flag, s.payload) IS DISTINCT FROM (v.name, v.amount, v.created, v.flag, v.payload) OR (r.name, r.amount, r.created, r.flag, r.payload) IS DISTINCT FROM (v.name, v.amount, v.created, v.flag, v.payload)"
+			if err := e.db.QueryRow(q).Scan(&diff); err != nil || diff != 0 {
+				b.Fatalf("tables differ in %d rows (%v)", diff, err)
+			}
+		})
+	}
+}
+
+var benchMergeSizes = []int{100, 300, 1000, 3000, 10000}
