@@ -293,3 +293,45 @@ func (e *tenv) killSinkConns(t *testing.T, name string) int {
 	}
 	return len(ids)
 }
+
+// A row the target refuses inside a rowset merge (a CHECK it breaks, bytes
+// that are not UTF-8) fails the merge as COPY's would: fatal, naming
+// its key, nothing applied; under on_error skip only that row is left out.
+func TestMergeRowsetBadRow(t *testing.T) {
+	e := pgEnv(t)
+	if _, err := e.db.Exec("CREATE TABLE " + e.table("bad") + " (id BIGINT PRIMARY KEY, v TEXT CHECK (v <> 'refused'))"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"refused", "a\xffb"} {
+		recs := []schema.Record{}
+		for id := int64(1); id <= 20; id++ {
+			v := "ok"
+			if id == 13 {
+				v = bad
+			}
+			recs = append(recs, upsertRec("bad", []string{"id", "v"}, id, v))
+		}
+		s := e.open(t, func(c *Config) { c.CopyThreshold = 1 })
+		err := s.Write(context.Background(), recs)
+		if err == nil || !strings.Contains(err.Error(), "id=13") || !isFatal(err) {
+			t.Fatalf("%q: error %v; want a fatal error naming id=13", bad, err)
+		}
+		if s.rowsetMerges.Load() != 0 {
+			t.Fatalf("%q: a failed rowset merge counted", bad)
+		}
+		wantText(t, e, "bad", map[int64]string{}, "v")
+		skip := e.open(t, func(c *Config) { c.CopyThreshold, c.OnError = 1, OnErrorSkip })
+		write(t, skip, recs...)
+		want := map[int64]string{}
+		for id := int64(1); id <= 20; id++ {
+			if id != 13 {
+				want[id] = "|ok"
+			}
+		}
+		wantText(t, e, "bad", want, "v")
+		wantRowset(t, e, skip, 0)
+		if _, err := e.db.Exec("TRUNCATE " + e.table("bad")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

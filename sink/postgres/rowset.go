@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ func (Dialect) AppendRowsetRow(buf []byte, cols []string, row []any) ([]byte, er
 			buf = strconv.AppendBool(buf, x)
 		case []byte:
 			buf = append(buf, `"\\x`...)
-			buf = appendHex(buf, x)
+			buf = hex.AppendEncode(buf, x)
 			buf = append(buf, '"')
 		case float64:
 			// A string: NaN and the infinities are no JSON numbers.
@@ -105,16 +106,10 @@ func (Dialect) EndRowset(buf []byte) []byte { return append(buf, ']') }
 
 const hexDigits = "0123456789abcdef"
 
-func appendHex(buf, b []byte) []byte {
-	for _, c := range b {
-		buf = append(buf, hexDigits[c>>4], hexDigits[c&15])
-	}
-	return buf
-}
-
 // appendJSONString appends s as a JSON string, escaping only the quote,
 // the backslash and control characters; other bytes, valid UTF-8 or not,
-// go as they are (encoding/json would replace invalid bytes silently).
+// go as they are (encoding/json, and the converter's encoder, replace
+// invalid bytes with U+FFFD: right for a message, silent damage here).
 func appendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	last := 0
