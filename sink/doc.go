@@ -37,11 +37,11 @@
 //     PostgreSQL, groups of CopyThreshold rows or more go through COPY:
 //     straight into the table when every row is an insert (a snapshot; on a
 //     key that exists it rolls back to a savepoint and that table merges
-//     from then on). Otherwise a group of up to 4,000 rows merges with one
-//     INSERT … SELECT … FROM json_populate_recordset($1) … ON CONFLICT a
-//     1,000 rows, the rows in one JSON parameter typed by the live table
-//     when the statement runs (no staging table, nothing kept on the
-//     connection); larger groups, and groups with a json or jsonb column,
+//     from then on). Otherwise a group of up to 1,000 rows merges with one
+//     INSERT … SELECT … FROM json_populate_recordset($1) … ON CONFLICT,
+//     the rows in one JSON parameter typed by the live table when the
+//     statement runs (no staging table, nothing kept on the connection);
+//     larger groups, and groups with a json or jsonb column,
 //     COPY into a temporary table and merge with one INSERT … SELECT … ON
 //     CONFLICT. The COPY text is encoded here and streamed through the
 //     driver connection in 64 KiB chunks. Values are always bound
