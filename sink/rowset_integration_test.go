@@ -335,3 +335,35 @@ func TestMergeRowsetBadRow(t *testing.T) {
 		}
 	}
 }
+
+// Quotes, backslashes and other characters in the schema, table and column
+// names reach the rowset statement's identifiers, its catalog look and its
+// JSON keys intact.
+func TestMergeRowsetHostileNames(t *testing.T) {
+	e := pgEnv(t)
+	name := e.schema + `_s"q'b\ 数`
+	s := e.open(t, func(c *Config) { c.SchemaTemplate, c.CopyThreshold = name, 1 })
+	t.Cleanup(func() { e.db.Exec("DROP SCHEMA " + e.quote(name) + " CASCADE") })
+	table, col := `t'a"b\`, `c'o"l\ 数`
+	mk := func(id int64, v string) schema.Record { return upsertRec(table, []string{"id", col}, id, v) }
+	write(t, s, mk(1, "a"), mk(2, "b"))
+	write(t, s, mk(2, `b'"\2`), mk(3, "c"))
+	wantRowset(t, e, s, 0)
+	rows, err := e.db.Query("SELECT id, " + e.quote(col) + " FROM " + e.quote(name) + "." + e.quote(table) + " ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var v string
+		if err := rows.Scan(&id, &v); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = v
+	}
+	if want := map[int64]string{1: "a", 2: `b'"\2`, 3: "c"}; !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
