@@ -22,7 +22,7 @@ func (s *Sink) copyUpsert(ctx context.Context, tx *txn, cp dialect.Copier, t tar
 	if s.tryDirectCopy(ctx, tx, cp, t, g) {
 		return nil
 	}
-	if rm, ok := s.d.(dialect.RowsetMerger); ok && !s.stagingMerge && len(g.recs) <= rowsetMaxRows && s.rowsetOK(rm, g) {
+	if rm, ok := s.d.(dialect.RowsetMerger); ok && !s.stagingMerge && len(g.recs) <= rowsetMaxRows && s.rowsetOK(rm, t, g) {
 		return s.rowsetUpsert(ctx, tx, rm, t, g)
 	}
 	stage := s.d.Quote("sluice_stage_" + strconv.FormatUint(stageSeq.Add(1), 10))
@@ -107,8 +107,15 @@ func (s *Sink) tryDirectCopy(ctx context.Context, tx *txn, cp dialect.Copier, t 
 }
 
 // rowsetOK reports whether every column of g takes its values from a
-// rowset document exactly (RowsetMerger.RowsetColumnOK).
-func (s *Sink) rowsetOK(rm dialect.RowsetMerger, g *rowGroup) bool {
+// rowset document exactly (RowsetMerger.RowsetColumnOK), and the table's
+// rowset statement never refused it.
+func (s *Sink) rowsetOK(rm dialect.RowsetMerger, t target, g *rowGroup) bool {
+	s.mu.Lock()
+	refused := s.noRowset[t]
+	s.mu.Unlock()
+	if refused {
+		return false
+	}
 	for _, c := range g.cols {
 		if !rm.RowsetColumnOK(g.view.colType(s.fold(c))) {
 			return false
@@ -141,6 +148,16 @@ func (s *Sink) rowsetUpsert(ctx context.Context, tx *txn, rm dialect.RowsetMerge
 		}
 		buf = rm.EndRowset(buf)
 		if _, err := tx.ExecContext(ctx, q, string(buf)); err != nil {
+			if rm.RowsetRefused(err) {
+				s.mu.Lock()
+				if s.noRowset == nil {
+					s.noRowset = map[target]bool{}
+				}
+				s.noRowset[t] = true
+				s.mu.Unlock()
+				s.log.Info("table has a column a rowset merge cannot fill exactly; merging it through COPY", "table", t.String())
+				return fmt.Errorf("sink: merge into %s: %w", t, wrapDB(err)) // an undefined table: retried
+			}
 			return s.rowsError(ctx, err, t, g, g.recs[first:end], true)
 		}
 		s.rowsetMerges.Add(1)

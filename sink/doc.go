@@ -41,7 +41,9 @@
 //     INSERT … SELECT … FROM json_populate_recordset($1) … ON CONFLICT,
 //     the rows in one JSON parameter typed by the live table when the
 //     statement runs (no staging table, nothing kept on the connection);
-//     larger groups, and groups with a json or jsonb column,
+//     larger groups, groups with a json or jsonb column, and tables with
+//     a domain-typed column the rows lack (the statement finds those in
+//     the catalog and refuses, and the table merges by COPY from then on),
 //     COPY into a temporary table and merge with one INSERT … SELECT … ON
 //     CONFLICT. The COPY text is encoded here and streamed through the
 //     driver connection in 64 KiB chunks. Values are always bound

@@ -367,3 +367,29 @@ func TestMergeRowsetHostileNames(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// A column the source does not have, of a domain that refuses NULL, takes
+// its default: json_populate_recordset would run the missing value through
+// the domain as NULL and fail, so the statement refuses the table and the
+// sink merges it through COPY (in the same Write, and from then on).
+func TestMergeRowsetRefusesDomainColumns(t *testing.T) {
+	e := pgEnv(t)
+	for _, q := range []string{
+		"CREATE DOMAIN " + e.table("nn_int") + " AS INT NOT NULL",
+		"CREATE TABLE " + e.table("dom") + " (id BIGINT PRIMARY KEY, v TEXT, extra " + e.table("nn_int") + " DEFAULT 7)",
+	} {
+		if _, err := e.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := e.open(t, func(c *Config) { c.CopyThreshold = 1 })
+	write(t, s, upsertRec("dom", []string{"id", "v"}, int64(1), "a"), upsertRec("dom", []string{"id", "v"}, int64(2), "b"))
+	write(t, s, upsertRec("dom", []string{"id", "v"}, int64(2), "b2"), upsertRec("dom", []string{"id", "v"}, int64(3), "c"))
+	wantText(t, e, "dom", map[int64]string{1: "|a|7", 2: "|b2|7", 3: "|c|7"}, "v", "extra")
+	if n := s.rowsetMerges.Load(); n != 0 {
+		t.Fatalf("%d rowset merges into a table with a NOT NULL domain column outside the rows", n)
+	}
+	if !s.noRowset[s.cfg.target(src("dom"))] {
+		t.Fatal("the table is not marked for COPY merges")
+	}
+}

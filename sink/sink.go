@@ -48,6 +48,7 @@ type Sink struct {
 	stmts        sync.Map        // stmtKey -> statement text
 	progressCAS  *sql.Stmt       // progressCASSQL, prepared on each connection once
 	noDirectCopy map[target]bool // tables where a direct COPY met existing keys (under mu)
+	noRowset     map[target]bool // tables whose rowset merge statement refused them (under mu)
 
 	// stagingMerge, set by tests and benchmarks, merges through a staging
 	// table even where the dialect has a RowsetMerger (copy.go).

@@ -222,6 +222,11 @@ type RowsetMerger interface {
 	AppendRowsetRow(buf []byte, cols []string, row []any) ([]byte, error)
 	// EndRowset closes the document in buf.
 	EndRowset(buf []byte) []byte
+	// RowsetRefused reports an error of RowsetUpsert's statement saying
+	// the table has a column the document cannot fill exactly (found in
+	// the catalog as the statement ran): merge it another way. The error
+	// is an undefined table, so the sink retries the transaction.
+	RowsetRefused(err error) bool
 }
 
 // CopyEndError is the server's answer to the end of a COPY: what it

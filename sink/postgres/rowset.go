@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lib/pq"
 
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
@@ -17,14 +20,17 @@ import (
 // staging table cost a CREATE and a DROP in the catalog per merge, more
 // than the merge itself for a few hundred rows.
 //
-// The one type it treats otherwise is a json or jsonb column (or a domain
-// over one), which gets the JSON value itself, a string staying a string:
-// the sink sends such groups through COPY (RowsetColumnOK), and in case
-// one of cols became such a column behind the sink's cached metadata, the
-// statement looks in the catalog first and fails as an undefined table
-// (which makes the sink read the metadata again and retry) instead of
-// writing JSON strings. The INSERT holds its lock on t from parsing, so
-// no ALTER can come between that look and the rows.
+// Two kinds of column it treats otherwise. A json or jsonb column (or a
+// domain over one) gets the JSON value itself, a string staying a string:
+// the sink sends such groups through COPY (RowsetColumnOK). And every
+// column the document lacks is run through its type's input as NULL, which
+// a domain that refuses NULL refuses, where an INSERT would take the
+// column's default. The sink's cached metadata cannot tell either for sure
+// (a column may have changed behind it; a domain is known only by name),
+// so the statement looks in the catalog first and fails as an undefined
+// table named rowsetRefusal when one is there (RowsetRefused): the sink
+// merges that table through COPY from then on. The INSERT holds its lock
+// on t from parsing, so no ALTER can come between that look and the rows.
 func (d Dialect) RowsetUpsert(t target, cols, keyCols []string) string {
 	q := d.Upsert(t, cols, keyCols, 1)
 	name := dialect.Qualified(d, t)
@@ -39,16 +45,26 @@ func (d Dialect) RowsetUpsert(t target, cols, keyCols []string) string {
 		b.WriteString("r." + d.Quote(c))
 	}
 	b.WriteString(" FROM json_populate_recordset(NULL::" + name + ", $1) r WHERE CASE WHEN EXISTS (SELECT FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type ty ON ty.oid = a.atttypid" +
-		" WHERE a.attrelid = " + d.StringLiteral(name) + "::regclass AND a.attnum > 0 AND NOT a.attisdropped AND a.attname IN (")
+		" WHERE a.attrelid = " + d.StringLiteral(name) + "::regclass AND a.attnum > 0 AND NOT a.attisdropped AND CASE WHEN a.attname IN (")
 	for i, c := range cols {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(d.StringLiteral(c))
 	}
-	b.WriteString(") AND (ty.oid IN ('json'::regtype, 'jsonb'::regtype) OR ty.typbasetype IN ('json'::regtype, 'jsonb'::regtype)))" +
-		` THEN 'pg_catalog."sluice: a column is json now; reading the table again"'::text::regclass IS NULL ELSE true END` + tail)
+	b.WriteString(") THEN ty.oid IN ('json'::regtype, 'jsonb'::regtype) OR ty.typbasetype IN ('json'::regtype, 'jsonb'::regtype) ELSE ty.typtype = 'd' END)" +
+		" THEN " + d.StringLiteral(`pg_catalog."`+rowsetRefusal+`"`) + "::text::regclass IS NULL ELSE true END" + tail)
 	return b.String()
+}
+
+// rowsetRefusal names the relation whose absence the rowset statement
+// reports when the table has a column it cannot fill exactly.
+const rowsetRefusal = "sluice: this table merges through COPY"
+
+// RowsetRefused reports the rowset statement's refusal of the table.
+func (Dialect) RowsetRefused(err error) bool {
+	var pe *pq.Error
+	return errors.As(err, &pe) && pe.Code == "42P01" && strings.Contains(pe.Message, rowsetRefusal)
 }
 
 // RowsetColumnOK refuses JSON columns: json_populate_recordset copies a
