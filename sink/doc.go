@@ -34,7 +34,7 @@
 //     tables without key, and the progress rows (which never move
 //     backwards). Rows are written in key order, so Writes of several queues
 //     on the same keys lock them in one order and do not deadlock. On
-//     PostgreSQL, groups of CopyThreshold rows or more go through COPY:
+//     PostgreSQL, groups of CopyThreshold rows or more go in bulk: by COPY
 //     straight into the table when every row is an insert (a snapshot; on a
 //     key that exists it rolls back to a savepoint and that table merges
 //     from then on). Otherwise a group of up to 1,000 rows merges with one
