@@ -47,7 +47,13 @@ func (e *tenv) tableText(t *testing.T, table string, cols ...string) map[int64]s
 		}
 		expr = "CONCAT(" + expr + ", '|', COALESCE(" + cast + ", '-'))"
 	}
-	rows, err := e.db.Query("SELECT id, " + expr + " FROM " + e.table(table))
+	return e.idText(t, "SELECT id, "+expr+" FROM "+e.table(table))
+}
+
+// idText reads q's rows (id, text) as id -> text.
+func (e *tenv) idText(t *testing.T, q string) map[int64]string {
+	t.Helper()
+	rows, err := e.db.Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,20 +355,7 @@ func TestMergeRowsetHostileNames(t *testing.T) {
 	write(t, s, mk(1, "a"), mk(2, "b"))
 	write(t, s, mk(2, `b'"\2`), mk(3, "c"))
 	wantRowset(t, e, s, 0)
-	rows, err := e.db.Query("SELECT id, " + e.quote(col) + " FROM " + e.quote(name) + "." + e.quote(table) + " ORDER BY id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	got := map[int64]string{}
-	for rows.Next() {
-		var id int64
-		var v string
-		if err := rows.Scan(&id, &v); err != nil {
-			t.Fatal(err)
-		}
-		got[id] = v
-	}
+	got := e.idText(t, "SELECT id, "+e.quote(col)+" FROM "+e.quote(name)+"."+e.quote(table))
 	if want := map[int64]string{1: "a", 2: `b'"\2`, 3: "c"}; !maps.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
