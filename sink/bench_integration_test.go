@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -399,3 +401,125 @@ func BenchmarkTransactionalPostgres(b *testing.B) {
 		b.Fatalf("transactional table: %d rows behind, %d differ otherwise (%v)", behind, differ, err)
 	}
 }
+
+// BenchmarkMergePostgres measures rows/s of updates merged by Sink.Write
+// per batch size, in the same run: multi-row VALUES upserts (CopyThreshold
+// -1), the COPY path merging through a staging table per merge (as before
+// the rowset merge), and the rowset merge (json_populate_recordset, one
+// statement, no staging table; up to rowsetMaxRows, COPY above). Each
+// Write is one transaction of n updates of existing rows, as the runtime's
+// batches are. On a busy machine wall time is noisy, so when the server's
+// processes are readable (a local server of the same user) it also reports
+// the PostgreSQL backend's CPU per row of each side.
+func BenchmarkMergePostgres(b *testing.B) {
+	for _, n := range benchMergeSizes {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			e := pgEnv(b)
+			ctx := context.Background()
+			app := func(side string) func(c *Config) {
+				return func(c *Config) {
+					sep := "?"
+					if strings.Contains(c.DSN, "?") {
+						sep = "&"
+					}
+					c.DSN += sep + "application_name=" + e.schema + "_" + side
+					c.CopyThreshold = 1
+					if side == "values" {
+						c.CopyThreshold = -1
+					}
+				}
+			}
+			sides := []struct {
+				name     string
+				s        *Sink
+				t        time.Duration
+				cpu0     float64
+				cpuKnown bool
+			}{{name: "values"}, {name: "staging"}, {name: "rowset"}}
+			for k := range sides {
+				sd := &sides[k]
+				sd.s = e.open(b, app(sd.name))
+				sd.s.stagingMerge = sd.name == "staging"
+				if err := sd.s.Write(ctx, benchRows("m_"+sd.name, n, 0)); err != nil {
+					b.Fatal(err)
+				}
+				sd.cpu0, sd.cpuKnown = backendCPU(b, e, e.schema+"_"+sd.name)
+			}
+			writes := max(10, 20000/n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// At least ten Writes and 20,000 rows a round per side
+				// (CPU is read in 10 ms ticks), sides interleaved, so load
+				// on the machine falls on all alike.
+				for w := 0; w < writes; w++ {
+					for k := range sides {
+						sd := &sides[k]
+						recs := benchRows("m_"+sd.name, n, i*writes+w+1)
+						start := time.Now()
+						if err := sd.s.Write(ctx, recs); err != nil {
+							b.Fatal(err)
+						}
+						sd.t += time.Since(start)
+					}
+				}
+			}
+			b.StopTimer()
+			rows := float64(writes * n * b.N)
+			cpu := map[string]float64{}
+			for _, sd := range sides {
+				b.ReportMetric(rows/sd.t.Seconds(), sd.name+"-rows/s")
+				if c, ok := backendCPU(b, e, e.schema+"_"+sd.name); ok && sd.cpuKnown {
+					cpu[sd.name] = c - sd.cpu0
+					b.ReportMetric(cpu[sd.name]/rows*1e6, sd.name+"-pg-cpu-µs/row")
+				}
+			}
+			b.ReportMetric(sides[1].t.Seconds()/sides[2].t.Seconds(), "rowset/staging")
+			b.ReportMetric(sides[0].t.Seconds()/sides[2].t.Seconds(), "rowset/values")
+			if cpu["rowset"] > 0 {
+				b.ReportMetric(cpu["staging"]/cpu["rowset"], "pg-cpu-staging/rowset")
+			}
+			var diff int
+			q := "SELECT count(*) FROM " + e.table("m_values") + " v JOIN " + e.table("m_staging") + " s USING (id) JOIN " + e.table("m_rowset") +
+				" r USING (id) WHERE (s.name, s.amount, s.created, s.flag, s.payload) IS DISTINCT FROM (v.name, v.amount, v.created, v.flag, v.payload) OR (r.name, r.amount, r.created, r.flag, r.payload) IS DISTINCT FROM (v.name, v.amount, v.created, v.flag, v.payload)"
+			if err := e.db.QueryRow(q).Scan(&diff); err != nil || diff != 0 {
+				b.Fatalf("tables differ in %d rows (%v)", diff, err)
+			}
+		})
+	}
+}
+
+// backendCPU sums the CPU seconds of the PostgreSQL backends whose
+// application_name is app, from /proc (ok false when the server is not a
+// local process of this user).
+func backendCPU(b *testing.B, e *tenv, app string) (float64, bool) {
+	rows, err := e.db.Query("SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var total float64
+	found := false
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
+			b.Fatal(err)
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, false
+		}
+		// Fields after the command name (in parentheses): utime is the
+		// 12th, stime the 13th, in clock ticks (100 a second on Linux).
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 13 {
+			return 0, false
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		total += (ut + st) / 100
+		found = true
+	}
+	return total, found && rows.Err() == nil
+}
+
+var benchMergeSizes = []int{100, 300, 1000, 3000, 10000}

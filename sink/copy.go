@@ -22,6 +22,9 @@ func (s *Sink) copyUpsert(ctx context.Context, tx *txn, cp dialect.Copier, t tar
 	if s.tryDirectCopy(ctx, tx, cp, t, g) {
 		return nil
 	}
+	if rm, ok := s.d.(dialect.RowsetMerger); ok && !s.stagingMerge && len(g.recs) <= rowsetMaxRows && s.rowsetOK(rm, t, g) {
+		return s.rowsetUpsert(ctx, tx, rm, t, g)
+	}
 	stage := s.d.Quote("sluice_stage_" + strconv.FormatUint(stageSeq.Add(1), 10))
 	if _, err := tx.ExecContext(ctx, cp.StageTable(stage, t, g.cols)); err != nil {
 		return fmt.Errorf("sink: create staging table for %s: %w", t, wrapDB(err))
@@ -101,4 +104,83 @@ func (s *Sink) tryDirectCopy(ctx context.Context, tx *txn, cp dialect.Copier, t 
 	}
 	_, _ = tx.ExecContext(ctx, "RELEASE SAVEPOINT sluice_direct_copy")
 	return true
+}
+
+// rowsetOK reports whether every column of g takes its values from a
+// rowset document exactly (RowsetMerger.RowsetColumnOK), and the table's
+// rowset statement never refused it.
+func (s *Sink) rowsetOK(rm dialect.RowsetMerger, t target, g *rowGroup) bool {
+	s.mu.Lock()
+	refused := s.noRowset[t]
+	s.mu.Unlock()
+	if refused {
+		return false
+	}
+	for _, c := range g.cols {
+		if !rm.RowsetColumnOK(g.view.colType(s.fold(c))) {
+			return false
+		}
+	}
+	return true
+}
+
+// rowsetMaxRows is the largest group merged through a rowset document:
+// PostgreSQL parses a row of JSON at a higher cost than a row of COPY, and
+// from about a thousand rows on the staging table's fixed cost is the
+// smaller (BenchmarkMergePostgres, PostgreSQL backend CPU per row, staging
+// over rowset: 1.49 at 100 rows, 1.28 at 300, 1.00 at 1,000, 0.80 at
+// 3,000).
+const rowsetMaxRows = 1000
+
+// rowsetUpsert merges g with one statement per document of up to
+// maxStatementBytes: the rows travel as one parameter, and the statement
+// types them by the target's columns as it runs, so it keeps no state on
+// the connection (a staging table or a prepared statement would have to be
+// known per connection, and dropped when the table changes).
+func (s *Sink) rowsetUpsert(ctx context.Context, tx *txn, rm dialect.RowsetMerger, t target, g *rowGroup) error {
+	q := rm.RowsetUpsert(t, g.cols, g.keyCols)
+	var buf []byte
+	vals := make([]any, len(g.cols))
+	first := 0
+	flush := func(end int) error {
+		if len(buf) == 0 {
+			return nil
+		}
+		buf = rm.EndRowset(buf)
+		if _, err := tx.ExecContext(ctx, q, string(buf)); err != nil {
+			if rm.RowsetRefused(err) {
+				s.mu.Lock()
+				if s.noRowset == nil {
+					s.noRowset = map[target]bool{}
+				}
+				s.noRowset[t] = true
+				s.mu.Unlock()
+				s.log.Info("table has a column a rowset merge cannot fill exactly; merging it through COPY", "table", t.String())
+				return fmt.Errorf("sink: merge into %s: %w", t, wrapDB(err)) // an undefined table: retried
+			}
+			return s.rowsError(ctx, err, t, g, g.recs[first:end], true)
+		}
+		s.rowsetMerges.Add(1)
+		buf, first = buf[:0], end
+		return nil
+	}
+	for i, r := range g.recs {
+		for j, f := range r.ValueSchema.Fields {
+			v, err := s.value(g.view, f, r.After[j])
+			if err != nil {
+				return newRowError(r, t, err, fmt.Sprintf("sink: table %s, key %s", t, recKey(r)))
+			}
+			vals[j] = v
+		}
+		var err error
+		if buf, err = rm.AppendRowsetRow(buf, g.cols, vals); err != nil {
+			return newRowError(r, t, err, fmt.Sprintf("sink: table %s, key %s", t, recKey(r)))
+		}
+		if len(buf) >= maxStatementBytes {
+			if err := flush(i + 1); err != nil {
+				return err
+			}
+		}
+	}
+	return flush(len(g.recs))
 }

@@ -34,14 +34,21 @@
 //     tables without key, and the progress rows (which never move
 //     backwards). Rows are written in key order, so Writes of several queues
 //     on the same keys lock them in one order and do not deadlock. On
-//     PostgreSQL, groups of CopyThreshold rows or more go through COPY:
+//     PostgreSQL, groups of CopyThreshold rows or more go in bulk: by COPY
 //     straight into the table when every row is an insert (a snapshot; on a
 //     key that exists it rolls back to a savepoint and that table merges
-//     from then on), otherwise into a temporary table and one INSERT …
-//     SELECT … ON CONFLICT. The COPY text is encoded here and streamed
-//     through the driver connection in 64 KiB chunks. Values are
-//     always bound parameters (or COPY data); identifiers are always quoted,
-//     embedded quote characters doubled.
+//     from then on). Otherwise a group of up to 1,000 rows merges with one
+//     INSERT … SELECT … FROM json_populate_recordset($1) … ON CONFLICT,
+//     the rows in one JSON parameter typed by the live table when the
+//     statement runs (no staging table, nothing kept on the connection);
+//     larger groups, groups with a json or jsonb column, and tables with
+//     a domain-typed column the rows lack (the statement finds those in
+//     the catalog and refuses, and the table merges by COPY from then on),
+//     COPY into a temporary table and merge with one INSERT … SELECT … ON
+//     CONFLICT. The COPY text is encoded here and streamed through the
+//     driver connection in 64 KiB chunks. Values are always bound
+//     parameters (or COPY data); identifiers are always quoted, embedded
+//     quote characters doubled.
 //
 // If a table or column vanished behind the cached metadata (undefined table
 // or column), Write retries once with fresh metadata. A permanent error in a

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 
@@ -47,6 +48,12 @@ type Sink struct {
 	stmts        sync.Map        // stmtKey -> statement text
 	progressCAS  *sql.Stmt       // progressCASSQL, prepared on each connection once
 	noDirectCopy map[target]bool // tables where a direct COPY met existing keys (under mu)
+	noRowset     map[target]bool // tables whose rowset merge statement refused them (under mu)
+
+	// stagingMerge, set by tests and benchmarks, merges through a staging
+	// table even where the dialect has a RowsetMerger (copy.go).
+	stagingMerge bool
+	rowsetMerges atomic.Int64 // statements of the rowset merge run, for tests
 
 	// testHook, when set by tests, runs at named stages inside Write's
 	// transaction ("applied": after the data statements, before progress).

@@ -205,6 +205,30 @@ type Copier interface {
 	CopyIn(ctx context.Context, dc any, into string, cols []string, n int, row func(i int) ([]any, error)) error
 }
 
+// RowsetMerger is a dialect that upserts a batch of rows sent as one
+// document parameter, the statement typing each value by the target's own
+// columns when it runs (PostgreSQL's json_populate_recordset): no staging
+// table, no per-connection state, one statement.
+type RowsetMerger interface {
+	// RowsetUpsert upserts into t the rows of the document in parameter
+	// 1, each row an object of cols.
+	RowsetUpsert(t Target, cols, keyCols []string) string
+	// RowsetColumnOK reports whether a column of type typ (the full type
+	// the target reports) takes its values from the document exactly as
+	// from COPY's text.
+	RowsetColumnOK(typ string) bool
+	// AppendRowsetRow appends row (converted values of cols) to the
+	// document being built in buf (empty before the first row).
+	AppendRowsetRow(buf []byte, cols []string, row []any) ([]byte, error)
+	// EndRowset closes the document in buf.
+	EndRowset(buf []byte) []byte
+	// RowsetRefused reports an error of RowsetUpsert's statement saying
+	// the table has a column the document cannot fill exactly (found in
+	// the catalog as the statement ran): merge it another way. The error
+	// is an undefined table, so the sink retries the transaction.
+	RowsetRefused(err error) bool
+}
+
 // CopyEndError is the server's answer to the end of a COPY: what it
 // refused of the rows sent, to be diagnosed row by row.
 type CopyEndError struct{ Err error }

@@ -25,8 +25,9 @@ func New(opts dialect.Options) Dialect {
 }
 
 var (
-	_ dialect.Dialect = Dialect{}
-	_ dialect.Copier  = Dialect{}
+	_ dialect.Dialect      = Dialect{}
+	_ dialect.Copier       = Dialect{}
+	_ dialect.RowsetMerger = Dialect{}
 )
 
 type target = dialect.Target
