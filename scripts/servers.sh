@@ -697,7 +697,8 @@ status_rocketmq() {
 # RMQ_* globals pointed at the ACL instance (each function runs in a subshell).
 RMQ_ACL_NAMESRV_PORT="${SLUICE_ROCKETMQ_ACL_NAMESRV_PORT:-39876}"
 RMQ_ACL_BROKER_PORT="${SLUICE_ROCKETMQ_ACL_BROKER_PORT:-40911}"   # also port-2 and port+1
-RMQ_ACL_STORE="${SLUICE_ROCKETMQ_ACL_STORE:-/dev/shm/sluice-rocketmq-acl-${RMQ_ACL_BROKER_PORT}}"
+# Its store lives under the root, like the main one: a `clean` of another root (scripts/bench.sh runs one) must not delete it under a running broker.
+RMQ_ACL_STORE="${SLUICE_ROCKETMQ_ACL_STORE:-$ROOT/rocketmq-acl-store}"
 # The super user, made by the broker at its first start (initAuthenticationUser);
 # tests make the normal users they need with it. A throwaway credential of a
 # throwaway test broker.
