@@ -68,7 +68,7 @@ type Publisher struct {
 	workers []*worker
 	// assigned maps each queue sent to so far to its worker, under enqMu:
 	// queues take the workers in turn, so up to sendWorkers queues each
-	// have one of their own (a hash put 2 or 3 of 8 queues on one worker,
+	// have one of their own (a hash could put 2 or 3 of 8 queues on one worker,
 	// whose sends then waited for each other). One entry per queue of the
 	// pipeline's topics.
 	assigned map[pk]*worker
