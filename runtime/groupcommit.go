@@ -17,7 +17,8 @@ import (
 // busy machine, most of a row's lag.
 //
 // It adds no wait: a batch is written at once while fewer than lanes Writes
-// run. Otherwise it waits for a lane, and when one frees, every batch
+// run, lanes being one per two queues seen handing batches, at least
+// groupLanes and at most maxGroupLanes. Otherwise it waits for a lane, and when one frees, every batch
 // waiting then goes in one Write (led by the first of them, on its
 // goroutine), whose outcome is each one's. Only batches of plain data rows
 // join: a barrier copy (TRUNCATE, an applied schema change) waits in the
@@ -27,12 +28,22 @@ import (
 // filters each queue against its own progress, so a joined batch commits
 // or fails as a whole and is redelivered per queue after a failure.
 type groupCommit struct {
-	write func(ctx context.Context, recs []schema.Record) error
-	lanes int // Writes of joined batches at once
+	write    func(ctx context.Context, recs []schema.Record) error
+	lanes    int // Writes of joined batches at once, at least
+	maxLanes int // at most: lanes grows to one per two queues seen
 
 	mu      sync.Mutex
 	running int
 	waiting []*gcReq
+	// queues holds the queues seen handing joinable batches, up to
+	// 2*maxLanes of them (then lanes is at its most): bounded whatever the
+	// number of queues.
+	queues map[gcQueue]struct{}
+}
+
+type gcQueue struct {
+	topic, broker string
+	queue         int
 }
 
 type gcReq struct {
@@ -45,13 +56,24 @@ type gcOutcome struct {
 	err  error
 }
 
-// groupLanes is how many joined Writes run at once: two, so that a second
-// transaction fills the time the first spends in round trips and commit.
-// Measured with sluice bench over RocketMQ (8 queues), against a Write per
-// batch: 78-94 transactions instead of 152 for the same catch-up, lag p99
-// at 2,000 rows/s 20-34 ms against 25-65 ms; one lane lost at 10,000
-// rows/s (p99 138-247 ms).
-const groupLanes = 2
+// groupLanes is how many joined Writes run at once at least: two, so that
+// a second transaction fills the time the first spends in round trips and
+// commit. Measured with sluice bench over RocketMQ (8 queues), against a
+// Write per batch: 78-94 transactions instead of 152 for the same
+// catch-up, lag p99 at 2,000 rows/s 20-34 ms against 25-65 ms; one lane
+// lost at 10,000 rows/s (p99 138-247 ms).
+//
+// maxGroupLanes is how many at most, reached with one lane per two queues
+// (RocketMQ's default of 4 queues on each of 2 brokers: 4 lanes; the
+// embedded transport's 4 queues keep 2). An orderly queue hands its next
+// batch only once the previous one committed, so a batch waiting for a
+// lane also holds back every row behind it on its queue. Measured with
+// sluice bench over RocketMQ on a loaded machine (load 12-45), 4 lanes
+// against 2: see README (RocketMQ figures).
+const (
+	groupLanes    = 2
+	maxGroupLanes = 4
+)
 
 // QueueSplitter is an optional capability of a Sink: SplitsQueues true
 // means its Write applies each queue of a batch in a transaction of its
@@ -62,10 +84,20 @@ type QueueSplitter interface {
 	SplitsQueues() bool
 }
 
-// newGroupCommit joins batches for write with lanes joined Writes at once;
+// newGroupCommit joins batches for write with lanes joined Writes at once,
+// up to maxLanes as more queues hand batches (one lane per two queues);
 // lanes 0 writes every batch alone.
-func newGroupCommit(write func(ctx context.Context, recs []schema.Record) error, lanes int) *groupCommit {
-	return &groupCommit{write: write, lanes: lanes}
+func newGroupCommit(write func(ctx context.Context, recs []schema.Record) error, lanes, maxLanes int) *groupCommit {
+	return &groupCommit{write: write, lanes: lanes, maxLanes: max(lanes, maxLanes), queues: map[gcQueue]struct{}{}}
+}
+
+// lanesLocked counts recs' queue and returns the lanes now open; g.mu held.
+func (g *groupCommit) lanesLocked(recs []schema.Record) int {
+	if len(g.queues) < 2*g.maxLanes {
+		d := recs[0].Delivery // joinable: set
+		g.queues[gcQueue{d.Topic, d.Broker, d.Queue}] = struct{}{}
+	}
+	return min(g.maxLanes, max(g.lanes, (len(g.queues)+1)/2))
 }
 
 // Write writes recs, alone or joined with other queues' batches, and
@@ -75,7 +107,7 @@ func (g *groupCommit) Write(ctx context.Context, recs []schema.Record) error {
 		return g.write(ctx, recs)
 	}
 	g.mu.Lock()
-	if g.running < g.lanes {
+	if g.running < g.lanesLocked(recs) {
 		g.running++
 		g.mu.Unlock()
 		defer g.done()

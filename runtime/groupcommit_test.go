@@ -53,7 +53,7 @@ func waitWaiting(t *testing.T, g *groupCommit, n int) {
 // plain data (a barrier) never waits and is never joined.
 func TestGroupCommitJoinsWaitingBatches(t *testing.T) {
 	b := &blockingWrites{started: make(chan struct{}, 16), release: make(chan error, 16)}
-	g := newGroupCommit(b.write, 1)
+	g := newGroupCommit(b.write, 1, 1)
 	ctx := context.Background()
 	errs := make(chan error, 8)
 	go func() { errs <- g.Write(ctx, queueBatch(0, 3)) }()
@@ -111,7 +111,7 @@ func TestGroupCommitJoinsWaitingBatches(t *testing.T) {
 // once.
 func TestGroupCommitOffWritesEachBatch(t *testing.T) {
 	b := &blockingWrites{started: make(chan struct{}, 16), release: make(chan error, 16)}
-	g := newGroupCommit(b.write, 0)
+	g := newGroupCommit(b.write, 0, 0)
 	errs := make(chan error, 4)
 	for q := range 4 {
 		go func() { errs <- g.Write(context.Background(), queueBatch(q, 2)) }()
@@ -156,3 +156,44 @@ type splitter struct{ b *blockingWrites }
 func (s splitter) Write(ctx context.Context, recs []schema.Record) error { return s.b.write(ctx, recs) }
 func (splitter) Close() error                                            { return nil }
 func (splitter) SplitsQueues() bool                                      { return true }
+
+// Lanes open one per two queues seen, from the least to the most: with
+// 1 to 2 lanes, a third queue opens the second lane, and no number of
+// queues opens a third.
+func TestGroupCommitLanesFollowQueues(t *testing.T) {
+	b := &blockingWrites{started: make(chan struct{}, 16), release: make(chan error, 16)}
+	g := newGroupCommit(b.write, 1, 2)
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	go func() { errs <- g.Write(ctx, queueBatch(0, 1)) }()
+	<-b.started // queue 0 holds the only lane
+	go func() { errs <- g.Write(ctx, queueBatch(1, 1)) }()
+	waitWaiting(t, g, 1) // two queues seen: still one lane
+	go func() { errs <- g.Write(ctx, queueBatch(2, 1)) }()
+	<-b.started // three queues seen: a second lane, written at once
+	for q := 3; q <= 6; q++ {
+		go func() { errs <- g.Write(ctx, queueBatch(q, 1)) }()
+	}
+	waitWaiting(t, g, 5) // seven queues seen: still two lanes
+	select {
+	case <-b.started:
+		t.Fatal("a third Write started beside two with at most two lanes")
+	case <-time.After(50 * time.Millisecond):
+	}
+	for range 3 { // the two running, then the five waiting as one
+		b.release <- nil
+	}
+	for range 7 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queues) != 4 {
+		t.Fatalf("%d queues remembered, want at most 2*maxLanes = 4", len(g.queues))
+	}
+	if g.running != 0 || len(g.waiting) != 0 {
+		t.Fatalf("after the Writes: %d running, %d waiting", g.running, len(g.waiting))
+	}
+}

@@ -258,7 +258,7 @@ func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 		if qs, ok := p.Sink.(QueueSplitter); ok && qs.SplitsQueues() {
 			lanes = 0 // every batch alone
 		}
-		p.gc = newGroupCommit(p.Sink.Write, lanes)
+		p.gc = newGroupCommit(p.Sink.Write, lanes, maxGroupLanes)
 	})
 	if err := p.gc.Write(ctx, recs); err != nil {
 		p.stats.BatchesFailed.Add(1)

@@ -822,8 +822,13 @@ case "$cmd" in
   clean)
     with_lock
     for s in rocketmq_acl rocketmq postgres mariadb; do "stop_$s"; done
-    rm -rf "$RMQ_STORE" "$RMQ_STORE-b" "$RMQ_ACL_STORE" "$ROOT"
-    log "removed $ROOT, $RMQ_STORE, $RMQ_STORE-b and $RMQ_ACL_STORE"
+    # The ACL store's default path is not under the root (it names only the
+    # ACL broker's port): remove it only when this root ran that instance,
+    # never the store of another root's ACL broker on the same port.
+    acl_store=""
+    [[ -d "$ROOT/rocketmq-acl" ]] && acl_store="$RMQ_ACL_STORE"
+    rm -rf "$RMQ_STORE" "$RMQ_STORE-b" ${acl_store:+"$acl_store"} "$ROOT"
+    log "removed $ROOT, $RMQ_STORE, $RMQ_STORE-b${acl_store:+ and $acl_store}"
     ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,7 +66,13 @@ type Publisher struct {
 	enqMu   sync.Mutex // orders enqueueing so that queues see Publish order
 	closed  bool       // under enqMu
 	workers []*worker
-	acks    *fifo[*batch]
+	// assigned maps each queue sent to so far to its worker, under enqMu:
+	// queues take the workers in turn, so up to sendWorkers queues each
+	// have one of their own (a hash could put 2 or 3 of 8 queues on one worker,
+	// whose sends then waited for each other). One entry per queue of the
+	// pipeline's topics.
+	assigned map[pk]*worker
+	acks     *fifo[*batch]
 
 	outstanding sync.WaitGroup // batches not yet acked
 	goroutines  sync.WaitGroup
@@ -140,6 +144,8 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 		win:     newWindow(cfg.MaxInFlight),
 		acks:    newFifo[*batch](),
 		stop:    make(chan struct{}),
+
+		assigned: map[pk]*worker{},
 	}
 	p.sendCtx, p.sendCancel = context.WithCancel(context.Background())
 	if cfg.Format == FormatCompact {
@@ -495,14 +501,16 @@ func (p *Publisher) truncateColumns(ctx context.Context, orig *schema.Record, to
 	}
 }
 
+// workerFor returns the worker that sends queue q of topic, the same for
+// the Publisher's life (so a queue's sends keep their order); p.enqMu held.
 func (p *Publisher) workerFor(topic string, q queue) *worker {
-	h := fnv.New32a()
-	h.Write([]byte(topic))
-	h.Write([]byte{0})
-	h.Write([]byte(q.Broker))
-	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(q.ID)))
-	return p.workers[h.Sum32()%uint32(len(p.workers))]
+	k := pk{topic, q}
+	w, ok := p.assigned[k]
+	if !ok {
+		w = p.workers[len(p.assigned)%len(p.workers)]
+		p.assigned[k] = w
+	}
+	return w
 }
 
 // dispatchAcks calls acks in Publish order, each once its batch is done.

@@ -599,3 +599,35 @@ func TestMessageSizeCountedAsMarshalled(t *testing.T) {
 		}
 	}
 }
+
+// Up to sendWorkers queues get a send worker each (no two of them wait for
+// each other's sends), and a queue keeps its worker, so its sends keep
+// their order.
+func TestPublisherQueuesGetWorkersOfTheirOwn(t *testing.T) {
+	p := testPublisher(t, newFakeSender(), nil)
+	defer p.Close(context.Background())
+	var qs []pk
+	for _, b := range []string{"broker-a", "broker-b"} {
+		for id := range sendWorkers / 2 {
+			qs = append(qs, pk{"topic", queue{b, id}})
+		}
+	}
+	p.enqMu.Lock()
+	defer p.enqMu.Unlock()
+	seen := map[*worker]pk{}
+	for _, k := range qs {
+		w := p.workerFor(k.topic, k.q)
+		if other, ok := seen[w]; ok {
+			t.Fatalf("queues %v and %v share a worker", other, k)
+		}
+		seen[w] = k
+	}
+	for _, k := range qs {
+		if w := p.workerFor(k.topic, k.q); seen[w] != k {
+			t.Fatalf("queue %v moved to another worker", k)
+		}
+	}
+	if w := p.workerFor("other", queue{"broker-a", 0}); w != p.workers[0] {
+		t.Fatal("the queue after sendWorkers others did not wrap around to the first worker")
+	}
+}

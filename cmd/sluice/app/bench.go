@@ -302,16 +302,26 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		from := int64(o.rows + written + 1)
 		live.sink.startLive(from)
 		live.trace.start(from)
+		var probe *sleepProbe
+		if o.transport == "rocketmq" {
+			probe = startSleepProbe()
+		}
 		n, err := benchLive(ctx, src, o.rows+written, rate, o.liveFor)
+		written += n
+		if err == nil {
+			if err = live.sink.await(ctx, int64(rep.Events+written)); err != nil {
+				err = fmt.Errorf("bench: sluice under live load: %w (%s)", err, live.status())
+			}
+		}
+		var slept map[string]float64
+		if probe != nil {
+			slept = probe.stop()
+		}
 		if err != nil {
 			return nil, err
 		}
-		written += n
-		if err := live.sink.await(ctx, int64(rep.Events+written)); err != nil {
-			return nil, fmt.Errorf("bench: sluice under live load: %w (%s)", err, live.status())
-		}
 		lag, committed := live.sink.liveResult()
-		res := liveResult{Rate: rate, Rows: n, LagMillis: lag, Stages: live.trace.stages(committed)}
+		res := liveResult{Rate: rate, Rows: n, LagMillis: lag, Stages: live.trace.stages(committed), Sleep10ms: slept}
 		rep.Live = append(rep.Live, res)
 		if rep.LagMillis == nil {
 			rep.LiveRows, rep.LiveRate, rep.LagMillis = n, rate, lag
@@ -535,6 +545,9 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		if p.Source != nil {
 			p.Source = tracedSource{p.Source, trace}
 			p.Publisher = tracedPublisher{p.Publisher, trace}
+		}
+		if p.Subscriber != nil {
+			p.Subscriber = tracedSubscriber{p.Subscriber, trace}
 		}
 		return p, nil
 	})

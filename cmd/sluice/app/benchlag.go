@@ -22,15 +22,56 @@ type liveResult struct {
 	Rows      int                           `json:"rows"`
 	LagMillis map[string]float64            `json:"lag_ms"`    // p50, p95, p99, max
 	Stages    map[string]map[string]float64 `json:"stages_ms"` // stage -> p50, p95, p99, max
+	// Sleep10ms: how long a 10 ms time.Sleep took during the phase, over
+	// RocketMQ: the client's orderly consume loop polls its empty queue
+	// cache in such sleeps, so a batch reaching an idle queue waits up to
+	// one of them (half of one on average) before its handler starts.
+	Sleep10ms map[string]float64 `json:"sleep_10ms_ms,omitempty"`
+}
+
+// sleepProbe measures, until stop, how long each 10 ms sleep takes: the
+// cost the RocketMQ client's cache poll adds to a batch on this machine
+// at this load, which sluice cannot change (the poll is inside the client).
+type sleepProbe struct {
+	stopCh chan struct{}
+	done   chan []int64
+}
+
+func startSleepProbe() *sleepProbe {
+	p := &sleepProbe{stopCh: make(chan struct{}), done: make(chan []int64, 1)}
+	go func() {
+		var us []int64
+		for {
+			select {
+			case <-p.stopCh:
+				p.done <- us
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(10 * time.Millisecond)
+			us = append(us, time.Since(t0).Microseconds())
+		}
+	}()
+	return p
+}
+
+// stop ends the probe and returns the percentiles of the sleeps (ms).
+func (p *sleepProbe) stop() map[string]float64 {
+	close(p.stopCh)
+	return percentilesMS(<-p.done)
 }
 
 // The stages of a live row, in the order they are printed: the source's
 // clock of the insert (column created, the server's UTC_TIMESTAMP(6)) to
 // the source side's Read returning it (binlog, replication, decoding), to
 // Publish taking it, to the transport's acknowledgement (encode, send,
-// broker store), to the sink's Write receiving it (broker to consumer: the
-// pull, the client's hand-over, decoding), to the sink's commit.
-var lagStages = []string{"source read", "to publish", "publish ack", "to sink", "sink commit"}
+// broker store), to the subscriber's handler receiving it (broker to
+// consumer: the pull, the client's hand-over, decoding), to the sink's
+// Write receiving it (waiting for a group-commit lane), to the sink's
+// commit. The embedded transport has no subscriber: its "to handler" runs
+// to the sink's Write and "handler wait" is left out.
+var lagStages = []string{"source read", "to publish", "publish ack", "to handler", "handler wait", "sink commit"}
 
 // lagTrace records, for the rows of the live phase (ids from liveFrom on),
 // the time each passed a point of the pipeline. The bench runs source and
@@ -41,7 +82,7 @@ type lagTrace struct {
 	rows     map[int64]*rowTimes
 }
 
-type rowTimes struct{ read, publish, ack, sinkIn int64 } // unix µs
+type rowTimes struct{ read, publish, ack, handler, sinkIn int64 } // unix µs
 
 func newLagTrace() *lagTrace { return &lagTrace{rows: map[int64]*rowTimes{}} }
 
@@ -99,7 +140,14 @@ func (t *lagTrace) stages(committed map[int64][2]int64) map[string]map[string]fl
 		if ack == 0 {
 			ack = rt.publish
 		}
-		for i, d := range []int64{rt.read - created, rt.publish - rt.read, ack - rt.publish, rt.sinkIn - rt.publish, commit - rt.sinkIn} {
+		handler := rt.handler
+		if handler == 0 {
+			handler = rt.sinkIn
+		}
+		for i, d := range []int64{rt.read - created, rt.publish - rt.read, ack - rt.publish, handler - rt.publish, rt.sinkIn - handler, commit - rt.sinkIn} {
+			if i == 4 && rt.handler == 0 {
+				continue
+			}
 			by[i] = append(by[i], max(0, d))
 		}
 	}
@@ -155,6 +203,24 @@ func (p tracedPublisher) Publish(ctx context.Context, recs []schema.Record, ack 
 	})
 }
 
+// tracedSubscriber marks when the transport's handler first received each
+// live row (after the subscriber decoded it, before the group commit).
+type tracedSubscriber struct {
+	runtime.Subscriber
+	t *lagTrace
+}
+
+func (s tracedSubscriber) Consume(ctx context.Context, h runtime.Handler) error {
+	return s.Subscriber.Consume(ctx, func(ctx context.Context, recs []schema.Record) error {
+		s.t.mark(recs, func(rt *rowTimes, now int64) {
+			if rt.handler == 0 { // the first delivery
+				rt.handler = now
+			}
+		})
+		return h(ctx, recs)
+	})
+}
+
 // parseRates reads --live-rate: rows/s, or several separated by commas.
 func parseRates(s string) ([]int, error) {
 	var out []int
@@ -182,11 +248,12 @@ func printLive(w io.Writer, l liveResult) {
 	}
 	fmt.Fprintf(w, "  %-44s %8s %8s %8s %8s\n", "stage (ms)", "p50", "p95", "p99", "max")
 	desc := map[string]string{
-		"source read": "insert to the source's Read (binlog)",
-		"to publish":  "Read to Publish",
-		"publish ack": "Publish to the transport's ack",
-		"to sink":     "Publish to the sink's Write (transport)",
-		"sink commit": "the sink's Write to its commit",
+		"source read":  "insert to the source's Read (binlog)",
+		"to publish":   "Read to Publish",
+		"publish ack":  "Publish to the transport's ack",
+		"to handler":   "Publish to the handler (transport, decode)",
+		"handler wait": "the handler to the sink's Write (lane wait)",
+		"sink commit":  "the sink's Write to its commit",
 	}
 	for _, name := range lagStages {
 		s, ok := l.Stages[name]
@@ -194,5 +261,8 @@ func printLive(w io.Writer, l liveResult) {
 			continue
 		}
 		fmt.Fprintf(w, "  %-44s %8.1f %8.1f %8.1f %8.1f\n", desc[name], s["p50"], s["p95"], s["p99"], s["max"])
+	}
+	if s := l.Sleep10ms; s != nil {
+		fmt.Fprintf(w, "  %-44s %8.1f %8.1f %8.1f %8.1f\n", "a 10 ms sleep (the client's cache poll)", s["p50"], s["p95"], s["p99"], s["max"])
 	}
 }
