@@ -266,30 +266,48 @@ func readDDL(q, defaultDB string) (res parsedDDL, err error) {
 			res, err = parsedDDL{kind: res.kind}, fmt.Errorf("%w: parser failure: %v", errDDLSyntax, r)
 		}
 	}()
-	p := parsers.Get().(*parser.Parser)
-	stmts, _, perr := p.Parse(text, "", "")
-	if perr != nil {
-		alt, ok1 := knownCollations(text)
-		alt, ok2 := substituteTypes(alt)
-		if ok1 || ok2 {
-			if st, _, err := p.Parse(alt, "", ""); err == nil {
-				stmts, perr = st, nil
+	var perr error
+	withParser(func(p *parser.Parser) {
+		var stmts []ast.StmtNode
+		stmts, _, perr = p.Parse(text, "", "")
+		if perr != nil {
+			alt, ok1 := knownCollations(text)
+			alt, ok2 := substituteTypes(alt)
+			if ok1 || ok2 {
+				if st, _, err := p.Parse(alt, "", ""); err == nil {
+					stmts, perr = st, nil
+				}
 			}
 		}
-	}
-	parsers.Put(p)
+		if perr != nil {
+			return
+		}
+		if len(stmts) > 0 {
+			res.kind = firstWord(stmts[0])
+		}
+		for _, st := range stmts {
+			if err = res.add(st, defaultDB, replace); err != nil {
+				return
+			}
+		}
+	})
 	if perr != nil {
 		return parsedDDL{kind: res.kind}, fmt.Errorf("%w: %v", errDDLSyntax, perr)
 	}
-	if len(stmts) > 0 {
-		res.kind = firstWord(stmts[0])
-	}
-	for _, st := range stmts {
-		if err := res.add(st, defaultDB, replace); err != nil {
-			return parsedDDL{kind: res.kind}, err
-		}
+	if err != nil {
+		return parsedDDL{kind: res.kind}, err
 	}
 	return res, nil
+}
+
+// withParser runs fn with a parser of the pool. The statements a parser
+// returns live in its memory until its next Parse, so fn must have copied
+// out what it needs when it returns (another goroutine may take the parser
+// then); a parser that panicked is not put back.
+func withParser(fn func(p *parser.Parser)) {
+	p := parsers.Get().(*parser.Parser)
+	fn(p)
+	parsers.Put(p)
 }
 
 func firstWord(st ast.StmtNode) string {

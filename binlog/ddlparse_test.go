@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -179,4 +180,33 @@ func BenchmarkReadDDL(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The pooled parsers are shared by every source of the process: the
+// statements one returns live in its memory until its next Parse, so two
+// sources reading DDL and statement DML at once must each finish with
+// theirs first (go test -race caught a source reading its ALTER's nodes
+// while another source's parse reused the parser).
+func TestParsersSharedBySources(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				table := fmt.Sprintf("t%d_%d", g, i)
+				res, err := readDDL("ALTER TABLE db."+table+" ADD COLUMN c"+table+" INT NOT NULL DEFAULT 7, DROP COLUMN d", "db")
+				if err != nil || res.kind != "ALTER" || len(res.tables) != 1 || res.tables[0].Table != table {
+					t.Errorf("readDDL of %s: %+v, %v", table, res, err)
+					return
+				}
+				kind, tables, dml := dmlTables("UPDATE db."+table+" SET v = 1 WHERE id = 2", "db")
+				if kind != "UPDATE" || !dml || len(tables) != 1 || tables[0].Table != table {
+					t.Errorf("dmlTables of %s: %s %v %v", table, kind, tables, dml)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -47,8 +47,22 @@ func (m *mapper) stmtDMLError(q, defaultDB string) error {
 // but its tables cannot be told (multi-table forms, text the parser cannot
 // read). It reads q with the same TiDB parser as the DDL (ddlparse.go).
 func dmlTables(q, defaultDB string) (kind string, tables []schema.TableID, dml bool) {
-	stmts, ok := parseStatements(q)
-	if !ok || len(stmts) != 1 {
+	parsed := false
+	func() {
+		defer func() {
+			if r := recover(); r != nil { // the parser must not stop the source
+				parsed = false
+			}
+		}()
+		withParser(func(p *parser.Parser) {
+			stmts, _, err := p.Parse(q, "", "")
+			if err == nil && len(stmts) == 1 {
+				parsed = true
+				kind, tables, dml = dmlOf(stmts[0], defaultDB)
+			}
+		})
+	}()
+	if !parsed {
 		f := strings.Fields(q)
 		if len(f) == 0 {
 			return "", nil, false
@@ -59,7 +73,12 @@ func dmlTables(q, defaultDB string) (kind string, tables []schema.TableID, dml b
 		}
 		return kind, nil, isDMLKind(kind)
 	}
-	kind = firstWord(stmts[0])
+	return kind, tables, dml
+}
+
+// dmlOf is dmlTables for a statement the parser read.
+func dmlOf(st ast.StmtNode, defaultDB string) (kind string, tables []schema.TableID, dml bool) {
+	kind = firstWord(st)
 	one := func(n *ast.TableName) []schema.TableID {
 		if n == nil {
 			return nil
@@ -81,7 +100,7 @@ func dmlTables(q, defaultDB string) (kind string, tables []schema.TableID, dml b
 		n, _ := ts.Source.(*ast.TableName)
 		return one(n)
 	}
-	switch st := stmts[0].(type) {
+	switch st := st.(type) {
 	case *ast.InsertStmt:
 		kind = "INSERT"
 		if st.IsReplace {
@@ -104,19 +123,6 @@ func dmlTables(q, defaultDB string) (kind string, tables []schema.TableID, dml b
 		return "LOAD", one(st.Table), true
 	}
 	return kind, nil, false // LOAD INDEX INTO CACHE and the like
-}
-
-// parseStatements reads q with the TiDB parser; ok is false when it cannot.
-func parseStatements(q string) (stmts []ast.StmtNode, ok bool) {
-	defer func() {
-		if r := recover(); r != nil { // the parser must not stop the source
-			stmts, ok = nil, false
-		}
-	}()
-	p := parsers.Get().(*parser.Parser)
-	defer parsers.Put(p)
-	stmts, _, err := p.Parse(q, "", "")
-	return stmts, err == nil
 }
 
 func isDMLKind(kind string) bool {
