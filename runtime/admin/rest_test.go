@@ -564,3 +564,62 @@ func TestAPIBodyDeadline(t *testing.T) {
 		t.Fatalf("a body that never arrives: %q", b)
 	}
 }
+
+// taskRestarting is a Cluster that restarts single tasks.
+type taskRestarting struct {
+	*fakeCluster
+	tasks []int
+}
+
+func (c *taskRestarting) RestartTask(_ context.Context, name string, task int) error {
+	c.tasks = append(c.tasks, task)
+	return nil
+}
+
+// TestAPIRootAndTaskRestart: GET / answers the version as Kafka Connect's
+// root does; POST /connectors/{name}/tasks/{id}/restart (Kafka Connect's
+// call to restart one task) restarts that task, or the connector's tasks
+// with a Cluster that restarts connectors as a whole, and answers 404 for
+// a task or connector that does not exist.
+func TestAPIRootAndTaskRestart(t *testing.T) {
+	f := newFake()
+	h := NewHandler(f, "")
+	code, out := do(t, h, "GET", "/", "")
+	var v BuildInfo
+	if err := json.Unmarshal([]byte(out), &v); code != 200 || err != nil || v.Version == "" {
+		t.Fatalf("GET /: %d %s (%v), want 200 and the version", code, out, err)
+	}
+	if code, out := do(t, h, "DELETE", "/", ""); code != 405 || !strings.Contains(out, `"error_code":405`) {
+		t.Fatalf("DELETE /: %d %s, want 405", code, out)
+	}
+	if code, out := do(t, h, "POST", "/connectors", `{"name": "a", "config": {"source": {}}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	for _, c := range []struct {
+		method, path string
+		code         int
+		contains     string
+	}{
+		{"POST", "/connectors/a/tasks/1/restart", 204, ""},
+		{"POST", "/connectors/a/tasks/7/restart", 404, "no task 7"},
+		{"POST", "/connectors/a/tasks/x/restart", 400, "not a number"},
+		{"POST", "/connectors/nope/tasks/0/restart", 404, "no such connector"},
+		{"GET", "/connectors/a/tasks/0/restart", 405, "allowed: POST"},
+	} {
+		code, out := do(t, h, c.method, c.path, "")
+		if code != c.code || !strings.Contains(out, c.contains) {
+			t.Errorf("%s %s: %d %s, want %d with %q", c.method, c.path, code, out, c.code, c.contains)
+		}
+	}
+	if f.restarts != 1 {
+		t.Errorf("task restarts on a Cluster without TaskRestarter: %d connector restarts, want 1", f.restarts)
+	}
+	tr := &taskRestarting{fakeCluster: f}
+	h = NewHandler(tr, "")
+	if code, out := do(t, h, "POST", "/connectors/a/tasks/1/restart", ""); code != 204 {
+		t.Fatalf("restart task 1: %d %s", code, out)
+	}
+	if len(tr.tasks) != 1 || tr.tasks[0] != 1 || f.restarts != 1 {
+		t.Errorf("RestartTask calls %v, connector restarts %d: want task 1 alone", tr.tasks, f.restarts)
+	}
+}
