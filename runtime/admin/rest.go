@@ -370,7 +370,30 @@ func (a *api) restart(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := a.c.Status(ctx, name)
+	if _, async := a.c.(AsyncRestarter); err == nil && restart && async {
+		// The holders act on the request at their next heartbeat: answer
+		// what is going to happen, as Kafka Connect does, not the states
+		// read before they noticed (a FAILED task would look untouched).
+		for i, t := range st.Tasks {
+			if t.State != "PAUSED" && t.State != "STOPPED" {
+				st.Tasks[i].State, st.Tasks[i].Trace = "RESTARTING", ""
+			}
+		}
+		if st.Connector.State != "PAUSED" {
+			st.Connector.State = "RESTARTING"
+		}
+	}
 	respond(rw, http.StatusAccepted, st, err)
+}
+
+// AsyncRestarter marks a Cluster whose Restart only records the request
+// for the tasks' holders to act on later (a cluster's workers, at their
+// next heartbeat). The answer of a restart with includeTasks or onlyFailed
+// then shows the tasks it restarts as RESTARTING, as Kafka Connect's does;
+// without it (sluice run restarts before answering) it shows the states
+// read after the restart.
+type AsyncRestarter interface {
+	RestartsAsync()
 }
 
 // task finds the task of the request's {name} and {id}; false when it

@@ -623,3 +623,60 @@ func TestAPIRootAndTaskRestart(t *testing.T) {
 		t.Errorf("RestartTask calls %v, connector restarts %d: want task 1 alone", tr.tasks, f.restarts)
 	}
 }
+
+// asyncRestarts is a Cluster whose Restart is only recorded: the tasks
+// stay as they were until a holder acts on it.
+type asyncRestarts struct{ *fakeCluster }
+
+func (a asyncRestarts) Restart(ctx context.Context, name string) error {
+	if _, err := a.Connector(ctx, name); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.restarts++
+	return nil
+}
+func (asyncRestarts) RestartsAsync() {}
+
+// TestRestartAnswerShowsRestarting: a cluster records a restart for the
+// holders to act on; the 202 answer of ?includeTasks=true (and of
+// onlyFailed=true when something FAILED) shows the tasks it restarts as
+// RESTARTING, as Kafka Connect does, not the FAILED state read before any
+// holder noticed; a paused connector's tasks, which do not restart, stay
+// PAUSED, and onlyFailed with nothing failed restarts nothing.
+func TestRestartAnswerShowsRestarting(t *testing.T) {
+	f := newFake()
+	h := NewHandler(asyncRestarts{f}, "")
+	if code, out := do(t, h, "POST", "/connectors", `{"name": "a", "config": {"source": {}}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	f.failed["a"] = true
+	code, out := do(t, h, "POST", "/connectors/a/restart?includeTasks=true&onlyFailed=true", "")
+	var st ConnectorStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 202 || err != nil || len(st.Tasks) != 2 {
+		t.Fatalf("restart: %d %s (%v)", code, out, err)
+	}
+	for _, ts := range st.Tasks {
+		if ts.State != "RESTARTING" || ts.Trace != "" {
+			t.Errorf("task %d in the restart's answer: %s %q, want RESTARTING", ts.ID, ts.State, ts.Trace)
+		}
+	}
+	if st.Connector.State != "RESTARTING" || f.restarts != 1 {
+		t.Errorf("connector %s after %d restarts, want RESTARTING after 1", st.Connector.State, f.restarts)
+	}
+	// The status itself is the cluster's: the holder has not acted yet.
+	if _, out := do(t, h, "GET", "/connectors/a/status", ""); !strings.Contains(out, `"state":"FAILED"`) {
+		t.Errorf("status after the recorded restart: %s", out)
+	}
+	f.failed["a"] = false
+	if _, out := do(t, h, "POST", "/connectors/a/restart?onlyFailed=true", ""); strings.Contains(out, "RESTARTING") || f.restarts != 1 {
+		t.Errorf("onlyFailed with nothing failed: %s after %d restarts", out, f.restarts)
+	}
+	if code, _ := do(t, h, "PUT", "/connectors/a/pause", ""); code != 202 {
+		t.Fatal("pause")
+	}
+	if _, out := do(t, h, "POST", "/connectors/a/restart?includeTasks=true", ""); strings.Contains(out, "RESTARTING") || !strings.Contains(out, `"state":"PAUSED"`) {
+		t.Errorf("restart of a paused connector: %s", out)
+	}
+}

@@ -327,6 +327,12 @@ func (c *Control) Restart(ctx context.Context, name string) error {
 	return c.set(ctx, name, "restart", "restarts = restarts + 1")
 }
 
+var _ admin.AsyncRestarter = (*Control)(nil)
+
+// RestartsAsync says that Restart only records the request: the tasks'
+// holders drain and restart them at their next heartbeat.
+func (c *Control) RestartsAsync() {}
+
 // Tasks lists the connector's tasks with their config.
 func (c *Control) Tasks(ctx context.Context, name string) ([]admin.TaskInfo, error) {
 	k, err := c.S.connector(ctx, name)
