@@ -129,15 +129,61 @@ func (c *Control) check(name string, doc json.RawMessage) error {
 		return fmt.Errorf("%w: connector name %q: use letters, digits, '.', '_' and '-'", admin.ErrInvalid, name)
 	}
 	cfg, _, err := ParseConnector(name, doc)
-	if err != nil {
-		return err
-	}
-	if c.Check != nil {
-		if err := c.Check(cfg); err != nil {
-			return fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	if err == nil && c.Check != nil {
+		if err = c.Check(cfg); err != nil {
+			err = fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 		}
 	}
+	if err != nil {
+		return c.allErrors(name, doc, err)
+	}
 	return nil
+}
+
+// allErrors returns, for a config that failed with first, every problem
+// the Validator finds in it (each section's plugin validating the
+// document), as Kafka Connect's 400 lists every error of a config at once;
+// first alone when the Validator finds no more than one.
+func (c *Control) allErrors(name string, doc json.RawMessage, first error) error {
+	var m map[string]any
+	if c.Validator == nil || json.Unmarshal(doc, &m) != nil || m == nil {
+		return first
+	}
+	delete(m, sinkTasksKey)
+	if _, ok := m["name"]; !ok {
+		m["name"] = name
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return first
+	}
+	seen := map[string]bool{}
+	var msgs []string
+	for _, sec := range []string{"source", "transport", "sink"} {
+		s, _ := m[sec].(map[string]any)
+		typ, _ := s["type"].(string)
+		if typ == "" || seen["type "+typ] {
+			continue
+		}
+		seen["type "+typ] = true
+		v, err := c.Validator(typ, b)
+		if err != nil {
+			continue
+		}
+		for _, cv := range v.Configs {
+			for _, e := range cv.Errors {
+				msg := cv.Name + ": " + strings.TrimPrefix(e, "line 1: ")
+				if !seen[msg] {
+					seen[msg] = true
+					msgs = append(msgs, msg)
+				}
+			}
+		}
+	}
+	if len(msgs) < 2 {
+		return first
+	}
+	return fmt.Errorf("%w: connector %s: the config has %d errors: %s", admin.ErrInvalid, name, len(msgs), strings.Join(msgs, "; "))
 }
 
 func safeConnector(name string) bool {
