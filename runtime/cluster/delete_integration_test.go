@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -51,6 +52,107 @@ func TestDeleteLeavesNoStatus(t *testing.T) {
 				if n := rows(); n != 0 {
 					t.Fatalf("round %d: %d status rows of the deleted connector remain", round, n)
 				}
+			}
+		})
+	}
+}
+
+// openRecorder is a tickSource that records the position each Open gets.
+type openRecorder struct {
+	tickSource
+	opened chan<- string
+}
+
+func (s *openRecorder) Open(_ context.Context, pos []byte) error {
+	s.opened <- string(pos)
+	return nil
+}
+
+// A connector deleted and created again under its name resumes from the
+// position its last task saved (README: the positions row outlives the
+// connector, as Kafka Connect's offsets do); one that was paused and had
+// its offsets reset (DELETE .../offsets) before the delete starts afresh.
+func TestRecreatedConnectorResumes(t *testing.T) {
+	for driver, dsn := range coordinators(t) {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTestStore(t, driver, dsn)
+			c := &Control{S: s}
+			opened := make(chan string, 16)
+			build := func(ctx context.Context, cfg *runtime.Config, only string, _ runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+				return &runtime.Pipeline{Name: cfg.Name, Source: &openRecorder{opened: opened}, Publisher: ackPublisher{}, Log: log, SaveInterval: 50 * time.Millisecond}, nil
+			}
+			ttl := 1500 * time.Millisecond
+			w, err := NewWorker(s, Config{ID: "a", TTL: ttl, Heartbeat: ttl / 4, Build: build, Log: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = w.Run(wctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			doc := json.RawMessage(`{"source":{"type":"mysql"},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`)
+			next := func(what string) string {
+				t.Helper()
+				select {
+				case p := <-opened:
+					return p
+				case <-time.After(15 * time.Second):
+					t.Fatalf("%s: the source was not opened", what)
+				}
+				return ""
+			}
+			saved := func() string {
+				p, err := c.Offset(ctx, "again")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			released := func() {
+				waitUntil(t, 10*time.Second, "the lease released", func() bool {
+					ls, err := s.Leases(ctx)
+					return err == nil && !ls[runtime.TaskName("again", "source")].Live
+				})
+			}
+			if _, err := c.Create(ctx, "again", doc); err != nil {
+				t.Fatal(err)
+			}
+			if p := next("first run"); p != "" {
+				t.Fatalf("a new connector opened at %q", p)
+			}
+			waitUntil(t, 10*time.Second, "a position saved", func() bool { return saved() != "" })
+			if err := c.Delete(ctx, "again"); err != nil {
+				t.Fatal(err)
+			}
+			released()
+			var stored string
+			if err := s.db.QueryRow(s.q("SELECT position FROM "+s.Table("positions")+" WHERE pipeline = ?"), "again").Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			last := string(runtime.SourcePosition([]byte(stored)))
+			if _, err := c.Create(ctx, "again", doc); err != nil {
+				t.Fatal(err)
+			}
+			if p := next("created again"); p == "" || p != last {
+				t.Fatalf("created again: opened at %q, want the saved %q", p, last)
+			}
+			// Paused, offsets reset, deleted, created again: from the start.
+			if err := c.Pause(ctx, "again"); err != nil {
+				t.Fatal(err)
+			}
+			released()
+			if err := c.SetOffset(ctx, "again", ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Delete(ctx, "again"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Create(ctx, "again", doc); err != nil {
+				t.Fatal(err)
+			}
+			if p := next("reset, created again"); p != "" {
+				t.Fatalf("after an offsets reset: opened at %q, want the configured start", p)
 			}
 		})
 	}
