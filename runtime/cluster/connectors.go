@@ -120,6 +120,10 @@ type Control struct {
 	Validator func(pluginType string, config json.RawMessage) (admin.Validation, error)
 	// TTL judges which workers are alive (heartbeat within TTL).
 	TTL time.Duration
+	// CheckPosition, when set, checks a position given to SetOffset as the
+	// source will read it, so a mistyped one is refused (ErrInvalid)
+	// rather than failing the task when it resumes.
+	CheckPosition func(position string) error
 }
 
 var _ admin.Cluster = (*Control)(nil)
@@ -583,6 +587,11 @@ func (c *Control) Offset(ctx context.Context, name string) (string, error) {
 // connector whose source task no worker holds any more; the same UPDATE
 // checks both, so a resume racing it cannot have a task read the old one.
 func (c *Control) SetOffset(ctx context.Context, name, position string) error {
+	if position != "" && c.CheckPosition != nil {
+		if err := c.CheckPosition(position); err != nil {
+			return fmt.Errorf("%w: connector %s: %w (GET /connectors/%s/offsets shows the form)", admin.ErrInvalid, name, err, name)
+		}
+	}
 	if _, err := c.S.connector(ctx, name); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/cluster"
@@ -108,6 +109,13 @@ func checkForCluster(cfg *runtime.Config) error {
 	return err
 }
 
+// checkPosition checks a position set through PATCH .../offsets: the
+// binlog source's, the one source there is.
+func checkPosition(position string) error {
+	_, err := binlog.ParsePosition([]byte(position))
+	return err
+}
+
 func cmdWorker(args []string, log *slog.Logger) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin")
@@ -134,7 +142,8 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster}
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster,
+		CheckPosition: checkPosition}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))
 	if err != nil {

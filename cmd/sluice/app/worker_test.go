@@ -88,3 +88,20 @@ func TestClusterCreateListsEveryError(t *testing.T) {
 		t.Errorf("one mistake: %v", err)
 	}
 }
+
+// PATCH /connectors/{name}/offsets with a position the source cannot read
+// is refused (400) before anything is stored; before, it was stored and the
+// task FAILED when resumed ("garbage is not a binlog position").
+func TestClusterSetOffsetChecksPosition(t *testing.T) {
+	c := &cluster.Control{CheckPosition: checkPosition} // no store: a refusal must come first
+	for _, pos := range []string{"garbage", `{"v":1,"flavor":"mariadb"}`, `{"v":1,"flavor":"mariadb","file":"b.000001","pos":4,"extra":1}`} {
+		err := c.SetOffset(context.Background(), "k", pos)
+		if !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "/offsets shows the form") {
+			t.Errorf("position %s: %v, want ErrInvalid", pos, err)
+		}
+	}
+	good := `{"v":1,"flavor":"mariadb","gtid":"0-1-42","file":"mariadb-bin.000001","pos":1234,"epoch":1796195540407670307}` // as GET .../offsets answered a real worker
+	if err := checkPosition(good); err != nil {
+		t.Errorf("a position GET .../offsets answers is refused: %v", err)
+	}
+}
