@@ -379,7 +379,7 @@ func (a *api) restart(rw http.ResponseWriter, r *http.Request) {
 				st.Tasks[i].State, st.Tasks[i].Trace = "RESTARTING", ""
 			}
 		}
-		if st.Connector.State != "PAUSED" {
+		if st.Connector.State != "PAUSED" && st.Connector.State != "STOPPED" {
 			st.Connector.State = "RESTARTING"
 		}
 	}

@@ -366,6 +366,15 @@ func (c *Control) Pause(ctx context.Context, name string) error {
 	return c.set(ctx, name, "pause", "target = 'paused'")
 }
 
+var _ admin.Stopper = (*Control)(nil)
+
+// Stop sets the connector's target state to stopped (Kafka Connect's
+// STOPPED): as Pause, its tasks are drained and their leases released, and
+// its status says STOPPED; resume runs it again.
+func (c *Control) Stop(ctx context.Context, name string) error {
+	return c.set(ctx, name, "stop", "target = 'stopped'")
+}
+
 // Resume sets the target state back to running.
 func (c *Control) Resume(ctx context.Context, name string) error {
 	return c.set(ctx, name, "resume", "target = 'running'")
@@ -447,8 +456,11 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 		return admin.ConnectorStatus{}, err
 	}
 	st := admin.ConnectorStatus{Name: name, Type: connectorType(tasks), Connector: admin.ConnectorState{State: "RUNNING"}}
-	if k.Target == "paused" {
+	switch k.Target {
+	case "paused":
 		st.Connector.State = "PAUSED"
+	case "stopped":
+		st.Connector.State = "STOPPED"
 	}
 	for _, t := range tasks {
 		ts := admin.TaskState{ID: t.ID, Role: t.Role, State: string(runtime.StateUnassigned)}
@@ -457,6 +469,8 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 		switch {
 		case k.Target == "paused" && !(hasLease && l.Live):
 			ts.State = string(runtime.StatePaused)
+		case k.Target == "stopped" && !(hasLease && l.Live):
+			ts.State = string(runtime.StateStopped)
 		case hasLease && l.Live:
 			ts.WorkerID, ts.Epoch = l.Holder, l.Epoch
 			ts.State = string(runtime.StateRestarting) // held, its worker has not reported yet
@@ -583,7 +597,7 @@ func (c *Control) Offset(ctx context.Context, name string) (string, error) {
 	return string(runtime.SourcePosition([]byte(pos.String))), nil
 }
 
-// SetOffset replaces ("" removes) the saved position of a paused
+// SetOffset replaces ("" removes) the saved position of a paused or stopped
 // connector whose source task no worker holds any more; the same UPDATE
 // checks both, so a resume racing it cannot have a task read the old one.
 func (c *Control) SetOffset(ctx context.Context, name, position string) error {
@@ -600,14 +614,14 @@ func (c *Control) SetOffset(ctx context.Context, name, position string) error {
 		val = position
 	}
 	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("positions")+" SET position = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ?"+
-		" AND EXISTS (SELECT 1 FROM "+c.S.Table("connectors")+" WHERE name = ? AND target = 'paused')"+
+		" AND EXISTS (SELECT 1 FROM "+c.S.Table("connectors")+" WHERE name = ? AND target IN ('paused', 'stopped'))"+
 		" AND NOT EXISTS (SELECT 1 FROM "+c.S.Table("leases")+" WHERE task = ? AND expires_at > CURRENT_TIMESTAMP(6))"),
 		val, name, name, runtime.TaskName(name, "source"))
 	if err != nil {
 		return retriable("set the position of "+name, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: connector %s: pause it and wait until its source task is released (status PAUSED) before changing its position; a connector that never ran has no position row yet", admin.ErrState, name)
+		return fmt.Errorf("%w: connector %s: pause or stop it and wait until its source task is released (status PAUSED or STOPPED) before changing its position; a connector that never ran has no position row yet", admin.ErrState, name)
 	}
 	return nil
 }

@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
 )
 
 // A connector deleted while it runs: its holder stops the task and
@@ -154,6 +156,57 @@ func TestRecreatedConnectorResumes(t *testing.T) {
 			if p := next("reset, created again"); p != "" {
 				t.Fatalf("after an offsets reset: opened at %q, want the configured start", p)
 			}
+		})
+	}
+}
+
+// PUT /connectors/{name}/stop on a cluster (Kafka Connect's STOPPED, the
+// state in which it lets offsets be changed): before, 405; now the task is
+// drained and released, connector and task show STOPPED, the position can
+// be reset, and resume runs it again from the configured start.
+func TestStopAndResume(t *testing.T) {
+	for driver, dsn := range coordinators(t) {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTestStore(t, driver, dsn)
+			c := &Control{S: s}
+			var _ admin.Stopper = c
+			startWorker(t, s, "a", 1500*time.Millisecond)
+			doc := json.RawMessage(`{"source":{"type":"mysql"},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`)
+			if _, err := c.Create(ctx, "st", doc); err != nil {
+				t.Fatal(err)
+			}
+			state := func(want string) func() bool {
+				return func() bool {
+					st, err := c.Status(ctx, "st")
+					return err == nil && st.Connector.State == want && len(st.Tasks) == 1 && st.Tasks[0].State == want
+				}
+			}
+			waitUntil(t, 15*time.Second, "RUNNING", state("RUNNING"))
+			waitUntil(t, 10*time.Second, "a position saved", func() bool { p, _ := c.Offset(ctx, "st"); return p != "" })
+			if err := c.SetOffset(ctx, "st", ""); !errors.Is(err, admin.ErrState) {
+				t.Fatalf("offsets reset while running: %v, want ErrState", err)
+			}
+			if err := c.Stop(ctx, "st"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 10*time.Second, "STOPPED", state("STOPPED"))
+			if ls, _ := s.Leases(ctx); ls[runtime.TaskName("st", "source")].Live {
+				t.Fatal("a STOPPED task's lease is live")
+			}
+			if err := c.SetOffset(ctx, "st", ""); err != nil {
+				t.Fatalf("offsets reset while stopped: %v", err)
+			}
+			if p, _ := c.Offset(ctx, "st"); p != "" {
+				t.Fatalf("position %q after the reset", p)
+			}
+			if err := c.Stop(ctx, "nope"); !errors.Is(err, admin.ErrNotFound) {
+				t.Errorf("stop of a missing connector: %v", err)
+			}
+			if err := c.Resume(ctx, "st"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, 15*time.Second, "RUNNING again", state("RUNNING"))
 		})
 	}
 }
