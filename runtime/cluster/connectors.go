@@ -323,6 +323,11 @@ func (c *Control) PutConfig(ctx context.Context, name string, config json.RawMes
 	if err != nil {
 		return admin.ConnectorInfo{}, false, err
 	}
+	if doc == string(k.Config) {
+		// The same document (a GET put back, a tool applying its config
+		// again): no new version, so the tasks are not restarted for nothing.
+		return info(k), false, nil
+	}
 	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("connectors")+" SET config = ?, version = version + 1, updated_at = CURRENT_TIMESTAMP(6) WHERE name = ? AND version = ?"), doc, name, k.Version)
 	if err != nil {
 		return admin.ConnectorInfo{}, false, retriable("update connector "+name, err)

@@ -210,3 +210,53 @@ func TestStopAndResume(t *testing.T) {
 		})
 	}
 }
+
+// PUT .../config with the document already stored (a config read and put
+// back, a deployment tool applying its files again) answers 200 without a
+// new version, and the running task goes on under its lease (before, every
+// such PUT raised the version and the holder drained and restarted the
+// task); a changed document still raises it and restarts the task.
+func TestPutSameConfigKeepsTasks(t *testing.T) {
+	for driver, dsn := range coordinators(t) {
+		t.Run(driver, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTestStore(t, driver, dsn)
+			c := &Control{S: s}
+			startWorker(t, s, "a", 1500*time.Millisecond)
+			doc := json.RawMessage(`{"source":{"type":"mysql"},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`)
+			if _, err := c.Create(ctx, "same", doc); err != nil {
+				t.Fatal(err)
+			}
+			running := func() admin.TaskState {
+				var ts admin.TaskState
+				waitUntil(t, 15*time.Second, "RUNNING", func() bool {
+					st, err := c.Status(ctx, "same")
+					if err != nil || len(st.Tasks) != 1 {
+						return false
+					}
+					ts = st.Tasks[0]
+					return ts.State == "RUNNING"
+				})
+				return ts
+			}
+			before := running()
+			// The same document, spaced and ordered differently.
+			in, created, err := c.PutConfig(ctx, "same", json.RawMessage(`{ "transport": {"type": "embedded"}, "sink": {"type": "postgres"}, "source": {"type": "mysql"} }`))
+			if err != nil || created || in.Version != 1 {
+				t.Fatalf("PUT of the same config: version %d, created %v, %v; want version 1", in.Version, created, err)
+			}
+			time.Sleep(1500 * time.Millisecond) // a ttl: several heartbeats of the holder
+			if after := running(); after.Epoch != before.Epoch || after.Generation != 1 {
+				t.Fatalf("the task restarted: epoch %d -> %d, generation %d", before.Epoch, after.Epoch, after.Generation)
+			}
+			in, _, err = c.PutConfig(ctx, "same", json.RawMessage(`{"source":{"type":"mysql","server_id":7},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`))
+			if err != nil || in.Version != 2 {
+				t.Fatalf("PUT of a changed config: version %d, %v", in.Version, err)
+			}
+			waitUntil(t, 15*time.Second, "the task on generation 2", func() bool {
+				st, err := c.Status(ctx, "same")
+				return err == nil && st.Tasks[0].State == "RUNNING" && st.Tasks[0].Generation == 2 && st.Tasks[0].Epoch > before.Epoch
+			})
+		})
+	}
+}
