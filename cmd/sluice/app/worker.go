@@ -48,7 +48,11 @@ func loadClusterFile(path string) (*clusterFile, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%s: %v (keys: coordinator.driver, coordinator.dsn, coordinator.table_prefix, id, rest, ttl, heartbeat, margin): %w", path, err, runtime.ErrConfig)
 	}
-	c.Coordinator.DSN = os.ExpandEnv(c.Coordinator.DSN)
+	raw := c.Coordinator.DSN
+	c.Coordinator.DSN = os.ExpandEnv(raw)
+	if raw != "" && c.Coordinator.DSN == "" {
+		return nil, fmt.Errorf("%s: coordinator.dsn %s expands to nothing: set the environment variable it names: %w", path, raw, runtime.ErrConfig)
+	}
 	if c.Coordinator.Driver == "" || c.Coordinator.DSN == "" {
 		return nil, fmt.Errorf("%s: coordinator.driver (postgres or mysql) and coordinator.dsn are required: %w", path, runtime.ErrConfig)
 	}

@@ -105,3 +105,17 @@ func TestClusterSetOffsetChecksPosition(t *testing.T) {
 		t.Errorf("a position GET .../offsets answers is refused: %v", err)
 	}
 }
+
+// A coordinator.dsn of an unset ${VAR} says which variable to set (before:
+// "coordinator.dsn is required", with the key right there in the file).
+func TestClusterFileUnsetDSNVariable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte("coordinator:\n  driver: postgres\n  dsn: ${SLUICE_TEST_UNSET_COORDINATOR_DSN}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Unsetenv("SLUICE_TEST_UNSET_COORDINATOR_DSN")
+	_, err := loadClusterFile(path)
+	if !errors.Is(err, runtime.ErrConfig) || !strings.Contains(err.Error(), "${SLUICE_TEST_UNSET_COORDINATOR_DSN} expands to nothing") {
+		t.Fatalf("%v", err)
+	}
+}
