@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,7 @@ const lifecycleTimeout = time.Minute
 
 // NewHandler returns the API over c, shaped like Kafka Connect's:
 //
+//	GET    /                                    the version of sluice and the commit it was built from
 //	GET    /connectors                          names; ?expand=status and/or ?expand=info: a map by name
 //	POST   /connectors                          {"name": ..., "config": {...}}: 201 and the ConnectorInfo
 //	GET    /connectors/{name}                   ConnectorInfo
@@ -72,6 +74,7 @@ const lifecycleTimeout = time.Minute
 //	GET    /connectors/{name}/status            connector and task states, where they run
 //	GET    /connectors/{name}/tasks             the tasks and their configs
 //	GET    /connectors/{name}/tasks/{id}/status one task's state
+//	POST   /connectors/{name}/tasks/{id}/restart 204 (TaskRestarter; else the connector's tasks restart together)
 //	PUT    /connectors/{name}/pause|resume|stop 202
 //	POST   /connectors/{name}/restart           204; ?includeTasks=true or ?onlyFailed=true: 202 and the status
 //	GET    /connectors/{name}/offsets           {"position": "..."} (Offsets)
@@ -90,6 +93,7 @@ const lifecycleTimeout = time.Minute
 func NewHandler(c Cluster, token string) http.Handler {
 	a := &api{c: c}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, http.StatusOK, Version()) })
 	mux.HandleFunc("GET /connectors", a.list)
 	mux.HandleFunc("POST /connectors", a.create)
 	mux.HandleFunc("GET /connectors/{name}", a.info)
@@ -114,6 +118,7 @@ func NewHandler(c Cluster, token string) http.Handler {
 		respond(rw, http.StatusOK, redactTasks(ts), err)
 	})
 	mux.HandleFunc("GET /connectors/{name}/tasks/{id}/status", a.taskStatus)
+	mux.HandleFunc("POST /connectors/{name}/tasks/{id}/restart", a.restartTask)
 	mux.HandleFunc("PUT /connectors/{name}/pause", func(rw http.ResponseWriter, r *http.Request) {
 		respond(rw, http.StatusAccepted, nil, c.Pause(r.Context(), r.PathValue("name")))
 	})
@@ -365,27 +370,106 @@ func (a *api) restart(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := a.c.Status(ctx, name)
+	if _, async := a.c.(AsyncRestarter); err == nil && restart && async {
+		// The holders act on the request at their next heartbeat: answer
+		// what is going to happen, as Kafka Connect does, not the states
+		// read before they noticed (a FAILED task would look untouched).
+		for i, t := range st.Tasks {
+			if t.State != "PAUSED" && t.State != "STOPPED" {
+				st.Tasks[i].State, st.Tasks[i].Trace = "RESTARTING", ""
+			}
+		}
+		if st.Connector.State != "PAUSED" && st.Connector.State != "STOPPED" {
+			st.Connector.State = "RESTARTING"
+		}
+	}
 	respond(rw, http.StatusAccepted, st, err)
 }
 
-func (a *api) taskStatus(rw http.ResponseWriter, r *http.Request) {
+// AsyncRestarter marks a Cluster whose Restart only records the request
+// for the tasks' holders to act on later (a cluster's workers, at their
+// next heartbeat). The answer of a restart with includeTasks or onlyFailed
+// then shows the tasks it restarts as RESTARTING, as Kafka Connect's does;
+// without it (sluice run restarts before answering) it shows the states
+// read after the restart.
+type AsyncRestarter interface {
+	RestartsAsync()
+}
+
+// task finds the task of the request's {name} and {id}; false when it
+// answered an error.
+func (a *api) task(ctx context.Context, rw http.ResponseWriter, r *http.Request) (TaskState, bool) {
 	id, err := strconv.Atoi(r.PathValue("id"))
 	if err != nil || id < 0 {
 		writeError(rw, http.StatusBadRequest, fmt.Sprintf("task id %q is not a number", r.PathValue("id")))
-		return
+		return TaskState{}, false
 	}
-	st, err := a.c.Status(r.Context(), r.PathValue("name"))
+	st, err := a.c.Status(ctx, r.PathValue("name"))
 	if err != nil {
 		respond(rw, 0, nil, err)
-		return
+		return TaskState{}, false
 	}
 	for _, t := range st.Tasks {
 		if t.ID == id {
-			writeJSON(rw, http.StatusOK, t)
-			return
+			return t, true
 		}
 	}
-	writeError(rw, http.StatusNotFound, fmt.Sprintf("connector %s has no task %d", st.Name, id))
+	writeError(rw, http.StatusNotFound, fmt.Sprintf("connector %s has no task %d (GET /connectors/%s/tasks lists them)", st.Name, id, st.Name))
+	return TaskState{}, false
+}
+
+func (a *api) taskStatus(rw http.ResponseWriter, r *http.Request) {
+	if t, ok := a.task(r.Context(), rw, r); ok {
+		writeJSON(rw, http.StatusOK, t)
+	}
+}
+
+// TaskRestarter restarts one task of a connector (POST
+// /connectors/{name}/tasks/{id}/restart); a Cluster without it restarts
+// all the connector's tasks for that call.
+type TaskRestarter interface {
+	RestartTask(ctx context.Context, name string, task int) error
+}
+
+func (a *api) restartTask(rw http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
+	defer cancel()
+	t, ok := a.task(ctx, rw, r)
+	if !ok {
+		return
+	}
+	var err error
+	if tr, ok := a.c.(TaskRestarter); ok {
+		err = tr.RestartTask(ctx, r.PathValue("name"), t.ID)
+	} else {
+		err = a.c.Restart(ctx, r.PathValue("name"))
+	}
+	respond(rw, http.StatusNoContent, nil, err)
+}
+
+// BuildInfo is GET /: what Kafka Connect's root answers (version, commit),
+// for sluice.
+type BuildInfo struct {
+	Version string `json:"version"` // the module version, "devel" for a build from a work tree
+	Commit  string `json:"commit"`  // the VCS revision the binary was built from, "" when unknown
+}
+
+// Version reads the binary's build information.
+func Version() BuildInfo {
+	v := BuildInfo{Version: "devel"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v.Version = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			v.Commit = s.Value
+		}
+	}
+	return v
 }
 
 func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {

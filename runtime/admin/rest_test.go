@@ -564,3 +564,119 @@ func TestAPIBodyDeadline(t *testing.T) {
 		t.Fatalf("a body that never arrives: %q", b)
 	}
 }
+
+// taskRestarting is a Cluster that restarts single tasks.
+type taskRestarting struct {
+	*fakeCluster
+	tasks []int
+}
+
+func (c *taskRestarting) RestartTask(_ context.Context, name string, task int) error {
+	c.tasks = append(c.tasks, task)
+	return nil
+}
+
+// TestAPIRootAndTaskRestart: GET / answers the version as Kafka Connect's
+// root does; POST /connectors/{name}/tasks/{id}/restart (Kafka Connect's
+// call to restart one task) restarts that task, or the connector's tasks
+// with a Cluster that restarts connectors as a whole, and answers 404 for
+// a task or connector that does not exist.
+func TestAPIRootAndTaskRestart(t *testing.T) {
+	f := newFake()
+	h := NewHandler(f, "")
+	code, out := do(t, h, "GET", "/", "")
+	var v BuildInfo
+	if err := json.Unmarshal([]byte(out), &v); code != 200 || err != nil || v.Version == "" {
+		t.Fatalf("GET /: %d %s (%v), want 200 and the version", code, out, err)
+	}
+	if code, out := do(t, h, "DELETE", "/", ""); code != 405 || !strings.Contains(out, `"error_code":405`) {
+		t.Fatalf("DELETE /: %d %s, want 405", code, out)
+	}
+	if code, out := do(t, h, "POST", "/connectors", `{"name": "a", "config": {"source": {}}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	for _, c := range []struct {
+		method, path string
+		code         int
+		contains     string
+	}{
+		{"POST", "/connectors/a/tasks/1/restart", 204, ""},
+		{"POST", "/connectors/a/tasks/7/restart", 404, "no task 7"},
+		{"POST", "/connectors/a/tasks/x/restart", 400, "not a number"},
+		{"POST", "/connectors/nope/tasks/0/restart", 404, "no such connector"},
+		{"GET", "/connectors/a/tasks/0/restart", 405, "allowed: POST"},
+	} {
+		code, out := do(t, h, c.method, c.path, "")
+		if code != c.code || !strings.Contains(out, c.contains) {
+			t.Errorf("%s %s: %d %s, want %d with %q", c.method, c.path, code, out, c.code, c.contains)
+		}
+	}
+	if f.restarts != 1 {
+		t.Errorf("task restarts on a Cluster without TaskRestarter: %d connector restarts, want 1", f.restarts)
+	}
+	tr := &taskRestarting{fakeCluster: f}
+	h = NewHandler(tr, "")
+	if code, out := do(t, h, "POST", "/connectors/a/tasks/1/restart", ""); code != 204 {
+		t.Fatalf("restart task 1: %d %s", code, out)
+	}
+	if len(tr.tasks) != 1 || tr.tasks[0] != 1 || f.restarts != 1 {
+		t.Errorf("RestartTask calls %v, connector restarts %d: want task 1 alone", tr.tasks, f.restarts)
+	}
+}
+
+// asyncRestarts is a Cluster whose Restart is only recorded: the tasks
+// stay as they were until a holder acts on it.
+type asyncRestarts struct{ *fakeCluster }
+
+func (a asyncRestarts) Restart(ctx context.Context, name string) error {
+	if _, err := a.Connector(ctx, name); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.restarts++
+	return nil
+}
+func (asyncRestarts) RestartsAsync() {}
+
+// TestRestartAnswerShowsRestarting: a cluster records a restart for the
+// holders to act on; the 202 answer of ?includeTasks=true (and of
+// onlyFailed=true when something FAILED) shows the tasks it restarts as
+// RESTARTING, as Kafka Connect does, not the FAILED state read before any
+// holder noticed; a paused connector's tasks, which do not restart, stay
+// PAUSED, and onlyFailed with nothing failed restarts nothing.
+func TestRestartAnswerShowsRestarting(t *testing.T) {
+	f := newFake()
+	h := NewHandler(asyncRestarts{f}, "")
+	if code, out := do(t, h, "POST", "/connectors", `{"name": "a", "config": {"source": {}}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	f.failed["a"] = true
+	code, out := do(t, h, "POST", "/connectors/a/restart?includeTasks=true&onlyFailed=true", "")
+	var st ConnectorStatus
+	if err := json.Unmarshal([]byte(out), &st); code != 202 || err != nil || len(st.Tasks) != 2 {
+		t.Fatalf("restart: %d %s (%v)", code, out, err)
+	}
+	for _, ts := range st.Tasks {
+		if ts.State != "RESTARTING" || ts.Trace != "" {
+			t.Errorf("task %d in the restart's answer: %s %q, want RESTARTING", ts.ID, ts.State, ts.Trace)
+		}
+	}
+	if st.Connector.State != "RESTARTING" || f.restarts != 1 {
+		t.Errorf("connector %s after %d restarts, want RESTARTING after 1", st.Connector.State, f.restarts)
+	}
+	// The status itself is the cluster's: the holder has not acted yet.
+	if _, out := do(t, h, "GET", "/connectors/a/status", ""); !strings.Contains(out, `"state":"FAILED"`) {
+		t.Errorf("status after the recorded restart: %s", out)
+	}
+	f.failed["a"] = false
+	if _, out := do(t, h, "POST", "/connectors/a/restart?onlyFailed=true", ""); strings.Contains(out, "RESTARTING") || f.restarts != 1 {
+		t.Errorf("onlyFailed with nothing failed: %s after %d restarts", out, f.restarts)
+	}
+	if code, _ := do(t, h, "PUT", "/connectors/a/pause", ""); code != 202 {
+		t.Fatal("pause")
+	}
+	if _, out := do(t, h, "POST", "/connectors/a/restart?includeTasks=true", ""); strings.Contains(out, "RESTARTING") || !strings.Contains(out, `"state":"PAUSED"`) {
+		t.Errorf("restart of a paused connector: %s", out)
+	}
+}

@@ -120,6 +120,10 @@ type Control struct {
 	Validator func(pluginType string, config json.RawMessage) (admin.Validation, error)
 	// TTL judges which workers are alive (heartbeat within TTL).
 	TTL time.Duration
+	// CheckPosition, when set, checks a position given to SetOffset as the
+	// source will read it, so a mistyped one is refused (ErrInvalid)
+	// rather than failing the task when it resumes.
+	CheckPosition func(position string) error
 }
 
 var _ admin.Cluster = (*Control)(nil)
@@ -129,15 +133,61 @@ func (c *Control) check(name string, doc json.RawMessage) error {
 		return fmt.Errorf("%w: connector name %q: use letters, digits, '.', '_' and '-'", admin.ErrInvalid, name)
 	}
 	cfg, _, err := ParseConnector(name, doc)
-	if err != nil {
-		return err
-	}
-	if c.Check != nil {
-		if err := c.Check(cfg); err != nil {
-			return fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	if err == nil && c.Check != nil {
+		if err = c.Check(cfg); err != nil {
+			err = fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 		}
 	}
+	if err != nil {
+		return c.allErrors(name, doc, err)
+	}
 	return nil
+}
+
+// allErrors returns, for a config that failed with first, every problem
+// the Validator finds in it (each section's plugin validating the
+// document), as Kafka Connect's 400 lists every error of a config at once;
+// first alone when the Validator finds no more than one.
+func (c *Control) allErrors(name string, doc json.RawMessage, first error) error {
+	var m map[string]any
+	if c.Validator == nil || json.Unmarshal(doc, &m) != nil || m == nil {
+		return first
+	}
+	delete(m, sinkTasksKey)
+	if _, ok := m["name"]; !ok {
+		m["name"] = name
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return first
+	}
+	seen := map[string]bool{}
+	var msgs []string
+	for _, sec := range []string{"source", "transport", "sink"} {
+		s, _ := m[sec].(map[string]any)
+		typ, _ := s["type"].(string)
+		if typ == "" || seen["type "+typ] {
+			continue
+		}
+		seen["type "+typ] = true
+		v, err := c.Validator(typ, b)
+		if err != nil {
+			continue
+		}
+		for _, cv := range v.Configs {
+			for _, e := range cv.Errors {
+				msg := cv.Name + ": " + strings.TrimPrefix(e, "line 1: ")
+				if !seen[msg] {
+					seen[msg] = true
+					msgs = append(msgs, msg)
+				}
+			}
+		}
+	}
+	if len(msgs) < 2 {
+		return first
+	}
+	return fmt.Errorf("%w: connector %s: the config has %d errors: %s", admin.ErrInvalid, name, len(msgs), strings.Join(msgs, "; "))
 }
 
 func safeConnector(name string) bool {
@@ -273,6 +323,11 @@ func (c *Control) PutConfig(ctx context.Context, name string, config json.RawMes
 	if err != nil {
 		return admin.ConnectorInfo{}, false, err
 	}
+	if doc == string(k.Config) {
+		// The same document (a GET put back, a tool applying its config
+		// again): no new version, so the tasks are not restarted for nothing.
+		return info(k), false, nil
+	}
 	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("connectors")+" SET config = ?, version = version + 1, updated_at = CURRENT_TIMESTAMP(6) WHERE name = ? AND version = ?"), doc, name, k.Version)
 	if err != nil {
 		return admin.ConnectorInfo{}, false, retriable("update connector "+name, err)
@@ -316,6 +371,15 @@ func (c *Control) Pause(ctx context.Context, name string) error {
 	return c.set(ctx, name, "pause", "target = 'paused'")
 }
 
+var _ admin.Stopper = (*Control)(nil)
+
+// Stop sets the connector's target state to stopped (Kafka Connect's
+// STOPPED): as Pause, its tasks are drained and their leases released, and
+// its status says STOPPED; resume runs it again.
+func (c *Control) Stop(ctx context.Context, name string) error {
+	return c.set(ctx, name, "stop", "target = 'stopped'")
+}
+
 // Resume sets the target state back to running.
 func (c *Control) Resume(ctx context.Context, name string) error {
 	return c.set(ctx, name, "resume", "target = 'running'")
@@ -326,6 +390,12 @@ func (c *Control) Resume(ctx context.Context, name string) error {
 func (c *Control) Restart(ctx context.Context, name string) error {
 	return c.set(ctx, name, "restart", "restarts = restarts + 1")
 }
+
+var _ admin.AsyncRestarter = (*Control)(nil)
+
+// RestartsAsync says that Restart only records the request: the tasks'
+// holders drain and restart them at their next heartbeat.
+func (c *Control) RestartsAsync() {}
 
 // Tasks lists the connector's tasks with their config.
 func (c *Control) Tasks(ctx context.Context, name string) ([]admin.TaskInfo, error) {
@@ -391,8 +461,11 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 		return admin.ConnectorStatus{}, err
 	}
 	st := admin.ConnectorStatus{Name: name, Type: connectorType(tasks), Connector: admin.ConnectorState{State: "RUNNING"}}
-	if k.Target == "paused" {
+	switch k.Target {
+	case "paused":
 		st.Connector.State = "PAUSED"
+	case "stopped":
+		st.Connector.State = "STOPPED"
 	}
 	for _, t := range tasks {
 		ts := admin.TaskState{ID: t.ID, Role: t.Role, State: string(runtime.StateUnassigned)}
@@ -401,6 +474,8 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 		switch {
 		case k.Target == "paused" && !(hasLease && l.Live):
 			ts.State = string(runtime.StatePaused)
+		case k.Target == "stopped" && !(hasLease && l.Live):
+			ts.State = string(runtime.StateStopped)
 		case hasLease && l.Live:
 			ts.WorkerID, ts.Epoch = l.Holder, l.Epoch
 			ts.State = string(runtime.StateRestarting) // held, its worker has not reported yet
@@ -527,10 +602,15 @@ func (c *Control) Offset(ctx context.Context, name string) (string, error) {
 	return string(runtime.SourcePosition([]byte(pos.String))), nil
 }
 
-// SetOffset replaces ("" removes) the saved position of a paused
+// SetOffset replaces ("" removes) the saved position of a paused or stopped
 // connector whose source task no worker holds any more; the same UPDATE
 // checks both, so a resume racing it cannot have a task read the old one.
 func (c *Control) SetOffset(ctx context.Context, name, position string) error {
+	if position != "" && c.CheckPosition != nil {
+		if err := c.CheckPosition(position); err != nil {
+			return fmt.Errorf("%w: connector %s: %w (GET /connectors/%s/offsets shows the form)", admin.ErrInvalid, name, err, name)
+		}
+	}
 	if _, err := c.S.connector(ctx, name); err != nil {
 		return err
 	}
@@ -539,14 +619,14 @@ func (c *Control) SetOffset(ctx context.Context, name, position string) error {
 		val = position
 	}
 	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("positions")+" SET position = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ?"+
-		" AND EXISTS (SELECT 1 FROM "+c.S.Table("connectors")+" WHERE name = ? AND target = 'paused')"+
+		" AND EXISTS (SELECT 1 FROM "+c.S.Table("connectors")+" WHERE name = ? AND target IN ('paused', 'stopped'))"+
 		" AND NOT EXISTS (SELECT 1 FROM "+c.S.Table("leases")+" WHERE task = ? AND expires_at > CURRENT_TIMESTAMP(6))"),
 		val, name, name, runtime.TaskName(name, "source"))
 	if err != nil {
 		return retriable("set the position of "+name, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: connector %s: pause it and wait until its source task is released (status PAUSED) before changing its position; a connector that never ran has no position row yet", admin.ErrState, name)
+		return fmt.Errorf("%w: connector %s: pause or stop it and wait until its source task is released (status PAUSED or STOPPED) before changing its position; a connector that never ran has no position row yet", admin.ErrState, name)
 	}
 	return nil
 }

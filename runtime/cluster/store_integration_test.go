@@ -248,10 +248,13 @@ func TestControlPutConflict(t *testing.T) {
 				t.Fatal(err)
 			}
 			conflicts := 0
-			for range 20 {
+			for i := range 20 {
 				errs := make(chan error, 2)
-				for range 2 {
-					go func() { _, _, err := c.PutConfig(ctx, "k", emb); errs <- err }()
+				for j := range 2 {
+					// Each put changes the document: one equal to the stored
+					// one is no update at all.
+					doc := json.RawMessage(fmt.Sprintf(`{"source":{"type":"mysql","server_id":%d},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`, 1+i*2+j))
+					go func() { _, _, err := c.PutConfig(ctx, "k", doc); errs <- err }()
 				}
 				for range 2 {
 					if err := <-errs; errors.Is(err, admin.ErrConflict) {

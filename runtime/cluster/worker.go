@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -515,14 +516,29 @@ func (w *Worker) held() []*hosted {
 	return out
 }
 
-// writeStatus records the state of each held task in the status table.
+// writeStatus records the state of each held task in the status table:
+// not of a task being handed off (its connector may be deleted, and Delete
+// removed its rows), and only while its connector exists (the statement
+// checks it, so a tick that read the connectors before a Delete does not
+// write a row back after it).
 func (w *Worker) writeStatus(ctx context.Context) error {
-	q := "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP(6)) ON CONFLICT (task) DO UPDATE SET connector = EXCLUDED.connector, worker = EXCLUDED.worker, state = EXCLUDED.state, epoch = EXCLUDED.epoch, generation = EXCLUDED.generation, trace = EXCLUDED.trace, updated_at = EXCLUDED.updated_at"
+	num := "?"
+	if w.s.dialect == "postgres" {
+		num = "CAST(? AS BIGINT)" // a SELECT list gives no type to a bare parameter
+	}
+	sel := " SELECT ?, ?, ?, ?, " + num + ", " + num + ", ?, CURRENT_TIMESTAMP(6) WHERE EXISTS (SELECT 1 FROM " + w.s.Table("connectors") + " WHERE name = ?)"
+	q := "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, updated_at)" + sel + " ON CONFLICT (task) DO UPDATE SET connector = EXCLUDED.connector, worker = EXCLUDED.worker, state = EXCLUDED.state, epoch = EXCLUDED.epoch, generation = EXCLUDED.generation, trace = EXCLUDED.trace, updated_at = EXCLUDED.updated_at"
 	if w.s.dialect == "mysql" {
-		q = "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE connector = VALUES(connector), worker = VALUES(worker), state = VALUES(state), epoch = VALUES(epoch), generation = VALUES(generation), trace = VALUES(trace), updated_at = VALUES(updated_at)"
+		q = "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, updated_at)" + strings.Replace(sel, " WHERE EXISTS", " FROM DUAL WHERE EXISTS", 1) + " ON DUPLICATE KEY UPDATE connector = VALUES(connector), worker = VALUES(worker), state = VALUES(state), epoch = VALUES(epoch), generation = VALUES(generation), trace = VALUES(trace), updated_at = VALUES(updated_at)"
 	}
 	var errs []error
 	for _, h := range w.held() {
+		w.mu.Lock()
+		leaving := h.leaving
+		w.mu.Unlock()
+		if leaving {
+			continue
+		}
 		st, err := h.rw.Status(h.cfg.Name)
 		if err != nil {
 			continue
@@ -532,7 +548,7 @@ func (w *Worker) writeStatus(ctx context.Context) error {
 		if !w.valid(h) {
 			continue
 		}
-		if _, err := w.s.db.ExecContext(ctx, w.s.q(q), h.t.Name, h.t.Connector, w.cfg.ID, string(st.State), h.lease.Epoch, h.gen, st.LastError); err != nil {
+		if _, err := w.s.db.ExecContext(ctx, w.s.q(q), h.t.Name, h.t.Connector, w.cfg.ID, string(st.State), h.lease.Epoch, h.gen, st.LastError, h.t.Connector); err != nil {
 			errs = append(errs, retriable("write status of "+h.t.Name, err))
 		}
 	}

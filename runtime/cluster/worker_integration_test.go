@@ -223,7 +223,11 @@ func TestWorkerFollowsConnectorChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitUntil(t, 5*time.Second, "restarted, a new epoch", func() bool { ts := status(); return ts.State == "RUNNING" && ts.Epoch == 3 })
-			if _, _, err := c.PutConfig(ctx, "k", doc); err != nil {
+			changed := json.RawMessage(strings.Replace(string(doc), `"type":"mysql"`, `"type":"mysql","server_id":9`, 1)) // an unchanged document is no new generation
+			if string(changed) == string(doc) {
+				t.Fatalf("the test's document %s has no source type to change", doc)
+			}
+			if _, _, err := c.PutConfig(ctx, "k", changed); err != nil {
 				t.Fatal(err)
 			}
 			waitUntil(t, 5*time.Second, "the new generation runs", func() bool {

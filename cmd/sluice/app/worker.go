@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/cluster"
@@ -47,7 +48,11 @@ func loadClusterFile(path string) (*clusterFile, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%s: %v (keys: coordinator.driver, coordinator.dsn, coordinator.table_prefix, id, rest, ttl, heartbeat, margin): %w", path, err, runtime.ErrConfig)
 	}
-	c.Coordinator.DSN = os.ExpandEnv(c.Coordinator.DSN)
+	raw := c.Coordinator.DSN
+	c.Coordinator.DSN = os.ExpandEnv(raw)
+	if raw != "" && c.Coordinator.DSN == "" {
+		return nil, fmt.Errorf("%s: coordinator.dsn %s expands to nothing: set the environment variable it names: %w", path, raw, runtime.ErrConfig)
+	}
 	if c.Coordinator.Driver == "" || c.Coordinator.DSN == "" {
 		return nil, fmt.Errorf("%s: coordinator.driver (postgres or mysql) and coordinator.dsn are required: %w", path, runtime.ErrConfig)
 	}
@@ -108,6 +113,13 @@ func checkForCluster(cfg *runtime.Config) error {
 	return err
 }
 
+// checkPosition checks a position set through PATCH .../offsets: the
+// binlog source's, the one source there is.
+func checkPosition(position string) error {
+	_, err := binlog.ParsePosition([]byte(position))
+	return err
+}
+
 func cmdWorker(args []string, log *slog.Logger) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin")
@@ -134,7 +146,8 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster}
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster,
+		CheckPosition: checkPosition}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))
 	if err != nil {

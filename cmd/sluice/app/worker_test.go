@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/cluster"
 )
 
 func TestLoadClusterFile(t *testing.T) {
@@ -48,5 +52,70 @@ func TestCheckForClusterHistoryInDatabase(t *testing.T) {
 	}
 	if err := checkForCluster(cfg); err != nil {
 		t.Fatalf("history_store: database in a cluster, no positions section: %v", err)
+	}
+}
+
+// A connector created or put through a cluster with several mistakes is
+// refused with all of them in one 400 message, as Kafka Connect lists
+// every error of a config (before, only the first one the decoder met, so
+// fixing a config took one round trip per mistake); one mistake keeps its
+// message as it was; neither shows the secret.
+func TestClusterCreateListsEveryError(t *testing.T) {
+	c := &cluster.Control{Check: checkForCluster, Validator: validateForCluster}
+	bad := json.RawMessage(`{"source":{"type":"mariadb","host":"127.0.0.1","port":13306,"user":"u","password":{"x":"Sec-Ret-1"},"server_id":"abc","bogus":1},
+		"transport":{"type":"embedded"},"sink":{"type":"postgres","dsn":"postgres://u:Sec-Ret-2@127.0.0.1/x"}}`)
+	for _, call := range []func() error{
+		func() error { _, err := c.Create(context.Background(), "k", bad); return err },
+		func() error { _, _, err := c.PutConfig(context.Background(), "k", bad); return err },
+	} {
+		err := call()
+		if !errors.Is(err, admin.ErrInvalid) {
+			t.Fatalf("err %v, want ErrInvalid", err)
+		}
+		for _, want := range []string{"3 errors", "source.password", "source.server_id", "source.bogus: unknown key"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v\nlacks %q", err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "Sec-Ret") {
+			t.Errorf("the error shows a secret: %v", err)
+		}
+	}
+	one := json.RawMessage(`{"source":{"type":"mariadb","host":"127.0.0.1","port":13306,"user":"u","password":"p","server_id":5,"bogus":1},
+		"transport":{"type":"embedded"},"sink":{"type":"postgres","dsn":"postgres://u:p@127.0.0.1/x"}}`)
+	_, err := c.Create(context.Background(), "k", one)
+	if !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "source.bogus: unknown key") || strings.Contains(err.Error(), "errors:") {
+		t.Errorf("one mistake: %v", err)
+	}
+}
+
+// PATCH /connectors/{name}/offsets with a position the source cannot read
+// is refused (400) before anything is stored; before, it was stored and the
+// task FAILED when resumed ("garbage is not a binlog position").
+func TestClusterSetOffsetChecksPosition(t *testing.T) {
+	c := &cluster.Control{CheckPosition: checkPosition} // no store: a refusal must come first
+	for _, pos := range []string{"garbage", `{"v":1,"flavor":"mariadb"}`, `{"v":1,"flavor":"mariadb","file":"b.000001","pos":4,"extra":1}`} {
+		err := c.SetOffset(context.Background(), "k", pos)
+		if !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "/offsets shows the form") {
+			t.Errorf("position %s: %v, want ErrInvalid", pos, err)
+		}
+	}
+	good := `{"v":1,"flavor":"mariadb","gtid":"0-1-42","file":"mariadb-bin.000001","pos":1234,"epoch":1796195540407670307}` // as GET .../offsets answered a real worker
+	if err := checkPosition(good); err != nil {
+		t.Errorf("a position GET .../offsets answers is refused: %v", err)
+	}
+}
+
+// A coordinator.dsn of an unset ${VAR} says which variable to set (before:
+// "coordinator.dsn is required", with the key right there in the file).
+func TestClusterFileUnsetDSNVariable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte("coordinator:\n  driver: postgres\n  dsn: ${SLUICE_TEST_UNSET_COORDINATOR_DSN}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Unsetenv("SLUICE_TEST_UNSET_COORDINATOR_DSN")
+	_, err := loadClusterFile(path)
+	if !errors.Is(err, runtime.ErrConfig) || !strings.Contains(err.Error(), "${SLUICE_TEST_UNSET_COORDINATOR_DSN} expands to nothing") {
+		t.Fatalf("%v", err)
 	}
 }
