@@ -31,6 +31,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -70,6 +71,18 @@ func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
 	db.SetMaxOpenConns(8)
 	db.SetConnMaxIdleTime(time.Minute)
 	s := &Store{db: db, dialect: driver, prefix: prefix}
+	// The first connection under a deadline: go-sql-driver's timeout
+	// bounds only the dial, its handshake only the context.
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	err = db.PingContext(pctx)
+	cancel()
+	if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+		err = fmt.Errorf("no answer within %s: check the host and port of coordinator.dsn and that the database server is up: %w", connectTimeout, err)
+	}
+	if err != nil {
+		db.Close()
+		return nil, schema.RedactDSNError(fmt.Errorf("coordinator: %w", err), dsn)
+	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, schema.RedactDSNError(err, dsn)
@@ -82,9 +95,16 @@ func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
 // CURRENT_TIMESTAMP in the session's time zone, and in a zone with
 // daylight saving the hour the clocks go back repeats, so an expiry could
 // be misjudged by that hour. PostgreSQL's TIMESTAMPTZ compares instants.
+//
+// Connecting is bounded by connectTimeout unless the DSN sets its own: a
+// coordinator address that accepts connections but never answers would
+// otherwise hang `sluice worker` at start, silently, since neither driver
+// gives up on its handshake when only the context is cancelled (lib/pq's
+// connect_timeout and go-sql-driver's timeout bound the whole connect).
 func openCoordinator(driver, dsn string) (*sql.DB, error) {
+	secs := strconv.Itoa(max(1, int(connectTimeout.Round(time.Second)/time.Second)))
 	if driver != "mysql" {
-		return sql.Open(driver, dsn)
+		return sql.Open(driver, pqWithParam(dsn, "connect_timeout", secs))
 	}
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -93,12 +113,41 @@ func openCoordinator(driver, dsn string) (*sql.DB, error) {
 	if c.Params == nil {
 		c.Params = map[string]string{}
 	}
+	if c.Timeout == 0 {
+		c.Timeout = connectTimeout
+	}
 	c.Params["time_zone"] = "'+00:00'"
 	conn, err := mysql.NewConnector(c)
 	if err != nil {
 		return nil, err
 	}
 	return sql.OpenDB(conn), nil
+}
+
+// connectTimeout bounds each connection's set-up to the coordinator.
+var connectTimeout = 10 * time.Second
+
+// pqWithParam adds key=value to a lib/pq DSN (URL or key=value form)
+// unless it sets key already.
+func pqWithParam(dsn, key, value string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return dsn // sql.Open's first use reports it
+		}
+		q := u.Query()
+		if q.Get(key) == "" {
+			q.Set(key, value)
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	for _, f := range strings.Fields(dsn) {
+		if strings.HasPrefix(f, key+"=") {
+			return dsn
+		}
+	}
+	return strings.TrimSpace(dsn + " " + key + "=" + value)
 }
 
 // Close closes the database handle.
