@@ -135,12 +135,13 @@ const (
 	faultPGPort      = "29432"
 	faultNamesrvPort = "29876"
 	faultBrokerPort  = "30911"
+	faultBrokerBPort = "31011"
 	faultStore       = "/dev/shm/sluice-faults-store"
 )
 
 func faultEnv() []string {
 	return append(os.Environ(), "SLUICE_SERVERS_ROOT="+faultRoot, "SLUICE_ROCKETMQ_NAMESRV_PORT="+faultNamesrvPort,
-		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_STORE="+faultStore,
+		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_BROKER_B_PORT="+faultBrokerBPort, "SLUICE_ROCKETMQ_STORE="+faultStore,
 		"SLUICE_MARIADB_PORT="+faultMariaDBPort, "SLUICE_POSTGRES_PORT="+faultPGPort)
 }
 
