@@ -135,8 +135,19 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	returned := make(chan struct{})
+	defer close(returned) // before stop: a return is not a signal
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-returned:
+			return
+		}
+		select {
+		case <-returned:
+			return // the worker returned (an error at start): nothing to drain
+		default:
+		}
 		stop() // a second signal ends the process at once, without draining
 		log.Info("stopping: draining the tasks, saving their positions and releasing their leases (signal again to exit now)")
 	}()

@@ -1,12 +1,16 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,4 +122,47 @@ func TestClusterFileUnsetDSNVariable(t *testing.T) {
 	if !errors.Is(err, runtime.ErrConfig) || !strings.Contains(err.Error(), "${SLUICE_TEST_UNSET_COORDINATOR_DSN} expands to nothing") {
 		t.Fatalf("%v", err)
 	}
+}
+
+// A worker whose start fails says why, and not that it is draining tasks
+// (the end of its function cancels the signal context too, which is no
+// signal).
+func TestWorkerFailingAtStartSaysNoDraining(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close() // nothing listens there now: the coordinator refuses at once
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte("coordinator:\n  driver: postgres\n  dsn: postgres://u@"+ln.Addr().String()+"/db?sslmode=disable\nrest: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	err = cmdWorker([]string{"--config", path}, slog.New(slog.NewTextHandler(logs, nil)))
+	if err == nil || !strings.Contains(err.Error(), "coordinator") {
+		t.Fatalf("start against a closed port: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the signal watcher had its chance to log
+	if strings.Contains(logs.String(), "draining") {
+		t.Errorf("a worker that failed at start logged draining:\n%s", logs.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that goroutines may write while a test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
