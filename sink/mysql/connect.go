@@ -16,8 +16,18 @@ import (
 
 // CheckDSN parses go-sql-driver's form.
 func (d Dialect) CheckDSN(dsn string) error {
-	if _, err := mysqldrv.ParseDSN(dsn); err != nil {
+	mc, err := mysqldrv.ParseDSN(dsn)
+	if err != nil {
 		return dialect.CheckDSNError("mysql", dsn, d.DSNExample(), err)
+	}
+	// The driver takes any text as the address and fails only when it
+	// dials: a port that is no number is a config error now.
+	if mc.Net == "tcp" {
+		if _, port, err := net.SplitHostPort(mc.Addr); err == nil {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("%w: DSN: port %q of address %q is not a number from 1 to 65535 (a mysql DSN looks like %s)", dialect.ErrConfig, port, mc.Addr, d.DSNExample())
+			}
+		}
 	}
 	return nil
 }
