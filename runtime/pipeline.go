@@ -555,6 +555,9 @@ func (p *Pipeline) checkTables(ctx context.Context) error {
 	if !ok || !ok2 {
 		return nil
 	}
+	if w, ok := p.Sink.(interface{ WantsShapes() bool }); ok && !w.WantsShapes() {
+		return nil // the sink would ignore them: read no catalogue at start
+	}
 	shapes, err := sl.CapturedShapes(ctx)
 	if err != nil {
 		p.log().Debug("cannot read the shapes of the source's tables to check them against the sink before starting; each is checked at its first record", "pipeline", p.Name, "err", err)

@@ -235,6 +235,11 @@ func (s *Sink) keylessRefusal(t target, bad []string) error {
 // exactly. The error names every refused
 // table and is fatal; another error says a target table's columns could
 // not be read.
+// WantsShapes reports whether CheckShapes checks anything: only under
+// keyless_mode before_image, so the source need not read its catalogue
+// at start otherwise.
+func (s *Sink) WantsShapes() bool { return s.cfg.KeylessMode == KeylessBeforeImage }
+
 func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
 	if s.cfg.KeylessMode != KeylessBeforeImage {
 		return nil

@@ -403,6 +403,14 @@ func (s sinkWithDeadLetter) CheckTables(ids []schema.TableID) error {
 	return nil
 }
 
+// WantsShapes passes the sink's answer on (true when it does not say).
+func (s sinkWithDeadLetter) WantsShapes() bool {
+	if w, ok := s.Sink.(interface{ WantsShapes() bool }); ok {
+		return w.WantsShapes()
+	}
+	return true
+}
+
 // CheckShapes passes the start check of shapes on to the sink
 // (runtime.ShapeChecker).
 func (s sinkWithDeadLetter) CheckShapes(ctx context.Context, tables []schema.Table) error {
