@@ -53,6 +53,7 @@ type benchOpts struct {
 	debezium          string // folder of scripts/debezium-fixture; "" skips Debezium
 	jsonOut           string
 	cpuProfile        string // CPU profile of the catch-up phase
+	heapProfile       string // heap profile taken when half the catch-up is applied
 	tracePath         string // execution trace of the catch-up phase
 	procs             string // name=pidfile,... of the servers, for CPU per process
 	timeout           time.Duration
@@ -144,6 +145,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of sluice catching up to this file")
+	fs.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile (live objects) of sluice to this file when half the catch-up is applied")
 	fs.StringVar(&o.tracePath, "trace", "", "write an execution trace (go tool trace) of sluice catching up to this file")
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
 	fs.IntVar(&o.warmUp, "warm-up", 50000, "rocketmq: send and read back this many of the load's messages (raw client, a topic of their own) before measuring, so that no phase meets cold brokers (0 skips)")
@@ -281,6 +283,14 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	}
 	done = cpuPhase("sluice")
 	t0 = time.Now()
+	if o.heapProfile != "" {
+		if err := live.sink.await(ctx, int64(rep.Events/2)); err != nil {
+			return nil, fmt.Errorf("bench: sluice catching up: %w (%s)", err, live.status())
+		}
+		if err := writeHeapProfile(o.heapProfile); err != nil {
+			return nil, err
+		}
+	}
 	err = live.sink.await(ctx, int64(rep.Events))
 	rep.SluiceSeconds = time.Since(t0).Seconds()
 	done()
@@ -964,6 +974,21 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// writeHeapProfile writes the objects live at the last collection (the
+// in-use view of `go tool pprof`), after a collection of its own.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	goruntime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 func startTrace(path string) (func(), error) {
