@@ -344,8 +344,8 @@ func consumerOptions(cfg Config) []consumer.Option {
 		// The pull cache, bounded over all queues (the client divides
 		// these among the queues it is assigned): without them each queue
 		// caches up to 102400/queues messages and 512 MiB.
-		consumer.WithPullThresholdForTopic(cfg.MaxCachedRecords),
-		consumer.WithPullThresholdSizeForTopic(max(1, min(cfg.MaxCachedBytes>>20, 102400))),
+		consumer.WithPullThresholdForTopic(pullCacheRecords(cfg)),
+		consumer.WithPullThresholdSizeForTopic(pullCacheMiB(cfg)),
 		consumer.WithPullInterval(cfg.Linger),
 		consumer.WithSuspendCurrentQueueTimeMillis(firstSuspend),
 		consumer.WithRebalanceLockInterval(lockInterval),
@@ -356,3 +356,9 @@ func consumerOptions(cfg Config) []consumer.Option {
 	}
 	return opts
 }
+
+// pullCacheRecords and pullCacheMiB are the client's PullThresholdForTopic
+// and PullThresholdSizeForTopic for cfg (after withDefaults).
+func pullCacheRecords(cfg Config) int { return max(1, cfg.pullCacheRecords) }
+
+func pullCacheMiB(cfg Config) int { return max(1, min(cfg.MaxCachedBytes>>20, 102400)) }

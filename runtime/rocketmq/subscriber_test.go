@@ -158,3 +158,43 @@ func TestSubscriberIDBrokerAndDroppedColumns(t *testing.T) {
 		t.Errorf("no %s: %v", IDProperty, err)
 	}
 }
+
+// The pull cache holds DefaultPullCacheRecords messages unless max_in_flight
+// is set, which then bounds it as it bounds the source; defaults applied
+// twice change nothing.
+func TestPullCacheLimits(t *testing.T) {
+	base := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "t", Codec: testCodec{}}
+	for _, c := range []struct {
+		name          string
+		records, size int
+		wantRecs      int
+		wantMiB       int
+		wantInFlight  int
+	}{
+		{"defaults", 0, 0, DefaultPullCacheRecords, DefaultMaxCachedBytes >> 20, DefaultMaxCachedRecords},
+		{"set", 5000, 64 << 20, 5000, 64, 5000},
+		{"small bytes", 0, 100 << 10, DefaultPullCacheRecords, 1, DefaultMaxCachedRecords},
+		{"over the client's limit", 10_000_000, 0, 6553500, DefaultMaxCachedBytes >> 20, 6553500},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			cfg.MaxCachedRecords, cfg.MaxCachedBytes = c.records, c.size
+			once, err := cfg.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			twice, err := once.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range []Config{once, twice} {
+				if r, m := pullCacheRecords(got), pullCacheMiB(got); r != c.wantRecs || m != c.wantMiB {
+					t.Errorf("pull cache %d messages, %d MiB; want %d, %d", r, m, c.wantRecs, c.wantMiB)
+				}
+				if got.MaxCachedRecords != c.wantInFlight {
+					t.Errorf("MaxCachedRecords %d, want %d", got.MaxCachedRecords, c.wantInFlight)
+				}
+			}
+		})
+	}
+}
