@@ -133,8 +133,8 @@ func WriteTaskMetrics(w io.Writer, ps []*Pipeline, tasks []string) {
 		}
 		return ""
 	})
-	gauge("sluice_in_flight_records", "Records published but not yet acknowledged.", func(_ int, p *Pipeline) string {
-		return fmt.Sprint(p.InFlight())
+	gauge("sluice_in_flight_records", "Records published but not yet acknowledged.", func(i int, _ *Pipeline) string {
+		return fmt.Sprint(prog[i].inFlight) // the count lag and caught-up were judged with
 	})
 	gauge("sluice_in_flight_bytes", "Estimated bytes of the records published but not yet acknowledged.", func(_ int, p *Pipeline) string {
 		_, b := p.InFlightBytes()

@@ -60,6 +60,7 @@ type progress struct {
 	caughtUp   *bool
 	bytes, txs *int64
 	snapshot   *SnapshotStatus
+	inFlight   int // the records in flight that lag and caught-up were judged with
 }
 
 // progress computes caught-up, lag, backlog and snapshot progress. It never
@@ -70,12 +71,13 @@ func (p *Pipeline) progress(now time.Time) progress {
 	if pr, ok := p.Source.(ProgressReporter); ok {
 		out.snapshot = snapshotStatus(pr.Progress())
 	}
+	out.inFlight = p.InFlight()
 	w := p.win.Load()
 	if st := p.Status().State; p.Source == nil || w == nil || st != StateRunning && st != StatePaused {
 		return out // a stopped or failed pipeline is not catching up
 	}
-	saved, tsMs, idle := w.committed()
-	inFlight := p.InFlight()
+	saved, tsMs, idle, inFlight := w.committed()
+	out.inFlight = inFlight
 	pos := SourcePosition(saved)
 	behind := int64(-1)
 	if br, ok := p.Source.(BacklogReporter); ok && saved != nil {

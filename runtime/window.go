@@ -131,11 +131,15 @@ func (w *window) stamp(seq uint64, b batchStamp) {
 }
 
 // committed returns, of the committed prefix, the newest position (as
-// saved), the newest source time and whether it ended idle.
-func (w *window) committed() (position []byte, tsMs int64, idle bool) {
+// saved), the newest source time and whether it ended idle, with the
+// records in flight read under the same lock: a status built from two
+// separate reads could see a batch's acknowledgement in one (nothing in
+// flight) and not in the other (its source time), and report no lag for a
+// change applied 20 s after it happened.
+func (w *window) committed() (position []byte, tsMs int64, idle bool, inFlight int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.position, w.committedMs, w.idle
+	return w.position, w.committedMs, w.idle, w.inFlight
 }
 
 // take returns the committed position if it changed since the last take.

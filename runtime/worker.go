@@ -361,8 +361,13 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 	} else if t.p == nil {
 		st = TaskStatus{Status: Status{Name: name, State: t.state}}
 	} else {
+		// The counters first, then lag and in-flight from one read of the
+		// window: a record counted as applied here is acknowledged, or
+		// still in flight, in what follows; never in flight here and
+		// missing from the lag there.
+		status := t.p.Status()
 		pr := t.p.progress(time.Now())
-		st = TaskStatus{Status: t.p.Status(), LagSeconds: pr.lagSeconds, InFlight: t.p.InFlight(),
+		st = TaskStatus{Status: status, LagSeconds: pr.lagSeconds, InFlight: pr.inFlight,
 			CaughtUp: pr.caughtUp, BehindBytes: pr.bytes, BehindTransactions: pr.txs, Snapshot: pr.snapshot}
 	}
 	ended := false
