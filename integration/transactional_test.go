@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // TestTransactionalLastTransactionVisible: with `transactional: true` a
@@ -11,6 +14,11 @@ import (
 // applied, although no later transaction follows it (the transports mark
 // each queue's last record of a transaction whose commit they published),
 // and all of it at once (one queue: across queues it commits per queue).
+// `queues: 1` is one queue per broker, so on the two-broker test cluster
+// the topic has two queues: the transaction's keys are chosen to hash to
+// one queue of two or four, as the publisher routes them (before, the
+// rows split 30/30 over the two brokers' queues and a reader saw 30 of
+// 60 in about one run in five).
 func TestTransactionalLastTransactionVisible(t *testing.T) {
 	onEachTransport(t, func(t *testing.T, transport string, e env) {
 		db, my, pg := sourceAndTarget(t, e, "it_txq")
@@ -24,8 +32,8 @@ func TestTransactionalLastTransactionVisible(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := 1; i <= n; i++ {
-			if _, err := tx.Exec("INSERT INTO "+db+".orders VALUES (?, 'tx', 1.00, 'new', '2024-01-01 00:00:00', NULL)", 1000+i); err != nil {
+		for _, id := range oneQueueKeys(schema.TableID{Database: db, Table: "orders"}, 1001, n) {
+			if _, err := tx.Exec("INSERT INTO "+db+".orders VALUES (?, 'tx', 1.00, 'new', '2024-01-01 00:00:00', NULL)", id); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -53,4 +61,20 @@ func TestTransactionalLastTransactionVisible(t *testing.T) {
 		}
 		r.stop(t)
 	})
+}
+
+// oneQueueKeys returns n integer keys from first on whose rows of table go
+// to the same queue as first's when a topic has 2 or 4 queues.
+func oneQueueKeys(table schema.TableID, first int64, n int) []int64 {
+	queue := func(id int64, queues int) int {
+		r := schema.Record{Table: table, Key: []any{id}}
+		return runtime.QueueFor(&r, queues)
+	}
+	var out []int64
+	for id := first; len(out) < n; id++ {
+		if queue(id, 2) == queue(first, 2) && queue(id, 4) == queue(first, 4) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
