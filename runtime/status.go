@@ -71,9 +71,9 @@ func (p *Pipeline) progress(now time.Time) progress {
 	if pr, ok := p.Source.(ProgressReporter); ok {
 		out.snapshot = snapshotStatus(pr.Progress())
 	}
-	out.inFlight = p.InFlight()
 	w := p.win.Load()
 	if st := p.Status().State; p.Source == nil || w == nil || st != StateRunning && st != StatePaused {
+		out.inFlight = p.InFlight()
 		return out // a stopped or failed pipeline is not catching up
 	}
 	saved, tsMs, idle, inFlight := w.committed()
