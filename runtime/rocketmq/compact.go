@@ -68,48 +68,11 @@ func splitEnvelope(b []byte) (sch, payload []byte, ok bool) {
 	if !bytes.HasPrefix(b, []byte(head)) || len(b) < len(head)+len(mid)+2 || b[len(b)-1] != '}' {
 		return nil, nil, false
 	}
-	end := skipJSON(b, len(head))
+	end := skipValue(b, len(head))
 	if end < 0 || !bytes.HasPrefix(b[end:], []byte(mid)) {
 		return nil, nil, false
 	}
 	return b[len(head):end], b[end+len(mid) : len(b)-1], true
-}
-
-// skipJSON returns the index after the JSON value starting at b[i], or -1.
-// It relies on the value being valid JSON (it comes from our converter).
-func skipJSON(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				for i++; i < len(b) && b[i] != '"'; i++ {
-					if b[i] == '\\' {
-						i++
-					}
-				}
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	default: // null, a number, a string: up to the next comma at depth 0
-		for j := i; j < len(b); j++ {
-			if b[j] == ',' || b[j] == '}' {
-				return j
-			}
-		}
-		return -1
-	}
 }
 
 // compactEncoder turns the codec's envelopes into compact messages and

@@ -3,7 +3,6 @@ package rocketmq
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -73,26 +72,11 @@ func TestCompactFormatRoundTrip(t *testing.T) {
 	publishAcked(t, p, recs[:10])
 	publishAcked(t, p, recs[10:])
 
-	f.mu.Lock()
-	var stored []schemaEntry
+	stored, byQueue := sentMessages(t, f)
 	var data []*primitive.MessageExt
-	for q, ms := range f.sent {
-		for _, m := range ms {
-			if m.Topic == SchemaTopic("t") {
-				var e schemaEntry
-				if err := json.Unmarshal(m.Body, &e); err != nil {
-					t.Fatalf("schema message %s: %v", m.Body, err)
-				}
-				stored = append(stored, e)
-				continue
-			}
-			ext := extOf(m)
-			ext.QueueOffset = int64(len(data))
-			ext.Queue = &primitive.MessageQueue{Topic: m.Topic, BrokerName: "b", QueueId: q}
-			data = append(data, ext)
-		}
+	for _, ms := range byQueue {
+		data = append(data, ms...)
 	}
-	f.mu.Unlock()
 	if len(stored) != 2 {
 		t.Fatalf("%d schema messages, want one per table: %+v", len(stored), stored)
 	}

@@ -144,9 +144,10 @@ type Config struct {
 	// schemas.
 	Codec Codec
 	// Format is the publisher's message format: FormatJSON (default, the
-	// codec's envelopes) or FormatCompact (payloads, schemas by reference
-	// in SchemaTopic(TopicPrefix); needs the JSON codec with schemas). The
-	// subscriber reads both, whatever its own Format.
+	// codec's envelopes), FormatCompact (payloads, schemas by reference
+	// in SchemaTopic(TopicPrefix); needs the JSON codec with schemas) or
+	// FormatPacked (the compact format's records, several a message). The
+	// subscriber reads all three, whatever its own Format.
 	Format string `yaml:"format"`
 	// MaxMessageBytes is the largest message the publisher sends (body,
 	// properties and topic), default DefaultMaxMessageBytes. Keep it below
@@ -268,9 +269,9 @@ func (c Config) baseDefaults() (Config, error) {
 	switch c.Format {
 	case "":
 		c.Format = FormatJSON
-	case FormatJSON, FormatCompact:
+	case FormatJSON, FormatCompact, FormatPacked:
 	default:
-		return c, fmt.Errorf("%w: Format %q: use %q or %q", ErrConfig, c.Format, FormatJSON, FormatCompact)
+		return c, fmt.Errorf("%w: Format %q: use %q, %q or %q", ErrConfig, c.Format, FormatJSON, FormatCompact, FormatPacked)
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes

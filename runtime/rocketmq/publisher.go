@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -148,7 +149,7 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 		assigned: map[pk]*worker{},
 	}
 	p.sendCtx, p.sendCancel = context.WithCancel(context.Background())
-	if cfg.Format == FormatCompact {
+	if cfg.Format == FormatCompact || cfg.Format == FormatPacked {
 		p.compact = newCompactEncoder(SchemaTopic(cfg.TopicPrefix), p.storeSchema)
 	}
 	for range sendWorkers {
@@ -612,6 +613,16 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 		sizes = append(sizes, pt.sizes...)
 		ends[i] = len(msgs)
 	}
+	if p.cfg.Format == FormatPacked {
+		// What is queued for the queue goes in packs, which may hold the
+		// records of several parts: a part is done once the pack of its
+		// last record is.
+		var packOf []int
+		msgs, sizes, packOf = packMessages(topic, msgs, min(PackBytes, p.cfg.MaxMessageBytes))
+		for i := range ends {
+			ends[i] = packOf[ends[i]-1] + 1
+		}
+	}
 	sent, next := 0, 0 // messages confirmed; next part to finish
 	for sent < len(msgs) {
 		if errp := p.failed.Load(); errp != nil {
@@ -732,6 +743,13 @@ func producerOptions(cfg Config, group, instance string) []producer.Option {
 		producer.WithRetry(0),
 		producer.WithQueueSelector(pinnedSelector{}),
 		producer.WithSendMsgTimeout(sendTimeout),
+	}
+	if cfg.Format == FormatPacked {
+		// A pack is sent in a batch (which the client never compresses)
+		// or, alone, compressed when over 4 KiB: zlib's CPU for a pack
+		// sent alone when the queue is quiet, bytes the broker keeps
+		// otherwise. Packs stay as they are, alone or not.
+		opts = append(opts, producer.WithCompressMsgBodyOverHowmuch(math.MaxInt32))
 	}
 	if cfg.hasCredentials() {
 		opts = append(opts, producer.WithCredentials(cfg.credentials()))

@@ -52,7 +52,7 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 	defer prod.Shutdown()
 	// The messages, grouped per queue, marked as Publish marks them.
 	p := &Publisher{cfg: cfg, log: log, send: prod, topics: newTopicCache(cfg, adm), sendCtx: ctx}
-	if cfg.Format == FormatCompact {
+	if cfg.Format == FormatCompact || cfg.Format == FormatPacked {
 		p.compact = newCompactEncoder(SchemaTopic(cfg.TopicPrefix), p.storeSchema)
 	}
 	perQueue := make([][]*primitive.Message, len(qs))
@@ -80,6 +80,13 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 		dest[i].WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
 	}
 	dest = nil
+	if cfg.Format == FormatPacked { // as the publisher packs a queue's backlog
+		for q, msgs := range perQueue {
+			if len(msgs) > 0 {
+				perQueue[q], _, _ = packMessages(topic, msgs, min(PackBytes, cfg.MaxMessageBytes))
+			}
+		}
+	}
 	var batches [][][]*primitive.Message // per queue, the batches sent
 	for _, msgs := range perQueue {
 		var bs [][]*primitive.Message

@@ -238,6 +238,13 @@ func TestIntegrationOrderPerKeyCompact(t *testing.T) {
 	testOrderPerKeyFormat(t, TopicPerTable, FormatCompact)
 }
 
+// TestIntegrationOrderPerKeyPacked is the same over the packed format:
+// several records a message, each queue's still in order.
+func TestIntegrationOrderPerKeyPacked(t *testing.T) {
+	skipUnderRace(t)
+	testOrderPerKeyFormat(t, TopicPerTable, FormatPacked)
+}
+
 func TestIntegrationOrderPerKey(t *testing.T) {
 	skipUnderRace(t)
 	testOrderPerKey(t, TopicPerTable)
@@ -255,7 +262,7 @@ func testOrderPerKeyFormat(t *testing.T, mode, format string) {
 	ids := []schema.TableID{{Database: "db", Table: "orders"}, {Database: "db", Table: "items"}}
 	cfg := itConfig(t, ids...)
 	cfg.TopicMode = mode
-	if cfg.Format = format; format == FormatCompact {
+	if cfg.Format = format; format == FormatCompact || format == FormatPacked {
 		deleteTopicAfter(t, cfg.NameServers, SchemaTopic(cfg.Pipeline))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -295,17 +302,23 @@ func testOrderPerKeyFormat(t *testing.T, mode, format string) {
 	if want := int64((len(all) + perBatch - 1) / perBatch); acked.Load() != want {
 		t.Fatalf("%d acks, want %d", acked.Load(), want)
 	}
-	if format == FormatCompact { // the broker holds payloads that name their schema
+	if format == FormatCompact || format == FormatPacked { // the broker holds payloads that name their schema
 		topic, _ := NewRegistry(cfg.Pipeline, mode).Topic(ids[0])
-		n := 0
+		n, packed := 0, 0
 		if err := Tail(ctx, cfg, TailOptions{Topics: []string{topic}, Limit: 5}, func(m TailMessage) error {
 			n++
 			if m.Properties[SchemaProperty] == "" || strings.HasPrefix(string(m.Value), `{"schema"`) {
 				t.Errorf("not a compact message: %s %v", m.Value, m.Properties)
 			}
+			if m.Properties[FormatProperty] == FormatPacked && m.Index > 0 {
+				packed++
+			}
 			return nil
 		}); err != nil || n == 0 {
 			t.Fatalf("tail: %d messages, %v", n, err)
+		}
+		if (format == FormatPacked) != (packed > 0) {
+			t.Errorf("format %s: tail read %d records past the first of a pack", format, packed)
 		}
 	}
 
@@ -320,6 +333,7 @@ func testOrderPerKeyFormat(t *testing.T, mode, format string) {
 	var mu sync.Mutex
 	seen := map[kv][]int64{}
 	lastOffset := map[string]int64{}
+	lastID := map[string]schema.ID{}
 	queuesSeen := map[string]bool{}
 	routes := map[string][]queue{} // topic -> its queues, as the publisher picks among them
 	total := 0
@@ -337,10 +351,14 @@ func testOrderPerKeyFormat(t *testing.T, mode, format string) {
 					continue
 				}
 				qk := d.Topic + "/" + d.Broker + "/" + strconv.Itoa(d.Queue) // queue ids repeat per broker
-				if last, ok := lastOffset[qk]; ok && d.Offset <= last {
+				// A pack's records share its offset, in order.
+				if last, ok := lastOffset[qk]; ok && (d.Offset < last || d.Offset == last && format != FormatPacked) {
 					t.Errorf("queue %s: offset %d after %d", qk, d.Offset, last)
 				}
-				lastOffset[qk] = d.Offset
+				if last, ok := lastID[qk]; ok && r.ID.Compare(last) <= 0 {
+					t.Errorf("queue %s: record %v after %v", qk, r.ID, last)
+				}
+				lastOffset[qk], lastID[qk] = d.Offset, r.ID
 				queuesSeen[qk] = true
 				if want := TopicName(cfg.Pipeline, r.Table.Database, r.Table.Table, mode); d.Topic != want {
 					t.Errorf("record of %s delivered from topic %s", r.Table, d.Topic)

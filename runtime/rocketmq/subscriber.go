@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
@@ -164,7 +163,8 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 
 	recs := make([]schema.Record, 0, len(msgs))
 	for _, m := range msgs {
-		rec, err := s.decode(hctx, m)
+		var err error
+		recs, err = s.decodeAll(hctx, m, recs)
 		var retry errRetrySchema
 		if errors.As(err, &retry) {
 			level := slog.LevelWarn
@@ -181,7 +181,9 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 			setSuspend(cctx, stopSuspend)
 			return consumer.SuspendCurrentQueueAMoment, nil
 		}
-		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return consumer.ConsumeSuccess, nil
 	}
 	if err := h(hctx, recs); err != nil {
 		if hctx.Err() == nil && runtime.IsFatal(err) {
@@ -211,62 +213,101 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 	return consumer.ConsumeSuccess, nil
 }
 
-func (s *Subscriber) decode(ctx context.Context, m *primitive.MessageExt) (schema.Record, error) {
+// decodeAll decodes m: one record, or those of a packed message.
+func (s *Subscriber) decodeAll(ctx context.Context, m *primitive.MessageExt, into []schema.Record) ([]schema.Record, error) {
 	props := m.GetProperties() // a copy of the message's map: taken once
-	var key []byte
-	if k, ok := props[KeyProperty]; ok {
-		key = []byte(k)
+	if !isPacked(props) {
+		rec, err := s.decodeEntry(ctx, m, messageEntry(props, m.Body))
+		if err != nil {
+			return into, err
+		}
+		return append(into, rec), nil
 	}
+	n, err := unpack(m.Body, func(i int, e packEntry) error {
+		rec, err := s.decodeEntry(ctx, m, e)
+		if err != nil {
+			var retry errRetrySchema
+			if errors.As(err, &retry) {
+				return err
+			}
+			return fmt.Errorf("record %d of the pack: %w", i, err)
+		}
+		into = append(into, rec)
+		return nil
+	})
+	if err != nil {
+		var retry errRetrySchema
+		if errors.As(err, &retry) || errors.Is(err, ErrDecode) {
+			return into, err
+		}
+		return into, s.decodeError(m, err)
+	}
+	if want := props[RecordsProperty]; want != "" && want != strconv.Itoa(n) {
+		return into, s.decodeError(m, fmt.Errorf("%w: %d records, property %s says %s", errPack, n, RecordsProperty, want))
+	}
+	return into, nil
+}
+
+// decode decodes m, a message of one record.
+func (s *Subscriber) decode(ctx context.Context, m *primitive.MessageExt) (schema.Record, error) {
+	recs, err := s.decodeAll(ctx, m, nil)
+	if err != nil {
+		return schema.Record{}, err
+	}
+	if len(recs) != 1 {
+		return schema.Record{}, fmt.Errorf("rocketmq: message of %d records where one was expected", len(recs))
+	}
+	return recs[0], nil
+}
+
+// decodeError wraps err as ErrDecode with m's place on the broker.
+func (s *Subscriber) decodeError(m *primitive.MessageExt, err error) error {
+	queueID, broker := -1, ""
+	if m.Queue != nil {
+		queueID, broker = m.Queue.QueueId, m.Queue.BrokerName
+	}
+	return fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
+}
+
+// decodeEntry decodes one record of m (m's own, or one of its pack).
+func (s *Subscriber) decodeEntry(ctx context.Context, m *primitive.MessageExt, e packEntry) (schema.Record, error) {
 	queueID := -1
 	broker := ""
 	if m.Queue != nil {
 		queueID = m.Queue.QueueId
 		broker = m.Queue.BrokerName
 	}
-	body := m.Body
+	key, body := e.Key, e.Value
 	var rec schema.Record
 	var err error
-	if id, ok := props[SchemaProperty]; ok { // FormatCompact
-		e, gerr := s.schemas.get(ctx, id)
+	if e.hasSchema { // FormatCompact, FormatPacked
+		se, gerr := s.schemas.get(ctx, e.Schema)
 		if gerr != nil {
 			if ctx.Err() == nil && errors.Is(gerr, errSchemaMissing) {
-				return schema.Record{}, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, gerr)
+				return schema.Record{}, s.decodeError(m, gerr)
 			}
 			return schema.Record{}, errRetrySchema{gerr}
 		}
 		if pd, ok := s.cfg.Codec.(partsDecoder); ok {
-			rec, err = pd.DecodeParts(keyOrNil(e.Key), key, e.Value, body)
+			rec, err = pd.DecodeParts(keyOrNil(se.Key), key, se.Value, body)
 		} else {
-			key, body = e.expand(key, body)
+			key, body = se.expand(key, body)
 			rec, err = s.cfg.Codec.Decode(key, body)
 		}
 	} else {
 		rec, err = s.cfg.Codec.Decode(key, body)
 	}
 	if err != nil {
-		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, err)
+		return rec, s.decodeError(m, err)
 	}
-	idText, ok := props[IDProperty]
-	if !ok {
+	if !e.hasID {
 		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s) has no %s property: it was not published by this version of sluice (messages of versions before record IDs must be consumed by that version, or the topic emptied, before upgrading)", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, IDProperty)
 	}
-	if rec.ID, err = schema.ParseID(idText); err != nil {
-		return rec, fmt.Errorf("%w: topic %q broker %q queue %d offset %d (msgId %s): property %s: %w", ErrDecode, m.Topic, broker, queueID, m.QueueOffset, m.MsgId, IDProperty, err)
+	if rec.ID, err = schema.ParseID(e.ID); err != nil {
+		return rec, s.decodeError(m, fmt.Errorf("property %s: %w", IDProperty, err))
 	}
 	rec.Delivery = &schema.Delivery{Topic: m.Topic, Broker: broker, Queue: queueID, Offset: m.QueueOffset}
-	for k, v := range props {
-		name, isHeader := strings.CutPrefix(k, HeaderPropertyPrefix)
-		if !isHeader && k != DroppedColumnsProperty {
-			continue
-		}
-		if !isHeader {
-			name = k
-		}
-		if rec.Headers == nil {
-			rec.Headers = map[string]string{}
-		}
-		rec.Headers[name] = v
-	}
+	rec.Headers = e.Headers
 	return rec, nil
 }
 

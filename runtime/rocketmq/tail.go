@@ -62,6 +62,7 @@ type TailMessage struct {
 	Broker     string
 	Queue      int
 	Offset     int64
+	Index      int    // the record's place in a packed message (FormatPacked); 0 otherwise
 	Key        []byte // the converter's key (property sluice_key); nil if none
 	Value      []byte // the message body: the converter's value
 	Properties map[string]string
@@ -153,23 +154,24 @@ func Tail(ctx context.Context, cfg Config, opts TailOptions, emit func(TailMessa
 						q.next = q.end
 						break
 					}
-					if !tailMatch(m, opts) {
-						continue
-					}
-					tm := TailMessage{Topic: m.Topic, Broker: q.broker, Queue: q.id, Offset: m.QueueOffset, Value: m.Body,
-						Properties: m.GetProperties(), StoredAt: time.UnixMilli(m.StoreTimestamp)}
-					if k, ok := tm.Properties[KeyProperty]; ok {
-						tm.Key = []byte(k)
-					}
-					if err := emit(tm); err != nil {
-						if errors.Is(err, ErrTailDone) {
-							return nil
-						}
+					tms, err := tailMessages(m, q)
+					if err != nil {
 						return err
 					}
-					emitted++
-					if opts.Limit > 0 && emitted >= opts.Limit {
-						return nil
+					for _, tm := range tms {
+						if !tailMatch(tm, opts) {
+							continue
+						}
+						if err := emit(tm); err != nil {
+							if errors.Is(err, ErrTailDone) {
+								return nil
+							}
+							return err
+						}
+						emitted++
+						if opts.Limit > 0 && emitted >= opts.Limit {
+							return nil
+						}
 					}
 				}
 			}
@@ -187,14 +189,61 @@ func Tail(ctx context.Context, cfg Config, opts TailOptions, emit func(TailMessa
 	}
 }
 
-func tailMatch(m *primitive.MessageExt, opts TailOptions) bool {
-	if opts.Table != "" && m.GetTags() != opts.Table {
+func tailMatch(m TailMessage, opts TailOptions) bool {
+	if opts.Table != "" && m.Properties[primitive.PropertyTags] != opts.Table {
 		return false
 	}
-	if opts.Key != "" && m.GetKeys() != opts.Key {
+	if opts.Key != "" && m.Properties[primitive.PropertyKeys] != opts.Key {
 		return false
 	}
 	return true
+}
+
+// tailMessages is m as Tail emits it: itself, or the records of a packed
+// message, each with the properties a compact message of its own would
+// have (and Index, its place in the pack).
+func tailMessages(m *primitive.MessageExt, q *tailQueue) ([]TailMessage, error) {
+	props := m.GetProperties()
+	base := TailMessage{Topic: m.Topic, Broker: q.broker, Queue: q.id, Offset: m.QueueOffset, Value: m.Body,
+		Properties: props, StoredAt: time.UnixMilli(m.StoreTimestamp)}
+	if !isPacked(props) {
+		if k, ok := props[KeyProperty]; ok {
+			base.Key = []byte(k)
+		}
+		return []TailMessage{base}, nil
+	}
+	var out []TailMessage
+	_, err := unpack(m.Body, func(i int, e packEntry) error {
+		tm := base
+		tm.Index, tm.Key, tm.Value = i, e.Key, e.Value
+		tm.Properties = map[string]string{IDProperty: e.ID}
+		for _, k := range []string{primitive.PropertyTags, FormatProperty, RecordsProperty} {
+			if v, ok := props[k]; ok {
+				tm.Properties[k] = v
+			}
+		}
+		if e.Keys != "" {
+			tm.Properties[primitive.PropertyKeys] = e.Keys
+		}
+		if e.hasSchema {
+			tm.Properties[SchemaProperty] = e.Schema
+		}
+		if e.Key != nil {
+			tm.Properties[KeyProperty] = string(e.Key)
+		}
+		for k, v := range e.Headers {
+			if k != DroppedColumnsProperty {
+				k = HeaderPropertyPrefix + k
+			}
+			tm.Properties[k] = v
+		}
+		out = append(out, tm)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: topic %q broker %q queue %d offset %d: %w", ErrDecode, m.Topic, q.broker, q.id, m.QueueOffset, err)
+	}
+	return out, nil
 }
 
 // tailQueues lists the readable queues of topic with their master's address.

@@ -139,7 +139,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.IntVar(&o.txn, "txn", 100, "rows per source transaction")
 	fs.StringVar(&o.transport, "transport", "embedded", "embedded or rocketmq")
 	fs.IntVar(&o.queues, "queues", 4, "queues of the transport")
-	fs.StringVar(&o.format, "format", "json", "rocketmq message format: json or compact (schemas by reference)")
+	fs.StringVar(&o.format, "format", "json", "rocketmq message format: json, compact (schemas by reference) or packed (compact records, several a message)")
 	liveRate := fs.String("live-rate", "2000", "rows/s written while measuring lag, or several separated by commas, one lag phase each (0 skips the lag phase)")
 	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long each lag phase writes")
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
@@ -824,7 +824,7 @@ func printBenchReport(w io.Writer, r *benchReport) {
 	row("raw target: lib/pq COPY + COPY merge", r.RawTargetSeconds, "")
 	limit := max(r.RawSourceSeconds, r.RawTargetSeconds)
 	if r.RawBrokerSeconds > 0 {
-		row("raw broker: Go client send + orderly read", r.RawBrokerSeconds, fmt.Sprintf("%.0f bytes a message", float64(r.RawBrokerBytes)/float64(r.Events)))
+		row("raw broker: Go client send + orderly read", r.RawBrokerSeconds, fmt.Sprintf("%.0f bytes a record", float64(r.RawBrokerBytes)/float64(r.Events)))
 		limit = max(limit, r.RawBrokerSeconds)
 	}
 	row("sluice end to end (catch-up)", r.SluiceSeconds, fmt.Sprintf("%.2f of the slowest raw side; %d sink transactions busy %.2f s; peak RSS %.0f MiB, heap %.0f MiB",

@@ -17,11 +17,14 @@ import (
 
 // tailLine is one line of `sluice tail`.
 type tailLine struct {
-	Topic  string          `json:"topic"`
-	Queue  int             `json:"queue"`
-	Offset int64           `json:"offset"`
-	Key    json.RawMessage `json:"key"`
-	Value  json.RawMessage `json:"value"`
+	Topic  string `json:"topic"`
+	Queue  int    `json:"queue"`
+	Offset int64  `json:"offset"`
+	// Index is the record's place in a packed message (format packed:
+	// several records share an offset); absent for other messages.
+	Index *int            `json:"index,omitempty"`
+	Key   json.RawMessage `json:"key"`
+	Value json.RawMessage `json:"value"`
 	// Error is the dead letter's cause (property sluice_error), if any.
 	Error string `json:"error,omitempty"`
 }
@@ -82,6 +85,9 @@ func cmdTail(args []string, stdout io.Writer) error {
 	return rocketmq.Tail(ctx, rc, opts, func(m rocketmq.TailMessage) error {
 		l := tailLine{Topic: m.Topic, Queue: m.Queue, Offset: m.Offset, Key: tailJSON(m.Key, *schemas), Value: tailJSON(m.Value, *schemas),
 			Error: m.Properties[rocketmq.DeadLetterErrorProperty]}
+		if m.Properties[rocketmq.FormatProperty] == rocketmq.FormatPacked {
+			l.Index = &m.Index
+		}
 		if err := enc.Encode(l); err != nil {
 			return err
 		}
