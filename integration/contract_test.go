@@ -73,12 +73,21 @@ func TestContract(t *testing.T) {
 	}
 }
 
-// pair is one transport × target combination (the source is the binlog).
-type pair struct{ transport, target string }
+// pair is one transport × target combination (the source is the binlog),
+// with the transport's message format when it is not the default.
+type pair struct{ transport, target, format string }
 
-func (p pair) String() string { return p.transport + "/" + p.target }
+func (p pair) String() string {
+	if p.format != "" {
+		return p.transport + "-" + p.format + "/" + p.target
+	}
+	return p.transport + "/" + p.target
+}
 
-var pairs = []pair{{"embedded", "postgres"}, {"embedded", "mysql"}, {"rocketmq", "postgres"}, {"rocketmq", "mysql"}}
+// pairs: the packed RocketMQ format changes what a message holds (many
+// records sharing an offset), so the whole contract runs over it too.
+var pairs = []pair{{"embedded", "postgres", ""}, {"embedded", "mysql", ""}, {"rocketmq", "postgres", ""}, {"rocketmq", "mysql", ""},
+	{"rocketmq", "postgres", rocketmq.FormatPacked}}
 
 // kit is one pair's servers and databases.
 type kit struct {
@@ -176,6 +185,9 @@ func (k *kit) config(t *testing.T) string {
 		}
 		tr = fmt.Sprintf("  type: rocketmq\n  name_servers: [%q]\n  queues: 4\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
 			k.e["SLUICE_ROCKETMQ_NAMESRV"], k.db, k.db+"_sink", strings.Join(topics, ", "))
+		if k.format != "" {
+			tr += "  format: " + k.format + "\n"
+		}
 	}
 	sinkType, schemaLine := "postgres", ""
 	if k.target == "mysql" {

@@ -41,6 +41,11 @@ const (
 	// PackBytes is the size a pack is filled to (a single record larger
 	// than it travels alone, up to MaxMessageBytes).
 	PackBytes = 32 << 10
+	// packOverhead bounds what packing one record adds to the size of its
+	// own message: the line's field names and quotes (~50 bytes) and the
+	// pack's format, count and tag properties (~60 bytes plus the tag,
+	// which the record's message carried too).
+	packOverhead = 256
 )
 
 // packEntry is one record of a packed message, as the fields of a compact

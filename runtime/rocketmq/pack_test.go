@@ -323,3 +323,33 @@ func jsonRoundTrip(s string) string {
 	_ = json.Unmarshal(q, &out)
 	return out
 }
+
+// Under the packed format a record is refused when a pack of it alone
+// could be over MaxMessageBytes: every pack sent fits, records just under
+// the limit included.
+func TestPackedRecordNearTheLimitFits(t *testing.T) {
+	const limit = 64 << 10
+	f := newFakeSender()
+	p := testPublisher(t, f, func(c *Config) { withCodec(c); c.Format, c.MaxMessageBytes = FormatPacked, limit })
+	defer p.Close(context.Background())
+	sent, refused := 0, 0
+	for doc := limit - 1200; doc < limit; doc += 7 {
+		perr, aerr := publishWait(t, p, []schema.Record{bigRec(int64(doc), 0, doc, 1)})
+		switch {
+		case errors.Is(perr, ErrOversize):
+			refused++
+		case perr != nil || aerr != nil:
+			t.Fatal(perr, aerr)
+		default:
+			sent++
+		}
+	}
+	for _, m := range f.all() {
+		if size := messageSize(m); size > limit {
+			t.Errorf("a %d-byte message sent over the %d-byte limit", size, limit)
+		}
+	}
+	if sent == 0 || refused == 0 {
+		t.Fatalf("%d records sent, %d refused: the sizes tried must straddle the limit", sent, refused)
+	}
+}

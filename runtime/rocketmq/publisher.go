@@ -397,6 +397,18 @@ func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic strin
 	return msg, size, nil
 }
 
+// maxRecordBytes is the largest record message (messageSize) the
+// publisher sends: MaxMessageBytes, less under FormatPacked the bytes a
+// pack of that record alone may add (its line's framing and the pack's
+// properties; the record's own properties, which move into the line, are
+// counted already).
+func (p *Publisher) maxRecordBytes() int {
+	if p.cfg.Format == FormatPacked {
+		return p.cfg.MaxMessageBytes - packOverhead
+	}
+	return p.cfg.MaxMessageBytes
+}
+
 // messageSize is what a message weighs against MaxMessageBytes.
 func messageSize(m *primitive.Message) int {
 	return len(m.Body) + len(m.MarshallProperties()) + len(m.Topic)
@@ -410,11 +422,11 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 	if err != nil {
 		return nil, 0, err
 	}
-	if size <= p.cfg.MaxMessageBytes {
+	if size <= p.maxRecordBytes() {
 		return msg, size, nil
 	}
 	tooBig := fmt.Errorf("%w: %s record of %s key %q is %d bytes, more than max_message_bytes %d (oversize_policy %q)",
-		ErrOversize, rec.Op, rec.Table, rec.KeyString(), size, p.cfg.MaxMessageBytes, p.cfg.OversizePolicy)
+		ErrOversize, rec.Op, rec.Table, rec.KeyString(), size, p.maxRecordBytes(), p.cfg.OversizePolicy)
 	switch p.cfg.OversizePolicy {
 	case OversizeDLQ:
 		if p.dlq == nil {
@@ -423,7 +435,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 		if err := p.dlq.Send(ctx, *rec, tooBig); err != nil {
 			return nil, 0, fmt.Errorf("rocketmq: oversize record of %s key %q to the dead-letter topic: %w", rec.Table, rec.KeyString(), err)
 		}
-		p.log.Warn("record too large, sent to the dead-letter topic", "table", rec.Table.String(), "key", rec.KeyString(), "bytes", size, "max", p.cfg.MaxMessageBytes)
+		p.log.Warn("record too large, sent to the dead-letter topic", "table", rec.Table.String(), "key", rec.KeyString(), "bytes", size, "max", p.maxRecordBytes())
 		return nil, 0, nil
 	case OversizeTruncateColumns:
 		msg, err := p.truncateColumns(ctx, rec, topic, tooBig)
@@ -495,8 +507,8 @@ func (p *Publisher) truncateColumns(ctx context.Context, orig *schema.Record, to
 			return nil, err
 		}
 		msg.WithProperty(DroppedColumnsProperty, rec.Headers[DroppedColumnsProperty])
-		if size := messageSize(msg); size <= p.cfg.MaxMessageBytes {
-			p.log.Warn("record too large, columns set to NULL", "table", rec.Table.String(), "key", rec.KeyString(), "columns", dropped, "bytes", size, "max", p.cfg.MaxMessageBytes)
+		if size := messageSize(msg); size <= p.maxRecordBytes() {
+			p.log.Warn("record too large, columns set to NULL", "table", rec.Table.String(), "key", rec.KeyString(), "columns", dropped, "bytes", size, "max", p.maxRecordBytes())
 			return msg, nil
 		}
 	}
