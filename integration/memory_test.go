@@ -64,12 +64,16 @@ func procStatusMiB(t *testing.T, pid int, field string) float64 {
 
 // bigTxConfig writes the config of a pipeline over table big of database
 // name; sinkDSN is the target (through a proxy where a test cuts it).
+// transport is embedded, rocketmq or rocketmq-<format>.
 func bigTxConfig(t *testing.T, e env, name, transport, sinkDSN string) string {
 	t.Helper()
 	tr := "  type: embedded\n  queues: 4\n"
-	if transport == "rocketmq" {
+	if transport, format, _ := strings.Cut(transport, "-"); transport == "rocketmq" { // rocketmq-packed: format packed
 		tr = fmt.Sprintf("  type: rocketmq\n  name_servers: [%q]\n  queues: 4\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
 			e["SLUICE_ROCKETMQ_NAMESRV"], name, name+"_sink", rocketmq.TopicName(name, name, "big", "table"))
+		if format != "" {
+			tr += "  format: " + format + "\n"
+		}
 	}
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  snapshot: initial\ntransport:\n%ssink:\n  type: postgres\n  dsn: %s\npositions:\n  type: file\n  dir: %s\n",
@@ -136,7 +140,7 @@ func waitTargetRows(t *testing.T, pg *sql.DB, name string, want int, limit time.
 func TestBigTransactionMemoryBound(t *testing.T) {
 	bin := buildSluice(t)
 	rows := bigTxRows(t)
-	onEachTransport(t, func(t *testing.T, transport string, e env) {
+	run := func(t *testing.T, transport string, e env) {
 		name, my, pg := bigTable(t, e)
 		cfg := bigTxConfig(t, e, name, transport, e["SLUICE_PG_DSN"])
 		r := startSluice(t, bin, cfg)
@@ -153,6 +157,11 @@ func TestBigTransactionMemoryBound(t *testing.T) {
 		if peak > memoryBoundMiB {
 			t.Fatalf("%s: peak RSS %.0f MiB above the %d MiB bound", transport, peak, memoryBoundMiB)
 		}
+	}
+	onEachTransport(t, run)
+	// Packed messages hold many records each: the same bound.
+	t.Run("rocketmq-packed", func(t *testing.T) {
+		run(t, "rocketmq-packed", servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV"))
 	})
 }
 
@@ -164,6 +173,12 @@ func TestBigTransactionMemoryBound(t *testing.T) {
 func TestSinkBacklogMemoryBound(t *testing.T) {
 	bin := buildSluice(t)
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
+	for _, transport := range []string{"rocketmq", "rocketmq-packed"} {
+		t.Run(transport, func(t *testing.T) { sinkBacklogMemoryBound(t, bin, e, transport) })
+	}
+}
+
+func sinkBacklogMemoryBound(t *testing.T, bin string, e env, transport string) {
 	const rows, txn = 300_000, 1000
 	name, my, pg := bigTable(t, e)
 	proxy := newFaultProxy(t, e["SLUICE_PG_HOST"]+":"+e["SLUICE_PG_PORT"])
@@ -171,7 +186,7 @@ func TestSinkBacklogMemoryBound(t *testing.T) {
 	if dsn == e["SLUICE_PG_DSN"] {
 		t.Fatalf("SLUICE_PG_DSN does not name %s:%s", e["SLUICE_PG_HOST"], e["SLUICE_PG_PORT"])
 	}
-	cfg := bigTxConfig(t, e, name, "rocketmq", dsn)
+	cfg := bigTxConfig(t, e, name, transport, dsn)
 	src := startProcess(t, bin, "source", cfg)
 	snk := startProcess(t, bin, "sink", cfg)
 	out := func() string { return "(see the process's log tail in the failure)" }

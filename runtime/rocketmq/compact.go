@@ -82,8 +82,15 @@ type compactEncoder struct {
 	store func(ctx context.Context, msg *primitive.Message) error // sends one message to topic
 
 	mu     sync.Mutex
-	splits map[[2]*schema.Schema]*compactSplit
+	splits map[splitKey]*compactSplit
 	sent   map[string]time.Time // schema ID -> when last stored
+}
+
+// splitKey names the split of a record: its schemas and whether it has a
+// key.
+type splitKey struct {
+	key, value *schema.Schema
+	hasKey     bool
 }
 
 type compactSplit struct {
@@ -92,7 +99,7 @@ type compactSplit struct {
 }
 
 func newCompactEncoder(topic string, store func(ctx context.Context, msg *primitive.Message) error) *compactEncoder {
-	return &compactEncoder{topic: topic, store: store, splits: map[[2]*schema.Schema]*compactSplit{}, sent: map[string]time.Time{}}
+	return &compactEncoder{topic: topic, store: store, splits: map[splitKey]*compactSplit{}, sent: map[string]time.Time{}}
 }
 
 // compact returns the payloads of key and value and the schema ID, storing
@@ -104,7 +111,11 @@ func (c *compactEncoder) compact(ctx context.Context, rec *schema.Record, key, v
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sk := [2]*schema.Schema{rec.KeySchema, rec.ValueSchema}
+	// A record of the table without a key (a TRUNCATE carries the table's
+	// schemas but no key) has a split of its own: one made from it has no
+	// key prefix, and cutting a later record's key by that prefix would
+	// leave its whole envelope, less the last brace, as the payload.
+	sk := splitKey{rec.KeySchema, rec.ValueSchema, key != nil}
 	sp := c.splits[sk]
 	if sp == nil || !bytes.HasPrefix(value, sp.valuePrefix) || (key != nil && !bytes.HasPrefix(key, sp.keyPrefix)) {
 		vs, _, vok := splitEnvelope(value)
