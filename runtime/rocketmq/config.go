@@ -116,7 +116,8 @@ type Config struct {
 	SendRetries int // default 3
 	MaxInFlight int // records in flight on the publisher, default 4096
 	// BatchSize is the most records handed to one Handler call, default 256
-	// (the client's limit is 1024).
+	// (the client's limit is 1024); it counts messages, so under
+	// FormatPacked a call gets the records of up to BatchSize packs.
 	BatchSize int `yaml:"batch_size"`
 	// Linger is how long the consumer waits between two pulls from one
 	// queue, so that records arriving meanwhile reach the sink as one batch

@@ -15,6 +15,9 @@
 //   - FormatCompact: body and sluice_key are the payloads only, property
 //     "sluice_schema" names the schemas, stored in SchemaTopic(prefix)
 //     before the first message naming them (see FormatCompact).
+//   - FormatPacked: the compact format's records of one queue, sent
+//     together in messages of about PackBytes, one JSON line a record
+//     (see FormatPacked); records of a pack share its Delivery offset.
 //
 // Tail reads the topics for audit and debugging ("sluice tail") by pulling
 // from the brokers directly: it joins no consumer group and commits no
