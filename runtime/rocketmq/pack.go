@@ -172,7 +172,15 @@ func packMessages(topic string, msgs []*primitive.Message, limit int) (packs []*
 			flush(i)
 		}
 		if n == 0 {
-			body = make([]byte, 0, limit+limit/8)
+			// Sized for what is left, up to a full pack: a queue's
+			// backlog of a few records gets a few records' buffer.
+			left := 0
+			for _, r := range msgs[i:] {
+				if left += len(r.Body) + 160; left > limit+limit/8 {
+					break
+				}
+			}
+			body = make([]byte, 0, min(left, limit+limit/8))
 			tag = t
 		}
 		body = appendPackLine(body, &e)

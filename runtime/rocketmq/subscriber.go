@@ -161,7 +161,7 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 	s.mu.Unlock()
 	defer s.inflight.Done()
 
-	recs := make([]schema.Record, 0, len(msgs))
+	recs := make([]schema.Record, 0, recordCount(msgs))
 	for _, m := range msgs {
 		var err error
 		recs, err = s.decodeAll(hctx, m, recs)
@@ -211,6 +211,22 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 		return consumer.SuspendCurrentQueueAMoment, nil
 	}
 	return consumer.ConsumeSuccess, nil
+}
+
+// recordCount is how many records msgs hold (packs count theirs), so that
+// the batch's slice of records is made once: growing it copies them all.
+func recordCount(msgs []*primitive.MessageExt) int {
+	n := 0
+	for _, m := range msgs {
+		c := 1
+		if s := m.GetProperty(RecordsProperty); s != "" {
+			if v, err := strconv.Atoi(s); err == nil && v > 0 && v <= 1<<20 {
+				c = v
+			}
+		}
+		n += c
+	}
+	return n
 }
 
 // decodeAll decodes m: one record, or those of a packed message.
