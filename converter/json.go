@@ -102,8 +102,32 @@ func (c *JSON) Encode(r *schema.Record) (key, value []byte, err error) {
 	return key, value, nil
 }
 
+// EncodePayloads returns what Encode returns for the data record r less
+// the schemas: where Encode writes {"schema":S,"payload":P}, P, byte for
+// byte (without Options.Schemas, what Encode writes). The compact RocketMQ
+// formats, which send schemas by reference, use it so that no record pays
+// for writing and then cutting off its schemas (about 4 KiB a record for
+// ten columns). Records other than data records are refused (ErrValue).
+func (c *JSON) EncodePayloads(r *schema.Record) (key, value []byte, err error) {
+	if !r.Op.IsData() {
+		return nil, nil, fmt.Errorf("%w: payloads of a %s record: only data records have them", ErrValue, r.Op)
+	}
+	if key, err = c.encodeKey(r, false); err != nil {
+		return nil, nil, err
+	}
+	if value, err = c.encodeValue(r, false); err != nil {
+		return nil, nil, err
+	}
+	return key, value, nil
+}
+
 // EncodeKey returns the key of r, or nil, nil when r has no key schema.
 func (c *JSON) EncodeKey(r *schema.Record) ([]byte, error) {
+	return c.encodeKey(r, c.opts.Schemas)
+}
+
+// encodeKey is EncodeKey, with the key's schema envelope when schemas.
+func (c *JSON) encodeKey(r *schema.Record, schemas bool) ([]byte, error) {
 	if err := checkOp(r); err != nil {
 		return nil, err
 	}
@@ -123,14 +147,18 @@ func (c *JSON) EncodeKey(r *schema.Record) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("converter: key schema of %s: %w", r.Table, err)
 	}
-	b := make([]byte, 0, len(ke.prefix)+16*len(r.Key)+16)
-	b = append(b, ke.prefix...)
+	prefix := ke.prefix
+	if !schemas {
+		prefix = nil
+	}
+	b := make([]byte, 0, len(prefix)+16*len(r.Key)+16)
+	b = append(b, prefix...)
 	if r.Key == nil {
 		b = append(b, "null"...)
 	} else if b, err = appendRow(b, ke.p, r.Key); err != nil {
 		return nil, fmt.Errorf("converter: key of %s: %w", r.Table, err)
 	}
-	if c.opts.Schemas {
+	if schemas && c.opts.Schemas {
 		b = append(b, '}')
 	}
 	return b, nil
@@ -258,6 +286,11 @@ func (c *JSON) valueEncoder(r *schema.Record) (*envEnc, error) {
 // EncodeValue returns the value of r: the Debezium envelope of a data
 // record, a schema-change envelope, or ErrNotData for markers.
 func (c *JSON) EncodeValue(r *schema.Record) ([]byte, error) {
+	return c.encodeValue(r, c.opts.Schemas)
+}
+
+// encodeValue is EncodeValue, with the envelope's schema when schemas.
+func (c *JSON) encodeValue(r *schema.Record, schemas bool) ([]byte, error) {
 	if err := checkOp(r); err != nil {
 		return nil, err
 	}
@@ -275,8 +308,12 @@ func (c *JSON) EncodeValue(r *schema.Record) ([]byte, error) {
 			n += 24 * int64(len(ee.p.fields)) * 2
 		}
 	}
-	b := make([]byte, 0, len(ee.prefix)+int(n+n/8))
-	b = append(b, ee.prefix...)
+	prefix := ee.prefix
+	if !schemas && c.opts.Schemas {
+		prefix = prefix[len(prefix)-1:] // the payload's opening brace
+	}
+	b := make([]byte, 0, len(prefix)+int(n+n/8))
+	b = append(b, prefix...)
 	b = append(b, `"before":`...)
 	if b, err = appendImage(b, ee.p, r.Before); err != nil {
 		return nil, fmt.Errorf("converter: before image of %s: %w", r.Table, err)
@@ -294,10 +331,10 @@ func (c *JSON) EncodeValue(r *schema.Record) ([]byte, error) {
 	b = append(b, `","ts_ms":`...)
 	b = appendTs(b, r.TsMs)
 	b = append(b, '}')
-	if c.opts.Schemas {
+	if schemas && c.opts.Schemas {
 		b = append(b, '}')
 	}
-	ee.last.Store(int64(len(b) - len(ee.prefix)))
+	ee.last.Store(int64(len(b) - len(prefix)))
 	return b, nil
 }
 

@@ -137,9 +137,50 @@ func (c *compactEncoder) compact(ctx context.Context, rec *schema.Record, key, v
 		}
 		c.splits[sk] = sp
 	}
+	if err := c.storeDueLocked(ctx, rec, sp); err != nil {
+		return nil, nil, "", false, err
+	}
+	// Copies: the message then holds the payload, not the whole envelope.
+	v = bytes.Clone(value[len(sp.valuePrefix) : len(value)-1])
+	if key != nil {
+		k = bytes.Clone(key[len(sp.keyPrefix) : len(key)-1])
+	}
+	return k, v, sp.id, true, nil
+}
+
+// payloadEncoder is an optional capability of a Codec (converter.JSON has
+// it): the payloads of a data record's envelopes, byte for byte, without
+// writing their schemas.
+type payloadEncoder interface {
+	EncodePayloads(r *schema.Record) (key, value []byte, err error)
+}
+
+// cached returns the schema ID of rec's split, hasKey telling whether rec
+// encodes with a key, storing the schemas again when due; ok false when
+// compact has not split a record of these schemas yet (the caller then
+// encodes the whole envelopes and calls compact, which makes the split).
+// The split holds for every record of the same schema objects: the codec
+// writes one schema envelope per schema object (schemas are not mutated
+// once used), which is what compact checked it against.
+func (c *compactEncoder) cached(ctx context.Context, rec *schema.Record, hasKey bool) (id string, ok bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sp := c.splits[splitKey{rec.KeySchema, rec.ValueSchema, hasKey}]
+	if sp == nil {
+		return "", false, nil
+	}
+	if err := c.storeDueLocked(ctx, rec, sp); err != nil {
+		return "", false, err
+	}
+	return sp.id, true, nil
+}
+
+// storeDueLocked stores sp's schemas unless they were stored less than
+// schemaResend ago; c.mu held.
+func (c *compactEncoder) storeDueLocked(ctx context.Context, rec *schema.Record, sp *compactSplit) error {
 	if last, done := c.sent[sp.id]; !done || time.Since(last) > schemaResend {
 		var ks []byte
-		if key != nil {
+		if sp.keyPrefix != nil {
 			ks = sp.keyPrefix[len(`{"schema":`) : len(sp.keyPrefix)-len(`,"payload":`)]
 		}
 		vs := sp.valuePrefix[len(`{"schema":`) : len(sp.valuePrefix)-len(`,"payload":`)]
@@ -151,19 +192,14 @@ func (c *compactEncoder) compact(ctx context.Context, rec *schema.Record, key, v
 		msg.WithKeys([]string{sp.id})
 		msg.WithProperty(SchemaProperty, sp.id)
 		if err := c.store(ctx, msg); err != nil {
-			return nil, nil, "", false, fmt.Errorf("rocketmq: store schema %s of %s in topic %q: %w", sp.id, rec.Table, c.topic, err)
+			return fmt.Errorf("rocketmq: store schema %s of %s in topic %q: %w", sp.id, rec.Table, c.topic, err)
 		}
 		if len(c.sent) >= maxCachedSplits {
 			clear(c.sent)
 		}
 		c.sent[sp.id] = time.Now()
 	}
-	// Copies: the message then holds the payload, not the whole envelope.
-	v = bytes.Clone(value[len(sp.valuePrefix) : len(value)-1])
-	if key != nil {
-		k = bytes.Clone(key[len(sp.keyPrefix) : len(key)-1])
-	}
-	return k, v, sp.id, true, nil
+	return nil
 }
 
 // maxCachedSplits bounds the encoder's caches; past it they start over.

@@ -268,3 +268,66 @@ func TestCompactKeyAfterTruncate(t *testing.T) {
 		})
 	}
 }
+
+// envelopeOnly hides the converter's EncodePayloads: the publisher then
+// cuts every record's payloads out of its whole envelopes.
+type envelopeOnly struct{ *converter.JSON }
+
+func (envelopeOnly) EncodePayloads() {} // not payloadEncoder's signature
+
+// TestCompactPayloadsAsCutFromEnvelopes: the compact formats' messages,
+// bodies and properties, and the schemas stored, are the same whether the
+// publisher writes payloads alone (converter.JSON's EncodePayloads) or cuts
+// them out of whole envelopes, for records of two tables, with and
+// without a key (TRUNCATEs among them), update images included.
+func TestCompactPayloadsAsCutFromEnvelopes(t *testing.T) {
+	var _ payloadEncoder = converter.NewJSON(converter.DefaultOptions())
+	if _, ok := any(envelopeOnly{}).(payloadEncoder); ok {
+		t.Fatal("envelopeOnly must not be a payloadEncoder")
+	}
+	recs := compactRecords()
+	var all []schema.Record
+	for i, r := range recs {
+		if i == 0 || i == 7 {
+			all = append(all, schema.Record{Op: schema.OpTruncate, Table: r.Table, KeySchema: r.KeySchema, ValueSchema: r.ValueSchema,
+				ID: nextTestID(), Source: r.Source})
+		}
+		all = append(all, r)
+	}
+	for _, format := range []string{FormatCompact, FormatPacked} {
+		t.Run(format, func(t *testing.T) {
+			sent := func(codec Codec) ([]schemaEntry, map[pk][]*primitive.MessageExt) {
+				f := newFakeSender()
+				p := testPublisher(t, f, func(c *Config) { c.Codec, c.Format = codec, format })
+				defer p.Close(context.Background())
+				publishAcked(t, p, all)
+				publishAcked(t, p, all) // the splits cached: payloads alone
+				return sentMessages(t, f)
+			}
+			wantStored, want := sent(envelopeOnly{converter.NewJSON(converter.DefaultOptions())})
+			gotStored, got := sent(converter.NewJSON(converter.DefaultOptions()))
+			if !reflect.DeepEqual(gotStored, wantStored) {
+				t.Fatalf("schemas stored %v, want %v", gotStored, wantStored)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d queues sent to, want %d", len(got), len(want))
+			}
+			n := 0
+			for q, ms := range want {
+				if len(got[q]) != len(ms) {
+					t.Fatalf("queue %v: %d messages, want %d", q, len(got[q]), len(ms))
+				}
+				for i, m := range ms {
+					g := got[q][i]
+					if !bytes.Equal(g.Body, m.Body) || !reflect.DeepEqual(g.GetProperties(), m.GetProperties()) {
+						t.Fatalf("queue %v message %d:\n%s %v\nwant\n%s %v", q, i, g.Body, g.GetProperties(), m.Body, m.GetProperties())
+					}
+					n++
+				}
+			}
+			if n == 0 {
+				t.Fatal("no message compared")
+			}
+		})
+	}
+}

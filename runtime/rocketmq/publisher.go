@@ -81,6 +81,9 @@ type Publisher struct {
 	sendCtx     context.Context
 	sendCancel  context.CancelFunc
 
+	// stats counts what the workers sent (SendStats).
+	stats struct{ sends, messages, records atomic.Int64 }
+
 	failed    atomic.Pointer[error] // first send failure: later sends are refused
 	ackErr    error                 // dispatcher only: first error acked
 	closeOnce sync.Once
@@ -191,6 +194,16 @@ type part struct {
 	q     queue
 	msgs  []*primitive.Message
 	sizes []int // messageSize of each message, measured once in Publish
+}
+
+// SendStats is what the publisher's sends confirmed so far: the client's
+// send calls, the messages they held, and the records handed to them (a
+// pack holds several; sent or not).
+type SendStats struct{ Sends, Messages, Records int64 }
+
+// SendStats reports what was sent so far (`sluice bench` reports it).
+func (p *Publisher) SendStats() SendStats {
+	return SendStats{p.stats.sends.Load(), p.stats.messages.Load(), p.stats.records.Load()}
 }
 
 // Publish encodes recs and hands them to the send workers; see
@@ -349,22 +362,50 @@ func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) err
 	return (&worker{p: p}).sendRetry(msg.Topic, q, []*primitive.Message{msg})
 }
 
+// encode returns rec's key and value as the message carries them, and
+// under the compact formats the ID of their schemas (empty otherwise).
+// Once a record of its schemas has been split, a compact record's payloads
+// are written alone when the codec can (payloadEncoder), not written with
+// their schemas to be cut out of them.
+func (p *Publisher) encode(ctx context.Context, rec *schema.Record) (key, val []byte, schemaRef string, err error) {
+	encodeErr := func(err error) error {
+		return fmt.Errorf("rocketmq: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
+	}
+	compact := p.compact != nil && rec.Op.IsData()
+	if pe, ok := p.cfg.Codec.(payloadEncoder); ok && compact && rec.ValueSchema != nil {
+		k, v, err := pe.EncodePayloads(rec)
+		if err != nil {
+			return nil, nil, "", encodeErr(err)
+		}
+		id, ok, err := p.compact.cached(ctx, rec, k != nil)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if ok {
+			return k, v, id, nil
+		}
+	}
+	if key, val, err = p.cfg.Codec.Encode(rec); err != nil {
+		return nil, nil, "", encodeErr(err)
+	}
+	if compact {
+		var ok bool
+		if key, val, schemaRef, ok, err = p.compact.compact(ctx, rec, key, val); err != nil {
+			return nil, nil, "", err
+		} else if !ok {
+			schemaRef = ""
+		}
+	}
+	return key, val, schemaRef, nil
+}
+
 // message encodes rec as topic's message and returns it with its size
 // (messageSize's figure, counted while the properties are set rather than
 // by marshalling them once more).
 func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, int, error) {
-	key, val, err := p.cfg.Codec.Encode(rec)
+	key, val, schemaRef, err := p.encode(ctx, rec)
 	if err != nil {
-		return nil, 0, fmt.Errorf("rocketmq: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
-	}
-	schemaRef := ""
-	if p.compact != nil && rec.Op.IsData() {
-		var ok bool
-		if key, val, schemaRef, ok, err = p.compact.compact(ctx, rec, key, val); err != nil {
-			return nil, 0, err
-		} else if !ok {
-			schemaRef = ""
-		}
+		return nil, 0, err
 	}
 	if len(val) == 0 {
 		return nil, 0, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
@@ -625,6 +666,7 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 		sizes = append(sizes, pt.sizes...)
 		ends[i] = len(msgs)
 	}
+	p.stats.records.Add(int64(len(msgs)))
 	if p.cfg.Format == FormatPacked {
 		// What is queued for the queue goes in packs, which may hold the
 		// records of several parts: a part is done once the pack of its
@@ -660,6 +702,8 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 			p.failed.CompareAndSwap(nil, &err)
 			break
 		}
+		p.stats.sends.Add(1)
+		p.stats.messages.Add(int64(n))
 		sent += n
 		for next < len(parts) && ends[next] <= sent {
 			parts[next].b.finish(nil)

@@ -19,6 +19,7 @@ import (
 // RoundTrip is what RawRoundTrip measured.
 type RoundTrip struct {
 	Messages int           // messages sent and read back
+	Sends    int           // the client's send calls (batches) that sent them
 	Bytes    int64         // their bodies and properties
 	Elapsed  time.Duration // from the first send to the last message read
 }
@@ -105,6 +106,7 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 			start += n
 		}
 		res.Messages += len(msgs)
+		res.Sends += len(bs)
 		batches = append(batches, bs)
 	}
 	if res.Messages == 0 {

@@ -98,11 +98,15 @@ type benchReport struct {
 	// sluice sends and an orderly consumer reading them back (rocketmq only).
 	RawBrokerSeconds float64 `json:"raw_broker_seconds,omitempty"`
 	RawBrokerBytes   int64   `json:"raw_broker_bytes,omitempty"` // bodies and properties
-	SluiceSeconds    float64 `json:"sluice_seconds"`             // end to end, catching up on the loaded binlog
-	SluicePeakRSSMiB float64 `json:"sluice_peak_rss_mib"`
-	SluicePeakHeap   float64 `json:"sluice_peak_heap_mib"`
-	SluiceBatches    int64   `json:"sluice_sink_batches"`      // sink transactions while catching up
-	SluiceSinkBusy   float64 `json:"sluice_sink_busy_seconds"` // summed over queues
+	// RawBrokerSends and SluiceSends: the send calls and messages of the
+	// raw round trip and of sluice's catch-up (rocketmq only).
+	RawBrokerSends   rocketmq.SendStats `json:"raw_broker_sends,omitzero"`
+	SluiceSends      rocketmq.SendStats `json:"sluice_sends,omitzero"`
+	SluiceSeconds    float64            `json:"sluice_seconds"` // end to end, catching up on the loaded binlog
+	SluicePeakRSSMiB float64            `json:"sluice_peak_rss_mib"`
+	SluicePeakHeap   float64            `json:"sluice_peak_heap_mib"`
+	SluiceBatches    int64              `json:"sluice_sink_batches"`      // sink transactions while catching up
+	SluiceSinkBusy   float64            `json:"sluice_sink_busy_seconds"` // summed over queues
 
 	SourceJSONSeconds float64         `json:"source_json_seconds"` // sluice's source and JSON converter alone
 	Debezium          *debeziumResult `json:"debezium,omitempty"`
@@ -301,6 +305,7 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	rep.SluiceSeconds = time.Since(t0).Seconds()
 	done()
 	rep.SluiceBatches = live.sink.batches.Load()
+	rep.SluiceSends = live.sends()
 	rep.SluiceSinkBusy = time.Duration(live.sink.busy.Load()).Seconds()
 	stopProfile()
 	stopTrace()
@@ -486,6 +491,14 @@ func benchVerify(ctx context.Context, src, tgt *sql.DB) (string, error) {
 	return fmt.Sprintf("%d rows equal (md5 of every column: %s)", srcN, srcSum), nil
 }
 
+// sendsText is a SendStats in words.
+func sendsText(s rocketmq.SendStats) string {
+	if s.Sends == 0 {
+		return "no sends"
+	}
+	return fmt.Sprintf("%d sends of %d messages (%.1f messages a send)", s.Sends, s.Messages, float64(s.Messages)/float64(s.Sends))
+}
+
 // benchPipeline is sluice running the bench table, built from a config as
 // `sluice run` builds it.
 type benchPipeline struct {
@@ -493,8 +506,18 @@ type benchPipeline struct {
 	name   string
 	sink   *countingSink
 	trace  *lagTrace
+	pub    atomic.Pointer[rocketmq.Publisher] // set with the RocketMQ transport
 	cancel context.CancelFunc
 	once   sync.Once
+}
+
+// sends is what the pipeline's RocketMQ publisher sent (since its last
+// start); zero on the embedded transport.
+func (b *benchPipeline) sends() rocketmq.SendStats {
+	if p := b.pub.Load(); p != nil {
+		return p.SendStats()
+	}
+	return rocketmq.SendStats{}
 }
 
 func (b *benchPipeline) stop() {
@@ -550,6 +573,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 	trace := newLagTrace()
 	counting.trace = trace
 	quiet := log.With("component", "bench-pipeline")
+	bp := &benchPipeline{name: name, sink: counting, trace: trace}
 	w := runtime.NewWorker(quiet)
 	w.Add(name, nil, func(ctx context.Context) (*runtime.Pipeline, error) {
 		p, err := Build(ctx, cfg, "", quiet)
@@ -558,6 +582,9 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		}
 		counting.Sink = p.Sink
 		p.Sink = counting
+		if rp, ok := p.Publisher.(*rocketmq.Publisher); ok {
+			bp.pub.Store(rp)
+		}
 		if p.Source != nil {
 			p.Source = tracedSource{p.Source, trace}
 			p.Publisher = tracedPublisher{p.Publisher, trace}
@@ -572,7 +599,8 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		cancel()
 		return nil, err
 	}
-	return &benchPipeline{w: w, name: name, sink: counting, trace: trace, cancel: cancel}, nil
+	bp.w, bp.cancel = w, cancel
+	return bp, nil
 }
 
 // countingSink counts the data records the real sink applied and measures,
@@ -824,11 +852,14 @@ func printBenchReport(w io.Writer, r *benchReport) {
 	row("raw target: lib/pq COPY + COPY merge", r.RawTargetSeconds, "")
 	limit := max(r.RawSourceSeconds, r.RawTargetSeconds)
 	if r.RawBrokerSeconds > 0 {
-		row("raw broker: Go client send + orderly read", r.RawBrokerSeconds, fmt.Sprintf("%.0f bytes a record", float64(r.RawBrokerBytes)/float64(r.Events)))
+		row("raw broker: Go client send + orderly read", r.RawBrokerSeconds, fmt.Sprintf("%.0f bytes a record; %s", float64(r.RawBrokerBytes)/float64(r.Events), sendsText(r.RawBrokerSends)))
 		limit = max(limit, r.RawBrokerSeconds)
 	}
 	row("sluice end to end (catch-up)", r.SluiceSeconds, fmt.Sprintf("%.2f of the slowest raw side; %d sink transactions busy %.2f s; peak RSS %.0f MiB, heap %.0f MiB",
 		limit/r.SluiceSeconds, r.SluiceBatches, r.SluiceSinkBusy, r.SluicePeakRSSMiB, r.SluicePeakHeap))
+	if r.SluiceSends.Sends > 0 {
+		fmt.Fprintf(w, "%-44s %9s %10s  %s\n", "  sluice's sends (catch-up)", "", "", sendsText(r.SluiceSends))
+	}
 	row("sluice source + Debezium JSON", r.SourceJSONSeconds, "")
 	if d := r.Debezium; d != nil {
 		fmt.Fprintf(w, "%-44s %9.2f %10s  sluice is %.2fx its rate; Debezium peak RSS %.0f MiB (%.1f s from engine start)\n",

@@ -52,6 +52,7 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 	done()
 	if rep != nil {
 		rep.RawBrokerSeconds, rep.RawBrokerBytes = rt.Elapsed.Seconds(), rt.Bytes
+		rep.RawBrokerSends = rocketmq.SendStats{Sends: int64(rt.Sends), Messages: int64(rt.Messages)}
 	}
 	// The records and messages are garbage now: give their memory back.
 	recs = nil
