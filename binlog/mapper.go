@@ -411,6 +411,9 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	if len(e.Rows)%step != 0 {
 		return out, fmt.Errorf("%w: update event of %s with an odd number of row images", ErrUnsupported, ti.id)
 	}
+	// A record per row (two for a changed key): grown once, not doubled
+	// and copied as it fills (a record is 384 bytes).
+	out = slices.Grow(out, len(e.Rows)/step)
 	for i := 0; i+step <= len(e.Rows); i += step {
 		img, err := m.row(ti, e.Rows[i])
 		if err != nil {

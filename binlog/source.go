@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -672,7 +673,7 @@ gather:
 				s.fail(b.err) // returned by the next Read
 				return out, nil
 			}
-			out = append(out, b.recs...)
+			out = appendBatch(out, b.recs)
 			continue
 		default:
 		}
@@ -689,7 +690,7 @@ gather:
 				s.fail(b.err)
 				return out, nil
 			}
-			out = append(out, b.recs...)
+			out = appendBatch(out, b.recs)
 		case <-done:
 			break gather
 		case <-ctx.Done():
@@ -713,6 +714,17 @@ func insideTx(recs []schema.Record) bool {
 	}
 	last := &recs[len(recs)-1]
 	return last.Position == nil && last.Transaction != nil && last.Transaction.ID != ""
+}
+
+// appendBatch appends recs to a Read batch out, growing it once to a full
+// batch's size rather than doubling and copying it as it fills (a record
+// is 384 bytes). out is never the reader's slice after this: the first
+// growth copies it.
+func appendBatch(out, recs []schema.Record) []schema.Record {
+	if len(out)+len(recs) > cap(out) {
+		out = slices.Grow(out, max(maxBatch, 2*len(out))+len(recs)-len(out))
+	}
+	return append(out, recs...)
 }
 
 // batchEnd is where a Read batch ends: all of recs up to maxBatch records;
