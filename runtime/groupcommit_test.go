@@ -19,20 +19,38 @@ func queueBatch(queue, n int) []schema.Record {
 	return out
 }
 
-// blockingWrites records every Write and holds each until released.
+// blockingWrites records every Write and holds each until released: any
+// one of them by a send on release, the i-th to start by finish(i).
 type blockingWrites struct {
 	mu      sync.Mutex
 	writes  [][]schema.Record
+	gates   []chan error
 	started chan struct{}
 	release chan error
 }
 
 func (b *blockingWrites) write(ctx context.Context, recs []schema.Record) error {
+	gate := make(chan error, 1)
 	b.mu.Lock()
 	b.writes = append(b.writes, recs)
+	b.gates = append(b.gates, gate)
 	b.mu.Unlock()
 	b.started <- struct{}{}
-	return <-b.release
+	select {
+	case err := <-b.release:
+		return err
+	case err := <-gate:
+		return err
+	}
+}
+
+// finish ends the i-th Write to start with err. A send on release would
+// end whichever of the held Writes took it first.
+func (b *blockingWrites) finish(i int, err error) {
+	b.mu.Lock()
+	gate := b.gates[i]
+	b.mu.Unlock()
+	gate <- err
 }
 
 func waitWaiting(t *testing.T, g *groupCommit, n int) {
@@ -66,18 +84,18 @@ func TestGroupCommitJoinsWaitingBatches(t *testing.T) {
 	barrier := []schema.Record{{Op: schema.OpTruncate, Table: schema.TableID{Database: "d", Table: "t"}, Delivery: &schema.Delivery{Topic: "t", Queue: 4}}}
 	go func() { errs <- g.Write(ctx, barrier) }()
 	<-b.started // written at once, beside the busy lane
-	b.release <- nil
+	b.finish(1, nil)
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
 
-	b.release <- nil // queue 0's Write ends: the three waiting go as one
+	b.finish(0, nil) // queue 0's Write ends: the three waiting go as one
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
 	<-b.started
 	boom := errors.New("target down")
-	b.release <- boom
+	b.finish(2, boom)
 	for range 3 {
 		if err := <-errs; !errors.Is(err, boom) {
 			t.Fatalf("a joined batch returned %v, want the joined Write's error", err)
