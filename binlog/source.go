@@ -718,8 +718,7 @@ func insideTx(recs []schema.Record) bool {
 
 // appendBatch appends recs to a Read batch out, growing it once to a full
 // batch's size rather than doubling and copying it as it fills (a record
-// is 384 bytes). out is never the reader's slice after this: the first
-// growth copies it.
+// is 384 bytes).
 func appendBatch(out, recs []schema.Record) []schema.Record {
 	if len(out)+len(recs) > cap(out) {
 		out = slices.Grow(out, max(maxBatch, 2*len(out))+len(recs)-len(out))

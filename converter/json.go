@@ -107,7 +107,8 @@ func (c *JSON) Encode(r *schema.Record) (key, value []byte, err error) {
 // byte (without Options.Schemas, what Encode writes). The compact RocketMQ
 // formats, which send schemas by reference, use it so that no record pays
 // for writing and then cutting off its schemas (about 4 KiB a record for
-// ten columns). Records other than data records are refused (ErrValue).
+// the five columns of `sluice bench`). Records other than data records are
+// refused (ErrValue).
 func (c *JSON) EncodePayloads(r *schema.Record) (key, value []byte, err error) {
 	if !r.Op.IsData() {
 		return nil, nil, fmt.Errorf("%w: payloads of a %s record: only data records have them", ErrValue, r.Op)
@@ -126,7 +127,8 @@ func (c *JSON) EncodeKey(r *schema.Record) ([]byte, error) {
 	return c.encodeKey(r, c.opts.Schemas)
 }
 
-// encodeKey is EncodeKey, with the key's schema envelope when schemas.
+// encodeKey is EncodeKey, with the key's schema envelope when schemas
+// (which needs Options.Schemas: the envelope is cached only then).
 func (c *JSON) encodeKey(r *schema.Record, schemas bool) ([]byte, error) {
 	if err := checkOp(r); err != nil {
 		return nil, err
@@ -158,7 +160,7 @@ func (c *JSON) encodeKey(r *schema.Record, schemas bool) ([]byte, error) {
 	} else if b, err = appendRow(b, ke.p, r.Key); err != nil {
 		return nil, fmt.Errorf("converter: key of %s: %w", r.Table, err)
 	}
-	if schemas && c.opts.Schemas {
+	if schemas {
 		b = append(b, '}')
 	}
 	return b, nil
@@ -289,7 +291,8 @@ func (c *JSON) EncodeValue(r *schema.Record) ([]byte, error) {
 	return c.encodeValue(r, c.opts.Schemas)
 }
 
-// encodeValue is EncodeValue, with the envelope's schema when schemas.
+// encodeValue is EncodeValue, with the envelope's schema when schemas
+// (which needs Options.Schemas, as encodeKey).
 func (c *JSON) encodeValue(r *schema.Record, schemas bool) ([]byte, error) {
 	if err := checkOp(r); err != nil {
 		return nil, err
@@ -309,8 +312,8 @@ func (c *JSON) encodeValue(r *schema.Record, schemas bool) ([]byte, error) {
 		}
 	}
 	prefix := ee.prefix
-	if !schemas && c.opts.Schemas {
-		prefix = prefix[len(prefix)-1:] // the payload's opening brace
+	if !schemas {
+		prefix = prefix[len(prefix)-1:] // the payload's opening brace (all of it without Options.Schemas)
 	}
 	b := make([]byte, 0, len(prefix)+int(n+n/8))
 	b = append(b, prefix...)
@@ -331,7 +334,7 @@ func (c *JSON) encodeValue(r *schema.Record, schemas bool) ([]byte, error) {
 	b = append(b, `","ts_ms":`...)
 	b = appendTs(b, r.TsMs)
 	b = append(b, '}')
-	if schemas && c.opts.Schemas {
+	if schemas {
 		b = append(b, '}')
 	}
 	ee.last.Store(int64(len(b) - len(prefix)))

@@ -82,7 +82,7 @@ type Publisher struct {
 	sendCancel  context.CancelFunc
 
 	// stats counts what the workers sent (SendStats).
-	stats struct{ sends, messages, records atomic.Int64 }
+	stats struct{ sends, messages atomic.Int64 }
 
 	failed    atomic.Pointer[error] // first send failure: later sends are refused
 	ackErr    error                 // dispatcher only: first error acked
@@ -197,13 +197,12 @@ type part struct {
 }
 
 // SendStats is what the publisher's sends confirmed so far: the client's
-// send calls, the messages they held, and the records handed to them (a
-// pack holds several; sent or not).
-type SendStats struct{ Sends, Messages, Records int64 }
+// send calls and the messages they held.
+type SendStats struct{ Sends, Messages int64 }
 
 // SendStats reports what was sent so far (`sluice bench` reports it).
 func (p *Publisher) SendStats() SendStats {
-	return SendStats{p.stats.sends.Load(), p.stats.messages.Load(), p.stats.records.Load()}
+	return SendStats{p.stats.sends.Load(), p.stats.messages.Load()}
 }
 
 // Publish encodes recs and hands them to the send workers; see
@@ -666,7 +665,6 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 		sizes = append(sizes, pt.sizes...)
 		ends[i] = len(msgs)
 	}
-	p.stats.records.Add(int64(len(msgs)))
 	if p.cfg.Format == FormatPacked {
 		// What is queued for the queue goes in packs, which may hold the
 		// records of several parts: a part is done once the pack of its
