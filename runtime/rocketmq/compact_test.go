@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,6 +276,17 @@ type envelopeOnly struct{ *converter.JSON }
 
 func (envelopeOnly) EncodePayloads() {} // not payloadEncoder's signature
 
+// countingPayloads counts the converter's EncodePayloads calls.
+type countingPayloads struct {
+	*converter.JSON
+	n *atomic.Int64
+}
+
+func (c countingPayloads) EncodePayloads(r *schema.Record) (key, value []byte, err error) {
+	c.n.Add(1)
+	return c.JSON.EncodePayloads(r)
+}
+
 // TestCompactPayloadsAsCutFromEnvelopes: the compact formats' messages,
 // bodies and properties, and the schemas stored, are the same whether the
 // publisher writes payloads alone (converter.JSON's EncodePayloads) or cuts
@@ -305,7 +317,11 @@ func TestCompactPayloadsAsCutFromEnvelopes(t *testing.T) {
 				return sentMessages(t, f)
 			}
 			wantStored, want := sent(envelopeOnly{converter.NewJSON(converter.DefaultOptions())})
-			gotStored, got := sent(converter.NewJSON(converter.DefaultOptions()))
+			var calls atomic.Int64
+			gotStored, got := sent(countingPayloads{converter.NewJSON(converter.DefaultOptions()), &calls})
+			if n := calls.Load(); n < int64(len(all)) { // at least the second Publish's
+				t.Fatalf("EncodePayloads ran %d times for two Publish calls of %d records: the payload path was not taken", n, len(all))
+			}
 			if !reflect.DeepEqual(gotStored, wantStored) {
 				t.Fatalf("schemas stored %v, want %v", gotStored, wantStored)
 			}
