@@ -37,7 +37,7 @@ func fixtureEvents(t testing.TB) []*replication.BinlogEvent {
 func newParser() *replication.BinlogParser {
 	p := replication.NewBinlogParser()
 	p.SetFlavor(FlavorMariaDB)
-	p.SetUseDecimal(true)
+	p.SetUseDecimal(false) // as Source.syncerConfig
 	p.SetParseTime(true)
 	return p
 }

@@ -388,7 +388,11 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 	return replication.BinlogSyncerConfig{
 		ServerID: s.cfg.ServerID, Flavor: s.cfg.Flavor,
 		Host: s.cfg.Host, Port: uint16(s.cfg.Port), User: s.cfg.User, Password: s.cfg.Password,
-		UseDecimal: true, ParseTime: true,
+		// DECIMAL as go-mysql's exact text (every declared fraction
+		// digit): convert parses it once into a schema.Dec. UseDecimal
+		// would parse it into a shopspring Decimal first, only to have it
+		// printed back for that.
+		UseDecimal: false, ParseTime: true,
 		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
 		// MariaDB 11.4 may send events with log pos 0; record IDs are built

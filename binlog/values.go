@@ -9,10 +9,10 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// convert turns one value decoded by go-mysql (with UseDecimal and
-// ParseTime) into the Go representation documented in package schema. It
-// never keeps a reference to v's memory, which may belong to the event
-// buffer.
+// convert turns one value decoded by go-mysql (with ParseTime; DECIMAL as
+// text or a fmt.Stringer) into the Go representation documented in package
+// schema. It never keeps a reference to v's memory, which may belong to the
+// event buffer.
 func convert(c *column, v any, zeroAsNull bool) (any, error) {
 	if v == nil {
 		return nil, nil

@@ -33,6 +33,16 @@ func ParseDec(s string) (Dec, error) {
 			return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
 		}
 	}
+	if len(digits) <= 18 { // fits an int64: no big-number parsing
+		v, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil {
+			return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
+		}
+		if neg {
+			v = -v
+		}
+		return Dec{Unscaled: big.NewInt(v), Scale: int32(len(frac))}, nil
+	}
 	u, ok := new(big.Int).SetString(digits, 10)
 	if !ok {
 		return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)

@@ -61,3 +61,45 @@ func FuzzDecString(f *testing.F) {
 		}
 	})
 }
+
+// refParse is ParseDec without its int64 fast path: every literal through
+// big.Int.
+func refParse(s string) (Dec, bool) {
+	neg := strings.HasPrefix(s, "-")
+	if neg || strings.HasPrefix(s, "+") {
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	digits := intPart + frac
+	if digits == "" || len(digits) > 200 || strings.Trim(digits, "0123456789") != "" {
+		return Dec{}, false
+	}
+	u, ok := new(big.Int).SetString(digits, 10)
+	if !ok {
+		return Dec{}, false
+	}
+	if neg {
+		u.Neg(u)
+	}
+	return Dec{Unscaled: u, Scale: int32(len(frac))}, true
+}
+
+// ParseDec's int64 fast path (up to 18 digits) gives what big.Int parsing
+// gives: the same number, the same scale, the same refusals.
+func FuzzParseDec(f *testing.F) {
+	for _, s := range []string{"0", "-0", "-0.00", "+5", "1.", ".5", ".", "-", "", "1.2.3", "0x10", "1e5", " 1",
+		"000000000000000000123.45", "999999999999999999", "-999999999999999999", "9999999999999999999",
+		"-99999999999999999.9", "123456789012345678.9", "-9223372036854775808", "1_000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseDec(s)
+		want, ok := refParse(s)
+		if (err == nil) != ok {
+			t.Fatalf("ParseDec(%q) err = %v, reference ok = %v", s, err, ok)
+		}
+		if ok && (!got.Equal(want) || got.String() != want.String()) {
+			t.Fatalf("ParseDec(%q) = %s (scale %d), want %s (scale %d)", s, got, got.Scale, want, want.Scale)
+		}
+	})
+}
