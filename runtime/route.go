@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"hash/fnv"
 	"maps"
 	"strconv"
 
@@ -25,13 +24,27 @@ func QueueForKey(table schema.TableID, key string, queues int) int {
 	if queues <= 1 {
 		return 0
 	}
-	h := fnv.New32a()
-	h.Write([]byte(table.Database))
-	h.Write([]byte{'.'})
-	h.Write([]byte(table.Table))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(queues))
+	h := fnv32a(fnvOffset32, table.Database)
+	h = fnv32a(h, ".")
+	h = fnv32a(h, table.Table)
+	h = fnv32a(h, "\x00")
+	h = fnv32a(h, key)
+	return int(h % uint32(queues))
+}
+
+// FNV-1a, 32 bits (what hash/fnv's New32a computes), over strings without
+// converting them to bytes: QueueForKey runs for every record.
+const (
+	fnvOffset32 = 2166136261
+	fnvPrime32  = 16777619
+)
+
+func fnv32a(h uint32, s string) uint32 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= fnvPrime32
+	}
+	return h
 }
 
 // QueuesFor returns the queues among n that r goes to: the one QueueFor

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"hash/fnv"
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -21,4 +22,28 @@ func TestQueuesFor(t *testing.T) {
 			t.Errorf("%s of %q: queues %v, want %d", c.r.Op, c.r.Table, got, c.want)
 		}
 	}
+}
+
+// QueueForKey's inlined FNV-1a is hash/fnv's New32a over the same bytes:
+// the queue of every key stays where earlier versions put it.
+func FuzzQueueForKeyIsFNV32a(f *testing.F) {
+	f.Add("db", "t", "1", 8)
+	f.Add("", "", "", 2)
+	f.Add("ünï", "tbl", "a|b\\c", 7)
+	f.Fuzz(func(t *testing.T, db, table, key string, queues int) {
+		queues = 2 + abs(queues%64)
+		h := fnv.New32a()
+		h.Write([]byte(db + "." + table + "\x00" + key))
+		want := int(h.Sum32() % uint32(queues))
+		if got := QueueForKey(schema.TableID{Database: db, Table: table}, key, queues); got != want {
+			t.Fatalf("QueueForKey(%q.%q, %q, %d) = %d, want %d", db, table, key, queues, got, want)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -245,28 +247,47 @@ func (r *Record) KeyString() string {
 	if len(r.Key) == 0 {
 		return ""
 	}
-	var b strings.Builder
+	var tmp [64]byte
+	b := tmp[:0]
 	for i, v := range r.Key {
 		if i > 0 {
-			b.WriteByte('|')
+			b = append(b, '|')
 		}
-		writeKeyValue(&b, v)
+		b = appendKeyValue(b, v)
 	}
-	return b.String()
+	return string(b)
 }
 
-func writeKeyValue(b *strings.Builder, v any) {
+// keyEscaper escapes the separator in string key columns.
+var keyEscaper = strings.NewReplacer("\\", "\\\\", "|", "\\|")
+
+// appendKeyValue appends v's text in a key: fmt's %v (%x for bytes), written
+// without fmt for the types keys usually have.
+func appendKeyValue(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("\\N")
+		return append(b, "\\N"...)
+	case int64:
+		return strconv.AppendInt(b, x, 10)
+	case uint64:
+		return strconv.AppendUint(b, x, 10)
+	case int:
+		return strconv.AppendInt(b, int64(x), 10)
+	case Dec:
+		return x.Append(b)
 	case []byte:
-		fmt.Fprintf(b, "%x", x)
+		return hex.AppendEncode(b, x)
 	case Geom:
-		fmt.Fprintf(b, "%d:%x", x.SRID, x.WKB)
+		b = strconv.AppendUint(b, uint64(x.SRID), 10)
+		b = append(b, ':')
+		return hex.AppendEncode(b, x.WKB)
 	case string:
-		b.WriteString(strings.NewReplacer("\\", "\\\\", "|", "\\|").Replace(x))
+		if !strings.ContainsAny(x, "\\|") {
+			return append(b, x...)
+		}
+		return append(b, keyEscaper.Replace(x)...)
 	default:
-		fmt.Fprint(b, x)
+		return fmt.Append(b, x)
 	}
 }
 
