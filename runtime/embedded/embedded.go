@@ -81,12 +81,23 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack runt
 		return runtime.ErrClosed
 	}
 	n := len(p.e.queues)
-	split := make([][]schema.Record, n)
 	queueOf := make([]int, len(recs))
+	sizes := make([]int, n) // an upper bound of each queue's records
+	shared := 0             // barriers and commits: on any queue
 	for i := range recs {
-		if !recs[i].Op.IsMarker() {
+		switch {
+		case recs[i].Op.IsMarker():
+			shared++
+		case recs[i].IsBarrier():
+			shared++
+		default:
 			queueOf[i] = runtime.QueueFor(&recs[i], n)
+			sizes[queueOf[i]]++
 		}
+	}
+	split := make([][]schema.Record, n)
+	for q := range split {
+		split[q] = make([]schema.Record, 0, sizes[q]+shared)
 	}
 	// Barriers go to every queue, their copies marked as transaction ends.
 	ends := runtime.TransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], !recs[i].IsBarrier() })
