@@ -337,6 +337,33 @@ func decodeText(b []byte, cs string) string {
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
+// decodeTextString is decodeText of a string that may alias a buffer
+// (go-mysql's row values): text that needs no decoding is copied once,
+// not converted to bytes and back.
+func decodeTextString(s string, cs string) string {
+	switch cs {
+	case csUCS2, csUTF16, csUTF16LE, csUTF32: // ASCII bytes are not ASCII text there
+	default:
+		if singleByte[cs] == nil && multiByte[cs] == nil {
+			if utf8.ValidString(s) {
+				return strings.Clone(s)
+			}
+		} else if isASCIIString(s) {
+			return strings.Clone(s)
+		}
+	}
+	return decodeText([]byte(s), cs)
+}
+
+func isASCIIString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 func isASCII(b []byte) bool {
 	for _, c := range b {
 		if c >= 0x80 {

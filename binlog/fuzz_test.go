@@ -143,7 +143,8 @@ func FuzzParseDDL(f *testing.F) {
 }
 
 // FuzzDecodeText decodes arbitrary bytes in every supported charset: the
-// result is valid UTF-8, never a panic, and pure ASCII comes out as is.
+// result is valid UTF-8, never a panic, pure ASCII comes out as is, and
+// decodeTextString of the same bytes gives the same text.
 func FuzzDecodeText(f *testing.F) {
 	names := []string{csBinary, csUTF8MB4, csUTF8MB3, csASCII, csUCS2, csUTF16, csUTF16LE, csUTF32}
 	for cs := range singleByte {
@@ -159,6 +160,9 @@ func FuzzDecodeText(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		cs := names[int(which)%len(names)]
 		s := decodeText(b, cs)
+		if s2 := decodeTextString(string(b), cs); s2 != s {
+			t.Fatalf("%s %x: decodeTextString %q, decodeText %q", cs, b, s2, s)
+		}
 		if !utf8.ValidString(s) {
 			t.Fatalf("%s %x: invalid UTF-8 %q", cs, b, s)
 		}

@@ -527,7 +527,34 @@ func keyText(k schema.Row) string {
 	return r.KeyString()
 }
 
-func sameKey(a, b schema.Row) bool { return keyText(a) == keyText(b) }
+// sameKey is keyText(a) == keyText(b), without the texts when the columns
+// are numbers or strings of the same type.
+func sameKey(a, b schema.Row) bool {
+	if len(a) != len(b) {
+		return keyText(a) == keyText(b)
+	}
+	for i := range a {
+		eq, typed := false, false
+		switch x := a[i].(type) {
+		case int64:
+			y, ok := b[i].(int64)
+			eq, typed = x == y, ok
+		case uint64:
+			y, ok := b[i].(uint64)
+			eq, typed = x == y, ok
+		case string:
+			y, ok := b[i].(string)
+			eq, typed = x == y, ok
+		}
+		if !typed {
+			return keyText(a) == keyText(b)
+		}
+		if !eq {
+			return false
+		}
+	}
+	return true
+}
 
 // isNoise reports statements that are not schema changes but still come
 // as their own transaction.

@@ -162,3 +162,19 @@ func TestMapFixtureGolden(t *testing.T) {
 	recs := mapAll(t, fixtureMapper(t), fixtureEvents(t))
 	checkGolden(t, "mariadb-10.11.records.golden", renderRecords(recs))
 }
+
+// sameKey answers as comparing keyText's texts does, for the typed fast
+// cases, mixed types and the fallback.
+func TestSameKeyAsKeyText(t *testing.T) {
+	vals := []any{int64(1), int64(2), uint64(1), "1", "a|b", "", []byte("1"), schema.MustDec("1.0"), nil, 1.0}
+	for _, a := range vals {
+		for _, b := range vals {
+			for _, pair := range [][2]schema.Row{{{a}, {b}}, {{int64(7), a}, {int64(7), b}}, {{a, "x"}, {b, "y"}}, {{a}, {a, b}}} {
+				want := keyText(pair[0]) == keyText(pair[1])
+				if got := sameKey(pair[0], pair[1]); got != want {
+					t.Errorf("sameKey(%#v, %#v) = %v, keyText says %v", pair[0], pair[1], got, want)
+				}
+			}
+		}
+	}
+}

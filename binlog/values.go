@@ -135,7 +135,7 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 	case kString:
 		switch x := v.(type) {
 		case string:
-			return decodeText([]byte(x), c.charset), nil
+			return decodeTextString(x, c.charset), nil
 		case []byte:
 			return decodeText(x, c.charset), nil
 		}
@@ -183,7 +183,7 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 		switch x := v.(type) {
 		case string:
 			if c.charset != "" { // MariaDB's JSON: LONGTEXT
-				return decodeText([]byte(x), c.charset), nil
+				return decodeTextString(x, c.charset), nil
 			}
 			return strings.Clone(x), nil
 		case []byte:

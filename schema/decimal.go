@@ -24,24 +24,31 @@ func ParseDec(s string) (Dec, error) {
 		s = s[1:]
 	}
 	intPart, frac, _ := strings.Cut(s, ".")
-	digits := intPart + frac
-	if digits == "" || len(digits) > 200 {
+	n := len(intPart) + len(frac)
+	if n == 0 || n > 200 {
 		return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
 	}
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
-		}
-	}
-	if len(digits) <= 18 { // fits an int64: no big-number parsing
-		v, err := strconv.ParseInt(digits, 10, 64)
-		if err != nil {
-			return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
+	if n <= 18 { // fits an int64: no big-number parsing
+		var v int64
+		for _, part := range [2]string{intPart, frac} {
+			for i := 0; i < len(part); i++ {
+				c := part[i]
+				if c < '0' || c > '9' {
+					return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
+				}
+				v = v*10 + int64(c-'0')
+			}
 		}
 		if neg {
 			v = -v
 		}
 		return Dec{Unscaled: big.NewInt(v), Scale: int32(len(frac))}, nil
+	}
+	digits := intPart + frac
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return Dec{}, fmt.Errorf("schema: invalid decimal %q", orig)
+		}
 	}
 	u, ok := new(big.Int).SetString(digits, 10)
 	if !ok {

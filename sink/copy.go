@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -44,10 +45,11 @@ func (s *Sink) copyUpsert(ctx context.Context, tx *txn, cp dialect.Copier, t tar
 // copyInto COPYs the after images of g into the table named into, through
 // the driver connection.
 func (s *Sink) copyInto(ctx context.Context, tx *txn, cp dialect.Copier, into string, t target, g *rowGroup) error {
+	var vals []any // one row's, reused: CopyIn is done with a row before asking for the next
 	err := tx.conn.Raw(func(dc any) error {
 		return cp.CopyIn(ctx, dc, into, g.cols, len(g.recs), func(i int) ([]any, error) {
 			r := g.recs[i]
-			vals := make([]any, len(r.ValueSchema.Fields))
+			vals = slices.Grow(vals[:0], len(r.ValueSchema.Fields))[:len(r.ValueSchema.Fields)]
 			for j, f := range r.ValueSchema.Fields {
 				v, err := s.value(g.view, f, r.After[j])
 				if err != nil {

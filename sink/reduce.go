@@ -39,6 +39,77 @@ type tablePlan struct {
 	// keylessSkipped counts updates and deletes of a table without key left
 	// out by KeylessMode "append".
 	keylessSkipped int
+	// keys is where the key columns of the last record's schemas are.
+	keys keyLayout
+}
+
+// keyLayout is the key columns of a pair of key and value schemas and
+// their positions in the value schema (-1 where absent): the same for every
+// record of a table version, so it is worked out once per version.
+type keyLayout struct {
+	keySchema, valueSchema *schema.Schema
+	cols                   []string
+	idx                    []int
+}
+
+// keyLayout returns r's key layout, kept while r's schemas are the last ones.
+func (tp *tablePlan) keyLayout(r *schema.Record) *keyLayout {
+	kl := &tp.keys
+	if kl.cols != nil && kl.keySchema == r.KeySchema && kl.valueSchema == r.ValueSchema {
+		return kl
+	}
+	kl.keySchema, kl.valueSchema = r.KeySchema, r.ValueSchema
+	kl.cols = keyColumns(r)
+	kl.idx = make([]int, len(kl.cols))
+	for i, c := range kl.cols {
+		kl.idx[i] = -1
+		if r.ValueSchema != nil {
+			kl.idx[i] = r.ValueSchema.FieldIndex(c)
+		}
+	}
+	return kl
+}
+
+// key takes the key columns' values out of a full row image.
+func (kl *keyLayout) key(row schema.Row) ([]any, error) {
+	key := make([]any, len(kl.idx))
+	for i, j := range kl.idx {
+		if j < 0 || j >= len(row) {
+			return nil, fatal(fmt.Errorf("%w: key column %q is not in the row", ErrSchema, kl.cols[i]))
+		}
+		if row[j] == nil {
+			return nil, fatal(fmt.Errorf("%w: key column %q is NULL", ErrValue, kl.cols[i]))
+		}
+		key[i] = row[j]
+	}
+	return key, nil
+}
+
+// sameKey is keyString(cols, a) == keyString(cols, b), without building
+// the strings for the usual column types.
+func sameKey(cols []string, a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		switch x := a[i].(type) {
+		case int64:
+			if y, ok := b[i].(int64); !ok || x != y {
+				return false
+			}
+		case uint64:
+			if y, ok := b[i].(uint64); !ok || x != y {
+				return false
+			}
+		case string:
+			if y, ok := b[i].(string); !ok || x != y {
+				return false
+			}
+		default:
+			return keyString(cols, a) == keyString(cols, b)
+		}
+	}
+	return true
 }
 
 // plan is the reduced form of a batch: applying it gives the same table
@@ -201,16 +272,18 @@ func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o re
 				tp.inserts = append(tp.inserts, r)
 				continue
 			}
-			cols, newKey, err := keyFromRow(r, r.After)
+			kl := tp.keyLayout(r)
+			cols := kl.cols
+			newKey, err := kl.key(r.After)
 			if err != nil {
 				return nil, bad(err)
 			}
 			if r.Op == schema.OpUpdate && r.Before != nil && len(r.Before) == len(r.ValueSchema.Fields) {
-				_, oldKey, err := keyFromRow(r, r.Before)
+				oldKey, err := kl.key(r.Before)
 				if err != nil {
 					return nil, bad(err)
 				}
-				if keyString(cols, oldKey) != keyString(cols, newKey) {
+				if !sameKey(cols, oldKey, newKey) {
 					tp.set(&change{del: true, keyCols: cols, key: oldKey, rec: r})
 				}
 			}
@@ -224,7 +297,7 @@ func reduceWith(recs []schema.Record, targetOf func(schema.TableID) target, o re
 				}
 				continue
 			}
-			cols, key, err := deleteKey(r)
+			cols, key, err := deleteKey(tp.keyLayout(r), r)
 			if err != nil {
 				return nil, bad(err)
 			}
@@ -262,8 +335,8 @@ func keyFromRow(r *schema.Record, row schema.Row) ([]string, []any, error) {
 }
 
 // deleteKey finds the key of a delete: Key when complete, else Before.
-func deleteKey(r *schema.Record) ([]string, []any, error) {
-	cols := keyColumns(r)
+func deleteKey(kl *keyLayout, r *schema.Record) ([]string, []any, error) {
+	cols := kl.cols
 	if len(r.Key) == len(cols) {
 		for i, v := range r.Key {
 			if v == nil {
@@ -275,7 +348,8 @@ func deleteKey(r *schema.Record) ([]string, []any, error) {
 	if r.Before == nil || r.ValueSchema == nil {
 		return nil, nil, fatal(fmt.Errorf("%w: delete without key and without before image", ErrSchema))
 	}
-	return keyFromRow(r, r.Before)
+	key, err := kl.key(r.Before)
+	return cols, key, err
 }
 
 // keyString renders key columns and values unambiguously, for reduction.

@@ -362,3 +362,24 @@ func TestReduceKeylessInOrder(t *testing.T) {
 		t.Fatalf("fail: %v, want ErrSchema", err)
 	}
 }
+
+// sameKey answers as comparing keyString's texts does, for every type a
+// key column has (its fast cases and its fallback).
+func TestSameKeyAsKeyString(t *testing.T) {
+	vals := []any{int64(1), int64(-1), uint64(1), "1", "a", "", []byte("1"), []byte{}, schema.MustDec("1.0"),
+		schema.MustDec("1.00"), schema.MustDec("1.0"), nil, 1.0, true}
+	for _, a := range vals {
+		for _, b := range vals {
+			for _, pair := range [][2][]any{{{a}, {b}}, {{int64(7), a}, {int64(7), b}}, {{a, "x"}, {b, "y"}}, {{a}, {a, b}}} {
+				cols := []string{"k1", "k2"}[:len(pair[0])]
+				want := false // keys of different lengths never match
+				if len(pair[0]) == len(pair[1]) {
+					want = keyString(cols, pair[0]) == keyString(cols, pair[1])
+				}
+				if got := sameKey(cols, pair[0], pair[1]); got != want {
+					t.Errorf("sameKey(%#v, %#v) = %v, keyString says %v", pair[0], pair[1], got, want)
+				}
+			}
+		}
+	}
+}

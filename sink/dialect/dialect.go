@@ -200,8 +200,9 @@ type Copier interface {
 	UpsertFromSelect(t Target, cols, keyCols []string, stage string) string
 	// CopyIn streams n rows into the table into (quoted) over the driver
 	// connection dc (from sql.Conn.Raw). row(i) returns row i's converted
-	// values, or an error the core made, which CopyIn returns as it is.
-	// The server's refusal at the end comes wrapped in CopyEndError.
+	// values, or an error the core made, which CopyIn returns as it is;
+	// the slice is the caller's again at the next call (CopyIn keeps no
+	// reference to it). The server's refusal at the end comes wrapped in CopyEndError.
 	CopyIn(ctx context.Context, dc any, into string, cols []string, n int, row func(i int) ([]any, error)) error
 }
 
