@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,11 @@ type RoundTrip struct {
 // back, counting only. Messages are built before the clock starts. cfg is
 // the transport's configuration (name servers, queues, batch size, codec);
 // the consumer group is made unique per call and starts at the topic's
-// first offset, so topic should be fresh.
-func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.Record, log *slog.Logger) (RoundTrip, error) {
+// first offset, so topic should be fresh. maxPerSend, when above zero,
+// caps the messages of a send below the publisher's batches: a brokers'
+// warm-up sends one a time, so that the brokers' per-request code (sends,
+// pulls of a few messages) runs as often as under sluice's streaming.
+func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.Record, maxPerSend int, log *slog.Logger) (RoundTrip, error) {
 	var res RoundTrip
 	cfg.Pipeline = sanitizeName(topic)
 	cfg.Group = ""
@@ -93,7 +97,11 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 		var bs [][]*primitive.Message
 		for start := 0; start < len(msgs); {
 			n, size := 0, 0
-			for start+n < len(msgs) && n < maxBatchMsgs {
+			limit := maxBatchMsgs
+			if maxPerSend > 0 {
+				limit = min(limit, maxPerSend)
+			}
+			for start+n < len(msgs) && n < limit {
 				sz := messageSize(msgs[start+n]) + 64
 				if n > 0 && size+sz > maxBatchBytes {
 					break
@@ -166,4 +174,97 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 	}
 	res.Elapsed = time.Since(t0)
 	return res, nil
+}
+
+// PipelineRoundTrip sends recs (data records) through a Publisher, 100
+// records a Publish as a source's transactions come (at rate records a
+// second when rate is above zero, else as fast as the publisher takes
+// them: a steady stream and a catch-up are not the same requests to a
+// broker, the stream's pulls holding and returning a few messages each),
+// and reads them back
+// with a Subscriber whose handler only counts: the brokers serve the
+// requests a pipeline makes (its sends, pulls and offset commits), with no
+// source or sink beside. `sluice bench` warms fresh brokers up with it: a
+// raw round trip alone leaves the brokers compiling the code of the
+// pipeline's requests through the first measured phase. The topic and group
+// are named after prefix, which should be fresh.
+func PipelineRoundTrip(ctx context.Context, cfg Config, prefix string, recs []schema.Record, rate int, log *slog.Logger) (int, error) {
+	cfg.TopicPrefix = sanitizeName(prefix)
+	cfg.Pipeline = sanitizeName(prefix)
+	cfg.Group, cfg.Topics, cfg.Tables = "", nil, nil
+	want := 0
+	for i := range recs {
+		if !recs[i].Op.IsData() {
+			continue
+		}
+		want++
+		if !slices.Contains(cfg.Tables, recs[i].Table) {
+			cfg.Tables = append(cfg.Tables, recs[i].Table)
+		}
+	}
+	if want == 0 {
+		return 0, fmt.Errorf("rocketmq: pipeline round trip: no data record to send")
+	}
+	pub, err := NewPublisher(ctx, cfg, log)
+	if err != nil {
+		return 0, err
+	}
+	defer pub.Close(context.WithoutCancel(ctx))
+	sub, err := NewSubscriber(ctx, cfg, log)
+	if err != nil {
+		return 0, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got atomic.Int64
+	all := make(chan struct{})
+	var once sync.Once
+	consumed := make(chan error, 1)
+	go func() {
+		consumed <- sub.Consume(cctx, func(_ context.Context, rs []schema.Record) error {
+			if got.Add(int64(len(rs))) >= int64(want) {
+				once.Do(func() { close(all) })
+			}
+			return nil
+		})
+	}()
+	failed := make(chan error, 1)
+	ack := func(err error) {
+		if err != nil {
+			select {
+			case failed <- err:
+			default:
+			}
+		}
+	}
+	t0 := time.Now()
+	for i := 0; i < len(recs); i += 100 {
+		if rate > 0 { // record i is due at i/rate seconds
+			if wait := time.Until(t0.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return int(got.Load()), ctx.Err()
+				}
+			}
+		}
+		if err := pub.Publish(ctx, recs[i:min(i+100, len(recs))], ack); err != nil {
+			return int(got.Load()), fmt.Errorf("rocketmq: pipeline round trip publish: %w", err)
+		}
+	}
+	var res error
+	select {
+	case <-all:
+	case err := <-failed:
+		res = fmt.Errorf("rocketmq: pipeline round trip send: %w", err)
+	case err := <-consumed:
+		return int(got.Load()), fmt.Errorf("rocketmq: pipeline round trip: the subscriber stopped after %d of %d records: %w", got.Load(), want, err)
+	case <-ctx.Done():
+		res = fmt.Errorf("rocketmq: pipeline round trip: %d of %d records read back: %w", got.Load(), want, ctx.Err())
+	}
+	cancel()
+	if err := <-consumed; err != nil && res == nil {
+		res = err
+	}
+	return int(got.Load()), res
 }

@@ -57,7 +57,7 @@ type benchOpts struct {
 	tracePath         string // execution trace of the catch-up phase
 	procs             string // name=pidfile,... of the servers, for CPU per process
 	timeout           time.Duration
-	warmUp            int // rocketmq: messages of a raw round trip before measuring
+	warmUp            int // rocketmq: messages of the brokers' warm-up before measuring
 }
 
 // benchEnv is where the servers are: the variables of scripts/servers.sh's
@@ -100,13 +100,16 @@ type benchReport struct {
 	RawBrokerBytes   int64   `json:"raw_broker_bytes,omitempty"` // bodies and properties
 	// RawBrokerSends and SluiceSends: the send calls and messages of the
 	// raw round trip and of sluice's catch-up (rocketmq only).
-	RawBrokerSends   rocketmq.SendStats `json:"raw_broker_sends,omitzero"`
-	SluiceSends      rocketmq.SendStats `json:"sluice_sends,omitzero"`
-	SluiceSeconds    float64            `json:"sluice_seconds"` // end to end, catching up on the loaded binlog
-	SluicePeakRSSMiB float64            `json:"sluice_peak_rss_mib"`
-	SluicePeakHeap   float64            `json:"sluice_peak_heap_mib"`
-	SluiceBatches    int64              `json:"sluice_sink_batches"`      // sink transactions while catching up
-	SluiceSinkBusy   float64            `json:"sluice_sink_busy_seconds"` // summed over queues
+	RawBrokerSends rocketmq.SendStats `json:"raw_broker_sends,omitzero"`
+	// WarmUpSettleSeconds: how long the brokers took after the warm-up to
+	// go quiet (their JIT compilers done), before sluice's phase.
+	WarmUpSettleSeconds float64            `json:"warm_up_settle_seconds,omitempty"`
+	SluiceSends         rocketmq.SendStats `json:"sluice_sends,omitzero"`
+	SluiceSeconds       float64            `json:"sluice_seconds"` // end to end, catching up on the loaded binlog
+	SluicePeakRSSMiB    float64            `json:"sluice_peak_rss_mib"`
+	SluicePeakHeap      float64            `json:"sluice_peak_heap_mib"`
+	SluiceBatches       int64              `json:"sluice_sink_batches"`      // sink transactions while catching up
+	SluiceSinkBusy      float64            `json:"sluice_sink_busy_seconds"` // summed over queues
 
 	SourceJSONSeconds float64         `json:"source_json_seconds"` // sluice's source and JSON converter alone
 	Debezium          *debeziumResult `json:"debezium,omitempty"`
@@ -152,7 +155,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile (live objects) of sluice to this file when half the catch-up is applied")
 	fs.StringVar(&o.tracePath, "trace", "", "write an execution trace (go tool trace) of sluice catching up to this file")
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
-	fs.IntVar(&o.warmUp, "warm-up", 600000, "rocketmq: send and read back this many messages (the load's, in rounds; raw client, a topic of their own per round) before measuring, so that no phase meets cold brokers (0 skips)")
+	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq: send and read back this many messages (the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; a topic of their own per round) before measuring, so that no phase meets cold brokers (0 skips)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -263,12 +266,42 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		// phase against 14 in the raw round trip that follows it, and 7-10
 		// in both on servers warmed by earlier runs. The warm-up sends the
 		// load's messages in rounds until it has sent o.warmUp.
+		//
+		// A fresh broker's JIT compilers take a third of a core each for
+		// about the first minute of load (a per-thread CPU sample of a
+		// fresh broker: its C2 threads through the warm-up, sluice's phase
+		// and the lag phases, about 10 CPU s; on warm servers, none in the
+		// catch-up), and each kind of traffic has code of its own to
+		// compile. So the warm-up rounds go through the kinds of traffic the
+		// bench measures, until o.warmUp messages are sent: the raw round
+		// trip sending one message a time (sluice's phase sends three, the
+		// raw round trip's batches 31: these ran the brokers' per-request
+		// code a few hundred times only), the load's records through a
+		// publisher and a subscriber of sluice's as fast as they go
+		// (rocketmq.PipelineRoundTrip: sluice's requests without source or
+		// sink), and 50,000 of them at 10,000 records a second (the lag
+		// phases' stream). Then sluice's phase waits until the brokers
+		// are quiet.
 		log.Info("bench: warming the brokers up", "messages", o.warmUp)
-		for left := o.warmUp; left > 0; left -= min(left, rep.Events) {
-			if err := rawBroker(ctx, env, o, bcfg, start, min(left, rep.Events), nil, nil, log); err != nil {
+		for round, left := 0, o.warmUp; left > 0; round++ {
+			n := min(left, rep.Events)
+			var err error
+			switch round % 3 {
+			case 0:
+				err = rawBroker(ctx, env, o, bcfg, start, n, nil, nil, log)
+			case 1:
+				err = pipelineWarmUp(ctx, env, o, bcfg, start, n, 0, log)
+			default:
+				n = min(n, 50000)
+				err = pipelineWarmUp(ctx, env, o, bcfg, start, n, 10000, log)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("bench: broker warm-up: %w", err)
 			}
+			left -= n
 		}
+		rep.WarmUpSettleSeconds = procs.settle(ctx, "broker", brokerQuietCores, brokerSettleMax).Seconds()
+		log.Info("bench: brokers quiet after the warm-up", "waited", time.Duration(rep.WarmUpSettleSeconds*float64(time.Second)))
 	}
 
 	log.Info("bench: sluice end to end", "transport", o.transport)

@@ -3,12 +3,14 @@ package app
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // The raw broker round trip runs after sluice's phase has set the memory
@@ -51,5 +53,36 @@ func TestWriteHeapProfile(t *testing.T) {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("heap profile has no %q", want)
 		}
+	}
+}
+
+// settle waits while a watched process is busy and returns once it is
+// quiet; processes of another name are not watched.
+func TestSettleWaitsForQuietBrokers(t *testing.T) {
+	ctx := context.Background()
+	self := benchProcs{"broker-x": os.Getpid()}
+	if d := self.settle(ctx, "broker", 0.5, 10*time.Second); d >= 10*time.Second {
+		t.Fatalf("an idle process: settle waited the whole limit (%s)", d)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // one core busy
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	d := self.settle(ctx, "broker", 0.05, 3*time.Second)
+	close(stop)
+	<-done
+	if d < 3*time.Second {
+		t.Fatalf("a busy process: settle returned after %s, before its limit", d)
+	}
+	if d := (benchProcs{"mariadb": os.Getpid()}).settle(ctx, "broker", 0.5, time.Minute); d > time.Second {
+		t.Fatalf("no broker among the processes: settle waited %s", d)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
@@ -22,7 +23,8 @@ import (
 // rawBroker measures the broker's raw round trip: sluice's source reads the
 // first events of the load (before the clock), then rocketmq.RawRoundTrip
 // sends the messages sluice would send to a fresh topic and reads them
-// back. With rep nil it measures nothing (the brokers' warm-up).
+// back. With rep nil it measures nothing (the brokers' warm-up), and it
+// sends one message a time (RawRoundTrip's maxPerSend).
 func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Config, start []byte, events int, rep *benchReport,
 	cpuPhase func(string) func(), log *slog.Logger) error {
 	// The baseline holds every record and every message at once (they are
@@ -45,7 +47,11 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 	if rep != nil {
 		done = cpuPhase("raw broker")
 	}
-	rt, err := rocketmq.RawRoundTrip(ctx, cfg, topic, recs, log.With("component", "bench-raw-broker"))
+	perSend := 0 // as the publisher batches
+	if rep == nil {
+		perSend = 1
+	}
+	rt, err := rocketmq.RawRoundTrip(ctx, cfg, topic, recs, perSend, log.With("component", "bench-raw-broker"))
 	if err != nil {
 		return err
 	}
@@ -55,6 +61,27 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 		rep.RawBrokerSends = rocketmq.SendStats{Sends: int64(rt.Sends), Messages: int64(rt.Messages)}
 	}
 	// The records and messages are garbage now: give their memory back.
+	recs = nil
+	goruntime.GC()
+	debug.FreeOSMemory()
+	return nil
+}
+
+// pipelineWarmUp sends the load's first events through a publisher and a
+// subscriber of sluice's to fresh topics, at rate records a second (0: at
+// once), and reads them back (rocketmq.PipelineRoundTrip): a round of the
+// brokers' warm-up.
+func pipelineWarmUp(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Config, start []byte, events, rate int, log *slog.Logger) error {
+	defer withoutMemoryLimit()()
+	recs, err := benchRecords(ctx, bcfg, start, events, log)
+	if err != nil {
+		return err
+	}
+	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format, SendRetries: 12}
+	prefix := fmt.Sprintf("sluice_bench_warm_%d", rand.Uint32())
+	if _, err := rocketmq.PipelineRoundTrip(ctx, cfg, prefix, recs, rate, log.With("component", "bench-warm-up")); err != nil {
+		return err
+	}
 	recs = nil
 	goruntime.GC()
 	debug.FreeOSMemory()
@@ -147,6 +174,52 @@ func (p benchProcs) sample() map[string]float64 {
 		out[name] = sum
 	}
 	return out
+}
+
+// A broker idles at about a tenth of a core (its timer and reput loops);
+// compiling, it takes a third or more.
+const (
+	brokerQuietCores = 0.15
+	brokerSettleMax  = 30 * time.Second
+)
+
+// settle waits until every process whose name starts with prefix used at
+// most cores of CPU in each of two seconds running, or limit has passed (or
+// ctx is done), and returns how long it waited. Without such processes it
+// returns at once.
+func (p benchProcs) settle(ctx context.Context, prefix string, cores float64, limit time.Duration) time.Duration {
+	watched := benchProcs{}
+	for name, pid := range p {
+		if strings.HasPrefix(name, prefix) {
+			watched[name] = pid
+		}
+	}
+	t0 := time.Now()
+	if len(watched) == 0 {
+		return 0
+	}
+	prev := watched.sample()
+	for calm := 0; calm < 2 && time.Since(t0) < limit; {
+		select {
+		case <-ctx.Done():
+			return time.Since(t0)
+		case <-time.After(time.Second):
+		}
+		cur := watched.sample()
+		quiet := true
+		for name := range watched {
+			if cur[name]-prev[name] > cores {
+				quiet = false
+			}
+		}
+		if quiet {
+			calm++
+		} else {
+			calm = 0
+		}
+		prev = cur
+	}
+	return time.Since(t0)
 }
 
 type procStat struct {
