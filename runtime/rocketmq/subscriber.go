@@ -396,8 +396,8 @@ func consumerOptions(cfg Config) []consumer.Option {
 		consumer.WithConsumerModel(consumer.Clustering),
 		consumer.WithConsumerOrder(true),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithConsumeMessageBatchMaxSize(cfg.BatchSize),
-		consumer.WithPullBatchSize(int32(cfg.BatchSize)),
+		consumer.WithConsumeMessageBatchMaxSize(cfg.consumeBatch()),
+		consumer.WithPullBatchSize(int32(cfg.consumeBatch())),
 		// The pull cache, bounded over all queues (the client divides
 		// these among the queues it is assigned): without them each queue
 		// caches up to 102400/queues messages and 512 MiB.

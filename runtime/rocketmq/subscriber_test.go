@@ -198,3 +198,25 @@ func TestPullCacheLimits(t *testing.T) {
 		})
 	}
 }
+
+// A pack counts as packRecords records of BatchSize: the consumer's batch
+// in messages is BatchSize for one-record messages, BatchSize/packRecords
+// packs (at least one) under FormatPacked.
+func TestConsumeBatch(t *testing.T) {
+	for _, c := range []struct {
+		format    string
+		batch     int
+		wantBatch int
+	}{
+		{"", 0, DefaultBatchSize}, {FormatCompact, 0, DefaultBatchSize}, {FormatPacked, 0, DefaultBatchSize / packRecords},
+		{FormatPacked, 1024, 1024 / packRecords}, {FormatCompact, 1024, 1024}, {FormatPacked, 10, 1}, {FormatPacked, 5000, 1024 / packRecords},
+	} {
+		cfg, err := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "t", Codec: testCodec{}, Format: c.format, BatchSize: c.batch}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.consumeBatch(); got != c.wantBatch {
+			t.Errorf("format %q batch_size %d: consumer batch %d messages, want %d", c.format, c.batch, got, c.wantBatch)
+		}
+	}
+}
