@@ -199,7 +199,7 @@ func BenchmarkIntegrationConsume(b *testing.B) {
 // PipelineRoundTrip (the bench's warm-up) publishes records of several
 // tables through a Publisher, at full speed and paced, and returns once a
 // Subscriber has read every one back; without data records it refuses.
-func TestPipelineRoundTripReadsEveryRecord(t *testing.T) {
+func TestIntegrationPipelineRoundTrip(t *testing.T) {
 	skipUnderRace(t)
 	a, b := schema.TableID{Database: "db", Table: "wa"}, schema.TableID{Database: "db", Table: "wb"}
 	cfg := itConfig(t)
