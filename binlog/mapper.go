@@ -527,33 +527,13 @@ func keyText(k schema.Row) string {
 	return r.KeyString()
 }
 
-// sameKey is keyText(a) == keyText(b), without the texts when the columns
-// are numbers or strings of the same type.
+// sameKey is keyText(a) == keyText(b), without the texts for the usual
+// key types.
 func sameKey(a, b schema.Row) bool {
-	if len(a) != len(b) {
-		return keyText(a) == keyText(b)
+	if eq, ok := schema.KeyValuesEqual(a, b); ok {
+		return eq
 	}
-	for i := range a {
-		eq, typed := false, false
-		switch x := a[i].(type) {
-		case int64:
-			y, ok := b[i].(int64)
-			eq, typed = x == y, ok
-		case uint64:
-			y, ok := b[i].(uint64)
-			eq, typed = x == y, ok
-		case string:
-			y, ok := b[i].(string)
-			eq, typed = x == y, ok
-		}
-		if !typed {
-			return keyText(a) == keyText(b)
-		}
-		if !eq {
-			return false
-		}
-	}
-	return true
+	return keyText(a) == keyText(b)
 }
 
 // isNoise reports statements that are not schema changes but still come

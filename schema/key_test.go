@@ -63,3 +63,36 @@ func FuzzKeyString(f *testing.F) {
 		}
 	})
 }
+
+// KeyValuesEqual decides only keys of int64, uint64 and string columns of
+// the same types and lengths, and then answers as comparing KeyString does.
+func TestKeyValuesEqual(t *testing.T) {
+	vals := []any{int64(1), int64(2), uint64(1), "1", "a|b", "", []byte("1"), MustDec("1.0"), nil}
+	simple := func(v any) bool {
+		switch v.(type) {
+		case int64, uint64, string:
+			return true
+		}
+		return false
+	}
+	for _, a := range vals {
+		for _, b := range vals {
+			for _, pair := range [][2]Row{{{a}, {b}}, {{int64(7), a}, {int64(7), b}}, {{a}, {a, b}}} {
+				eq, decided := KeyValuesEqual(pair[0], pair[1])
+				wantDecided := len(pair[0]) == len(pair[1])
+				for i := range pair[0] {
+					if wantDecided && (!simple(pair[0][i]) || fmt.Sprintf("%T", pair[0][i]) != fmt.Sprintf("%T", pair[1][i])) {
+						wantDecided = false
+					}
+				}
+				if decided != wantDecided {
+					t.Errorf("KeyValuesEqual(%#v, %#v): decided %v, want %v", pair[0], pair[1], decided, wantDecided)
+				}
+				ra, rb := Record{Key: pair[0]}, Record{Key: pair[1]}
+				if decided && eq != (ra.KeyString() == rb.KeyString()) {
+					t.Errorf("KeyValuesEqual(%#v, %#v) = %v, KeyString says otherwise", pair[0], pair[1], eq)
+				}
+			}
+		}
+	}
+}

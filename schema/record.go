@@ -258,6 +258,43 @@ func (r *Record) KeyString() string {
 	return string(b)
 }
 
+// KeyValuesEqual compares two keys column by column when every column of
+// both is an int64, a uint64 or a string, the same type in both (what
+// source keys almost always are): decided is then true and equal the
+// answer. Otherwise (other types, mixed types, other lengths) decided is
+// false and the caller compares the keys its own way (their texts).
+func KeyValuesEqual(a, b Row) (equal, decided bool) {
+	if len(a) != len(b) {
+		return false, false
+	}
+	equal = true
+	for i := range a {
+		switch x := a[i].(type) {
+		case int64:
+			y, ok := b[i].(int64)
+			if !ok {
+				return false, false
+			}
+			equal = equal && x == y
+		case uint64:
+			y, ok := b[i].(uint64)
+			if !ok {
+				return false, false
+			}
+			equal = equal && x == y
+		case string:
+			y, ok := b[i].(string)
+			if !ok {
+				return false, false
+			}
+			equal = equal && x == y
+		default:
+			return false, false
+		}
+	}
+	return equal, true
+}
+
 // keyEscaper escapes the separator in string key columns.
 var keyEscaper = strings.NewReplacer("\\", "\\\\", "|", "\\|")
 

@@ -86,30 +86,12 @@ func (kl *keyLayout) key(row schema.Row) ([]any, error) {
 }
 
 // sameKey is keyString(cols, a) == keyString(cols, b), without building
-// the strings for the usual column types.
+// the strings for the usual key types.
 func sameKey(cols []string, a, b []any) bool {
-	if len(a) != len(b) {
-		return false
+	if eq, ok := schema.KeyValuesEqual(a, b); ok {
+		return eq
 	}
-	for i := range a {
-		switch x := a[i].(type) {
-		case int64:
-			if y, ok := b[i].(int64); !ok || x != y {
-				return false
-			}
-		case uint64:
-			if y, ok := b[i].(uint64); !ok || x != y {
-				return false
-			}
-		case string:
-			if y, ok := b[i].(string); !ok || x != y {
-				return false
-			}
-		default:
-			return keyString(cols, a) == keyString(cols, b)
-		}
-	}
-	return true
+	return len(a) == len(b) && keyString(cols, a) == keyString(cols, b)
 }
 
 // plan is the reduced form of a batch: applying it gives the same table

@@ -85,15 +85,12 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack runt
 	sizes := make([]int, n) // an upper bound of each queue's records
 	shared := 0             // barriers and commits: on any queue
 	for i := range recs {
-		switch {
-		case recs[i].Op.IsMarker():
+		if recs[i].Op.IsMarker() || recs[i].IsBarrier() {
 			shared++
-		case recs[i].IsBarrier():
-			shared++
-		default:
-			queueOf[i] = runtime.QueueFor(&recs[i], n)
-			sizes[queueOf[i]]++
+			continue
 		}
+		queueOf[i] = runtime.QueueFor(&recs[i], n)
+		sizes[queueOf[i]]++
 	}
 	split := make([][]schema.Record, n)
 	for q := range split {

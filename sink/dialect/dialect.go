@@ -202,7 +202,8 @@ type Copier interface {
 	// connection dc (from sql.Conn.Raw). row(i) returns row i's converted
 	// values, or an error the core made, which CopyIn returns as it is;
 	// the slice is the caller's again at the next call (CopyIn keeps no
-	// reference to it). The server's refusal at the end comes wrapped in CopyEndError.
+	// reference to it). The server's refusal at the end comes wrapped in
+	// CopyEndError.
 	CopyIn(ctx context.Context, dc any, into string, cols []string, n int, row func(i int) ([]any, error)) error
 }
 
