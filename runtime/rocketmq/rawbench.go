@@ -34,7 +34,7 @@ type RoundTrip struct {
 // the transport's configuration (name servers, queues, batch size, codec);
 // the consumer group is made unique per call and starts at the topic's
 // first offset, so topic should be fresh. maxPerSend, when above zero,
-// caps the messages of a send below the publisher's batches: a brokers'
+// caps the messages of a send below the publisher's batches: the brokers'
 // warm-up sends one a time, so that the brokers' per-request code (sends,
 // pulls of a few messages) runs as often as under sluice's streaming.
 func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.Record, maxPerSend int, log *slog.Logger) (RoundTrip, error) {
@@ -181,10 +181,9 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 // second when rate is above zero, else as fast as the publisher takes
 // them: a steady stream and a catch-up are not the same requests to a
 // broker, the stream's pulls holding and returning a few messages each),
-// and reads them back
-// with a Subscriber whose handler only counts: the brokers serve the
-// requests a pipeline makes (its sends, pulls and offset commits), with no
-// source or sink beside. `sluice bench` warms fresh brokers up with it: a
+// and reads them back with a Subscriber whose handler only counts (the
+// count is returned): the brokers serve the requests a pipeline makes (its
+// sends, pulls and offset commits), with no source or sink beside. `sluice bench` warms fresh brokers up with it: a
 // raw round trip alone leaves the brokers compiling the code of the
 // pipeline's requests through the first measured phase. The topic and group
 // are named after prefix, which should be fresh.
@@ -215,7 +214,6 @@ func PipelineRoundTrip(ctx context.Context, cfg Config, prefix string, recs []sc
 		return 0, err
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var got atomic.Int64
 	all := make(chan struct{})
 	var once sync.Once
@@ -237,34 +235,46 @@ func PipelineRoundTrip(ctx context.Context, cfg Config, prefix string, recs []sc
 			}
 		}
 	}
-	t0 := time.Now()
-	for i := 0; i < len(recs); i += 100 {
-		if rate > 0 { // record i is due at i/rate seconds
-			if wait := time.Until(t0.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))); wait > 0 {
-				select {
-				case <-time.After(wait):
-				case <-ctx.Done():
-					return int(got.Load()), ctx.Err()
-				}
-			}
-		}
-		if err := pub.Publish(ctx, recs[i:min(i+100, len(recs))], ack); err != nil {
-			return int(got.Load()), fmt.Errorf("rocketmq: pipeline round trip publish: %w", err)
+	res := publishPaced(ctx, pub, recs, rate, ack)
+	if res == nil {
+		select {
+		case <-all:
+		case err := <-failed:
+			res = fmt.Errorf("rocketmq: pipeline round trip send: %w", err)
+		case err := <-consumed:
+			consumed <- err // for the wait below
+			res = fmt.Errorf("rocketmq: pipeline round trip: the subscriber stopped after %d of %d records: %w", got.Load(), want, err)
+		case <-ctx.Done():
+			res = fmt.Errorf("rocketmq: pipeline round trip: %d of %d records read back: %w", got.Load(), want, ctx.Err())
 		}
 	}
-	var res error
-	select {
-	case <-all:
-	case err := <-failed:
-		res = fmt.Errorf("rocketmq: pipeline round trip send: %w", err)
-	case err := <-consumed:
-		return int(got.Load()), fmt.Errorf("rocketmq: pipeline round trip: the subscriber stopped after %d of %d records: %w", got.Load(), want, err)
-	case <-ctx.Done():
-		res = fmt.Errorf("rocketmq: pipeline round trip: %d of %d records read back: %w", got.Load(), want, ctx.Err())
-	}
+	// Every way out stops the subscriber and waits for it.
 	cancel()
 	if err := <-consumed; err != nil && res == nil {
 		res = err
 	}
 	return int(got.Load()), res
+}
+
+// publishPaced publishes recs 100 a Publish, record i not before i/rate
+// seconds from the start when rate is above zero.
+func publishPaced(ctx context.Context, pub interface {
+	Publish(context.Context, []schema.Record, runtime.AckFunc) error
+}, recs []schema.Record, rate int, ack runtime.AckFunc) error {
+	t0 := time.Now()
+	for i := 0; i < len(recs); i += 100 {
+		if rate > 0 {
+			if wait := time.Until(t0.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}
+		if err := pub.Publish(ctx, recs[i:min(i+100, len(recs))], ack); err != nil {
+			return fmt.Errorf("rocketmq: pipeline round trip publish: %w", err)
+		}
+	}
+	return nil
 }

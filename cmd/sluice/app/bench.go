@@ -264,12 +264,11 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		// would pay for it. 50,000 messages were not enough: after them the
 		// brokers still spent 32 CPU s per million messages in sluice's
 		// phase against 14 in the raw round trip that follows it, and 7-10
-		// in both on servers warmed by earlier runs. The warm-up sends the
-		// load's messages in rounds until it has sent o.warmUp.
+		// in both on servers warmed by earlier runs.
 		//
-		// A fresh broker's JIT compilers take a third of a core each for
-		// about the first minute of load (a per-thread CPU sample of a
-		// fresh broker: its C2 threads through the warm-up, sluice's phase
+		// A fresh broker's JIT compilers take a third of a core for about
+		// the first minute of load (a per-thread CPU sample of one fresh
+		// broker: its C2 threads through the warm-up, sluice's phase
 		// and the lag phases, about 10 CPU s; on warm servers, none in the
 		// catch-up), and each kind of traffic has code of its own to
 		// compile. So the warm-up rounds go through the kinds of traffic the
