@@ -48,7 +48,7 @@ type Pipeline struct {
 	// sink-only process); optional.
 	Tables TableLister
 
-	MaxInFlight  int           // records published but not acknowledged; default 8192
+	MaxInFlight  int           // records published but not acknowledged; default 32768
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
 	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
 	// MaxInFlightBytes caps the same records as MaxInFlight by their
@@ -281,22 +281,24 @@ func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 // countByTable adds the data records of a batch to per-table counters,
 // taking the counter map's lock once per run of one table.
 func countByTable(m *Metrics, by map[string]*atomic.Int64, recs []schema.Record) {
-	var cur string
+	// Runs of one table are counted together; the table's name is made
+	// once a run, not once a record.
+	var cur schema.TableID
 	var n int64
 	for i := range recs {
 		if !recs[i].Op.IsData() {
 			continue
 		}
-		t := recs[i].Table.String()
-		if t != cur && n > 0 {
-			m.counter(by, cur).Add(n)
-			n = 0
+		if t := recs[i].Table; t != cur {
+			if n > 0 {
+				m.counter(by, cur.String()).Add(n)
+			}
+			cur, n = t, 0
 		}
-		cur = t
 		n++
 	}
 	if n > 0 {
-		m.counter(by, cur).Add(n)
+		m.counter(by, cur.String()).Add(n)
 	}
 }
 

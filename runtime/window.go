@@ -40,7 +40,7 @@ type slot struct {
 
 // Defaults of Pipeline.MaxInFlight and Pipeline.MaxInFlightBytes.
 const (
-	DefaultMaxInFlight      = 8192
+	DefaultMaxInFlight      = 32768
 	DefaultMaxInFlightBytes = 16 << 20
 )
 

@@ -426,6 +426,11 @@ func counts(r *schema.Record) bool {
 func filterDelivered(recs []schema.Record, last map[progressKey]schema.ID) ([]schema.Record, map[progressKey]schema.ID, error) {
 	maxID := map[progressKey]schema.ID{}
 	var drop []bool
+	var (
+		cur                progressKey // the queue of the current run
+		top                schema.ID   // its highest ID so far
+		inRun, have, dirty bool        // cur set; top set; top not yet in maxID
+	)
 	for i := range recs {
 		r := &recs[i]
 		if !counts(r) {
@@ -435,19 +440,28 @@ func filterDelivered(recs []schema.Record, last map[progressKey]schema.ID) ([]sc
 			return nil, nil, fatal(fmt.Errorf("%w: %s record of %s key %s from queue %s (offset %d) has no record ID: it was not made by a sluice source of this version; nothing can tell whether it was applied already",
 				ErrValue, r.Op, r.Table, r.KeyString(), deliveryKey(r.Delivery), r.Delivery.Offset))
 		}
-		k := deliveryKey(r.Delivery)
-		top, ok := maxID[k]
-		if !ok {
-			top, ok = last[k]
+		// A queue's records come in runs: its top is looked up at the
+		// start of a run and stored at its end, not once a record.
+		if k := deliveryKey(r.Delivery); !inRun || k != cur {
+			if dirty {
+				maxID[cur] = top
+			}
+			cur, inRun, dirty = k, true, false
+			if top, have = maxID[k]; !have {
+				top, have = last[k]
+			}
 		}
-		if ok && r.ID.Compare(top) <= 0 {
+		if have && r.ID.Compare(top) <= 0 {
 			if drop == nil {
 				drop = make([]bool, len(recs))
 			}
 			drop[i] = true
 			continue
 		}
-		maxID[k] = r.ID
+		top, have, dirty = r.ID, true, true
+	}
+	if dirty {
+		maxID[cur] = top
 	}
 	if drop == nil {
 		return recs, maxID, nil

@@ -306,13 +306,30 @@ func (s *Sink) steps(recs []schema.Record) []step {
 // recs: the progress their transaction saves.
 func offsetsOf(recs []schema.Record) map[progressKey]schema.ID {
 	out := map[progressKey]schema.ID{}
+	// A queue's records come in runs: one map update a run.
+	var (
+		cur   progressKey
+		top   schema.ID
+		inRun bool
+	)
 	for i := range recs {
-		if r := &recs[i]; counts(r) {
-			k := deliveryKey(r.Delivery)
-			if m, ok := out[k]; !ok || r.ID.Compare(m) > 0 {
-				out[k] = r.ID
-			}
+		r := &recs[i]
+		if !counts(r) {
+			continue
 		}
+		if k := deliveryKey(r.Delivery); !inRun || k != cur {
+			if inRun {
+				out[cur] = top
+			}
+			cur, inRun = k, true
+			top = out[k] // zero when absent: below every ID
+		}
+		if r.ID.Compare(top) > 0 {
+			top = r.ID
+		}
+	}
+	if inRun {
+		out[cur] = top
 	}
 	return out
 }
@@ -719,6 +736,9 @@ func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progr
 			continue
 		}
 		k := deliveryKey(d)
+		if i > 0 && recs[i-1].Delivery != nil && deliveryKey(recs[i-1].Delivery) == k {
+			continue // a run of one queue: looked up at its first record
+		}
 		if _, seen := out[k]; seen {
 			continue
 		}
