@@ -414,41 +414,91 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	// A record per row (two for a changed key): grown once, not doubled
 	// and copied as it fills (a record is 384 bytes).
 	out = slices.Grow(out, len(e.Rows)/step)
+	ev := m.rowsEvent(h, ti, len(e.Rows))
+	defer func() { m.tableOrder[ti.id] = ev.order }()
 	for i := 0; i+step <= len(e.Rows); i += step {
-		img, err := m.row(ti, e.Rows[i])
+		img, err := m.row(ti, e.Rows[i], ev)
 		if err != nil {
 			return out, err
 		}
 		switch op {
 		case schema.OpCreate:
-			out = append(out, m.record(h, ti, op, i, nil, img, m.zeroHeaders(ti, nil, e.Rows[i])))
+			out = append(out, m.record(ev, op, i, nil, img, nil, m.zeroHeaders(ti, nil, e.Rows[i])))
 		case schema.OpDelete:
-			out = append(out, m.record(h, ti, op, i, img, nil, m.zeroHeaders(ti, e.Rows[i], nil)))
+			out = append(out, m.record(ev, op, i, img, nil, nil, m.zeroHeaders(ti, e.Rows[i], nil)))
 		case schema.OpUpdate:
-			after, err := m.row(ti, e.Rows[i+1])
+			after, err := m.row(ti, e.Rows[i+1], ev)
 			if err != nil {
 				return out, err
 			}
-			oldKey, newKey := keyOf(ti, img), keyOf(ti, after)
+			oldKey, newKey := ev.key(img), ev.key(after)
 			if sameKey(oldKey, newKey) {
-				out = append(out, m.record(h, ti, op, i/2, img, after, m.zeroHeaders(ti, e.Rows[i], e.Rows[i+1])))
+				out = append(out, m.record(ev, op, i/2, img, after, oldKey, m.zeroHeaders(ti, e.Rows[i], e.Rows[i+1])))
 				break
 			}
 			// A changed primary key is a delete of the old row and a create
 			// of the new one, as Debezium does; headers link the two.
-			del := m.record(h, ti, schema.OpDelete, i/2, img, nil, map[string]string{"__debezium.newkey": keyText(newKey)})
-			ins := m.record(h, ti, schema.OpCreate, i/2, nil, after, map[string]string{"__debezium.oldkey": keyText(oldKey)})
+			del := m.record(ev, schema.OpDelete, i/2, img, nil, oldKey, map[string]string{"__debezium.newkey": keyText(newKey)})
+			ins := m.record(ev, schema.OpCreate, i/2, nil, after, newKey, map[string]string{"__debezium.oldkey": keyText(oldKey)})
 			out = append(out, del, ins)
 		}
 	}
 	return out, nil
 }
 
-func (m *mapper) row(ti *tableInfo, raw []any) (schema.Row, error) {
+// rowsEvent is what the records of one rows event share, worked out once
+// an event instead of once a record: the source block, the transaction's
+// ID, the time, the table's order so far, and memory for the event's row
+// images, keys and transaction blocks, allocated together. Every row,
+// key and block carved from it is its own (a slice's capacity ends where
+// it does), so a record can be changed or kept alone as before; a record
+// kept alive keeps its event's memory alive, a few KiB.
+type rowsEvent struct {
+	ti    *tableInfo
+	src   schema.Source
+	txID  string
+	tsMs  int64
+	order int64 // the table's DataCollectionOrder so far
+	vals  []any
+	txs   []schema.Transaction
+}
+
+func (m *mapper) rowsEvent(h *replication.EventHeader, ti *tableInfo, images int) *rowsEvent {
+	return &rowsEvent{
+		ti: ti, src: m.source(h), txID: m.txIDFor(h), tsMs: m.now().UnixMilli(), order: m.tableOrder[ti.id],
+		// A record per image at most; each image with its key.
+		vals: make([]any, 0, images*(len(ti.cols)+len(ti.outKey))),
+		txs:  make([]schema.Transaction, 0, images),
+	}
+}
+
+// carve returns n values of ev's memory (more if it ran out).
+func (ev *rowsEvent) carve(n int) schema.Row {
+	if cap(ev.vals)-len(ev.vals) < n {
+		ev.vals = make([]any, 0, max(n, 64))
+	}
+	i := len(ev.vals)
+	ev.vals = ev.vals[:i+n]
+	return ev.vals[i : i+n : i+n]
+}
+
+// key is keyOf with the key carved from the event's memory.
+func (ev *rowsEvent) key(img schema.Row) schema.Row {
+	if len(ev.ti.outKey) == 0 {
+		return nil
+	}
+	k := ev.carve(len(ev.ti.outKey))
+	for i, j := range ev.ti.outKey {
+		k[i] = img[j]
+	}
+	return k
+}
+
+func (m *mapper) row(ti *tableInfo, raw []any, ev *rowsEvent) (schema.Row, error) {
 	if len(raw) != len(ti.cols) {
 		return nil, fmt.Errorf("%w: row of %s has %d values for %d columns", ErrUnsupported, ti.id, len(raw), len(ti.cols))
 	}
-	row := make(schema.Row, len(raw))
+	row := ev.carve(len(raw))
 	for i, v := range raw {
 		x, err := mapValue(&ti.cols[i], v, m.zeroAsNull)
 		if err != nil {
@@ -472,26 +522,32 @@ func mapValue(c *column, v any, zeroAsNull bool) (any, error) {
 	return x, nil
 }
 
-func (m *mapper) record(h *replication.EventHeader, ti *tableInfo, op schema.Op, idx int, before, after schema.Row, headers map[string]string) schema.Record {
+// record makes the record of one row of ev; key is the image's key when
+// the caller has it already (nil: made here).
+func (m *mapper) record(ev *rowsEvent, op schema.Op, idx int, before, after, key schema.Row, headers map[string]string) schema.Record {
 	img := after
 	if img == nil {
 		img = before
 	}
+	if key == nil {
+		key = ev.key(img)
+	}
 	m.txOrder++
-	m.tableOrder[ti.id]++
-	src := m.source(h)
+	ev.order++
+	src := ev.src
 	src.Row = idx
+	ev.txs = append(ev.txs, schema.Transaction{ID: ev.txID, TotalOrder: m.txOrder, DataCollectionOrder: ev.order})
 	return schema.Record{
 		Op:          op,
-		Table:       ti.id,
-		KeySchema:   ti.keySchema,
-		Key:         keyOf(ti, img),
-		ValueSchema: ti.valueSchema,
+		Table:       ev.ti.id,
+		KeySchema:   ev.ti.keySchema,
+		Key:         key,
+		ValueSchema: ev.ti.valueSchema,
 		Before:      before,
 		After:       after,
 		Source:      src,
-		Transaction: &schema.Transaction{ID: m.txIDFor(h), TotalOrder: m.txOrder, DataCollectionOrder: m.tableOrder[ti.id]},
-		TsMs:        m.now().UnixMilli(),
+		Transaction: &ev.txs[len(ev.txs)-1],
+		TsMs:        ev.tsMs,
 		Headers:     headers,
 		ID:          m.nextID(),
 	}

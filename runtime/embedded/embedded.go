@@ -93,8 +93,11 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack runt
 		sizes[queueOf[i]]++
 	}
 	split := make([][]schema.Record, n)
+	// Each queue's Delivery blocks, one allocation a queue, not a record.
+	dels := make([][]schema.Delivery, n)
 	for q := range split {
 		split[q] = make([]schema.Record, 0, sizes[q]+shared)
+		dels[q] = make([]schema.Delivery, 0, sizes[q]+shared)
 	}
 	// Barriers go to every queue, their copies marked as transaction ends.
 	ends := runtime.TransactionEnds(recs, func(i int) (int, bool) { return queueOf[i], !recs[i].IsBarrier() })
@@ -115,7 +118,7 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack runt
 			// carry the end mark, and a transactional sink waits for it.
 			for q := range p.e.txQueues[id] {
 				if !inBatch[id][q] {
-					split[q] = append(split[q], p.e.deliver(r, q))
+					split[q] = append(split[q], p.e.deliver(r, q, &dels[q]))
 				}
 			}
 			delete(p.e.txQueues, id)
@@ -141,7 +144,7 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack runt
 			if ends[i] {
 				r = runtime.WithTxEnd(r)
 			}
-			split[q] = append(split[q], p.e.deliver(r, q))
+			split[q] = append(split[q], p.e.deliver(r, q, &dels[q]))
 		}
 	}
 	p.e.txMu.Unlock()
@@ -181,11 +184,12 @@ func (p embeddedPub) Publish(ctx context.Context, recs []schema.Record, ack runt
 }
 
 // deliver returns r as queue q hands it to the sink: with its Delivery
-// there (the record's ID, set by the source, travels unchanged). Called
-// under txMu.
-func (e *Transport) deliver(r schema.Record, q int) schema.Record {
+// there, appended to dels (the record's ID, set by the source, travels
+// unchanged). Called under txMu.
+func (e *Transport) deliver(r schema.Record, q int, dels *[]schema.Delivery) schema.Record {
 	e.offsets[q]++
-	r.Delivery = &schema.Delivery{Topic: Topic, Queue: q, Offset: e.offsets[q]}
+	*dels = append(*dels, schema.Delivery{Topic: Topic, Queue: q, Offset: e.offsets[q]})
+	r.Delivery = &(*dels)[len(*dels)-1]
 	return r
 }
 
