@@ -155,6 +155,9 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 	}
 	switch s.Type {
 	case schema.Int8, schema.Int16, schema.Int32, schema.Int64:
+		if _, ok := v.(int64); ok {
+			return v, true, nil // boxed already: no new box
+		}
 		i, ok := schema.AsInt64(v)
 		if !ok {
 			return nil, true, ValueErr(col, s, v, "want int64")
@@ -184,7 +187,7 @@ func ConvertCommon(col string, s *schema.Schema, v any) (out any, handled bool, 
 func text(col string, s *schema.Schema, v any) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return x, nil
+		return v, nil // boxed already: no copy of the string header
 	case []byte:
 		return string(x), nil
 	}
