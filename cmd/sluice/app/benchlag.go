@@ -77,9 +77,10 @@ var lagStages = []string{"source read", "to publish", "publish ack", "to handler
 // the time each passed a point of the pipeline. The bench runs source and
 // sink in one process, so one clock serves every point.
 type lagTrace struct {
-	liveFrom atomic.Int64 // 0: not tracing
-	mu       sync.Mutex
-	rows     map[int64]*rowTimes
+	liveFrom     atomic.Int64 // 0: not tracing
+	firstHandled atomic.Int64 // unix ns of the transport's first handler call
+	mu           sync.Mutex
+	rows         map[int64]*rowTimes
 }
 
 type rowTimes struct{ read, publish, ack, handler, sinkIn int64 } // unix µs
@@ -212,6 +213,7 @@ type tracedSubscriber struct {
 
 func (s tracedSubscriber) Consume(ctx context.Context, h runtime.Handler) error {
 	return s.Subscriber.Consume(ctx, func(ctx context.Context, recs []schema.Record) error {
+		s.t.firstHandled.CompareAndSwap(0, time.Now().UnixNano())
 		s.t.mark(recs, func(rt *rowTimes, now int64) {
 			if rt.handler == 0 { // the first delivery
 				rt.handler = now
