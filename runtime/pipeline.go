@@ -48,7 +48,7 @@ type Pipeline struct {
 	// sink-only process); optional.
 	Tables TableLister
 
-	MaxInFlight  int           // records published but not acknowledged; default 32768
+	MaxInFlight  int           // records published but not acknowledged; default 8192
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
 	DrainTimeout time.Duration // how long shutdown waits for acknowledgements; default 30s
 	// MaxInFlightBytes caps the same records as MaxInFlight by their

@@ -40,7 +40,7 @@ type slot struct {
 
 // Defaults of Pipeline.MaxInFlight and Pipeline.MaxInFlightBytes.
 const (
-	DefaultMaxInFlight      = 32768
+	DefaultMaxInFlight      = 8192
 	DefaultMaxInFlightBytes = 16 << 20
 )
 

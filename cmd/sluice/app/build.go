@@ -157,6 +157,9 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 	case *embedded.Config:
 		d.embedded = c
 		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
+		if d.maxFlight == 0 {
+			d.maxFlight = embedded.DefaultMaxInFlight
+		}
 	case *rocketmq.Config:
 		d.rocketmq = c
 		d.maxFlight, d.maxFlightBytes = c.MaxCachedRecords, c.MaxCachedBytes

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/embedded"
 )
 
 // The in-flight limits reach the pipeline and, on RocketMQ, the consumer's
@@ -27,6 +28,15 @@ func TestTransportMemoryConfig(t *testing.T) {
 	d, err = decode("transport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:9876\"]\n  topics: [a]\n  max_in_flight_bytes: 4194304\n")
 	if err != nil || d.maxFlightBytes != 4<<20 || d.rocketmq.MaxCachedBytes != 4<<20 || d.rocketmq.MaxCachedRecords != 0 {
 		t.Fatalf("rocketmq: %+v, %v", d.rocketmq, err)
+	}
+	// Unset, the window's records: the embedded transport's own default,
+	// the pipeline's (0 here) on RocketMQ.
+	if d.maxFlight != 0 {
+		t.Fatalf("rocketmq without max_in_flight: window of %d records, want the pipeline's default (0 here)", d.maxFlight)
+	}
+	d, err = decode("transport:\n  type: embedded\n")
+	if err != nil || d.maxFlight != embedded.DefaultMaxInFlight || d.maxFlightBytes != 0 {
+		t.Fatalf("embedded without max_in_flight: %d records, %d bytes, %v; want %d and 0 (the pipeline's default)", d.maxFlight, d.maxFlightBytes, err, embedded.DefaultMaxInFlight)
 	}
 	for _, bad := range []struct{ transport, want string }{
 		{"transport:\n  type: embedded\n  max_in_flight: -1\n", "transport.max_in_flight: -1 is negative"},
