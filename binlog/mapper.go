@@ -433,7 +433,7 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 			}
 			oldKey, newKey := ev.key(img), ev.key(after)
 			if sameKey(oldKey, newKey) {
-				out = append(out, m.record(ev, op, i/2, img, after, oldKey, m.zeroHeaders(ti, e.Rows[i], e.Rows[i+1])))
+				out = append(out, m.record(ev, op, i/2, img, after, newKey, m.zeroHeaders(ti, e.Rows[i], e.Rows[i+1])))
 				break
 			}
 			// A changed primary key is a delete of the old row and a create
