@@ -487,11 +487,7 @@ func (ev *rowsEvent) key(img schema.Row) schema.Row {
 	if len(ev.ti.outKey) == 0 {
 		return nil
 	}
-	k := ev.carve(len(ev.ti.outKey))
-	for i, j := range ev.ti.outKey {
-		k[i] = img[j]
-	}
-	return k
+	return fillKey(ev.carve(len(ev.ti.outKey)), ev.ti, img)
 }
 
 func (m *mapper) row(ti *tableInfo, raw []any, ev *rowsEvent) (schema.Row, error) {
@@ -571,7 +567,11 @@ func keyOf(ti *tableInfo, img schema.Row) schema.Row {
 	if len(ti.outKey) == 0 {
 		return nil
 	}
-	k := make(schema.Row, len(ti.outKey))
+	return fillKey(make(schema.Row, len(ti.outKey)), ti, img)
+}
+
+// fillKey sets k, of len(ti.outKey), to img's key columns and returns it.
+func fillKey(k schema.Row, ti *tableInfo, img schema.Row) schema.Row {
 	for i, j := range ti.outKey {
 		k[i] = img[j]
 	}

@@ -317,6 +317,13 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	runtime.ApplyMemoryLimit(0, os.Getenv)
 	debug.FreeOSMemory()
 	mem := watchMemory()
+	if o.transport == "rocketmq" {
+		select {
+		case <-time.After(rocketmq.ConsumerStartWait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
 		return nil, err
@@ -327,12 +334,9 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		return nil, err
 	}
 	if o.transport == "rocketmq" {
-		select {
-		case <-time.After(rocketmq.ConsumerStartWait):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 		if err := live.w.Resume(live.name); err != nil {
+			stopTrace()
+			stopProfile()
 			return nil, fmt.Errorf("bench: resume sluice after its consumer's start: %w", err)
 		}
 	}
@@ -623,6 +627,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 	quiet := log.With("component", "bench-pipeline")
 	bp := &benchPipeline{name: name, sink: counting, trace: trace}
 	w := runtime.NewWorker(quiet)
+	var pausedOnce atomic.Bool
 	w.Add(name, nil, func(ctx context.Context) (*runtime.Pipeline, error) {
 		p, err := Build(ctx, cfg, "", quiet)
 		if err != nil {
@@ -640,9 +645,11 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		if p.Subscriber != nil {
 			p.Subscriber = tracedSubscriber{p.Subscriber, trace}
 		}
-		if o.transport == "rocketmq" {
+		if o.transport == "rocketmq" && !pausedOnce.Swap(true) {
 			// The source waits until the consumer pulls: see
 			// rocketmq.ConsumerStartWait (resumed by the catch-up phase).
+			// Only the first build: a pipeline the worker restarts later
+			// must not wait for a resume that already happened.
 			p.Pause()
 		}
 		return p, nil
