@@ -49,7 +49,9 @@ const ConsumerStartWait = 4 * time.Second
 // caps the messages of a send below the publisher's batches: the brokers'
 // warm-up sends one a time, so that the brokers' per-request code (sends,
 // pulls of a few messages) runs as often as under sluice's streaming.
-func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.Record, maxPerSend int, log *slog.Logger) (RoundTrip, error) {
+// atClock, when not nil, is called right before the clock starts: `sluice
+// bench` starts the other raw sides with it, to measure them at once.
+func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.Record, maxPerSend int, atClock func(), log *slog.Logger) (RoundTrip, error) {
 	var res RoundTrip
 	cfg.Pipeline = sanitizeName(topic)
 	cfg.Group = ""
@@ -161,6 +163,9 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 		return res, ctx.Err()
 	}
 
+	if atClock != nil {
+		atClock()
+	}
 	t0 := time.Now()
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
