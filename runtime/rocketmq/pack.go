@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // FormatPacked: the compact format's payloads and schema references, with
@@ -56,6 +59,8 @@ type packEntry struct {
 	ID, Keys, Schema string
 	Key, Value       []byte
 	Headers          map[string]string
+	// Tag is the record's message tag, the pack's (not in the line).
+	Tag string
 	// hasID and hasSchema: the ID and schema reference are there (a
 	// message of one record may lack either; a line of a pack always has
 	// its ID, and its schema reference when it is not "").
@@ -65,7 +70,7 @@ type packEntry struct {
 // messageEntry takes the fields of a message of one record: its
 // properties (a copy the caller owns) and body.
 func messageEntry(props map[string]string, body []byte) packEntry {
-	e := packEntry{Keys: props[primitive.PropertyKeys], Value: body}
+	e := packEntry{Keys: props[primitive.PropertyKeys], Value: body, Tag: props[primitive.PropertyTags]}
 	e.ID, e.hasID = props[IDProperty]
 	e.Schema, e.hasSchema = props[SchemaProperty]
 	if k, ok := props[KeyProperty]; ok {
@@ -85,6 +90,22 @@ func messageEntry(props map[string]string, body []byte) packEntry {
 		e.Headers[name] = v
 	}
 	return e
+}
+
+// txEndHeaders are the headers of a transaction's last record that has no
+// others: shared, never written to.
+var txEndHeaders = map[string]string{schema.HeaderTxEnd: "true"}
+
+// markTxEnd marks e as its transaction's last record in its queue, as
+// the message property HeaderPropertyPrefix+HeaderTxEnd marks a message.
+func (e *packEntry) markTxEnd() {
+	if len(e.Headers) == 0 {
+		e.Headers = txEndHeaders
+		return
+	}
+	h := maps.Clone(e.Headers)
+	h[schema.HeaderTxEnd] = "true"
+	e.Headers = h
 }
 
 // appendPackLine appends e as one line of a packed body.
@@ -107,6 +128,14 @@ func appendPackLine(b []byte, e *packEntry) []byte {
 	b = append(b, e.Value...)
 	if len(e.Headers) > 0 {
 		b = append(b, `,"headers":{`...)
+		if len(e.Headers) == 1 {
+			for k, v := range e.Headers {
+				b = appendJSONString(b, k)
+				b = append(b, ':')
+				b = appendJSONString(b, v)
+			}
+			return append(b, "}}\n"...)
+		}
 		names := make([]string, 0, len(e.Headers))
 		for k := range e.Headers {
 			names = append(names, k)
@@ -141,21 +170,33 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // packMessages packs msgs, the publisher's messages of one queue of topic
-// in order (one record each), into packed messages of up to limit bytes of
-// body, a pack per run of one table's records. It returns the packs, their
-// sizes (as messageSize) and, for each message of msgs, the index of its
-// pack.
+// in order (one record each), as packEntries packs their entries.
 func packMessages(topic string, msgs []*primitive.Message, limit int) (packs []*primitive.Message, sizes []int, packOf []int) {
-	packOf = make([]int, len(msgs))
+	if len(msgs) == 0 {
+		return nil, nil, nil
+	}
+	es := make([]packEntry, len(msgs))
+	for i, m := range msgs {
+		es[i] = messageEntry(m.GetProperties(), m.Body)
+	}
+	return packEntries(topic, msgs[len(msgs)-1].Queue, es, limit)
+}
+
+// packEntries packs es, the records of queue mq of topic in order, into
+// packed messages of up to limit bytes of body, a pack per run of one
+// table's (tag's) records. It returns the packs, their sizes (as
+// messageSize) and, for each entry, the index of its pack.
+func packEntries(topic string, mq *primitive.MessageQueue, es []packEntry, limit int) (packs []*primitive.Message, sizes []int, packOf []int) {
+	packOf = make([]int, len(es))
 	var body []byte
 	var tag string
 	n := 0
-	flush := func(next int) {
+	flush := func() {
 		if n == 0 {
 			return
 		}
 		pm := primitive.NewMessage(topic, body)
-		pm.Queue = msgs[next-1].Queue
+		pm.Queue = mq
 		pm.WithProperty(FormatProperty, FormatPacked)
 		pm.WithProperty(RecordsProperty, strconv.Itoa(n))
 		if tag != "" {
@@ -165,29 +206,28 @@ func packMessages(topic string, msgs []*primitive.Message, limit int) (packs []*
 		sizes = append(sizes, messageSize(pm))
 		body, n = nil, 0
 	}
-	for i, m := range msgs {
-		e := messageEntry(m.GetProperties(), m.Body)
-		t := m.GetTags()
-		if n > 0 && (t != tag || len(body)+len(e.Value)+len(e.Key)+64 > limit) {
-			flush(i)
+	for i := range es {
+		e := &es[i]
+		if n > 0 && (e.Tag != tag || len(body)+len(e.Value)+len(e.Key)+64 > limit) {
+			flush()
 		}
 		if n == 0 {
 			// Sized for what is left, up to a full pack: a queue's
 			// backlog of a few records gets a few records' buffer.
 			left := 0
-			for _, r := range msgs[i:] {
-				if left += len(r.Body) + 160; left > limit+limit/8 {
+			for j := i; j < len(es); j++ {
+				if left += len(es[j].Value) + 160; left > limit+limit/8 {
 					break
 				}
 			}
 			body = make([]byte, 0, min(left, limit+limit/8))
-			tag = t
+			tag = e.Tag
 		}
-		body = appendPackLine(body, &e)
+		body = appendPackLine(body, e)
 		n++
 		packOf[i] = len(packs)
 	}
-	flush(len(msgs))
+	flush()
 	return packs, sizes, packOf
 }
 

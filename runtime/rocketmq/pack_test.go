@@ -353,3 +353,55 @@ func TestPackedRecordNearTheLimitFits(t *testing.T) {
 		t.Fatalf("%d records sent, %d refused: the sizes tried must straddle the limit", sent, refused)
 	}
 }
+
+// The publisher makes a packed record's line straight from the record
+// (packedEntry); it must be the line of the record's own message
+// (messageEntry of message), with and without the transaction end mark:
+// the same bytes reach the brokers either way.
+func TestPackedEntryIsTheMessageEntry(t *testing.T) {
+	codec := converter.NewJSON(converter.DefaultOptions())
+	p := testPublisher(t, newFakeSender(), func(c *Config) { c.Codec, c.Format = codec, FormatPacked })
+	defer p.Close(context.Background())
+	recs := compactRecords()
+	recs[1].Headers = map[string]string{"trace": "a \"quoted\"\nline é", "k": "v", "empty": "", "": "x"}
+	recs[2].Headers = map[string]string{"one": "1"}
+	long := strings.Repeat("k", maxIndexKey+1)
+	recs[3].Key, recs[3].After = schema.Row{long}, schema.Row{long, int64(3)}
+	recs[5].Table.Table = "" // no tag
+	// A table-level record: its whole envelope, no schema reference.
+	recs = append(recs, schema.Record{Op: schema.OpTruncate, Table: recs[0].Table, KeySchema: recs[0].KeySchema, ValueSchema: recs[0].ValueSchema, ID: nextTestID()})
+	for i := range recs {
+		r := &recs[i]
+		e, size, ok, err := p.packedEntry(context.Background(), r, "topic_x")
+		if err != nil || !ok {
+			t.Fatalf("record %d: packedEntry ok %v, %v", i, ok, err)
+		}
+		msg, wantSize, err := p.message(context.Background(), r, "topic_x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if size != wantSize {
+			t.Errorf("record %d: size %d, the message's %d", i, size, wantSize)
+		}
+		for _, end := range []bool{false, true} {
+			got, want := e, messageEntry(msg.GetProperties(), msg.Body)
+			if end {
+				got.markTxEnd()
+				m := primitive.NewMessage(msg.Topic, msg.Body)
+				m.WithProperties(msg.GetProperties())
+				m.WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
+				want = messageEntry(m.GetProperties(), m.Body)
+			}
+			if g, w := appendPackLine(nil, &got), appendPackLine(nil, &want); !bytes.Equal(g, w) || got.Tag != want.Tag {
+				t.Errorf("record %d (end %v): line\n%s tag %q\nwant\n%s tag %q", i, end, g, got.Tag, w, want.Tag)
+			}
+		}
+	}
+	// The shared end-mark headers are never written to.
+	e := packEntry{}
+	e.markTxEnd()
+	e.markTxEnd()
+	if len(txEndHeaders) != 1 {
+		t.Fatalf("txEndHeaders written to: %v", txEndHeaders)
+	}
+}

@@ -194,6 +194,22 @@ type part struct {
 	q     queue
 	msgs  []*primitive.Message
 	sizes []int // messageSize of each message, measured once in Publish
+	// entries, under FormatPacked instead of msgs: each record's line of
+	// a pack (packedEntry), packed by the send worker.
+	entries []packEntry
+}
+
+// len is the number of records of pt.
+func (pt *part) len() int { return max(len(pt.msgs), len(pt.entries)) }
+
+// markTxEnd marks the i-th record of pt as its transaction's last in the
+// queue.
+func (pt *part) markTxEnd(i int) {
+	if pt.entries != nil {
+		pt.entries[i].markTxEnd()
+		return
+	}
+	pt.msgs[i].WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
 }
 
 // SendStats is what the publisher's sends confirmed so far: the client's
@@ -219,10 +235,12 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	index := map[pk]*part{}
 	data := 0
 	type sent struct {
-		to  pk
-		msg *primitive.Message
+		to pk
+		pt *part // nil: not sent
+		i  int   // the record's index in pt
 	}
-	dest := make([]sent, len(recs)) // msg nil: not sent
+	dest := make([]sent, len(recs))
+	packed := p.cfg.Format == FormatPacked
 	for i := range recs {
 		rec := &recs[i]
 		if rec.Op.IsMarker() {
@@ -249,41 +267,60 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 			c := runtime.BarrierCopy(*rec, len(targets))
 			rec = &c
 		}
-		msg, size, err := p.fitMessage(ctx, rec, topic)
-		if err != nil {
-			return err
+		var (
+			msg   *primitive.Message
+			entry packEntry
+			size  int
+			fast  bool
+		)
+		if packed {
+			if entry, size, fast, err = p.packedEntry(ctx, rec, topic); err != nil {
+				return err
+			}
 		}
-		if msg == nil { // sent to the dead-letter topic
-			continue
+		if !fast {
+			if msg, size, err = p.fitMessage(ctx, rec, topic); err != nil {
+				return err
+			}
+			if msg == nil { // sent to the dead-letter topic
+				continue
+			}
+			if packed {
+				entry = messageEntry(msg.GetProperties(), msg.Body)
+			}
 		}
 		if !barrier {
 			targets = []pk{{topic, qs[runtime.QueueFor(rec, len(qs))]}}
 		}
 		for j, k := range targets {
-			m := msg
-			if j > 0 {
-				m = primitive.NewMessage(k.topic, msg.Body)
-				m.WithProperties(msg.GetProperties())
-			}
 			q := k.q
-			m.Queue = &primitive.MessageQueue{Topic: k.topic, BrokerName: q.Broker, QueueId: q.ID}
 			pt := index[k]
 			if pt == nil {
 				pt = &part{topic: k.topic, q: q}
 				index[k] = pt
 				parts = append(parts, pt)
 			}
-			pt.msgs = append(pt.msgs, m)
-			pt.sizes = append(pt.sizes, size)
+			if packed {
+				pt.entries = append(pt.entries, entry)
+			} else {
+				m := msg
+				if j > 0 {
+					m = primitive.NewMessage(k.topic, msg.Body)
+					m.WithProperties(msg.GetProperties())
+				}
+				m.Queue = &primitive.MessageQueue{Topic: k.topic, BrokerName: q.Broker, QueueId: q.ID}
+				pt.msgs = append(pt.msgs, m)
+				pt.sizes = append(pt.sizes, size)
+			}
 			if !barrier { // barrier copies carry their end mark already
-				dest[i] = sent{k, m}
+				dest[i] = sent{k, pt, pt.len() - 1}
 			}
 		}
 	}
-	// Mark the last message of each transaction per queue whose commit is in
+	// Mark the last record of each transaction per queue whose commit is in
 	// this batch (see runtime.TransactionEnds).
-	for i := range runtime.TransactionEnds(recs, func(i int) (pk, bool) { return dest[i].to, dest[i].msg != nil }) {
-		dest[i].msg.WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
+	for i := range runtime.TransactionEnds(recs, func(i int) (pk, bool) { return dest[i].to, dest[i].pt != nil }) {
+		dest[i].pt.markTxEnd(dest[i].i)
 	}
 	tokens := max(1, data)
 	if err := p.win.acquire(ctx, tokens); err != nil {
@@ -398,43 +435,99 @@ func (p *Publisher) encode(ctx context.Context, rec *schema.Record) (key, val []
 	return key, val, schemaRef, nil
 }
 
-// message encodes rec as topic's message and returns it with its size
-// (messageSize's figure, counted while the properties are set rather than
-// by marshalling them once more).
-func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, int, error) {
+// recordFields are what a record's message carries: its encoded key and
+// value, schema reference and the strings of its properties.
+type recordFields struct {
+	key, val      []byte
+	schemaRef     string
+	keys, tag, id string
+	size          int // messageSize of the message (see fields)
+}
+
+// fields encodes rec for topic: the fields of its message and the size of
+// that message (messageSize's figure, counted rather than measured by
+// marshalling the properties).
+func (p *Publisher) fields(ctx context.Context, rec *schema.Record, topic string) (recordFields, error) {
+	var f recordFields
 	key, val, schemaRef, err := p.encode(ctx, rec)
+	if err != nil {
+		return f, err
+	}
+	if len(val) == 0 {
+		return f, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
+	}
+	if rec.ID.IsZero() {
+		return f, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
+	}
+	f.key, f.val, f.schemaRef, f.tag, f.id = key, val, schemaRef, rec.Table.Table, rec.ID.String()
+	// KEYS feeds the broker's message index; a long key is left out of it
+	// (the broker limits a message's properties to 32 KiB in all).
+	if ks := rec.KeyString(); len(ks) <= maxIndexKey {
+		f.keys = ks
+	}
+	f.size = len(val) + len(topic)
+	prop := func(k, v string) { // what MarshallProperties writes for a property set
+		if k != "" && v != "" {
+			f.size += len(k) + len(v) + 2
+		}
+	}
+	prop(primitive.PropertyKeys, f.keys)
+	prop(primitive.PropertyTags, f.tag)
+	prop(KeyProperty, string(key))
+	for k, v := range rec.Headers {
+		prop(HeaderPropertyPrefix+k, v)
+	}
+	prop(IDProperty, f.id)
+	prop(SchemaProperty, schemaRef)
+	return f, nil
+}
+
+// message encodes rec as topic's message and returns it with its size.
+func (p *Publisher) message(ctx context.Context, rec *schema.Record, topic string) (*primitive.Message, int, error) {
+	f, err := p.fields(ctx, rec, topic)
 	if err != nil {
 		return nil, 0, err
 	}
-	if len(val) == 0 {
-		return nil, 0, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
-	}
-	if rec.ID.IsZero() {
-		return nil, 0, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
-	}
-	msg := primitive.NewMessage(topic, val)
-	size := len(val) + len(topic)
-	set := func(k, v string) { // as msg.WithProperty, counting what MarshallProperties writes
+	msg := primitive.NewMessage(topic, f.val)
+	set := func(k, v string) { // as fields counts them
 		if k != "" && v != "" {
 			msg.WithProperty(k, v)
-			size += len(k) + len(v) + 2
 		}
 	}
-	// KEYS feeds the broker's message index; a long key is left out of it
-	// (the broker limits a message's properties to 32 KiB in all).
-	if ks := rec.KeyString(); ks != "" && len(ks) <= maxIndexKey {
-		set(primitive.PropertyKeys, ks) // msg.WithKeys of one key
-	}
-	set(primitive.PropertyTags, rec.Table.Table) // msg.WithTag
-	if key != nil {
-		set(KeyProperty, string(key))
-	}
+	set(primitive.PropertyKeys, f.keys) // msg.WithKeys of one key
+	set(primitive.PropertyTags, f.tag)  // msg.WithTag
+	set(KeyProperty, string(f.key))
 	for k, v := range rec.Headers {
 		set(HeaderPropertyPrefix+k, v)
 	}
-	set(IDProperty, rec.ID.String())
-	set(SchemaProperty, schemaRef)
-	return msg, size, nil
+	set(IDProperty, f.id)
+	set(SchemaProperty, f.schemaRef)
+	return msg, f.size, nil
+}
+
+// packedEntry is rec's line of a pack and the size of its message, made
+// from the record without a message of its own (FormatPacked); it is the
+// entry messageEntry makes of message's message. ok is false when that
+// message is larger than maxRecordBytes: fitMessage then applies the
+// oversize policy.
+func (p *Publisher) packedEntry(ctx context.Context, rec *schema.Record, topic string) (e packEntry, size int, ok bool, err error) {
+	f, err := p.fields(ctx, rec, topic)
+	if err != nil || f.size > p.maxRecordBytes() {
+		return e, 0, false, err
+	}
+	e = packEntry{ID: f.id, Keys: f.keys, Schema: f.schemaRef, Value: f.val, Tag: f.tag, hasID: true, hasSchema: f.schemaRef != ""}
+	if len(f.key) > 0 {
+		e.Key = f.key
+	}
+	for k, v := range rec.Headers {
+		if v != "" { // as message sets HeaderPropertyPrefix+k
+			if e.Headers == nil {
+				e.Headers = make(map[string]string, len(rec.Headers))
+			}
+			e.Headers[k] = v
+		}
+	}
+	return e, f.size, true, nil
 }
 
 // maxRecordBytes is the largest record message (messageSize) the
@@ -660,19 +753,35 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 	var msgs []*primitive.Message
 	var sizes []int
 	ends := make([]int, len(parts)) // ends[i]: index after the last message of parts[i]
-	for i, pt := range parts {
-		msgs = append(msgs, pt.msgs...)
-		sizes = append(sizes, pt.sizes...)
-		ends[i] = len(msgs)
-	}
 	if p.cfg.Format == FormatPacked {
 		// What is queued for the queue goes in packs, which may hold the
 		// records of several parts: a part is done once the pack of its
 		// last record is.
+		es := parts[0].entries
+		if len(parts) > 1 {
+			n := 0
+			for _, pt := range parts {
+				n += len(pt.entries)
+			}
+			es = make([]packEntry, 0, n)
+		}
+		for i, pt := range parts {
+			if len(parts) > 1 {
+				es = append(es, pt.entries...)
+			}
+			ends[i] = len(es)
+		}
 		var packOf []int
-		msgs, sizes, packOf = packMessages(topic, msgs, min(PackBytes, p.cfg.MaxMessageBytes))
+		mq := &primitive.MessageQueue{Topic: topic, BrokerName: q.Broker, QueueId: q.ID}
+		msgs, sizes, packOf = packEntries(topic, mq, es, min(PackBytes, p.cfg.MaxMessageBytes))
 		for i := range ends {
 			ends[i] = packOf[ends[i]-1] + 1
+		}
+	} else {
+		for i, pt := range parts {
+			msgs = append(msgs, pt.msgs...)
+			sizes = append(sizes, pt.sizes...)
+			ends[i] = len(msgs)
 		}
 	}
 	sent, next := 0, 0 // messages confirmed; next part to finish
