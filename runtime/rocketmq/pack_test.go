@@ -405,3 +405,26 @@ func TestPackedEntryIsTheMessageEntry(t *testing.T) {
 		t.Fatalf("txEndHeaders written to: %v", txEndHeaders)
 	}
 }
+
+// A pack's record count sizes the consumer's batch of records before the
+// pack is read: a count the body can't hold sizes nothing.
+func TestPackCountBoundedByBody(t *testing.T) {
+	line := `{"id":"","value":0}` + "\n"
+	if len(line) != minPackLine {
+		t.Fatalf("shortest line %d bytes, minPackLine %d", len(line), minPackLine)
+	}
+	body := []byte(strings.Repeat(line, 3))
+	for _, c := range []struct {
+		prop string
+		want int
+	}{{"3", 3}, {"4", 0}, {"1048576", 0}, {"0", 0}, {"-1", 0}, {"x", 0}, {"", 0}} {
+		if got := packCount(c.prop, body); got != c.want {
+			t.Errorf("packCount(%q, 3 lines) = %d, want %d", c.prop, got, c.want)
+		}
+	}
+	m := &primitive.MessageExt{Message: primitive.Message{Body: body}}
+	m.WithProperty(RecordsProperty, "1000000")
+	if n := recordCount([]*primitive.MessageExt{m, m}); n != 2 {
+		t.Errorf("recordCount of two packs claiming a million records each in 60 bytes: %d, want 2", n)
+	}
+}

@@ -218,16 +218,26 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 func recordCount(msgs []*primitive.MessageExt) int {
 	n := 0
 	for _, m := range msgs {
-		c := 1
-		if s := m.GetProperty(RecordsProperty); s != "" {
-			if v, err := strconv.Atoi(s); err == nil && v > 0 && v <= 1<<20 {
-				c = v
-			}
-		}
-		n += c
+		n += max(1, packCount(m.GetProperty(RecordsProperty), m.Body))
 	}
 	return n
 }
+
+// packCount is the records a pack says it holds (its RecordsProperty
+// prop), 0 when prop is not a count or is more than body can hold (a line
+// is at least minPackLine bytes): a property can't make what it sizes
+// larger than its message.
+func packCount(prop string, body []byte) int {
+	v, err := strconv.Atoi(prop)
+	if err != nil || v <= 0 || v > len(body)/minPackLine {
+		return 0
+	}
+	return v
+}
+
+// minPackLine is the shortest line of a pack: {"id":"","value":0} and its
+// newline.
+const minPackLine = 20
 
 // decodeAll decodes m: one record, or those of a packed message.
 func (s *Subscriber) decodeAll(ctx context.Context, m *primitive.MessageExt, into []schema.Record) ([]schema.Record, error) {
