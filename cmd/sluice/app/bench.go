@@ -425,11 +425,11 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	if o.transport == "rocketmq" {
 		// After sluice, so that the raw client's memory (the messages are
 		// built before its clock starts) is not in sluice's peak RSS.
-		// Twice, from brokers as quiet as sluice's phase had them: the
-		// first round trip after sluice's phase took 1.03-1.66 s in five
-		// runs on December 5, the same run again 0.81 s. The faster counts.
+		// Twice: the first round trip after sluice's phase took 1.03-1.66
+		// s in five runs on December 5 (waiting for the brokers to go
+		// quiet first changed nothing), the same run again 0.81 s. The
+		// faster counts.
 		for range rawBrokerTries {
-			procs.settle(ctx, "broker", brokerQuietCores, brokerSettleMax)
 			if err := rawBroker(ctx, env, o, bcfg, start, rep.Events, 0, rep, cpuPhase, nil, log); err != nil {
 				return nil, fmt.Errorf("bench: raw broker round trip: %w", err)
 			}
