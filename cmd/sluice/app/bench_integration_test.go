@@ -34,7 +34,8 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatalf("report: %+v", rep)
 	}
 	for name, s := range map[string]float64{"load": rep.LoadSeconds, "raw source": rep.RawSourceSeconds, "raw target": rep.RawTargetSeconds,
-		"sluice": rep.SluiceSeconds, "source JSON": rep.SourceJSONSeconds} {
+		"sluice": rep.SluiceSeconds, "source JSON": rep.SourceJSONSeconds,
+		"raw source at once": rep.RawAtOnceSourceSeconds, "raw target at once": rep.RawAtOnceTargetSeconds} {
 		if s <= 0 {
 			t.Errorf("%s took %v s", name, s)
 		}
@@ -42,9 +43,14 @@ func TestBenchSmall(t *testing.T) {
 	if rep.LagMillis["p50"] <= 0 || rep.LagMillis["max"] < rep.LagMillis["p99"] || rep.SluicePeakHeap <= 0 {
 		t.Errorf("lag %v, heap %v", rep.LagMillis, rep.SluicePeakHeap)
 	}
+	if rep.RawAtOnceSeconds != max(rep.RawAtOnceSourceSeconds, rep.RawAtOnceTargetSeconds) || rep.CPU["raw at once"] == nil {
+		t.Errorf("raw sides at once: %v s (source %v, target %v), CPU %v", rep.RawAtOnceSeconds, rep.RawAtOnceSourceSeconds,
+			rep.RawAtOnceTargetSeconds, rep.CPU["raw at once"])
+	}
 	var out bytes.Buffer
 	printBenchReport(&out, rep)
-	if !strings.Contains(out.String(), "sluice end to end (catch-up)") || !strings.Contains(out.String(), "verified: ") {
+	if !strings.Contains(out.String(), "sluice end to end (catch-up)") || !strings.Contains(out.String(), "verified: ") ||
+		!strings.Contains(out.String(), "of the raw sides at once") {
 		t.Errorf("report text:\n%s", out.String())
 	}
 
@@ -58,6 +64,11 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
+	// The raw target at once wrote every row again into its emptied table.
+	var rawRows int
+	if err := tgt.QueryRow("SELECT count(*) FROM " + benchDB + "_raw.events").Scan(&rawRows); err != nil || rawRows != o.rows {
+		t.Errorf("raw table after the raw sides at once: %d rows (%v), want %d", rawRows, err, o.rows)
+	}
 	if _, err := tgt.Exec("UPDATE " + benchDB + "." + benchTable + " SET note = 'changed' WHERE id = 7"); err != nil {
 		t.Fatal(err)
 	}
