@@ -128,14 +128,6 @@ func appendPackLine(b []byte, e *packEntry) []byte {
 	b = append(b, e.Value...)
 	if len(e.Headers) > 0 {
 		b = append(b, `,"headers":{`...)
-		if len(e.Headers) == 1 {
-			for k, v := range e.Headers {
-				b = appendJSONString(b, k)
-				b = append(b, ':')
-				b = appendJSONString(b, v)
-			}
-			return append(b, "}}\n"...)
-		}
 		names := make([]string, 0, len(e.Headers))
 		for k := range e.Headers {
 			names = append(names, k)

@@ -289,10 +289,10 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 		// trip sending one message a time (sluice's phase sends three, the
 		// raw round trip's batches 31: these ran the brokers' per-request
 		// code a few hundred times only), then, every other time, in the
-		// measured round trip's batches (without that round the measured
-		// round trip was the first of its kind: on December 5 it took
-		// 1.31-1.64 s with the brokers at 4.3-4.7 CPU s per million records,
-		// and 0.83 s at 2.1 s run again right after it), the load's records through a
+		// measured round trip's batches, so that their code is warm too
+		// (it did not make the first measured round trip after sluice's
+		// phase as fast as a later one: see rawBrokerTries), the load's
+		// records through a
 		// publisher and a subscriber of sluice's as fast as they go
 		// (rocketmq.PipelineRoundTrip: sluice's requests without source or
 		// sink), and 50,000 of them at 10,000 records a second (the lag
