@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Throwaway real servers for sluice's integration tests: MariaDB (binlog source),
-# PostgreSQL (sink) and Apache RocketMQ (name server + two master brokers).
+# MySQL 9.7 (a binlog source and a target), PostgreSQL (sink) and Apache RocketMQ
+# (name server + two master brokers).
 #
-#   scripts/servers.sh start  [mariadb|postgres|rocketmq|rocketmq-acl|all]   (default: all)
-#   scripts/servers.sh stop   [mariadb|postgres|rocketmq|rocketmq-acl|all]   (default: all)
+#   scripts/servers.sh start  [mariadb|mysql|postgres|rocketmq|rocketmq-acl|all]   (default: all)
+#   scripts/servers.sh stop   [mariadb|mysql|postgres|rocketmq|rocketmq-acl|all]   (default: all)
 #   scripts/servers.sh status
 #   scripts/servers.sh env        # prints the path of the env file
+#   scripts/servers.sh mysql-client ARGS...   # the unpacked MySQL client
 #   scripts/servers.sh clean      # stop all, then delete every data directory
 #
 # Everything listens on 127.0.0.1 only. All state lives under one root
@@ -290,6 +292,162 @@ status_mariadb() {
     else echo "mariadb   running  pid $pid  $HOST:$MARIADB_PORT  NOT answering"; fi
   else echo "mariadb   stopped"; fi
 }
+
+# ------------------------------------------------------------ MySQL 9.7 --
+# MySQL is not in Debian 12's suites; Debian's unstable suite carries
+# mysql-server-core/mysql-client-core 9.7. Its libc and libstdc++ are newer than
+# this machine's, so nothing is installed as a system package: apt fetches the two
+# packages and their shared-library closure through a private sources list (the
+# system's configured Debian mirror, unstable suite) and private lists folder,
+# dpkg-deb unpacks them under $CACHE/mysql-root, and every binary runs through that
+# root's own dynamic loader. Two instances: a source (log-bin, GTID on, row
+# metadata FULL) and a target.
+MY_VERSION_SUITE="${SLUICE_MYSQL_SUITE:-sid}"
+MY_PKG_ROOT="$CACHE/mysql-root"
+MYSQL_SOURCE_PORT="${SLUICE_MYSQL97_PORT:-33306}"
+MYSQL_TARGET_PORT="${SLUICE_MYSQL97_TARGET_PORT:-33307}"
+# Shared libraries the packages need that are not worth unpacking (perl is only
+# for helper scripts such as mysqld_multi).
+MY_SKIP_PKGS='^(perl|perl-base|perl-modules-[0-9.]+|libperl[0-9.]+|debconf|dpkg|tar|coreutils)$'
+
+my_run() { # my_run BINARY ARGS... : runs an unpacked binary through the root's own loader
+  local lib="$MY_PKG_ROOT/usr/lib/x86_64-linux-gnu"
+  "$lib/ld-linux-x86-64.so.2" --library-path "$lib:$MY_PKG_ROOT/lib/x86_64-linux-gnu" "$MY_PKG_ROOT/$1" "${@:2}"
+}
+
+my_fetch() { # unpacks mysql-server-core and mysql-client-core with their library closure (once)
+  [[ -f "$MY_PKG_ROOT/.complete" ]] && return 0
+  command -v apt-get >/dev/null || die "mysql: apt-get is needed to fetch MySQL from Debian's packages"
+  local t0 apt uri tmp pkgs
+  t0="$(now)"
+  apt="$CACHE/mysql-apt"
+  uri="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
+  [[ -n "$uri" ]] || uri="$(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; exit}}' /etc/apt/sources.list 2>/dev/null || true)"
+  [[ -n "$uri" ]] || die "mysql: no Debian mirror found in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
+  rm -rf "$apt"; mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$apt/cache" "$apt/debs"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $MY_VERSION_SUITE main" >"$apt/sources.list"
+  : >"$apt/status"
+  local o=(-o "Dir::Etc::sourcelist=$apt/sources.list" -o Dir::Etc::sourceparts=/nonexistent
+    -o "Dir::State::Lists=$apt/lists" -o "Dir::State::status=$apt/status"
+    -o "Dir::Cache=$apt/cache" -o "Dir::Cache::archives=$apt/archives" -o APT::Sandbox::User=root)
+  log "mysql: fetching mysql-server-core and mysql-client-core from Debian's $MY_VERSION_SUITE suite"
+  apt-get "${o[@]}" update -qq >"$apt/update.log" 2>&1 || { tail_log "$apt/update.log"; die "mysql: apt-get update of the private $MY_VERSION_SUITE list failed"; }
+  mapfile -t pkgs < <(apt-cache "${o[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts \
+    --no-breaks --no-replaces --no-enhances mysql-server-core mysql-client-core | grep -v -e '^ ' -e '^<' | sort -u | grep -v -E "$MY_SKIP_PKGS")
+  ((${#pkgs[@]} > 2)) || die "mysql: Debian's $MY_VERSION_SUITE suite lists no mysql-server-core"
+  (cd "$apt/debs" && apt-get "${o[@]}" download "${pkgs[@]}") >"$apt/download.log" 2>&1 \
+    || { tail_log "$apt/download.log"; die "mysql: downloading ${#pkgs[@]} packages failed"; }
+  tmp="$(mktemp -d "$CACHE/.mysql-root.XXXXXX")"
+  local d
+  for d in "$apt/debs"/*.deb; do dpkg-deb -x "$d" "$tmp" || die "mysql: cannot unpack $d"; done
+  rm -rf "$MY_PKG_ROOT"; mv "$tmp" "$MY_PKG_ROOT"; rm -rf "$apt/debs"
+  my_run usr/sbin/mysqld --version >/dev/null || die "mysql: the unpacked mysqld does not run through its own loader"
+  touch "$MY_PKG_ROOT/.complete"
+  log "mysql: $(my_run usr/sbin/mysqld --version | sed 's/^.*mysqld *//') unpacked (${#pkgs[@]} packages) in $(elapsed "$t0")s"
+}
+
+# my_vars NAME PORT : the paths of one instance
+my_vars() {
+  MY_NAME="$1"; MY_PORT="$2"; MY_DIR="$ROOT/$1"
+  MY_SOCK="$MY_DIR/mysqld.sock"; MY_PIDF="$MY_DIR/mysqld.pid"; MY_ERR="$MY_DIR/mysqld.err"
+}
+my_root_sql() { my_run usr/bin/mysql --no-defaults --protocol=socket -S "$MY_SOCK" -uroot "$@"; }
+my_running() { pid_alive "$MY_PIDF" || my_root_sql -N -e 'SELECT 1' >/dev/null 2>&1; }
+
+my_start_instance() { # my_start_instance NAME PORT ROLE(source|target)
+  my_vars "$1" "$2"
+  local role="$3" t0 i ok=0; t0="$(now)"
+  my_fetch
+  mkdir -p "$MY_DIR/tmp" "$MY_DIR/files"
+  ensure_tls
+  if ! my_running; then
+    if [[ ! -d "$MY_DIR/data/mysql" ]]; then
+      log "$MY_NAME: initialising $MY_DIR/data"
+      rm -rf "$MY_DIR/data"
+      my_run usr/sbin/mysqld --no-defaults --basedir="$MY_PKG_ROOT/usr" --lc-messages-dir="$MY_PKG_ROOT/usr/share/mysql" \
+        --datadir="$MY_DIR/data" --user=root --initialize-insecure >"$MY_DIR/initialize.log" 2>&1 \
+        || { tail_log "$MY_DIR/initialize.log"; die "$MY_NAME: mysqld --initialize-insecure failed"; }
+    fi
+    port_open "$MY_PORT" && die "$MY_NAME: port $MY_PORT is already taken by another process"
+    local args=(--no-defaults --basedir="$MY_PKG_ROOT/usr" --lc-messages-dir="$MY_PKG_ROOT/usr/share/mysql"
+      --datadir="$MY_DIR/data" --tmpdir="$MY_DIR/tmp" --user=root --port="$MY_PORT" --bind-address=$HOST
+      --socket="$MY_SOCK" --pid-file="$MY_PIDF" --log-error="$MY_ERR" --secure-file-priv="$MY_DIR/files"
+      --mysqlx=OFF --skip-name-resolve --performance-schema=OFF --innodb-buffer-pool-size=128M
+      --innodb-log-buffer-size=16M --max-connections=200 --max-allowed-packet=64M
+      --ssl-ca="$TLS_DIR/ca.pem" --ssl-cert="$TLS_DIR/server.pem" --ssl-key="$TLS_DIR/server.key")
+    if [[ "${SLUICE_MYSQL_DURABLE:-0}" == 1 ]]; then args+=(--innodb-flush-log-at-trx-commit=1 --sync-binlog=1)
+    else args+=(--innodb-flush-log-at-trx-commit=2 --sync-binlog=0 --innodb-doublewrite=OFF); fi
+    if [[ "$role" == source ]]; then
+      args+=(--server-id=1 --log-bin=binlog --binlog-format=ROW --binlog-row-image=FULL --binlog-row-metadata=FULL
+        --gtid-mode=ON --enforce-gtid-consistency=ON --binlog-expire-logs-seconds=172800)
+    else
+      args+=(--server-id=2 --skip-log-bin)
+    fi
+    log "$MY_NAME: starting MySQL ($role) on $HOST:$MY_PORT"
+    setsid "$MY_PKG_ROOT/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" \
+      --library-path "$MY_PKG_ROOT/usr/lib/x86_64-linux-gnu:$MY_PKG_ROOT/lib/x86_64-linux-gnu" \
+      "$MY_PKG_ROOT/usr/sbin/mysqld" "${args[@]}" >>"$MY_DIR/mysqld.out" 2>&1 </dev/null 9>&- &
+  fi
+  for ((i = 0; i < START_TIMEOUT * 5; i++)); do
+    if my_root_sql -N -e 'SELECT 1' >/dev/null 2>&1; then ok=1; break; fi
+    sleep 0.2
+  done
+  ((ok)) || { tail_log "$MY_ERR" "$MY_DIR/mysqld.out"; die "$MY_NAME did not answer on its socket within ${START_TIMEOUT}s"; }
+  # Accounts (idempotent), kept out of the binlog. The CDC account has exactly
+  # the grants README lists for a MySQL source.
+  my_root_sql <<'SQL' || { tail_log "$MY_ERR"; die "$MY_NAME: creating accounts failed"; }
+SET SESSION sql_log_bin = 0;
+CREATE USER IF NOT EXISTS 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
+ALTER USER 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
+GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO 'sluice'@'127.0.0.1';
+CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'root';
+ALTER USER 'root'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'root';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+FLUSH PRIVILEGES;
+SQL
+  ok=0
+  for ((i = 0; i < 50; i++)); do
+    if my_run usr/bin/mysql --no-defaults --protocol=tcp -h $HOST -P "$MY_PORT" -usluice -psluice \
+      --get-server-public-key --connect-timeout=2 -N -e 'SELECT 1' >/dev/null 2>&1; then ok=1; break; fi
+    sleep 0.2
+  done
+  ((ok)) || { tail_log "$MY_ERR"; die "$MY_NAME: the sluice user cannot query over TCP $HOST:$MY_PORT"; }
+  log "$MY_NAME: ready on $HOST:$MY_PORT ($(my_root_sql -N -e 'SELECT VERSION()')) in $(elapsed "$t0")s"
+}
+
+my_stop_instance() { # my_stop_instance NAME PORT
+  my_vars "$1" "$2"
+  [[ -x "$MY_PKG_ROOT/usr/sbin/mysqld" ]] || { log "$MY_NAME: not installed"; return 0; }
+  my_running || { rm -f "$MY_PIDF"; log "$MY_NAME: not running"; return 0; }
+  log "$MY_NAME: stopping"
+  my_root_sql -e 'SHUTDOWN' >/dev/null 2>&1 || true
+  kill_pidfile "$MY_PIDF" "$MY_NAME" 30
+  local i
+  for ((i = 0; i < 150; i++)); do port_open "$MY_PORT" || break; sleep 0.2; done
+  port_open "$MY_PORT" && die "$MY_NAME: still listening on $MY_PORT after shutdown"
+  log "$MY_NAME: stopped"
+}
+
+my_status_instance() { # my_status_instance NAME PORT
+  my_vars "$1" "$2"
+  if [[ -x "$MY_PKG_ROOT/usr/sbin/mysqld" ]] && my_running; then
+    echo "$(printf '%-9s' "$MY_NAME") running  pid $(cat "$MY_PIDF" 2>/dev/null || echo '?')  $HOST:$MY_PORT"
+  else echo "$(printf '%-9s' "$MY_NAME") stopped"; fi
+}
+
+start_mysql() {
+  my_start_instance mysql "$MYSQL_SOURCE_PORT" source
+  my_start_instance mysql-tgt "$MYSQL_TARGET_PORT" target
+  # SLUICE_MYSQL_* name the MariaDB source (older tests); SLUICE_MYSQL97_* the MySQL servers.
+  env_set SLUICE_MYSQL97_HOST=$HOST SLUICE_MYSQL97_PORT="$MYSQL_SOURCE_PORT" \
+    SLUICE_MYSQL97_USER=root SLUICE_MYSQL97_PASSWORD=root \
+    SLUICE_MYSQL97_CDC_USER=sluice SLUICE_MYSQL97_CDC_PASSWORD=sluice \
+    SLUICE_MYSQL97_SOCKET="$ROOT/mysql/mysqld.sock" SLUICE_MYSQL97_TARGET_PORT="$MYSQL_TARGET_PORT" \
+    SLUICE_MYSQL97_TARGET_DSN="root:root@tcp($HOST:$MYSQL_TARGET_PORT)/?parseTime=false"
+  tls_env
+}
+stop_mysql() { my_stop_instance mysql-tgt "$MYSQL_TARGET_PORT"; my_stop_instance mysql "$MYSQL_SOURCE_PORT"; }
+status_mysql() { my_status_instance mysql "$MYSQL_SOURCE_PORT"; my_status_instance mysql-tgt "$MYSQL_TARGET_PORT"; }
 
 # -------------------------------------------------------------- PostgreSQL --
 PG_DIR="$ROOT/postgres"
@@ -782,12 +940,13 @@ targets() { # expands "all"/empty into the list of servers, validates names
   (($#)) || set -- all
   for t in "$@"; do
     case "$t" in
-      all) out+=(mariadb postgres rocketmq) ;;
-      mariadb|mysql) out+=(mariadb) ;;
+      all) out+=(mariadb mysql postgres rocketmq) ;;
+      mariadb) out+=(mariadb) ;;
+      mysql) out+=(mysql) ;;
       postgres|postgresql|pg) out+=(postgres) ;;
       rocketmq|rmq) out+=(rocketmq) ;;
       rocketmq-acl|rmq-acl) out+=(rocketmq_acl) ;;
-      *) die "unknown server '$t' (mariadb|postgres|rocketmq|rocketmq-acl|all)" ;;
+      *) die "unknown server '$t' (mariadb|mysql|postgres|rocketmq|rocketmq-acl|all)" ;;
     esac
   done
   printf '%s\n' "${out[@]}" | awk '!seen[$0]++'
@@ -815,13 +974,15 @@ case "$cmd" in
     for s in $(targets "$@" | tac); do "stop_$s"; done
     ;;
   status)
-    status_mariadb; status_postgres; status_rocketmq; status_rocketmq_acl
+    status_mariadb; status_mysql; status_postgres; status_rocketmq; status_rocketmq_acl
     [[ -f "$ENV_FILE" ]] && echo "env file: $ENV_FILE"
     ;;
   env) echo "$ENV_FILE" ;;
+  mysql-client) # mysql-client ARGS... : the unpacked MySQL client (e.g. -h127.0.0.1 -P33306 -uroot -proot)
+    my_run usr/bin/mysql --no-defaults "$@" ;;
   clean)
     with_lock
-    for s in rocketmq_acl rocketmq postgres mariadb; do "stop_$s"; done
+    for s in rocketmq_acl rocketmq postgres mysql mariadb; do "stop_$s"; done
     # The ACL store's default path is not under the root (it names only the
     # ACL broker's port): remove it only when this root ran that instance,
     # never the store of another root's ACL broker on the same port.
