@@ -206,17 +206,40 @@ func (sn *snapshotter) begin(ctx context.Context) (Position, error) {
 	if _, err := sn.conn.ExecContext(ctx, startTx); err != nil {
 		return p, fmt.Errorf("binlog: snapshot: %s: %w", startTx, err)
 	}
+	status, err := sn.binlogStatus(ctx)
+	// The status rows are closed by now: UNLOCK TABLES on a connection whose
+	// result set is still open waits for ever.
+	unlock()
+	if err != nil {
+		return p, err
+	}
+	p.File, p.GTIDSet = status["File"], strings.ReplaceAll(strings.TrimSpace(status["Executed_Gtid_Set"]), "\n", "")
+	n, _ := strconv.ParseUint(status["Position"], 10, 32)
+	p.Pos = uint32(n)
+	return p, nil
+}
+
+// binlogStatus reads the one row of SHOW BINARY LOG STATUS (SHOW MASTER
+// STATUS before MySQL 8.4) by column name, and closes its result set before
+// it returns.
+func (sn *snapshotter) binlogStatus(ctx context.Context) (map[string]string, error) {
 	rows, err := sn.conn.QueryContext(ctx, "SHOW BINARY LOG STATUS")
 	if err != nil {
 		rows, err = sn.conn.QueryContext(ctx, "SHOW MASTER STATUS")
 	}
 	if err != nil {
-		return p, fmt.Errorf("binlog: snapshot: read the binlog position (grant REPLICATION CLIENT): %w", err)
+		return nil, fmt.Errorf("binlog: snapshot: read the binlog position (grant REPLICATION CLIENT): %w", err)
 	}
 	defer rows.Close()
-	cols, _ := rows.Columns()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("binlog: snapshot: read the binlog position: %w", err)
+	}
 	if !rows.Next() {
-		return p, errors.New("binlog: snapshot: the server has no binary log; start it with log-bin, binlog-format=ROW")
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("binlog: snapshot: read the binlog position: %w", err)
+		}
+		return nil, errors.New("binlog: snapshot: the server has no binary log; start it with log-bin, binlog-format=ROW")
 	}
 	vals := make([]sql.NullString, len(cols))
 	ptrs := make([]any, len(cols))
@@ -224,21 +247,18 @@ func (sn *snapshotter) begin(ctx context.Context) (Position, error) {
 		ptrs[i] = &vals[i]
 	}
 	if err := rows.Scan(ptrs...); err != nil {
-		return p, err
+		return nil, fmt.Errorf("binlog: snapshot: read the binlog position: %w", err)
 	}
-	unlock()
+	out := make(map[string]string, len(cols))
 	for i, c := range cols {
-		switch c {
-		case "File":
-			p.File = vals[i].String
-		case "Position":
-			n, _ := strconv.ParseUint(vals[i].String, 10, 32)
-			p.Pos = uint32(n)
-		case "Executed_Gtid_Set":
-			p.GTIDSet = strings.ReplaceAll(strings.TrimSpace(vals[i].String), "\n", "")
-		}
+		out[c] = vals[i].String
 	}
-	return p, nil
+	for rows.Next() { // drain, so Close leaves the connection free
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("binlog: snapshot: read the binlog position: %w", err)
+	}
+	return out, nil
 }
 
 // listTables lists the included base tables in (database, table) order,

@@ -443,7 +443,7 @@ start_mysql() {
     SLUICE_MYSQL97_USER=root SLUICE_MYSQL97_PASSWORD=root \
     SLUICE_MYSQL97_CDC_USER=sluice SLUICE_MYSQL97_CDC_PASSWORD=sluice \
     SLUICE_MYSQL97_SOCKET="$ROOT/mysql/mysqld.sock" SLUICE_MYSQL97_TARGET_PORT="$MYSQL_TARGET_PORT" \
-    SLUICE_MYSQL97_TARGET_DSN="root:root@tcp($HOST:$MYSQL_TARGET_PORT)/?parseTime=false"
+    SLUICE_MYSQL97_TARGET_DSN="'root:root@tcp($HOST:$MYSQL_TARGET_PORT)/'"
   tls_env
 }
 stop_mysql() { my_stop_instance mysql-tgt "$MYSQL_TARGET_PORT"; my_stop_instance mysql "$MYSQL_SOURCE_PORT"; }
