@@ -48,6 +48,20 @@ if ((${#unit_pkgs[@]})); then
   go test -race -count=1 -timeout 30m "$@" "${unit_pkgs[@]}" || status=1
 fi
 
+# The binlog source's tests once more with MySQL 9.7 as the source (SLUICE_MYSQL_*
+# name MariaDB above; SLUICE_MYSQL97_* the MySQL servers of scripts/servers.sh).
+if [[ -n "${SLUICE_MYSQL97_PORT:-}" ]]; then
+  echo "== go test -count=1 ./binlog (MySQL 9.7 source on port $SLUICE_MYSQL97_PORT)"
+  SLUICE_MYSQL_HOST="$SLUICE_MYSQL97_HOST" SLUICE_MYSQL_PORT="$SLUICE_MYSQL97_PORT" SLUICE_MYSQL_FLAVOR=mysql \
+    SLUICE_MYSQL_USER="$SLUICE_MYSQL97_USER" SLUICE_MYSQL_PASSWORD="$SLUICE_MYSQL97_PASSWORD" \
+    SLUICE_MYSQL_CDC_USER="$SLUICE_MYSQL97_CDC_USER" SLUICE_MYSQL_CDC_PASSWORD="$SLUICE_MYSQL97_CDC_PASSWORD" \
+    SLUICE_MYSQL_SOCKET="$SLUICE_MYSQL97_SOCKET" SLUICE_MYSQL_SCRATCH_PORT="${SLUICE_MYSQL97_SCRATCH_PORT:-}" \
+    go test -count=1 -timeout 20m "$@" ./binlog || status=1
+elif [[ "$CI" == true ]]; then
+  echo "== MySQL 9.7 is not running (no SLUICE_MYSQL97_PORT in $env_file): failing, as CI must not skip it"
+  status=1
+fi
+
 # The RocketMQ client's push consumer has a known data race
 # (apache/rocketmq-client-go#1213), so its broker tests skip under -race above;
 # run them here without it.
