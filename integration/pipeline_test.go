@@ -265,6 +265,13 @@ func (r *running) stop(t *testing.T) {
 
 func startPipeline(t *testing.T, configPath string) *running {
 	t.Helper()
+	return startPipelineOnly(t, configPath, "")
+}
+
+// startPipelineOnly is startPipeline for one side of the config ("source"
+// or "sink"; "" for both).
+func startPipelineOnly(t *testing.T, configPath, only string) *running {
+	t.Helper()
 	cfg, err := runtime.LoadConfig(configPath)
 	if err != nil {
 		t.Fatal(err)
@@ -273,10 +280,10 @@ func startPipeline(t *testing.T, configPath string) *running {
 	level := slog.LevelWarn
 	_ = level.UnmarshalText([]byte(os.Getenv("SLUICE_TEST_LOG"))) // e.g. SLUICE_TEST_LOG=debug
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	p, err := app.Build(ctx, cfg, "", log)
+	p, err := app.Build(ctx, cfg, only, log)
 	if err != nil {
 		cancel()
-		t.Fatalf("build pipeline: %v", err)
+		t.Fatalf("build pipeline (only %q): %v", only, err)
 	}
 	r := &running{p: p, cancel: cancel, errc: make(chan error, 1)}
 	go func() { r.errc <- p.Run(ctx) }()

@@ -73,6 +73,13 @@ type ProgressReporter interface {
 	Progress() map[string]float64
 }
 
+// TopicReporter is an optional capability of a Publisher: the topics it
+// sends to that no consumer reads (rocketmq.Publisher asks the brokers), so
+// that a table published and never consumed is seen in status and metrics.
+type TopicReporter interface {
+	UnconsumedTopics() []string
+}
+
 // TableLister is an optional capability of a Source: the tables it
 // captures now (binlog.Source lists the included base tables).
 type TableLister interface {

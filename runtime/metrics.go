@@ -121,6 +121,12 @@ func WriteTaskMetrics(w io.Writer, ps []*Pipeline, tasks []string) {
 		}
 		return ""
 	})
+	gauge("sluice_unconsumed_topics", "Topics the source publishes to that no consumer group reads (RocketMQ): their records reach no sink.", func(i int, p *Pipeline) string {
+		if _, ok := p.Publisher.(TopicReporter); !ok {
+			return ""
+		}
+		return fmt.Sprint(len(prog[i].unconsumed))
+	})
 	gauge("sluice_source_behind_bytes", "Bytes of binary log the source server wrote after the committed position (same file only).", func(i int, p *Pipeline) string {
 		return optional(prog[i].bytes)
 	})

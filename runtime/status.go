@@ -61,6 +61,7 @@ type progress struct {
 	bytes, txs *int64
 	snapshot   *SnapshotStatus
 	inFlight   int // the records in flight that lag and caught-up were judged with
+	unconsumed []string
 }
 
 // progress computes caught-up, lag, backlog and snapshot progress. It never
@@ -70,6 +71,9 @@ func (p *Pipeline) progress(now time.Time) progress {
 	out.lagSeconds = p.metrics().LagSeconds() // a sink side's apply lag
 	if pr, ok := p.Source.(ProgressReporter); ok {
 		out.snapshot = snapshotStatus(pr.Progress())
+	}
+	if tr, ok := p.Publisher.(TopicReporter); ok {
+		out.unconsumed = tr.UnconsumedTopics()
 	}
 	w := p.win.Load()
 	if st := p.Status().State; p.Source == nil || w == nil || st != StateRunning && st != StatePaused {

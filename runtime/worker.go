@@ -345,6 +345,10 @@ type TaskStatus struct {
 	BehindBytes        *int64          `json:"behind_bytes,omitempty"`
 	BehindTransactions *int64          `json:"behind_transactions,omitempty"`
 	Snapshot           *SnapshotStatus `json:"snapshot,omitempty"`
+	// UnconsumedTopics: topics the source publishes to that no consumer
+	// group reads (RocketMQ, in a process without the sink): their
+	// records reach no target.
+	UnconsumedTopics []string `json:"unconsumed_topics,omitempty"`
 }
 
 // Status reports a pipeline's state, counters, position and last error.
@@ -368,7 +372,8 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 		status := t.p.Status()
 		pr := t.p.progress(time.Now())
 		st = TaskStatus{Status: status, LagSeconds: pr.lagSeconds, InFlight: pr.inFlight,
-			CaughtUp: pr.caughtUp, BehindBytes: pr.bytes, BehindTransactions: pr.txs, Snapshot: pr.snapshot}
+			CaughtUp: pr.caughtUp, BehindBytes: pr.bytes, BehindTransactions: pr.txs, Snapshot: pr.snapshot,
+			UnconsumedTopics: pr.unconsumed}
 	}
 	ended := false
 	if t.done != nil {

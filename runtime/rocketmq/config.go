@@ -110,6 +110,14 @@ type Config struct {
 	Group       string   `yaml:"group"`        // consumer group, default "<pipeline>-sink"
 	// Topics are what the subscriber consumes; if empty, derived from Tables.
 	Topics []string `yaml:"topics"`
+	// TopicsRegex, instead of Topics, makes the subscriber consume every
+	// topic whose whole name matches it (as Kafka Connect's topics.regex),
+	// looking for new ones on the name servers every TopicsRefresh.
+	TopicsRegex string `yaml:"topics_regex"`
+	// TopicsRefresh is how often the subscriber looks for new topics
+	// (TopicsRegex) or adds the topics AddTopics gave it, default
+	// DefaultTopicsRefresh.
+	TopicsRefresh time.Duration `yaml:"topics_refresh"`
 	// Tables known at start: the publisher creates their topics in
 	// NewPublisher, the subscriber derives Topics from them.
 	Tables      []schema.TableID
@@ -139,6 +147,14 @@ type Config struct {
 	// every transport has, which bound the source's records in flight too.
 	MaxCachedRecords int `yaml:"max_in_flight"`
 	MaxCachedBytes   int `yaml:"max_in_flight_bytes" sluice:"bytes"`
+	// OnTopic, when set, is told by the publisher each table topic the
+	// first time it maps a table to it (before the table's first record
+	// is sent): a sink in the same process subscribes to it.
+	OnTopic func(topic string) `yaml:"-"`
+	// TopicsFromPublisher: a sink in the process of the source that
+	// publishes: the subscriber starts with the topics of Tables (none is
+	// fine) and the publisher gives it the others (OnTopic to AddTopics).
+	TopicsFromPublisher bool `yaml:"-"`
 	// pullCacheRecords is the subscriber's cache bound in messages:
 	// MaxCachedRecords when set, else DefaultPullCacheRecords.
 	pullCacheRecords int
@@ -278,6 +294,20 @@ func (c Config) baseDefaults() (Config, error) {
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if c.TopicsRegex != "" {
+		if len(c.Topics) > 0 {
+			return c, fmt.Errorf("%w: topics and topics_regex exclude each other: give the list or the pattern", ErrConfig)
+		}
+		if _, err := topicsPattern(c.TopicsRegex); err != nil {
+			return c, err
+		}
+	}
+	if c.TopicsRefresh == 0 {
+		c.TopicsRefresh = DefaultTopicsRefresh
+	}
+	if c.TopicsRefresh < 100*time.Millisecond {
+		return c, fmt.Errorf("%w: topics_refresh %s: use at least 100ms", ErrConfig, c.TopicsRefresh)
+	}
 	switch c.OversizePolicy {
 	case "":
 		c.OversizePolicy = OversizeFail
@@ -306,8 +336,8 @@ func (c Config) topics() ([]string, error) {
 			out = append(out, t)
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: the subscriber has nothing to consume: set Topics or Tables", ErrConfig)
+	if len(out) == 0 && c.TopicsRegex == "" && !c.TopicsFromPublisher {
+		return nil, fmt.Errorf("%w: the subscriber has nothing to consume: %s", ErrConfig, TopicsHint(c.TopicPrefix, c.TopicMode))
 	}
 	return out, nil
 }
@@ -358,9 +388,12 @@ func validNameByte(c byte) bool {
 // It is safe for concurrent use.
 type Registry struct {
 	prefix, mode string
-	mu           sync.Mutex
-	owner        map[string]string // topic -> the table (or database) that owns it
-	byTable      map[schema.TableID]string
+	// onNew, when set, is told each table topic the first time a table
+	// maps to it (outside the lock).
+	onNew   func(topic string)
+	mu      sync.Mutex
+	owner   map[string]string // topic -> the table (or database) that owns it
+	byTable map[schema.TableID]string
 }
 
 // NewRegistry returns a Registry for one prefix and mode.
@@ -372,11 +405,36 @@ func NewRegistry(prefix, mode string) *Registry {
 // another table (in "database" mode: another database) already maps to it.
 func (r *Registry) Topic(id schema.TableID) (string, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if t, ok := r.byTable[id]; ok {
+		r.mu.Unlock()
 		return t, nil
 	}
-	t := TopicName(r.prefix, id.Database, id.Table, r.mode)
+	t, fresh, err := r.add(id)
+	r.mu.Unlock()
+	if fresh && r.onNew != nil && id.Table != "" {
+		r.onNew(t)
+	}
+	return t, err
+}
+
+// Topics returns the table topics mapped so far (not the topic of schema
+// changes), in no order.
+func (r *Registry) Topics() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.owner))
+	for t, src := range r.owner {
+		if src != schemaChangesOwner {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// add maps id, which has no topic yet, under r.mu; fresh when its topic
+// had no table before.
+func (r *Registry) add(id schema.TableID) (t string, fresh bool, err error) {
+	t = TopicName(r.prefix, id.Database, id.Table, r.mode)
 	src := fmt.Sprintf("table %q.%q", id.Database, id.Table)
 	switch {
 	case r.mode == TopicPerDatabase:
@@ -384,14 +442,15 @@ func (r *Registry) Topic(id schema.TableID) (string, error) {
 	case id.Table == "":
 		// Records of no table (schema changes) go to the topic named by the
 		// prefix alone, as Debezium's schema change topic is.
-		t, src = sanitizeName(r.prefix), "schema changes"
+		t, src = sanitizeName(r.prefix), schemaChangesOwner
 	}
-	if prev, ok := r.owner[t]; ok && prev != src {
-		return "", fmt.Errorf("%w: %s and %s both map to topic %q: rename one, or change the transport's topic_mode or topic_prefix", ErrTopicCollision, prev, src, t)
+	prev, had := r.owner[t]
+	if had && prev != src {
+		return "", false, fmt.Errorf("%w: %s and %s both map to topic %q: rename one, or change the transport's topic_mode or topic_prefix", ErrTopicCollision, prev, src, t)
 	}
 	r.owner[t] = src
 	r.byTable[id] = t
-	return t, nil
+	return t, !had, nil
 }
 
 // instanceName returns a unique client instance name for the pipeline.
@@ -420,3 +479,6 @@ func (c Config) consumeBatch() int {
 	}
 	return c.BatchSize
 }
+
+// schemaChangesOwner owns the topic of records of no table in a Registry.
+const schemaChangesOwner = "schema changes"

@@ -84,6 +84,10 @@ type Publisher struct {
 	// stats counts what the workers sent (SendStats).
 	stats struct{ sends, messages atomic.Int64 }
 
+	// readers, in a process without a sink, finds the topics no consumer
+	// group reads (UnconsumedTopics).
+	readers *readerWatch
+
 	failed    atomic.Pointer[error] // first send failure: later sends are refused
 	ackErr    error                 // dispatcher only: first error acked
 	closeOnce sync.Once
@@ -122,6 +126,11 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 	if dlq != nil {
 		p.dlq = dlq
 	}
+	if cfg.OnTopic == nil {
+		// No sink in this process: say which topics no consumer group reads.
+		p.readers = newReaderWatch(cfg, log, p.reg)
+		p.goroutines.Go(func() { p.readers.run(p.stop) })
+	}
 	for _, id := range cfg.Tables {
 		topic, err := p.reg.Topic(id)
 		if err == nil {
@@ -141,7 +150,7 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 	p := &Publisher{
 		cfg:     cfg,
 		log:     log,
-		reg:     NewRegistry(cfg.TopicPrefix, cfg.TopicMode),
+		reg:     &Registry{prefix: cfg.TopicPrefix, mode: cfg.TopicMode, onNew: cfg.OnTopic, owner: map[string]string{}, byTable: map[schema.TableID]string{}},
 		topics:  topics,
 		send:    s,
 		cleanup: cleanup,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -41,15 +43,21 @@ const (
 // Subscriber consumes the pipeline's topics with an orderly push consumer:
 // one queue's messages reach the handler in order, one batch at a time.
 type Subscriber struct {
-	cfg    Config
-	log    *slog.Logger
-	topics []string
+	cfg Config
+	log *slog.Logger
+	// pattern, when set (TopicsRegex), finds more topics to consume on the
+	// name servers every TopicsRefresh.
+	pattern *regexp.Regexp
 	// schemas resolves the schemas of compact messages.
 	schemas *schemaLookup
+	// grown is signalled when want gains a topic the consumer lacks.
+	grown chan struct{}
 
 	mu       sync.Mutex
+	want     []string // the topics to consume, sorted
 	started  bool
 	stopping bool           // no new handler starts
+	gen      int            // the running consumer's generation: older ones' callbacks are refused
 	inflight sync.WaitGroup // handlers running
 	hcancel  context.CancelFunc
 	fatal    error
@@ -60,7 +68,9 @@ type Subscriber struct {
 }
 
 // NewSubscriber prepares an orderly consumer of cfg.Topics (or the topics of
-// cfg.Tables), creating missing topics; Consume starts it.
+// cfg.Tables), creating missing topics; Consume starts it. With
+// cfg.TopicsRegex it consumes the matching topics, and looks for new ones
+// every cfg.TopicsRefresh; AddTopics adds more at any time.
 func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscriber, error) {
 	cfg, log, adm, err := setup(ctx, cfg, log)
 	if err != nil {
@@ -70,6 +80,19 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 	if err != nil {
 		_ = adm.Close()
 		return nil, err
+	}
+	var pattern *regexp.Regexp
+	if cfg.TopicsRegex != "" {
+		if pattern, err = topicsPattern(cfg.TopicsRegex); err != nil {
+			_ = adm.Close()
+			return nil, err
+		}
+		all, err := fetchTopicList(ctx, cfg.NameServers)
+		if err != nil {
+			_ = adm.Close()
+			return nil, err
+		}
+		topics = append(topics, matchingTopics(all, pattern, cfg.TopicPrefix)...)
 	}
 	for _, t := range topics {
 		if _, err := ensureTopic(ctx, adm, cfg, t); err != nil {
@@ -81,11 +104,41 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 	if err := checkSubscribe(ctx, cfg, topics); err != nil {
 		return nil, err
 	}
+	slices.Sort(topics)
 	return &Subscriber{
-		cfg: cfg, log: log, topics: topics, schemas: newSchemaLookup(cfg),
+		cfg: cfg, log: log, want: slices.Compact(topics), pattern: pattern, schemas: newSchemaLookup(cfg),
+		grown:   make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
 	}, nil
+}
+
+// AddTopics makes the subscriber consume topics too, creating those that do
+// not exist: a running consumer is restarted with them within a
+// TopicsRefresh (the sink's progress keeps the restart exactly-once).
+func (s *Subscriber) AddTopics(topics ...string) {
+	s.mu.Lock()
+	added := false
+	for _, t := range topics {
+		if i, ok := slices.BinarySearch(s.want, t); !ok {
+			s.want = slices.Insert(s.want, i, t)
+			added = true
+		}
+	}
+	s.mu.Unlock()
+	if added {
+		select {
+		case s.grown <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Topics returns the topics the subscriber consumes or is about to.
+func (s *Subscriber) Topics() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.want)
 }
 
 // Consume delivers batches to h until ctx is done, Close is called, a
@@ -96,7 +149,9 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 // down (committing the offsets of handled batches) and returns; nil after a
 // clean stop. Any other handler error redelivers the same messages, in
 // order, after a backoff. Handlers get a context that ctx's cancellation cancels; Close
-// lets them finish. Consume runs once.
+// lets them finish. Consume runs once. When topics are added (AddTopics,
+// or new topics matching TopicsRegex) the consumer is stopped the same way
+// and started again with them.
 func (s *Subscriber) Consume(ctx context.Context, h runtime.Handler) error {
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
@@ -109,50 +164,164 @@ func (s *Subscriber) Consume(ctx context.Context, h runtime.Handler) error {
 	s.hcancel = hcancel
 	s.mu.Unlock()
 	defer close(s.stopped)
+	if s.pattern != nil {
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		go s.watchPattern(wctx)
+	}
+	for {
+		topics := s.Topics()
+		if len(topics) == 0 {
+			// Nothing to consume yet (a sink beside its source, before the
+			// first record): wait for a topic.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-s.closing:
+				return nil
+			case <-s.grown:
+				continue
+			}
+		}
+		pc, err := s.startConsumer(ctx, hctx, h, topics)
+		if err != nil {
+			return err
+		}
+		restart := false
+		select {
+		case <-ctx.Done():
+		case <-s.closing:
+		case <-s.grown:
+			restart = true
+		}
+		fatal, err := s.stopConsumer(pc)
+		if fatal != nil {
+			return fatal
+		}
+		if !restart || ctx.Err() != nil {
+			if err != nil {
+				return fmt.Errorf("rocketmq: consumer shutdown: %w", err)
+			}
+			return nil
+		}
+		if err != nil {
+			s.log.Warn("rocketmq consumer shutdown before a restart failed; starting it again", "group", s.cfg.Group, "err", err)
+		}
+		// More topics may be on their way (a transaction over new tables):
+		// take them into the same restart.
+		select {
+		case <-time.After(settleBeforeRestart):
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			return nil
+		}
+		select {
+		case <-s.grown:
+		default:
+		}
+	}
+}
 
+// settleBeforeRestart gathers the topics added together into one restart.
+const settleBeforeRestart = 500 * time.Millisecond
+
+// startConsumer creates the topics that lack a route, then starts a new
+// generation of the consumer on topics.
+func (s *Subscriber) startConsumer(ctx, hctx context.Context, h runtime.Handler, topics []string) (rmq.PushConsumer, error) {
+	s.mu.Lock()
+	first := s.gen == 0
+	s.gen++
+	gen := s.gen
+	s.stopping = false
+	s.mu.Unlock()
+	if !first {
+		adm, err := newAdmin(s.cfg)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range topics {
+			if _, err := ensureTopic(ctx, adm, s.cfg, t); err != nil {
+				_ = adm.Close()
+				return nil, err
+			}
+		}
+		_ = adm.Close()
+	}
 	pc, err := rmq.NewPushConsumer(consumerOptions(s.cfg)...)
 	if err != nil {
-		return fmt.Errorf("rocketmq: cannot create consumer for group %q: %w", s.cfg.Group, err)
+		return nil, fmt.Errorf("rocketmq: cannot create consumer for group %q: %w", s.cfg.Group, err)
 	}
 	// The client panics when a consumer that never started is shut down:
 	// Shutdown is called only after a successful Start.
-	for _, t := range s.topics {
+	for _, t := range topics {
 		if err := pc.Subscribe(t, consumer.MessageSelector{}, func(cctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-			return s.consume(hctx, cctx, h, msgs)
+			return s.consume(hctx, cctx, h, msgs, gen)
 		}); err != nil {
-			return fmt.Errorf("rocketmq: cannot subscribe to topic %q: %w", t, err)
+			return nil, fmt.Errorf("rocketmq: cannot subscribe to topic %q: %w", t, err)
 		}
 	}
 	if err := pc.Start(); err != nil {
-		return fmt.Errorf("rocketmq: cannot start consumer group %q on name servers %v: %w", s.cfg.Group, s.cfg.NameServers, err)
+		return nil, fmt.Errorf("rocketmq: cannot start consumer group %q on name servers %v: %w", s.cfg.Group, s.cfg.NameServers, err)
 	}
-	s.log.Info("rocketmq consumer started", "group", s.cfg.Group, "topics", s.topics)
+	s.log.Info("rocketmq consumer started", "group", s.cfg.Group, "topics", topics)
+	return pc, nil
+}
 
-	select {
-	case <-ctx.Done():
-	case <-s.closing:
-	}
+// stopConsumer stops pc's handlers from starting, waits for those running
+// and shuts it down; fatal is the error a handler failed the subscriber with.
+func (s *Subscriber) stopConsumer(pc rmq.PushConsumer) (fatal, err error) {
 	s.mu.Lock()
 	s.stopping = true
-	fatal := s.fatal
+	fatal = s.fatal
 	s.mu.Unlock()
 	pc.Suspend()
 	s.inflight.Wait()
 	err = pc.Shutdown()
 	s.log.Info("rocketmq consumer stopped", "group", s.cfg.Group)
-	if fatal != nil {
-		return fatal
+	s.mu.Lock()
+	if fatal == nil {
+		fatal = s.fatal
 	}
-	if err != nil {
-		return fmt.Errorf("rocketmq: consumer shutdown: %w", err)
+	s.mu.Unlock()
+	return fatal, err
+}
+
+// watchPattern looks for new topics matching the pattern every
+// TopicsRefresh until ctx is done.
+func (s *Subscriber) watchPattern(ctx context.Context) {
+	t := time.NewTicker(s.cfg.TopicsRefresh)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		all, err := fetchTopicList(ctx, s.cfg.NameServers)
+		if err != nil {
+			if !failing && ctx.Err() == nil {
+				s.log.Warn("rocketmq: cannot look for new topics matching topics_regex; trying again", "topics_regex", s.cfg.TopicsRegex, "err", err)
+			}
+			failing = true
+			continue
+		}
+		failing = false
+		if found := matchingTopics(all, s.pattern, s.cfg.TopicPrefix); len(found) > 0 {
+			before := len(s.Topics())
+			s.AddTopics(found...)
+			if after := s.Topics(); len(after) > before {
+				s.log.Info("rocketmq: new topics match topics_regex; the consumer restarts with them", "topics_regex", s.cfg.TopicsRegex, "topics", len(after))
+			}
+		}
 	}
-	return nil
 }
 
 // consume is the client's callback for one batch of one queue.
-func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs []*primitive.MessageExt) (consumer.ConsumeResult, error) {
+func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs []*primitive.MessageExt, gen int) (consumer.ConsumeResult, error) {
 	s.mu.Lock()
-	if s.stopping {
+	if s.stopping || gen != s.gen {
 		s.mu.Unlock()
 		setSuspend(cctx, stopSuspend)
 		return consumer.SuspendCurrentQueueAMoment, nil

@@ -19,7 +19,7 @@ func TestSubscriberFatalHandlerErrorStops(t *testing.T) {
 	s := testSubscriber(t)
 	cctx, _ := orderlyCtx()
 	retriable := errors.New("target down")
-	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { return retriable }, []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 40, 0)})
+	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { return retriable }, []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 40, 0)}, 0)
 	select {
 	case <-s.closing:
 		t.Fatal("a retriable handler error stopped the subscriber")
@@ -31,7 +31,7 @@ func TestSubscriberFatalHandlerErrorStops(t *testing.T) {
 
 	refused := schema.Fatal(errors.New(`new row violates check constraint "v_below_100"`))
 	cctx, _ = orderlyCtx()
-	res, _ = s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { return refused }, []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 41, 0)})
+	res, _ = s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { return refused }, []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 41, 0)}, 0)
 	if res != consumer.SuspendCurrentQueueAMoment {
 		t.Fatalf("fatal: result %v (the batch must stay unacknowledged)", res)
 	}

@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func testSubscriber(t *testing.T) *Subscriber {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Subscriber{cfg: cfg, log: quietLog(), topics: cfg.Topics, closing: make(chan struct{}), stopped: make(chan struct{})}
+	return &Subscriber{cfg: cfg, log: quietLog(), want: cfg.Topics, grown: make(chan struct{}, 1), closing: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 func messageOf(t *testing.T, r schema.Record, queueID int, offset int64, reconsumed int32) *primitive.MessageExt {
@@ -52,7 +53,7 @@ func TestSubscriberCallback(t *testing.T) {
 
 	var got []schema.Record
 	cctx, _ := orderlyCtx()
-	res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, msgs)
+	res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, msgs, 0)
 	if res != consumer.ConsumeSuccess || len(got) != 2 {
 		t.Fatalf("result %v, records %v", res, got)
 	}
@@ -70,7 +71,7 @@ func TestSubscriberCallback(t *testing.T) {
 	}{{0, firstSuspend}, {2, 4 * firstSuspend}, {30, maxSuspend}} {
 		cctx, oc := orderlyCtx()
 		m := []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 40, c.reconsumed)}
-		res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { return errors.New("down") }, m)
+		res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { return errors.New("down") }, m, 0)
 		if res != consumer.SuspendCurrentQueueAMoment || oc.SuspendCurrentQueueTimeMillis != int(c.want/time.Millisecond) {
 			t.Errorf("reconsumed %d: result %v suspend %dms, want suspend %v", c.reconsumed, res, oc.SuspendCurrentQueueTimeMillis, c.want)
 		}
@@ -83,7 +84,7 @@ func TestSubscriberDecodeErrorIsFatal(t *testing.T) {
 	bad.Queue = &primitive.MessageQueue{Topic: "t_db_t", QueueId: 1}
 	cctx, _ := orderlyCtx()
 	called := false
-	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { called = true; return nil }, []*primitive.MessageExt{bad})
+	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { called = true; return nil }, []*primitive.MessageExt{bad}, 0)
 	if res != consumer.SuspendCurrentQueueAMoment || called {
 		t.Fatalf("undecodable message: result %v, handler called %v", res, called)
 	}
@@ -104,7 +105,7 @@ func TestSubscriberStoppingRefusesNewBatches(t *testing.T) {
 	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error {
 		t.Error("handler called while stopping")
 		return nil
-	}, []*primitive.MessageExt{messageOf(t, rec(1, 0), 0, 1, 0)})
+	}, []*primitive.MessageExt{messageOf(t, rec(1, 0), 0, 1, 0)}, 0)
 	if res != consumer.SuspendCurrentQueueAMoment || oc.SuspendCurrentQueueTimeMillis <= 0 {
 		t.Errorf("result %v suspend %d", res, oc.SuspendCurrentQueueTimeMillis)
 	}
@@ -133,7 +134,7 @@ func TestSubscriberIDBrokerAndDroppedColumns(t *testing.T) {
 	m.WithProperty(HeaderPropertyPrefix+"sluice.zero_dates.after", "d=0000-00-00")
 	var got []schema.Record
 	cctx, _ := orderlyCtx()
-	if res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, []*primitive.MessageExt{m}); res != consumer.ConsumeSuccess {
+	if res, _ := s.consume(context.Background(), cctx, func(_ context.Context, rs []schema.Record) error { got = rs; return nil }, []*primitive.MessageExt{m}, 0); res != consumer.ConsumeSuccess {
 		t.Fatalf("result %v", res)
 	}
 	if got[0].ID != want {
@@ -218,5 +219,47 @@ func TestConsumeBatch(t *testing.T) {
 		if got := cfg.consumeBatch(); got != c.wantBatch {
 			t.Errorf("format %q batch_size %d: consumer batch %d messages, want %d", c.format, c.batch, got, c.wantBatch)
 		}
+	}
+}
+
+// A callback of an earlier consumer (one stopped to add topics) is refused:
+// its queue may already belong to the new consumer, and one queue must
+// never be handled twice at once.
+func TestSubscriberRefusesAnOlderConsumersCallback(t *testing.T) {
+	s := testSubscriber(t)
+	s.gen = 2
+	cctx, oc := orderlyCtx()
+	res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error {
+		t.Error("handler called for a stopped consumer's batch")
+		return nil
+	}, []*primitive.MessageExt{messageOf(t, rec(1, 0), 0, 1, 0)}, 1)
+	if res != consumer.SuspendCurrentQueueAMoment || oc.SuspendCurrentQueueTimeMillis <= 0 {
+		t.Fatalf("result %v, suspend %d: want the batch left for the current consumer", res, oc.SuspendCurrentQueueTimeMillis)
+	}
+	called := false
+	cctx, _ = orderlyCtx()
+	if res, _ := s.consume(context.Background(), cctx, func(context.Context, []schema.Record) error { called = true; return nil },
+		[]*primitive.MessageExt{messageOf(t, rec(1, 0), 0, 1, 0)}, 2); res != consumer.ConsumeSuccess || !called {
+		t.Fatalf("the current consumer's batch: result %v, handler called %v", res, called)
+	}
+}
+
+// AddTopics keeps one sorted copy of each topic and signals growth once.
+func TestSubscriberAddTopics(t *testing.T) {
+	s := testSubscriber(t)
+	s.AddTopics("t_db_b", "t_db_a", "t_db_b")
+	if got := s.Topics(); !slices.Equal(got, []string{"t_db_a", "t_db_b", "t_db_t"}) {
+		t.Fatalf("topics %v", got)
+	}
+	select {
+	case <-s.grown:
+	default:
+		t.Fatal("adding topics did not signal the consumer")
+	}
+	s.AddTopics("t_db_a")
+	select {
+	case <-s.grown:
+		t.Fatal("adding a known topic signalled the consumer")
+	default:
 	}
 }

@@ -168,8 +168,11 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 			// sink decodes every format without them
 			c.Codec = converter.NewJSON(d.codec)
 		}
-		if wantSink && len(c.Topics) == 0 {
-			return nil, cfg.Transport.Err("topics", "a sink on rocketmq needs the topics to consume")
+		if wantSink && d.source == nil && len(c.Topics) == 0 && c.TopicsRegex == "" {
+			// A sink beside its source consumes what the source publishes;
+			// a sink alone must be told.
+			return nil, cfg.Transport.Err("topics", "a sink on rocketmq without its source in the same process needs the topics to consume: "+
+				rocketmq.TopicsHint(topicPrefix(c, cfg.Name), c.TopicMode))
 		}
 	}
 	if cfg.Positions != nil {
@@ -359,29 +362,70 @@ func newJDBCSink(ctx context.Context, v any, t *runtime.Task) (runtime.Sink, err
 }
 
 // newRocketMQ is the rocketmq plugin's constructor: a producer for the
-// task's source, a consumer for its sink.
+// task's source, a consumer for its sink. With both in one process and no
+// topics configured, the consumer reads the topics of the tables the source
+// captures at start and of every table it publishes later.
 func newRocketMQ(ctx context.Context, v any, t *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
-	c := v.(*rocketmq.Config)
-	var pub runtime.Publisher
-	var sub runtime.Subscriber
-	if t.Source {
-		p, err := rocketmq.NewPublisher(ctx, *c, t.Log.With("component", "publisher"))
+	c := *v.(*rocketmq.Config)
+	var sub *rocketmq.Subscriber
+	if t.Sink {
+		sc := c
+		if t.Source && len(c.Topics) == 0 && c.TopicsRegex == "" {
+			tables, err := capturedTables(ctx, t)
+			if err != nil {
+				return nil, nil, err
+			}
+			sc.Tables, sc.TopicsFromPublisher = tables, true
+		}
+		s, err := rocketmq.NewSubscriber(ctx, sc, t.Log.With("component", "subscriber"))
 		if err != nil {
+			return nil, nil, err
+		}
+		sub = s
+		if sc.TopicsFromPublisher {
+			c.OnTopic = func(topic string) { s.AddTopics(topic) }
+		}
+	}
+	var pub runtime.Publisher
+	if t.Source {
+		p, err := rocketmq.NewPublisher(ctx, c, t.Log.With("component", "publisher"))
+		if err != nil {
+			if sub != nil {
+				_ = sub.Close(ctx)
+			}
 			return nil, nil, err
 		}
 		pub = p
 	}
-	if t.Sink {
-		s, err := rocketmq.NewSubscriber(ctx, *c, t.Log.With("component", "subscriber"))
-		if err != nil {
-			if pub != nil {
-				_ = pub.Close(ctx)
-			}
-			return nil, nil, err
-		}
-		sub = s
+	if sub == nil {
+		return pub, nil, nil
 	}
 	return pub, sub, nil
+}
+
+// capturedTables lists the tables the task's source captures now.
+func capturedTables(ctx context.Context, t *runtime.Task) ([]schema.TableID, error) {
+	bc, ok := t.Sections[runtime.KindSource].(*binlog.Config)
+	if !ok {
+		return nil, nil
+	}
+	lister, err := binlogTables(bc, t)
+	if err != nil {
+		return nil, err
+	}
+	tables, err := lister.CapturedTables(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the captured tables, whose topics the sink consumes: %w", err)
+	}
+	return tables, nil
+}
+
+// topicPrefix is the topic prefix of c in a pipeline named name.
+func topicPrefix(c *rocketmq.Config, name string) string {
+	if c.TopicPrefix != "" {
+		return c.TopicPrefix
+	}
+	return name
 }
 
 // sinkWithDeadLetter closes the dead-letter producer with the sink.
