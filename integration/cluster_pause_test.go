@@ -51,7 +51,7 @@ func TestClusterPausedInTransaction(t *testing.T) {
 			t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
 			t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
 			c := newCluster(t)
-			k := newWorkloadKit(t, pair{"embedded", "postgres", ""}, "clpt")
+			k := newWorkloadKit(t, pair{transport: "embedded", target: "postgres"}, "clpt")
 			k.sink = "  lock_timeout: 1s\n"
 			if idle {
 				k.dsnParams = "idle_in_transaction_session_timeout=2000"

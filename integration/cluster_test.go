@@ -398,10 +398,10 @@ func TestCluster(t *testing.T) {
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"]) // the workers expand it in the stored documents
 	c := newCluster(t)
 	kits := []*kit{
-		newWorkloadKit(t, pair{"rocketmq", "postgres", ""}, "clrp"),
-		newWorkloadKit(t, pair{"rocketmq", "mysql", ""}, "clrm"),
-		newWorkloadKit(t, pair{"embedded", "postgres", ""}, "clep"),
-		newWorkloadKit(t, pair{"embedded", "mysql", ""}, "clem"),
+		newWorkloadKit(t, pair{transport: "rocketmq", target: "postgres"}, "clrp"),
+		newWorkloadKit(t, pair{transport: "rocketmq", target: "mysql"}, "clrm"),
+		newWorkloadKit(t, pair{transport: "embedded", target: "postgres"}, "clep"),
+		newWorkloadKit(t, pair{transport: "embedded", target: "mysql"}, "clem"),
 	}
 	const tasks = 2*(1+2) + 2 // two RocketMQ connectors of 1 source + 2 sink tasks, two embedded of 1
 	// The connector whose source holder is killed keeps its schema history
@@ -623,7 +623,7 @@ func TestClusterFailoverTimes(t *testing.T) {
 	t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"]) // the workers expand it in the stored documents
 	c := newCluster(t)
-	k := newWorkloadKit(t, pair{"embedded", "postgres", ""}, "clft")
+	k := newWorkloadKit(t, pair{transport: "embedded", target: "postgres"}, "clft")
 	ws := []*clusterWorker{c.start("w1"), c.start("w2"), c.start("w3")}
 	c.create(ws[0], k, 1)
 	c.waitAssigned(1, 90*time.Second)

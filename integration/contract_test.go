@@ -37,6 +37,10 @@ func onTransport(tr string) func(pair) bool { return func(p pair) bool { return 
 //     that reads the source, so its sink is always that one process;
 //     several sink processes exist only over RocketMQ.
 //   - two_brokers needs RocketMQ (and its second master, broker-b).
+//   - sink_processes runs on the MariaDB source only: it tests how sink
+//     processes share queues and barriers, after the source, and takes
+//     minutes a pair (the MySQL pairs cover the source's part of every
+//     other property).
 //   - control_tables is a start check of the sink side: the embedded
 //     pairs and a RocketMQ sink-only process (on one target; the check is
 //     the same code on both) cover it.
@@ -47,7 +51,7 @@ var contract = []property{
 		truncateRounds(t, k)
 	}},
 	{name: "schema_changes", run: schemaChangeRounds},
-	{name: "sink_processes", on: onTransport("rocketmq"), run: sinkProcessesShareBarrier},
+	{name: "sink_processes", on: func(p pair) bool { return p.transport == "rocketmq" && p.source == "" }, run: sinkProcessesShareBarrier},
 	{name: "snapshot_then_stream", run: initialSnapshotThenStream, workload: true},
 	{name: "redelivery", run: testReplayNeverRegresses, workload: true},
 	{name: "resume_saved_position", run: heartbeatsAndCrashWithinSaveInterval, workload: true},
@@ -73,21 +77,36 @@ func TestContract(t *testing.T) {
 	}
 }
 
-// pair is one transport × target combination (the source is the binlog),
-// with the transport's message format when it is not the default.
-type pair struct{ transport, target, format string }
+// pair is one source × transport × target combination, with the
+// transport's message format when it is not the default. The source is the
+// binlog of MariaDB (SLUICE_MYSQL_*), or of MySQL 9.7 (source "mysql97",
+// SLUICE_MYSQL97_*); a "mysql" target is a database on the source's
+// MariaDB, or for a MySQL source the separate MySQL 9.7 target server.
+type pair struct{ transport, target, format, source string }
 
 func (p pair) String() string {
+	s := p.transport
 	if p.format != "" {
-		return p.transport + "-" + p.format + "/" + p.target
+		s += "-" + p.format
 	}
-	return p.transport + "/" + p.target
+	s += "/" + p.target
+	if p.source != "" {
+		s = p.source + "/" + s
+	}
+	return s
 }
 
 // pairs: the packed RocketMQ format changes what a message holds (many
-// records sharing an offset), so the whole contract runs over it too.
-var pairs = []pair{{"embedded", "postgres", ""}, {"embedded", "mysql", ""}, {"rocketmq", "postgres", ""}, {"rocketmq", "mysql", ""},
-	{"rocketmq", "postgres", rocketmq.FormatPacked}}
+// records sharing an offset), so the whole contract runs over it too. MySQL
+// 9.7 as the source runs it on one pair per transport, one of them into the
+// MySQL target: the delivery code after the source is the same as for
+// MariaDB, which the other pairs cover.
+var pairs = []pair{{"embedded", "postgres", "", ""}, {"embedded", "mysql", "", ""}, {"rocketmq", "postgres", "", ""}, {"rocketmq", "mysql", "", ""},
+	{"rocketmq", "postgres", rocketmq.FormatPacked, ""},
+	{"embedded", "postgres", "", mysql97}, {"rocketmq", "mysql", "", mysql97}}
+
+// mysql97 names MySQL 9.7 as a pair's source.
+const mysql97 = "mysql97"
 
 // kit is one pair's servers and databases.
 type kit struct {
@@ -113,7 +132,14 @@ func pairServers(t *testing.T, p pair) env {
 	if p.transport == "rocketmq" {
 		need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
 	}
-	return servers(t, need...)
+	if p.source == mysql97 {
+		need = append(need, "SLUICE_MYSQL97_PORT", "SLUICE_MYSQL97_TARGET_PORT")
+	}
+	e := servers(t, need...)
+	if p.source == mysql97 {
+		e = e.withMySQL97()
+	}
+	return e
 }
 
 // newKit makes p's kit: a fresh source database (holding no table yet) and
@@ -141,9 +167,10 @@ func makeKit(t *testing.T, p pair, prefix string, workload bool) *kit {
 		t.Cleanup(func() { k.dst.Exec(`DROP SCHEMA IF EXISTS "` + k.schema + `" CASCADE`) })
 	} else {
 		k.schema = k.db + "_t"
-		mustExec(t, k.src, "CREATE DATABASE "+k.schema)
-		t.Cleanup(func() { k.src.Exec("DROP DATABASE IF EXISTS " + k.schema) })
-		k.dst = openDB(t, "mysql", e.mysqlDSN(k.schema))
+		admin := openDB(t, "mysql", e.targetMySQLDSN(""))
+		mustExec(t, admin, "CREATE DATABASE "+k.schema)
+		t.Cleanup(func() { admin.Exec("DROP DATABASE IF EXISTS " + k.schema) })
+		k.dst = openDB(t, "mysql", e.targetMySQLDSN(k.schema))
 	}
 	return k
 }
@@ -168,7 +195,7 @@ func (k *kit) targetDSN() string {
 		}
 		return k.e["SLUICE_PG_DSN"]
 	}
-	return k.e.mysqlDSN(k.schema)
+	return k.e.targetMySQLDSN(k.schema)
 }
 
 // config writes the pipeline config of k (queues: 4) and returns its path.

@@ -172,7 +172,7 @@ func TestCoordinatorOutage(t *testing.T) {
 			t.Setenv("SLUICE_IT_COORD_DSN", o.dsn)
 			t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
 			c := newCluster(t)
-			kits := []*kit{newWorkloadKit(t, pair{"embedded", "postgres", ""}, "cop"), newWorkloadKit(t, pair{"embedded", "mysql", ""}, "com")}
+			kits := []*kit{newWorkloadKit(t, pair{transport: "embedded", target: "postgres"}, "cop"), newWorkloadKit(t, pair{transport: "embedded", target: "mysql"}, "com")}
 			ws := []*clusterWorker{c.start("w1"), c.start("w2")}
 			for i, k := range kits {
 				c.create(ws[i%2], k, 1)

@@ -169,6 +169,31 @@ func (e env) mysqlDSN(db string) string {
 	return fmt.Sprintf("%s:%s@tcp(%s:%s)/%s?multiStatements=true", e["SLUICE_MYSQL_USER"], e["SLUICE_MYSQL_PASSWORD"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], db)
 }
 
+// withMySQL97 returns a copy of e whose source (SLUICE_MYSQL_*) is the
+// MySQL 9.7 source of scripts/servers.sh and whose MySQL target is its
+// MySQL 9.7 target server.
+func (e env) withMySQL97() env {
+	out := env{}
+	for k, v := range e {
+		out[k] = v
+	}
+	for _, k := range []string{"HOST", "PORT", "USER", "PASSWORD", "CDC_USER", "CDC_PASSWORD", "SOCKET"} {
+		out["SLUICE_MYSQL_"+k] = e["SLUICE_MYSQL97_"+k]
+	}
+	out["SLUICE_MYSQL_FLAVOR"] = "mysql"
+	out["SLUICE_TARGET_MYSQL_PORT"] = e["SLUICE_MYSQL97_TARGET_PORT"]
+	return out
+}
+
+// targetMySQLDSN is the DSN of db on the MySQL target: the source's server,
+// or the separate target server when SLUICE_TARGET_MYSQL_PORT names one.
+func (e env) targetMySQLDSN(db string) string {
+	if port := e["SLUICE_TARGET_MYSQL_PORT"]; port != "" {
+		return fmt.Sprintf("%s:%s@tcp(%s:%s)/%s?multiStatements=true", e["SLUICE_MYSQL_USER"], e["SLUICE_MYSQL_PASSWORD"], e["SLUICE_MYSQL_HOST"], port, db)
+	}
+	return e.mysqlDSN(db)
+}
+
 func uniqueName(prefix string) string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)

@@ -156,7 +156,7 @@ func killDuringSnapshotRounds(t *testing.T, k *kit) {
 func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 	db, my := k.db, k.src
 	const rows = 30000
-	mustExec(t, my, "INSERT INTO "+db+".orders SELECT seq, CONCAT('c', seq), 100.00, 'new', '2024-01-01 00:00:00', NULL FROM "+db+".seq_1_to_"+fmt.Sprint(rows))
+	mustExec(t, my, "INSERT INTO "+db+".orders SELECT seq, CONCAT('c', seq), 100.00, 'new', '2024-01-01 00:00:00', NULL FROM "+seqRows(rows))
 	mustExec(t, my, "INSERT INTO "+db+".items VALUES (1, 'sku', 1, 1.000)") // so the sink creates both tables
 	cfg := k.config(t)
 	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 250\n  include:")
@@ -500,4 +500,18 @@ func rowDiff(src, dst []string, keyCols int) string {
 	}
 	return fmt.Sprintf("source %d rows, target %d: %d differ %v, %d missing in the target %v, %d only in the target %v",
 		len(src), len(dst), nDiffer, differ, nMissing, missing, len(inDst), extra)
+}
+
+// seqRows is a derived table of the column seq = 1..n, for MariaDB and MySQL
+// alike (MariaDB's seq_1_to_n tables are an engine MySQL lacks, and MySQL's
+// recursive CTEs stop at 1,000 rows by default); n is at most 1,000,000.
+func seqRows(n int) string {
+	digit := "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)"
+	var from []string
+	sum := "1"
+	for i, mul := 0, 1; mul < n; i, mul = i+1, mul*10 {
+		from = append(from, fmt.Sprintf("%s d%d", digit, i))
+		sum += fmt.Sprintf(" + d%d.d * %d", i, mul)
+	}
+	return fmt.Sprintf("(SELECT %s AS seq FROM %s) g WHERE seq <= %d", sum, strings.Join(from, ", "), n)
 }
