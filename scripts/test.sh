@@ -42,25 +42,38 @@ t0=$SECONDS
 echo "== go vet ./..."
 go vet ./... || status=1
 
+# The binlog source's tests once more with MySQL 9.7 as the source (SLUICE_MYSQL_*
+# name MariaDB elsewhere; SLUICE_MYSQL97_* the MySQL servers of scripts/servers.sh).
+# They use only the MySQL servers, so they run in the background beside the unit
+# tests (which use MariaDB and PostgreSQL); their output follows the unit tests'.
+mysql_log="$(mktemp)"
+mysql_pid=""
+if [[ -n "${SLUICE_MYSQL97_PORT:-}" ]]; then
+  (
+    echo "== go test -count=1 ./binlog (MySQL 9.7 source on port $SLUICE_MYSQL97_PORT)"
+    SLUICE_MYSQL_HOST="$SLUICE_MYSQL97_HOST" SLUICE_MYSQL_PORT="$SLUICE_MYSQL97_PORT" SLUICE_MYSQL_FLAVOR=mysql \
+      SLUICE_MYSQL_USER="$SLUICE_MYSQL97_USER" SLUICE_MYSQL_PASSWORD="$SLUICE_MYSQL97_PASSWORD" \
+      SLUICE_MYSQL_CDC_USER="$SLUICE_MYSQL97_CDC_USER" SLUICE_MYSQL_CDC_PASSWORD="$SLUICE_MYSQL97_CDC_PASSWORD" \
+      SLUICE_MYSQL_SOCKET="$SLUICE_MYSQL97_SOCKET" SLUICE_MYSQL_SCRATCH_PORT="${SLUICE_MYSQL97_SCRATCH_PORT:-}" \
+      go test -count=1 -timeout 20m "$@" ./binlog
+  ) >"$mysql_log" 2>&1 &
+  mysql_pid=$!
+elif [[ "$CI" == true ]]; then
+  echo "== MySQL 9.7 is not running (no SLUICE_MYSQL97_PORT in $env_file): failing, as CI must not skip it"
+  status=1
+fi
+
 mapfile -t unit_pkgs < <(go list ./... | grep -v -E '/integration(/|$)')
 if ((${#unit_pkgs[@]})); then
   echo "== go test -race -count=1 (unit, ${#unit_pkgs[@]} packages)"
   go test -race -count=1 -timeout 30m "$@" "${unit_pkgs[@]}" || status=1
 fi
 
-# The binlog source's tests once more with MySQL 9.7 as the source (SLUICE_MYSQL_*
-# name MariaDB above; SLUICE_MYSQL97_* the MySQL servers of scripts/servers.sh).
-if [[ -n "${SLUICE_MYSQL97_PORT:-}" ]]; then
-  echo "== go test -count=1 ./binlog (MySQL 9.7 source on port $SLUICE_MYSQL97_PORT)"
-  SLUICE_MYSQL_HOST="$SLUICE_MYSQL97_HOST" SLUICE_MYSQL_PORT="$SLUICE_MYSQL97_PORT" SLUICE_MYSQL_FLAVOR=mysql \
-    SLUICE_MYSQL_USER="$SLUICE_MYSQL97_USER" SLUICE_MYSQL_PASSWORD="$SLUICE_MYSQL97_PASSWORD" \
-    SLUICE_MYSQL_CDC_USER="$SLUICE_MYSQL97_CDC_USER" SLUICE_MYSQL_CDC_PASSWORD="$SLUICE_MYSQL97_CDC_PASSWORD" \
-    SLUICE_MYSQL_SOCKET="$SLUICE_MYSQL97_SOCKET" SLUICE_MYSQL_SCRATCH_PORT="${SLUICE_MYSQL97_SCRATCH_PORT:-}" \
-    go test -count=1 -timeout 20m "$@" ./binlog || status=1
-elif [[ "$CI" == true ]]; then
-  echo "== MySQL 9.7 is not running (no SLUICE_MYSQL97_PORT in $env_file): failing, as CI must not skip it"
-  status=1
+if [[ -n "$mysql_pid" ]]; then
+  wait "$mysql_pid" || status=1
+  cat "$mysql_log"
 fi
+rm -f "$mysql_log"
 
 # The RocketMQ client's push consumer has a known data race
 # (apache/rocketmq-client-go#1213), so its broker tests skip under -race above;
