@@ -151,7 +151,11 @@ func newKit(t *testing.T, p pair, prefix string) *kit { return makeKit(t, p, pre
 func newWorkloadKit(t *testing.T, p pair, prefix string) *kit { return makeKit(t, p, prefix, true) }
 
 func makeKit(t *testing.T, p pair, prefix string, workload bool) *kit {
-	e := pairServers(t, p)
+	return makeKitOn(t, p, pairServers(t, p), prefix, workload)
+}
+
+// makeKitOn is makeKit on the servers of e.
+func makeKitOn(t *testing.T, p pair, e env, prefix string, workload bool) *kit {
 	k := &kit{pair: p, e: e, db: uniqueName(prefix), dir: t.TempDir()}
 	k.src = openDB(t, "mysql", e.mysqlDSN(""))
 	if workload {

@@ -136,13 +136,16 @@ const (
 	faultNamesrvPort = "29876"
 	faultBrokerPort  = "30911"
 	faultBrokerBPort = "31011"
+	faultMySQLPort   = "29307" // MySQL 9.7 source
+	faultMySQLTgt    = "29308" // MySQL 9.7 target
 	faultStore       = "/dev/shm/sluice-faults-store"
 )
 
 func faultEnv() []string {
 	return append(os.Environ(), "SLUICE_SERVERS_ROOT="+faultRoot, "SLUICE_ROCKETMQ_NAMESRV_PORT="+faultNamesrvPort,
 		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_BROKER_B_PORT="+faultBrokerBPort, "SLUICE_ROCKETMQ_STORE="+faultStore,
-		"SLUICE_MARIADB_PORT="+faultMariaDBPort, "SLUICE_POSTGRES_PORT="+faultPGPort)
+		"SLUICE_MARIADB_PORT="+faultMariaDBPort, "SLUICE_POSTGRES_PORT="+faultPGPort,
+		"SLUICE_MYSQL97_PORT="+faultMySQLPort, "SLUICE_MYSQL97_TARGET_PORT="+faultMySQLTgt)
 }
 
 // faultServer starts a fault server (rocketmq, mariadb or postgres) with
