@@ -52,14 +52,20 @@ func newTableLands(t *testing.T, my, pg *sql.DB, db string, rs ...*running) {
 // in one process without any topic list (the sink follows what the source
 // publishes), and in a sink-only process that consumes by topics_regex.
 func TestRocketMQNewTableReachesTheSink(t *testing.T) {
-	t.Run("one-process", func(t *testing.T) {
-		e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
-		db, my, pg := sourceAndTarget(t, e, "tp_one")
-		r := startPipeline(t, rocketmqConfig(t, e, db, ""))
-		defer r.stop(t)
-		waitStreaming(t, my, pg, db, r)
-		newTableLands(t, my, pg, db, r)
-	})
+	for _, format := range []string{"", rocketmq.FormatPacked} {
+		t.Run("one-process"+map[bool]string{true: "-" + format}[format != ""], func(t *testing.T) {
+			e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
+			db, my, pg := sourceAndTarget(t, e, "tp_one")
+			extra := ""
+			if format != "" {
+				extra = "  format: " + format + "\n"
+			}
+			r := startPipeline(t, rocketmqConfig(t, e, db, extra))
+			defer r.stop(t)
+			waitStreaming(t, my, pg, db, r)
+			newTableLands(t, my, pg, db, r)
+		})
+	}
 	t.Run("sink-only-regex", func(t *testing.T) {
 		e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV")
 		db, my, pg := sourceAndTarget(t, e, "tp_rx")
