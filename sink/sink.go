@@ -141,6 +141,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		db.Close()
 		return nil, wrapDB(err)
 	}
+	if msg, err := d.Durability(ctx, db.DB); err != nil {
+		s.log.Warn("sink: cannot tell whether the target's commits are durable", "err", err)
+	} else if msg != "" {
+		s.log.Warn("sink: the target's commits are not durable: " + msg)
+	}
 	if err := s.createProgress(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -708,6 +713,15 @@ func (s *Sink) begin(ctx context.Context) (*txn, error) {
 	if err != nil {
 		conn.Close()
 		return nil, err
+	}
+	// Its commit acknowledges records (the progress row moves with it):
+	// it must be on disk when Commit returns.
+	if q := s.d.DurableTx(); q != "" {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			_ = tx.Rollback() // the error that matters is err
+			conn.Close()
+			return nil, err
+		}
 	}
 	return &txn{Tx: tx, conn: conn}, nil
 }

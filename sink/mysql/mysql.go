@@ -102,6 +102,33 @@ func (Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (st
 	return name.String, nil
 }
 
+// DurableTx: MySQL has no per-transaction durability setting.
+func (Dialect) DurableTx() string { return "" }
+
+// Durability reports a server that acknowledges commits before they are on
+// disk: innodb_flush_log_at_trx_commit other than 1 (the redo log is
+// flushed once a second), or, with the binary log on, sync_binlog other
+// than 1 (a crash can drop transactions from the binary log, and InnoDB's
+// recovery then rolls them back). A crash of such a server loses
+// transactions the sink has committed and acknowledged.
+func (Dialect) Durability(ctx context.Context, db *sql.DB) (string, error) {
+	var flush, logBin, syncBinlog sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT @@innodb_flush_log_at_trx_commit, @@log_bin, @@sync_binlog").Scan(&flush, &logBin, &syncBinlog); err != nil {
+		return "", fmt.Errorf("sink: read the target's durability settings: %w", err)
+	}
+	var bad []string
+	if flush.String != "1" {
+		bad = append(bad, "innodb_flush_log_at_trx_commit="+flush.String)
+	}
+	if (logBin.String == "1" || strings.EqualFold(logBin.String, "ON")) && syncBinlog.String != "1" {
+		bad = append(bad, "sync_binlog="+syncBinlog.String+" with the binary log on")
+	}
+	if len(bad) == 0 {
+		return "", nil
+	}
+	return strings.Join(bad, " and ") + ": a crash of the target server can lose transactions the sink committed and acknowledged (they are not applied again); set innodb_flush_log_at_trx_commit=1 and sync_binlog=1", nil
+}
+
 func (Dialect) Quote(id string) string     { return "`" + strings.ReplaceAll(id, "`", "``") + "`" }
 func (Dialect) Placeholder(int) string     { return "?" }
 func (Dialect) MaxParams() int             { return 65535 }
