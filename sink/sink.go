@@ -34,11 +34,14 @@ type Sink struct {
 
 	bar barrierState // wakes copies of a barrier waiting here (barrier.go)
 
-	mu       sync.Mutex
-	tables   map[target]*tableMeta
-	progress map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
-	pending  map[progressKey][]schema.Record // Transactional: held records per queue, as committed
-	closed   bool
+	mu     sync.Mutex
+	tables map[target]*tableMeta
+	// registered holds the tables this Sink has listed in the table
+	// registry (registry.go).
+	registered map[target]bool
+	progress   map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
+	pending    map[progressKey][]schema.Record // Transactional: held records per queue, as committed
+	closed     bool
 
 	// defaultSchema is the connection's default schema (PostgreSQL) or
 	// database (MySQL): where the control tables are.
@@ -131,7 +134,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, fatal(err)
 	}
 	s := &Sink{cfg: cfg, d: d, log: log.With("component", "sink", "dialect", cfg.Dialect),
-		tables: map[target]*tableMeta{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
+		tables: map[target]*tableMeta{}, registered: map[target]bool{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
 	db, err := connect(ctx, d, &cfg)
 	if err != nil {
 		return nil, err
@@ -151,6 +154,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, err
 	}
 	if err := s.createBarrierTables(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.createRegistry(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}

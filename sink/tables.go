@@ -81,6 +81,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			return nil, err
 		}
 		if m == nil {
+			if err := s.droppedBehind(ctx, t); err != nil {
+				return nil, err
+			}
 			if len(writers) == 0 {
 				return nil, nil
 			}
@@ -96,6 +99,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if m == nil {
 				return nil, fmt.Errorf("sink: table %s still missing after CREATE TABLE", t)
 			}
+		}
+		if err := s.registerTable(ctx, t); err != nil {
+			return nil, err
 		}
 		s.mu.Lock()
 		s.tables[t] = m

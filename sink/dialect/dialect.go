@@ -168,6 +168,9 @@ type Control interface {
 	PendingDDL(table string) string
 	PendingUpsert(table string) string
 	BarrierDDL(barriers, arrivals string) []string
+	// TablesDDL creates the table registry: pipeline, tbl_schema,
+	// tbl_name, the three its key.
+	TablesDDL(table string) string
 	// InsertIgnore is an INSERT of one row of n columns into table that
 	// does nothing when its key exists.
 	InsertIgnore(table string, cols []string) string

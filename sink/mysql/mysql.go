@@ -69,6 +69,10 @@ func (d Dialect) BarrierDDL(b, a string) []string {
 	}
 }
 
+func (d Dialect) TablesDDL(table string) string {
+	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline VARCHAR(191) NOT NULL, tbl_schema VARCHAR(64) NOT NULL, tbl_name VARCHAR(64) NOT NULL, created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, tbl_schema, tbl_name)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+}
+
 func (d Dialect) InsertIgnore(table string, cols []string) string {
 	return "INSERT IGNORE INTO " + d.Quote(table) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
 }

@@ -152,6 +152,10 @@ func (d Dialect) BarrierDDL(b, a string) []string {
 	}
 }
 
+func (d Dialect) TablesDDL(table string) string {
+	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline TEXT NOT NULL, tbl_schema TEXT NOT NULL, tbl_name TEXT NOT NULL, created_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, tbl_schema, tbl_name))"
+}
+
 func (d Dialect) InsertIgnore(table string, cols []string) string {
 	return "INSERT INTO " + d.Quote(table) + " (" + strings.Join(cols, ", ") + ") VALUES " + spaced(dialect.ValuesList(d, 1, len(cols))) + " ON CONFLICT DO NOTHING"
 }
