@@ -60,6 +60,7 @@ type Pipeline struct {
 	backlog backlogState
 	gcOnce  sync.Once
 	gc      *groupCommit
+	tally   barrierTally // counts each barrier once in records_applied
 	mOnce   sync.Once
 	m       *Metrics
 	win     atomic.Pointer[window]
@@ -266,8 +267,9 @@ func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 		return err
 	}
 	m.observeApply(time.Since(start))
-	p.stats.RecordsApplied.Add(changes(recs))
-	countByTable(m, m.recordsOut, recs)
+	counted := p.tally.counted(recs)
+	p.stats.RecordsApplied.Add(changes(counted))
+	countByTable(m, m.recordsOut, counted)
 	var newest int64
 	for i := range recs {
 		newest = max(newest, recs[i].Source.TsMs)
