@@ -174,6 +174,25 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	return s, nil
 }
 
+// Durability connects to cfg's target and says what makes its commits not
+// durable when acknowledged ("" when they are, or when the sink makes them
+// so: dialect.Conn.Durability), for `sluice check`. It creates nothing.
+func Durability(ctx context.Context, cfg Config) (string, error) {
+	if err := cfg.normalize(); err != nil {
+		return "", fatal(err)
+	}
+	d, err := newDialect(&cfg)
+	if err != nil {
+		return "", fatal(err)
+	}
+	db, err := connect(ctx, d, &cfg)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	return d.Durability(ctx, db.DB)
+}
+
 // Close releases the connection pool. It is safe to call more than once.
 func (s *Sink) Close() error {
 	s.mu.Lock()
