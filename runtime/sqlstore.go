@@ -122,9 +122,11 @@ func createTable(ctx context.Context, db *sql.DB, ddl, table string) error {
 // transactions do).
 const pgDurableTx = "SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'"
 
-// beginDurable begins a transaction whose commit is durable when it returns
-// (see pgDurableTx; MySQL has no such setting per transaction).
-func beginDurable(ctx context.Context, db *sql.DB, dialect string) (*sql.Tx, error) {
+// BeginDurable begins a transaction of db (driver dialect, "postgres" or
+// "mysql") whose commit is durable when it returns (see pgDurableTx; MySQL
+// has no such setting per transaction): for positions, schema history and
+// leases.
+func BeginDurable(ctx context.Context, db *sql.DB, dialect string) (*sql.Tx, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil || dialect != "postgres" {
 		return tx, err
@@ -140,7 +142,7 @@ func beginDurable(ctx context.Context, db *sql.DB, dialect string) (*sql.Tx, err
 // a saved position must not be lost in a crash of the database after the
 // pipeline went on from it.
 func (s *SQLStore) execDurable(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	tx, err := beginDurable(ctx, s.db, s.dialect)
+	tx, err := BeginDurable(ctx, s.db, s.dialect)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +172,7 @@ func (s *SQLStore) q(pg string) string {
 // Claim takes the pipeline's row with a new epoch (one more than any
 // before) and returns the store of this run, bound to that epoch.
 func (s *SQLStore) Claim(ctx context.Context, pipeline string) (PositionStore, error) {
-	tx, err := beginDurable(ctx, s.db, s.dialect)
+	tx, err := BeginDurable(ctx, s.db, s.dialect)
 	if err != nil {
 		return nil, schema.Retriable(fmt.Errorf("position store: claim %s: %w", pipeline, err))
 	}
