@@ -271,6 +271,25 @@ func TestWriteRecoversFromChangedTable(t *testing.T) {
 	})
 }
 
+// A queue's progress row deleted while a Sink runs (by hand, or lost in a
+// crash of a target without durable commits): the next Write applies the
+// queue's records as its first and creates the row again, instead of
+// fencing on the missing row until it gives up.
+func TestWriteAfterProgressRowGone(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		write(t, s, at(cIns("pg", 1, "a"), 1))
+		if _, err := e.db.Exec(e.rebind("DELETE FROM sluice_progress WHERE pipeline = $1"), e.cfg.Pipeline); err != nil {
+			t.Fatal(err)
+		}
+		write(t, s, at(cIns("pg", 2, "b"), 2))
+		wantRows(t, e, "pg", map[int64]string{1: "a", 2: "b"})
+		if off, ok := e.progress(t, "ddl", 0); !ok || off != 2 {
+			t.Fatalf("progress %d %v, want 2", off, ok)
+		}
+	})
+}
+
 // A table the sink drops itself (a DROP TABLE or RENAME TABLE applied from
 // the source) is created again by the records after it, in this Sink and
 // in a new one: only a drop behind the sink is refused.

@@ -224,6 +224,10 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 		if !errors.As(err, &moved) || attempt == maxFenceRetries {
 			return err
 		}
+		if moved.gone {
+			s.log.Warn("the queue's progress row is gone (deleted by hand, or lost in a crash of the target): applying the batch as the queue's first", "queue", moved.k.String())
+			continue
+		}
 		s.log.Warn("another writer applied this queue meanwhile; filtering the batch again", "queue", moved.k.String(), "progress", moved.id.String())
 	}
 }
@@ -524,7 +528,13 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 		// Another writer applied this queue meanwhile: what it applied must
 		// not be written again over it. Refilter from its progress.
 		s.mu.Lock()
-		s.progress[moved.k] = moved.id
+		if moved.gone {
+			// Believing it at nothing applied would fence on a row that
+			// is not there, and every retry would fail the same way.
+			delete(s.progress, moved.k)
+		} else {
+			s.progress[moved.k] = moved.id
+		}
 		delete(s.pending, moved.k)
 		s.mu.Unlock()
 		return err
@@ -564,6 +574,10 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 type progressMoved struct {
 	k  progressKey
 	id schema.ID
+	// gone: the queue's progress row is missing (deleted by hand, or lost
+	// with commits a crash of a target without durable commits dropped):
+	// the queue is read as new, and lockProgress creates the row again.
+	gone bool
 }
 
 func (e *progressMoved) Error() string {
@@ -616,7 +630,7 @@ func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey
 			return nil, err
 		}
 		if id != believed {
-			return nil, &progressMoved{k, id}
+			return nil, &progressMoved{k: k, id: id}
 		}
 	}
 	return fenced, nil
@@ -654,7 +668,7 @@ func (s *Sink) saveFenced(ctx context.Context, tx *txn, maxOff, fenced map[progr
 		var text string
 		err = tx.QueryRowContext(ctx, s.d.ProgressSelect(s.cfg.ProgressTable)+" FOR UPDATE", s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &progressMoved{k, schema.ID{}} // reset by hand meanwhile
+			return &progressMoved{k: k, gone: true} // reset by hand meanwhile
 		}
 		if err != nil {
 			return fmt.Errorf("sink: lock progress of %s: %w", k, wrapDB(err))
@@ -664,7 +678,7 @@ func (s *Sink) saveFenced(ctx context.Context, tx *txn, maxOff, fenced map[progr
 			return err
 		}
 		if cur != believed {
-			return &progressMoved{k, cur}
+			return &progressMoved{k: k, id: cur}
 		}
 		rest[k] = id
 	}
