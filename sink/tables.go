@@ -90,6 +90,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if !s.cfg.AutoCreate {
 				return nil, fatal(fmt.Errorf("%w: table %s does not exist: create it or set auto_create: true in the sink config", ErrSchema, t))
 			}
+			s.mu.Lock()
+			delete(s.registered, t) // another sink process may have dropped it and taken it off
+			s.mu.Unlock()
 			if err := s.createTable(ctx, t, writers[0]); err != nil {
 				return nil, err
 			}
