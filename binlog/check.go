@@ -65,17 +65,7 @@ func Check(ctx context.Context, cfg Config) []Problem {
 	}
 	defer conn.Close()
 
-	vars := func(names ...string) map[string]string {
-		m := map[string]string{}
-		for _, n := range names {
-			if r, err := conn.Execute("SELECT @@" + n); err == nil && r.RowNumber() > 0 {
-				v, _ := r.GetString(0, 0)
-				m[n] = v
-			}
-		}
-		return m
-	}
-	v := vars("log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id", "gtid_strict_mode", "gtid_mode")
+	v := serverVars(conn, "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id", "gtid_strict_mode", "gtid_mode")
 	if on := v["log_bin"]; on != "1" && !strings.EqualFold(on, "ON") {
 		add("log_bin", "the binary log is off", "start the server with log-bin (and server-id) in its config file, then restart it")
 	}
@@ -95,6 +85,7 @@ func Check(ctx context.Context, cfg Config) []Problem {
 	if id := v["server_id"]; id == fmt.Sprint(cfg.ServerID) {
 		add("server_id", fmt.Sprintf("server_id %d is the server's own", cfg.ServerID), "choose another server_id for the source")
 	}
+	out = append(out, durabilityProblems(conn)...)
 	out = append(out, checkReplicas(conn, cfg)...)
 	if cfg.Flavor == FlavorMariaDB {
 		if s := v["gtid_strict_mode"]; s != "1" && !strings.EqualFold(s, "ON") {
@@ -134,6 +125,40 @@ func Check(ctx context.Context, cfg Config) []Problem {
 	} else if len(cols) > 0 {
 		add("charset", "captured columns in character sets sluice cannot decode (the source refuses to start): "+listSome(cols),
 			"convert them (ALTER TABLE ... CONVERT TO CHARACTER SET utf8mb4) or leave them out with exclude_columns")
+	}
+	return out
+}
+
+// serverVars reads server variables; one that cannot be read is missing.
+func serverVars(conn *client.Conn, names ...string) map[string]string {
+	m := map[string]string{}
+	for _, n := range names {
+		if r, err := conn.Execute("SELECT @@" + n); err == nil && r.RowNumber() > 0 {
+			v, _ := r.GetString(0, 0)
+			m[n] = v
+		}
+	}
+	return m
+}
+
+// durabilityProblems warns of a server that acknowledges commits before
+// they are on disk. After its crash, transactions that sluice already read
+// from the binary log, and applied to the target, can be missing from the
+// source (InnoDB rolls back a transaction the binary log lost), and the
+// binary log resumes from an earlier point or with other GTIDs than the
+// saved position: the target then holds changes the source does not.
+func durabilityProblems(conn *client.Conn) []Problem {
+	v := serverVars(conn, "sync_binlog", "innodb_flush_log_at_trx_commit")
+	var out []Problem
+	if s, ok := v["sync_binlog"]; ok && s != "1" {
+		out = append(out, Problem{Check: "durability", Warning: true,
+			Detail: fmt.Sprintf("sync_binlog is %s: a crash of the server can lose transactions from the binary log that sluice already captured, leaving the target ahead of the source", s),
+			Fix:    "set sync_binlog=1 in the server's config (SET GLOBAL sync_binlog=1 until restart)"})
+	}
+	if f, ok := v["innodb_flush_log_at_trx_commit"]; ok && f != "1" {
+		out = append(out, Problem{Check: "durability", Warning: true,
+			Detail: fmt.Sprintf("innodb_flush_log_at_trx_commit is %s: a crash of the server can lose committed transactions that sluice already captured", f),
+			Fix:    "set innodb_flush_log_at_trx_commit=1 in the server's config (SET GLOBAL innodb_flush_log_at_trx_commit=1 until restart)"})
 	}
 	return out
 }

@@ -35,7 +35,9 @@ func TestCheckGoodConfigPasses(t *testing.T) {
 		t.Fatalf("a good config failed: %v", f)
 	}
 	for _, p := range ps {
-		if p.Check != "server_id" { // the CDC account may not list replicas
+		// The CDC account may not list replicas; the test server trades
+		// durability for speed (TestCheckWarnsOfLazyCommits).
+		if p.Check != "server_id" && p.Check != "durability" {
 			t.Errorf("unexpected warning: %v", p)
 		}
 	}
@@ -110,5 +112,48 @@ func TestCheckReportsProblems(t *testing.T) {
 	bad.Port = 1
 	if text := fmt.Sprint(checkNow(t, bad)); !strings.Contains(text, "FAIL reachable") {
 		t.Errorf("closed port gave %s", text)
+	}
+}
+
+// A source whose commits are not on disk when acknowledged is a warning
+// naming the setting; with both settings at 1 there is none.
+func TestCheckWarnsOfLazyCommits(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE items (id INT PRIMARY KEY)")
+	r, err := c.Execute("SELECT @@GLOBAL.sync_binlog, @@GLOBAL.innodb_flush_log_at_trx_commit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncBinlog, _ := r.GetString(0, 0)
+	flush, _ := r.GetString(0, 1)
+	t.Cleanup(func() {
+		_, _ = c.Execute("SET GLOBAL sync_binlog = " + syncBinlog)
+		_, _ = c.Execute("SET GLOBAL innodb_flush_log_at_trx_commit = " + flush)
+	})
+	durability := func() string {
+		var out []string
+		for _, p := range checkNow(t, testConfig(env, db)) {
+			if p.Check == "durability" {
+				if !p.Warning {
+					t.Errorf("not a warning: %v", p)
+				}
+				out = append(out, p.Detail)
+			}
+		}
+		return strings.Join(out, "; ")
+	}
+	exec(t, c, "SET GLOBAL sync_binlog = 0")
+	exec(t, c, "SET GLOBAL innodb_flush_log_at_trx_commit = 2")
+	got := durability()
+	for _, want := range []string{"sync_binlog is 0", "innodb_flush_log_at_trx_commit is 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings %q do not say %q", got, want)
+		}
+	}
+	exec(t, c, "SET GLOBAL sync_binlog = 1")
+	exec(t, c, "SET GLOBAL innodb_flush_log_at_trx_commit = 1")
+	if got := durability(); got != "" {
+		t.Errorf("durable settings warned: %s", got)
 	}
 }

@@ -168,6 +168,9 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	if err := checkServer(conn, s.cfg.historyStore() != nil); err != nil {
 		return err
 	}
+	for _, p := range durabilityProblems(conn) {
+		s.log.Warn("binlog: "+p.Detail, "fix", p.Fix)
+	}
 	if cols, err := undecodableColumns(conn, newFilter(s.cfg.Include, s.cfg.Exclude), s.columns); err != nil {
 		s.log.Warn("binlog: cannot check the columns' character sets", "err", err)
 	} else if len(cols) > 0 {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -227,5 +228,68 @@ func TestFaultSecondRunFencesFirst(t *testing.T) {
 	w.run(t, 1000)
 	waitEqual(t, my, pg, db, second)
 	second.stop(t)
+	assertNoRegressions(t)
+}
+
+// The crash-safe PostgreSQL of TestFaultPostgresCrash: its own root and
+// port (it is crashed on purpose), fsync on, synchronous_commit off as its
+// default (scripts/servers.sh, SLUICE_POSTGRES_DURABLE=1).
+const (
+	crashRoot   = "/tmp/sluice-faults-durable"
+	crashPGPort = "29532"
+)
+
+// TestFaultPostgresCrash: the target PostgreSQL crashes (pg_ctl restart -m
+// immediate: its processes killed, its shared memory lost) three times
+// while the source is written and the pipeline streams on the embedded
+// transport, where the source position moves once the sink's commit
+// returns. The pipeline resumes by itself each time, and the target ends
+// equal to the source with no row moved back: no acknowledged commit was
+// lost (the sink asks for synchronous_commit itself).
+func TestFaultPostgresCrash(t *testing.T) {
+	e := maps.Clone(servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"))
+	crashEnv := append(os.Environ(), "SLUICE_SERVERS_ROOT="+crashRoot, "SLUICE_POSTGRES_PORT="+crashPGPort, "SLUICE_POSTGRES_DURABLE=1")
+	script := func(verb string) {
+		t.Helper()
+		cmd := exec.Command("../scripts/servers.sh", verb, "postgres")
+		cmd.Env = crashEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("servers.sh %s postgres (crash server): %v\n%s", verb, err, out)
+		}
+	}
+	script("start")
+	t.Cleanup(func() { script("stop") })
+	ce, err := readEnvFile(filepath.Join(crashRoot, "servers.env"))
+	if err != nil || ce["SLUICE_PG_DURABLE"] != "on" {
+		t.Fatalf("crash server: %s/servers.env says durable %q (%v)", crashRoot, ce["SLUICE_PG_DURABLE"], err)
+	}
+	e["SLUICE_PG_DSN"] = ce["SLUICE_PG_DSN"]
+	data := ce["SLUICE_PG_DATA"]
+	crash := func() {
+		t.Helper()
+		args := []string{filepath.Join(ce["SLUICE_PG_BIN"], "pg_ctl"), "-D", data, "-l", filepath.Join(filepath.Dir(data), "postgres.log"), "-m", "immediate", "-w", "restart"}
+		if os.Geteuid() == 0 {
+			args = append([]string{"runuser", "-u", "postgres", "--"}, args...)
+		}
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	db, my, pg := sourceAndTarget(t, e, "it_crash")
+	r := startWorker(t, writeConfig(t, e, db, "embedded"))
+	waitStreaming(t, my, pg, db, r)
+	assertNoRegressions := watchRegressions(t, pg, db)
+	w := newWorkload(my, db)
+	for round := range 3 {
+		written := make(chan struct{})
+		go func() { defer close(written); w.run(t, 2000) }()
+		time.Sleep(500 * time.Millisecond)
+		began := time.Now()
+		crash()
+		t.Logf("crash %d: PostgreSQL back after %s", round+1, time.Since(began).Round(time.Millisecond))
+		<-written
+	}
+	waitEqual(t, my, pg, db, r)
+	r.stop(t)
 	assertNoRegressions(t)
 }

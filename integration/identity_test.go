@@ -320,7 +320,7 @@ func controlTablesRefusedAtStart(t *testing.T, k *kit) {
 		k.sink += "  schema: public\n"
 		where = "public"
 		t.Cleanup(func() {
-			for _, n := range []string{plain, ctl, ctl + "_barriers", ctl + "_barrier_arrivals"} {
+			for _, n := range []string{plain, ctl, ctl + "_barriers", ctl + "_barrier_arrivals", ctl + "_tables"} {
 				k.dst.Exec(`DROP TABLE IF EXISTS public."` + n + `"`)
 			}
 		})

@@ -213,3 +213,57 @@ func sinkBacklogMemoryBound(t *testing.T, bin string, e env, transport string) {
 		t.Fatalf("sink process: peak RSS %.0f MiB during the outage, %.0f MiB after: above the %d MiB bound", during, after, memoryBoundMiB)
 	}
 }
+
+// bigRowMiB is the size of the one row of TestBigRowMemoryBound.
+const bigRowMiB = 50
+
+// bigRowBoundMiB is the peak RSS README states for a process that applies
+// one row of bigRowMiB: the bound of small rows plus 2.5 times the row (it
+// is held whole, and lib/pq hex-encodes a bytea parameter, twice its size,
+// and copies that into its message buffer).
+const bigRowBoundMiB = memoryBoundMiB + bigRowMiB*5/2
+
+// TestBigRowMemoryBound: one row of 50 MiB (a LONGBLOB, the costliest
+// type on PostgreSQL) streams through a sluice process on the embedded
+// transport, under bigRowBoundMiB of peak RSS (VmHWM). RocketMQ is not
+// measured here.
+func TestBigRowMemoryBound(t *testing.T) {
+	bin := buildSluice(t)
+	t.Run("embedded", func(t *testing.T) {
+		transport, e := "embedded", servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+		name, my, pg := bigTable(t, e)
+		mustExec(t, my, "CREATE TABLE `"+name+"`.huge (id BIGINT PRIMARY KEY, doc LONGBLOB)")
+		mustExec(t, my, "INSERT INTO `"+name+"`.huge VALUES (0, 'small')")
+		cfg := bigTxConfig(t, e, name, transport, e["SLUICE_PG_DSN"])
+		r := startSluice(t, bin, cfg)
+		waitTargetRows(t, pg, name, 1, 90*time.Second, r.exited, r.output)
+		before := peakRSSMiB(t, r.cmd.Process.Pid)
+		start := time.Now()
+		mustExec(t, my, fmt.Sprintf("INSERT INTO `%s`.huge VALUES (1, REPEAT('x', %d))", name, bigRowMiB<<20))
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			var n sql.NullInt64
+			err := pg.QueryRow(`SELECT length(doc) FROM "` + name + `".huge WHERE id = 1`).Scan(&n)
+			if err == nil && n.Int64 == bigRowMiB<<20 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the %d MiB row did not arrive in 5 minutes (%v):\n%s", bigRowMiB, err, r.output())
+			}
+			select {
+			case <-r.exited:
+				t.Fatalf("sluice exited:\n%s", r.output())
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		peak := peakRSSMiB(t, r.cmd.Process.Pid)
+		t.Logf("%s: one %d MiB row applied in %.1fs; sluice peak RSS %.0f MiB (before the row %.0f MiB; bound %d MiB)",
+			transport, bigRowMiB, time.Since(start).Seconds(), peak, before, bigRowBoundMiB)
+		if code := r.stop(t); code != 0 {
+			t.Fatalf("exit code %d after SIGTERM:\n%s", code, r.output())
+		}
+		if peak > bigRowBoundMiB {
+			t.Fatalf("%s: peak RSS %.0f MiB above the %d MiB bound for one %d MiB row", transport, peak, bigRowBoundMiB, bigRowMiB)
+		}
+	})
+}

@@ -154,7 +154,7 @@ func (h *SQLHistory) Append(ctx context.Context, rows ...HistoryRow) error {
 		sel = "SELECT $1::text, $2::bigint, $3::text, $4::text"
 	}
 	q := "INSERT INTO " + h.table + " (pipeline, seq, position, entry) " + sel + " WHERE " + cond
-	tx, err := h.db.BeginTx(ctx, nil)
+	tx, err := BeginDurable(ctx, h.db, h.dialect)
 	if err != nil {
 		return schema.Retriable(fmt.Errorf("schema history: append to %s: %w", h, err))
 	}

@@ -55,11 +55,18 @@ type Pipeline struct {
 	// estimated size (schema.Record.Size); default 16 MiB. A batch larger
 	// than the cap is admitted alone.
 	MaxInFlightBytes int
+	// SaveRetry is how long a position store that refuses writes with an
+	// error not marked retriable (a positions folder that is read-only,
+	// full or gone) is tried again, while the pipeline runs on, before the
+	// pipeline fails (FAILED): a restart would not change it. Default 30s.
+	// A store's retriable errors (a database down) restart the pipeline.
+	SaveRetry time.Duration
 
 	stats   Stats
 	backlog backlogState
 	gcOnce  sync.Once
 	gc      *groupCommit
+	tally   barrierTally // counts each barrier once in records_applied
 	mOnce   sync.Once
 	m       *Metrics
 	win     atomic.Pointer[window]
@@ -266,8 +273,9 @@ func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 		return err
 	}
 	m.observeApply(time.Since(start))
-	p.stats.RecordsApplied.Add(changes(recs))
-	countByTable(m, m.recordsOut, recs)
+	counted := p.tally.counted(recs)
+	p.stats.RecordsApplied.Add(changes(counted))
+	countByTable(m, m.recordsOut, counted)
 	var newest int64
 	for i := range recs {
 		newest = max(newest, recs[i].Source.TsMs)
@@ -373,11 +381,16 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	// stops reading: going on would only pile up work to replay.
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
+	saveRetry := p.SaveRetry
+	if saveRetry <= 0 {
+		saveRetry = 30 * time.Second
+	}
 	go func() {
 		t := time.NewTicker(saveEvery)
 		defer t.Stop()
 		held, _ := store.(holder)
 		lastCheck := time.Now()
+		var failing time.Time // since when saves fail and are retried here
 		for {
 			select {
 			case <-saverCtx.Done():
@@ -385,6 +398,19 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 				return
 			case <-t.C:
 				err := p.save(saverCtx, store, w)
+				if err != nil && ClassOf(err) == schema.ClassUnknown {
+					if failing.IsZero() {
+						failing = time.Now()
+						log.Warn("cannot save the position; trying again before the pipeline fails", "pipeline", p.Name, "for", saveRetry, "err", err)
+					}
+					if time.Since(failing) < saveRetry {
+						continue
+					}
+					err = Fatal(fmt.Errorf("%w (failed for %s: make the position store writable, then start the pipeline again)", err, saveRetry.Round(time.Second)))
+				} else if err == nil && !failing.IsZero() {
+					failing = time.Time{}
+					log.Info("position saved again", "pipeline", p.Name)
+				}
 				if err == nil && held != nil && time.Since(lastCheck) >= claimCheckEvery {
 					// Saves notice a lost claim; an idle pipeline checks.
 					lastCheck = time.Now()
@@ -415,8 +441,8 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	closeErr := p.Publisher.Close(dctx)
 	stopSaver()
 	saveErr := <-saverDone
-	if err := p.save(context.WithoutCancel(ctx), store, w); err != nil {
-		saveErr = errors.Join(saveErr, err)
+	if err := p.save(context.WithoutCancel(ctx), store, w); err != nil && saveErr == nil {
+		saveErr = err // else the saver's failure says it already
 	}
 	if waitErr != nil && readErr == nil && ctx.Err() != nil {
 		// A batch cut off by the stop is not committed: it is read again at
@@ -455,6 +481,7 @@ func (p *Pipeline) save(ctx context.Context, store PositionStore, w *window) err
 		return nil
 	}
 	if err := store.Save(ctx, p.Name, pos); err != nil {
+		w.untake() // tried again at the next save
 		return fmt.Errorf("save position: %w", err)
 	}
 	p.stats.mu.Lock()

@@ -115,6 +115,45 @@ func createTable(ctx context.Context, db *sql.DB, ddl, table string) error {
 	return schema.Retriable(fmt.Errorf("position store: create table %s: %w (the store needs a user that may create it, or create it beforehand: %s)", table, err, ddl))
 }
 
+// pgDurableTx begins a PostgreSQL transaction whose commit must be on disk
+// when it returns: it raises synchronous_commit from off (a server default
+// that acknowledges commits before their WAL is flushed) to on, for the
+// transaction only, and keeps any stronger value (as the sink's
+// transactions do).
+const pgDurableTx = "SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'"
+
+// BeginDurable begins a transaction of db (driver dialect, "postgres" or
+// "mysql") whose commit is durable when it returns (see pgDurableTx; MySQL
+// has no such setting per transaction): for positions, schema history and
+// leases.
+func BeginDurable(ctx context.Context, db *sql.DB, dialect string) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil || dialect != "postgres" {
+		return tx, err
+	}
+	if _, err := tx.ExecContext(ctx, pgDurableTx); err != nil {
+		_ = tx.Rollback() // the error that matters is err
+		return nil, err
+	}
+	return tx, nil
+}
+
+// execDurable runs one statement and returns once its effect is durable:
+// a saved position must not be lost in a crash of the database after the
+// pipeline went on from it.
+func (s *SQLStore) execDurable(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	tx, err := BeginDurable(ctx, s.db, s.dialect)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return res, tx.Commit()
+}
+
 // Close closes the database handle.
 func (s *SQLStore) Close() error { return s.db.Close() }
 
@@ -133,7 +172,7 @@ func (s *SQLStore) q(pg string) string {
 // Claim takes the pipeline's row with a new epoch (one more than any
 // before) and returns the store of this run, bound to that epoch.
 func (s *SQLStore) Claim(ctx context.Context, pipeline string) (PositionStore, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := BeginDurable(ctx, s.db, s.dialect)
 	if err != nil {
 		return nil, schema.Retriable(fmt.Errorf("position store: claim %s: %w", pipeline, err))
 	}
@@ -174,7 +213,7 @@ func (c *claimedStore) Save(ctx context.Context, pipeline string, pos []byte) er
 	if pos != nil {
 		val = string(pos)
 	}
-	res, err := c.db.ExecContext(ctx, c.q("UPDATE "+c.table+" SET position = $1, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = $2 AND epoch = $3"), val, pipeline, c.epoch)
+	res, err := c.execDurable(ctx, c.q("UPDATE "+c.table+" SET position = $1, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = $2 AND epoch = $3"), val, pipeline, c.epoch)
 	if err != nil {
 		return schema.Retriable(fmt.Errorf("position store: save %s: %w", pipeline, err))
 	}
@@ -224,7 +263,7 @@ func (s *SQLStore) Save(ctx context.Context, pipeline string, pos []byte) error 
 	if s.dialect == "mysql" {
 		q = "INSERT INTO " + s.table + " (pipeline, position, epoch) VALUES (?, ?, 0) ON DUPLICATE KEY UPDATE position = VALUES(position), updated_at = CURRENT_TIMESTAMP(6)"
 	}
-	if _, err := s.db.ExecContext(ctx, q, pipeline, val); err != nil {
+	if _, err := s.execDurable(ctx, q, pipeline, val); err != nil {
 		return schema.Retriable(fmt.Errorf("position store: save %s: %w", pipeline, err))
 	}
 	return nil
@@ -233,7 +272,7 @@ func (s *SQLStore) Save(ctx context.Context, pipeline string, pos []byte) error 
 // Reset deletes the saved position (sluice positions reset, the REST
 // offsets API); the pipeline must be stopped.
 func (s *SQLStore) Reset(ctx context.Context, pipeline string) error {
-	if _, err := s.db.ExecContext(ctx, s.q("UPDATE "+s.table+" SET position = NULL, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = $1"), pipeline); err != nil {
+	if _, err := s.execDurable(ctx, s.q("UPDATE "+s.table+" SET position = NULL, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = $1"), pipeline); err != nil {
 		return schema.Retriable(fmt.Errorf("position store: reset %s: %w", pipeline, err))
 	}
 	return nil

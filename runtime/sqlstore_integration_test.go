@@ -115,3 +115,63 @@ func TestSQLStoreRejectsBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// A position saved in PostgreSQL is durable when Claim and Save return,
+// even where the session's default is synchronous_commit=off: a trigger on
+// the store's table records the setting in force in its transactions.
+func TestSQLStoreSavesDurably(t *testing.T) {
+	dsn := sqlStoreTargets(t)["postgres"]
+	ctx := context.Background()
+	table := fmt.Sprintf("sluice_positions_it_%d", rand.Uint32())
+	// lib/pq sends unknown DSN parameters as the session's run-time
+	// parameters: the default a server started with synchronous_commit=off gives.
+	s, err := NewSQLStore(ctx, "postgres", dsn+"&synchronous_commit=off", table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t.Cleanup(func() {
+		s.db.Exec("DROP TABLE " + table)
+		s.db.Exec("DROP TABLE " + table + "_seen")
+		s.db.Exec("DROP FUNCTION " + table + "_note()")
+	})
+	for _, q := range []string{
+		"CREATE TABLE " + table + "_seen (setting TEXT)",
+		"CREATE FUNCTION " + table + "_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO " + table +
+			"_seen VALUES (current_setting('synchronous_commit')); RETURN NULL; END $$",
+		"CREATE TRIGGER note AFTER INSERT OR UPDATE ON " + table + " FOR EACH ROW EXECUTE FUNCTION " + table + "_note()",
+	} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	c, err := s.Claim(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Save(ctx, "p", []byte("pos 1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, "other", []byte("pos 2")); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.db.Query("SELECT setting FROM " + table + "_seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var got string
+		if err := rows.Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != "on" {
+			t.Errorf("a position store write ran with synchronous_commit=%s, want on", got)
+		}
+		n++
+	}
+	if n != 3 { // the claim, its save, the unconditional save
+		t.Fatalf("the trigger saw %d writes, want 3", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +175,48 @@ func TestPipelineErrorSaidOnce(t *testing.T) {
 	err := p.Run(context.Background())
 	if err == nil || strings.Count(err.Error(), "column does not exist") != 1 {
 		t.Fatalf("Run returned %q, want the sink's error once", err)
+	}
+}
+
+// anySink applies every record it is given and counts them.
+type anySink struct{ n atomic.Int64 }
+
+func (s *anySink) Write(_ context.Context, recs []schema.Record) error {
+	s.n.Add(int64(len(recs)))
+	return nil
+}
+func (s *anySink) Close() error { return nil }
+
+// A barrier (TRUNCATE, a table's schema change) reaches the sink as a copy
+// on every queue, but it is one change read: records_applied counts it
+// once, and meets records_read when the pipeline is idle.
+func TestStatusCountsBarrierOnce(t *testing.T) {
+	src := &idleSource{batches: make(chan []schema.Record)}
+	snk := &anySink{}
+	e := newEmbedded(4, 4)
+	p := &Pipeline{Name: "bar", Source: src, Publisher: e.Publisher(), Subscriber: e.Subscriber(16), Sink: snk, Positions: &memStore{pos: map[string][]byte{}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(ctx) }()
+	defer func() { cancel(); <-errc }()
+	tbl := schema.TableID{Database: "d", Table: "t"}
+	var batch []schema.Record
+	for i := range int64(5) {
+		batch = append(batch, schema.Record{Op: schema.OpCreate, Table: tbl, Key: schema.Row{i}, After: schema.Row{i}, ID: schema.ID{Epoch: 1, Pos: uint64(i + 1)}})
+	}
+	batch = append(batch,
+		schema.Record{Op: schema.OpTruncate, Table: tbl, ID: schema.ID{Epoch: 1, Pos: 10}},
+		schema.Record{Op: schema.OpSchemaChange, Table: tbl, Change: &schema.SchemaChange{DDL: "ALTER TABLE t ADD c INT"}, ID: schema.ID{Epoch: 1, Pos: 11}},
+		schema.Record{Op: schema.OpCommit, Position: []byte("tx-1")})
+	src.batches <- batch
+	deadline := time.Now().Add(10 * time.Second)
+	for snk.n.Load() < 5+2*4 || p.InFlight() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sink got %d records, in flight %d; want 5 rows and 4 copies of each barrier", snk.n.Load(), p.InFlight())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := p.Status(); st.RecordsRead != 7 || st.RecordsApplied != 7 {
+		t.Fatalf("records_read %d, records_applied %d; want 7 and 7 (5 rows, 2 barriers counted once)", st.RecordsRead, st.RecordsApplied)
 	}
 }

@@ -153,6 +153,14 @@ func (w *window) take() ([]byte, bool) {
 	return w.position, true
 }
 
+// untake marks the committed position as not saved: a save of what take
+// returned failed, and the next take returns it again (or a newer one).
+func (w *window) untake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dirty = true
+}
+
 // failure returns the first ack error, if any.
 func (w *window) failure() error {
 	w.mu.Lock()

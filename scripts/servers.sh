@@ -21,6 +21,12 @@
 # MariaDB and PostgreSQL serve TLS with them (plain connections keep working)
 # and servers.env names the files (SLUICE_TLS_CA, SLUICE_TLS_CLIENT_CERT/KEY).
 #
+# SLUICE_POSTGRES_DURABLE=1 starts PostgreSQL crash-safe, for crash tests
+# (pg_ctl stop -m immediate): fsync and full_page_writes on. Otherwise it runs
+# with fsync=off, which a crash can corrupt. synchronous_commit stays off as the
+# server default either way: the sink must ask for durable commits itself. A
+# running server is not restarted: stop it first to change the mode.
+#
 # rocketmq-acl (not part of "all"): a second, separate RocketMQ (own name server
 # on SLUICE_ROCKETMQ_ACL_NAMESRV_PORT, default 39876, one broker on
 # SLUICE_ROCKETMQ_ACL_BROKER_PORT, default 40911, small heaps) with authentication
@@ -487,11 +493,13 @@ start_postgres() {
   # PostgreSQL wants its key owned by its user with mode 0600.
   install -o postgres -m 600 "$TLS_DIR/server.key" "$PG_DIR/server.key"
   install -o postgres -m 644 "$TLS_DIR/server.pem" "$PG_DIR/server.pem"
+  local crash=off
+  [[ "${SLUICE_POSTGRES_DURABLE:-0}" == 1 ]] && crash=on
   if ! pg_as "$bin/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; then
     port_open "$PG_PORT" && die "postgres: port $PG_PORT is already taken by another process"
-    log "postgres: starting on $HOST:$PG_PORT"
+    log "postgres: starting on $HOST:$PG_PORT (fsync=$crash)"
     pg_as "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$START_TIMEOUT" \
-      -o "-p $PG_PORT -k $PG_DATA -c listen_addresses=$HOST -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c ssl=on -c ssl_cert_file=$PG_DIR/server.pem -c ssl_key_file=$PG_DIR/server.key" \
+      -o "-p $PG_PORT -k $PG_DATA -c listen_addresses=$HOST -c fsync=$crash -c synchronous_commit=off -c full_page_writes=$crash -c max_connections=200 -c ssl=on -c ssl_cert_file=$PG_DIR/server.pem -c ssl_key_file=$PG_DIR/server.key" \
       start >"$PG_DIR/pg_ctl.out" 2>&1 9>&- \
       || { tail_log "$PG_DIR/pg_ctl.out" "$PG_LOG"; die "postgres did not start"; }
   fi
@@ -501,6 +509,8 @@ start_postgres() {
     sleep 0.2
   done
   ((ok)) || { tail_log "$PG_LOG"; die "postgres does not answer over TCP $HOST:$PG_PORT"; }
+  [[ "$crash" == off || "$(pg_psql -d postgres -tAc 'SHOW fsync')" == on ]] \
+    || die "postgres: SLUICE_POSTGRES_DURABLE=1 but the running server has fsync=off: stop postgres, then start it again"
   pg_psql -d postgres <<'SQL' || { tail_log "$PG_LOG"; die "postgres: creating role/database failed"; }
 DO $$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'sluice') THEN
@@ -514,7 +524,7 @@ SQL
   PGPASSWORD=sluice psql -X -h "$HOST" -p "$PG_PORT" -U sluice -d sluice -tAc 'SELECT 1' >/dev/null \
     || { tail_log "$PG_LOG"; die "postgres: sluice cannot connect to database sluice"; }
   env_set SLUICE_PG_HOST=$HOST SLUICE_PG_PORT="$PG_PORT" SLUICE_PG_USER=sluice SLUICE_PG_PASSWORD=sluice \
-    SLUICE_PG_DATABASE=sluice \
+    SLUICE_PG_DATABASE=sluice SLUICE_PG_DURABLE="$(pg_psql -d postgres -tAc 'SHOW fsync')" SLUICE_PG_DATA="$PG_DATA" SLUICE_PG_BIN="$bin" \
     "SLUICE_PG_DSN=postgres://sluice:sluice@$HOST:$PG_PORT/sluice?sslmode=disable"
   tls_env
   [[ "$(pg_psql -d postgres -tAc 'SHOW ssl')" == on ]] \

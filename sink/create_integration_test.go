@@ -31,7 +31,9 @@ func TestFirstStartsRaceOnTheProgressTable(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			e.db.Exec("DROP TABLE IF EXISTS " + cfg.ProgressTable)
+			for _, c := range []string{"", "_barriers", "_barrier_arrivals", "_tables"} {
+				e.db.Exec("DROP TABLE IF EXISTS " + cfg.ProgressTable + c)
+			}
 			e.db.Exec("DROP TABLE IF EXISTS " + cfg.PendingTable)
 			for i, err := range errs {
 				if err != nil {

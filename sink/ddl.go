@@ -96,6 +96,9 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 		}
 	}
 	s.forgetTargets(changed)
+	if err := s.unregisterTables(ctx, droppedBy(s.cfg.target, r)); err != nil {
+		return nil, err
+	}
 	txDDL := s.d.TransactionalDDL()
 	for _, st := range stmts {
 		if !st.alone && (st.inTx || txDDL) {
@@ -119,6 +122,21 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 		}
 	}
 	return changed, nil
+}
+
+// droppedBy lists the target tables a schema change drops or renames away
+// (also when the target lacks them: the source's table is gone).
+func droppedBy(mapping func(schema.TableID) target, r *schema.Record) []target {
+	if r.Op != schema.OpSchemaChange || r.Change == nil {
+		return nil
+	}
+	var out []target
+	for _, c := range r.Change.Tables {
+		if c.Kind == schema.DropTable || c.Kind == schema.RenameTable || (c.Kind == schema.CreateTable && c.OrReplace) {
+			out = append(out, mapping(c.Table))
+		}
+	}
+	return out
 }
 
 // forgetTargets drops the cached metadata of ts.

@@ -29,6 +29,10 @@ var (
 	ErrSchemaChange = errors.New("sink: schema change refused by configuration")
 	// ErrClosed is returned by Write after Close.
 	ErrClosed = errors.New("sink: closed")
+	// ErrTargetChanged marks a target table changed behind the sink in a
+	// way it cannot repair: dropped by someone else after it wrote rows
+	// there (registry.go).
+	ErrTargetChanged = errors.New("sink: target table changed behind the sink")
 )
 
 // connectError classifies a failed connection to the target: a refused

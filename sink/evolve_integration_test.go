@@ -60,7 +60,9 @@ func (c *logCapture) warnings() []capturedLog {
 	defer c.mu.Unlock()
 	var out []capturedLog
 	for _, l := range c.recs {
-		if l.level >= slog.LevelWarn {
+		// The test MariaDB trades durability for speed
+		// (TestMySQLDurabilityReportsLazyCommits checks this warning).
+		if l.level >= slog.LevelWarn && !strings.HasPrefix(l.msg, "sink: the target's commits are not durable") {
 			out = append(out, l)
 		}
 	}

@@ -230,8 +230,11 @@ func TestWriteCancelledContextAppliesNothing(t *testing.T) {
 	})
 }
 
-// A table dropped or a column removed behind the sink's cached metadata is
-// recreated or re-added by the same Write.
+// A column removed behind the sink's cached metadata is re-added by the
+// same Write. A table dropped behind the sink after it wrote rows there is
+// not recreated empty: writes to it fail (fatal, ErrTargetChanged) with
+// what to do, in this Sink and in a new one (a restart), for inserts and
+// for deletes alone, and go on once the table is back.
 func TestWriteRecoversFromChangedTable(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
 		s := e.open(t, nil)
@@ -244,8 +247,64 @@ func TestWriteRecoversFromChangedTable(t *testing.T) {
 		if _, err := e.db.Exec("DROP TABLE " + e.table("chg")); err != nil {
 			t.Fatal(err)
 		}
+		refused := func(s *Sink, recs ...schema.Record) {
+			t.Helper()
+			err := s.Write(context.Background(), recs)
+			var f interface{ Fatal() bool }
+			if !errors.Is(err, ErrTargetChanged) || !asFatal(err, &f) || !f.Fatal() || !strings.Contains(err.Error(), "dropped behind the sink") || !strings.Contains(err.Error(), "Restore the table") {
+				t.Fatalf("write after the table was dropped by hand: %v; want a fatal ErrTargetChanged saying what to do", err)
+			}
+			var n int
+			q := "SELECT count(*) FROM information_schema.tables WHERE table_schema = '" + e.schema + "' AND table_name = 'chg'"
+			if err := e.db.QueryRow(q).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("the dropped table was recreated (%d, %v)", n, err)
+			}
+		}
+		refused(s, cIns("chg", 3, "c"))
+		refused(s, cDel("chg", 1))
+		refused(e.open(t, nil), cIns("chg", 3, "c")) // a restart knows it too
+		if _, err := e.db.Exec("CREATE TABLE " + e.table("chg") + " (id BIGINT PRIMARY KEY, v TEXT)"); err != nil {
+			t.Fatal(err)
+		}
 		write(t, s, cIns("chg", 3, "c"))
 		wantRows(t, e, "chg", map[int64]string{3: "c"})
+	})
+}
+
+// A queue's progress row deleted while a Sink runs (by hand, or lost in a
+// crash of a target without durable commits): the next Write applies the
+// queue's records as its first and creates the row again, instead of
+// fencing on the missing row until it gives up.
+func TestWriteAfterProgressRowGone(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		write(t, s, at(cIns("pg", 1, "a"), 1))
+		if _, err := e.db.Exec(e.rebind("DELETE FROM sluice_progress WHERE pipeline = $1"), e.cfg.Pipeline); err != nil {
+			t.Fatal(err)
+		}
+		write(t, s, at(cIns("pg", 2, "b"), 2))
+		wantRows(t, e, "pg", map[int64]string{1: "a", 2: "b"})
+		if off, ok := e.progress(t, "ddl", 0); !ok || off != 2 {
+			t.Fatalf("progress %d %v, want 2", off, ok)
+		}
+	})
+}
+
+// A table the sink drops itself (a DROP TABLE or RENAME TABLE applied from
+// the source) is created again by the records after it, in this Sink and
+// in a new one: only a drop behind the sink is refused.
+func TestWriteRecreatesTableItDropped(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, func(c *Config) { c.SchemaChanges = SchemaChangesApply })
+		write(t, s, at(cIns("own", 1, "a"), 1), at(cIns("mv", 1, "a"), 2))
+		write(t, s, ddlRec("src", "DROP TABLE own", 3, schema.TableChange{Kind: schema.DropTable, Table: src("own")}),
+			ddlRec("src", "RENAME TABLE mv TO mv2", 4, schema.TableChange{Kind: schema.RenameTable, Table: src("mv"), NewTable: src("mv2")}))
+		write(t, s, at(cIns("own", 2, "b"), 5))
+		wantRows(t, e, "own", map[int64]string{2: "b"})
+		s2 := e.open(t, func(c *Config) { c.SchemaChanges = SchemaChangesApply })
+		write(t, s2, at(cIns("mv", 2, "b"), 6))
+		wantRows(t, e, "mv", map[int64]string{2: "b"})
+		wantRows(t, e, "mv2", map[int64]string{1: "a"})
 	})
 }
 

@@ -135,7 +135,7 @@ func (s *Sink) controlCollision(id schema.TableID) error {
 	type control struct{ what, name string }
 	barriers, arrivals := s.barrierTables()
 	controls := []control{{"progress table", s.cfg.ProgressTable}, {"pending table", s.cfg.PendingTable},
-		{"barrier table", barriers}, {"barrier arrivals table", arrivals}}
+		{"barrier table", barriers}, {"barrier arrivals table", arrivals}, {"table registry", s.registryTable()}}
 	for _, c := range s.cfg.ControlTables {
 		controls = append(controls, control{"control table", c})
 	}

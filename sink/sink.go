@@ -34,11 +34,14 @@ type Sink struct {
 
 	bar barrierState // wakes copies of a barrier waiting here (barrier.go)
 
-	mu       sync.Mutex
-	tables   map[target]*tableMeta
-	progress map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
-	pending  map[progressKey][]schema.Record // Transactional: held records per queue, as committed
-	closed   bool
+	mu     sync.Mutex
+	tables map[target]*tableMeta
+	// registered holds the tables this Sink has listed in the table
+	// registry (registry.go).
+	registered map[target]bool
+	progress   map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
+	pending    map[progressKey][]schema.Record // Transactional: held records per queue, as committed
+	closed     bool
 
 	// defaultSchema is the connection's default schema (PostgreSQL) or
 	// database (MySQL): where the control tables are.
@@ -131,7 +134,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, fatal(err)
 	}
 	s := &Sink{cfg: cfg, d: d, log: log.With("component", "sink", "dialect", cfg.Dialect),
-		tables: map[target]*tableMeta{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
+		tables: map[target]*tableMeta{}, registered: map[target]bool{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
 	db, err := connect(ctx, d, &cfg)
 	if err != nil {
 		return nil, err
@@ -141,11 +144,20 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		db.Close()
 		return nil, wrapDB(err)
 	}
+	if msg, err := d.Durability(ctx, db.DB); err != nil {
+		s.log.Warn("sink: cannot tell whether the target's commits are durable", "err", err)
+	} else if msg != "" {
+		s.log.Warn("sink: the target's commits are not durable: " + msg)
+	}
 	if err := s.createProgress(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
 	if err := s.createBarrierTables(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.createRegistry(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -160,6 +172,25 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		}
 	}
 	return s, nil
+}
+
+// Durability connects to cfg's target and says what makes its commits not
+// durable when acknowledged ("" when they are, or when the sink makes them
+// so: dialect.Conn.Durability), for `sluice check`. It creates nothing.
+func Durability(ctx context.Context, cfg Config) (string, error) {
+	if err := cfg.normalize(); err != nil {
+		return "", fatal(err)
+	}
+	d, err := newDialect(&cfg)
+	if err != nil {
+		return "", fatal(err)
+	}
+	db, err := connect(ctx, d, &cfg)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	return d.Durability(ctx, db.DB)
 }
 
 // Close releases the connection pool. It is safe to call more than once.
@@ -192,6 +223,10 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 		var moved *progressMoved
 		if !errors.As(err, &moved) || attempt == maxFenceRetries {
 			return err
+		}
+		if moved.gone {
+			s.log.Warn("the queue's progress row is gone (deleted by hand, or lost in a crash of the target): applying the batch as the queue's first", "queue", moved.k.String())
+			continue
 		}
 		s.log.Warn("another writer applied this queue meanwhile; filtering the batch again", "queue", moved.k.String(), "progress", moved.id.String())
 	}
@@ -493,7 +528,13 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 		// Another writer applied this queue meanwhile: what it applied must
 		// not be written again over it. Refilter from its progress.
 		s.mu.Lock()
-		s.progress[moved.k] = moved.id
+		if moved.gone {
+			// Believing it at nothing applied would fence on a row that
+			// is not there, and every retry would fail the same way.
+			delete(s.progress, moved.k)
+		} else {
+			s.progress[moved.k] = moved.id
+		}
 		delete(s.pending, moved.k)
 		s.mu.Unlock()
 		return err
@@ -533,6 +574,10 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 type progressMoved struct {
 	k  progressKey
 	id schema.ID
+	// gone: the queue's progress row is missing (deleted by hand, or lost
+	// with commits a crash of a target without durable commits dropped):
+	// the queue is read as new, and lockProgress creates the row again.
+	gone bool
 }
 
 func (e *progressMoved) Error() string {
@@ -585,7 +630,7 @@ func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey
 			return nil, err
 		}
 		if id != believed {
-			return nil, &progressMoved{k, id}
+			return nil, &progressMoved{k: k, id: id}
 		}
 	}
 	return fenced, nil
@@ -623,7 +668,7 @@ func (s *Sink) saveFenced(ctx context.Context, tx *txn, maxOff, fenced map[progr
 		var text string
 		err = tx.QueryRowContext(ctx, s.d.ProgressSelect(s.cfg.ProgressTable)+" FOR UPDATE", s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
 		if errors.Is(err, sql.ErrNoRows) {
-			return &progressMoved{k, schema.ID{}} // reset by hand meanwhile
+			return &progressMoved{k: k, gone: true} // reset by hand meanwhile
 		}
 		if err != nil {
 			return fmt.Errorf("sink: lock progress of %s: %w", k, wrapDB(err))
@@ -633,7 +678,7 @@ func (s *Sink) saveFenced(ctx context.Context, tx *txn, maxOff, fenced map[progr
 			return err
 		}
 		if cur != believed {
-			return &progressMoved{k, cur}
+			return &progressMoved{k: k, id: cur}
 		}
 		rest[k] = id
 	}
@@ -708,6 +753,15 @@ func (s *Sink) begin(ctx context.Context) (*txn, error) {
 	if err != nil {
 		conn.Close()
 		return nil, err
+	}
+	// Its commit acknowledges records (the progress row moves with it):
+	// it must be on disk when Commit returns.
+	if q := s.d.DurableTx(); q != "" {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			_ = tx.Rollback() // the error that matters is err
+			conn.Close()
+			return nil, err
+		}
 	}
 	return &txn{Tx: tx, conn: conn}, nil
 }

@@ -81,12 +81,18 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			return nil, err
 		}
 		if m == nil {
+			if err := s.droppedBehind(ctx, t); err != nil {
+				return nil, err
+			}
 			if len(writers) == 0 {
 				return nil, nil
 			}
 			if !s.cfg.AutoCreate {
 				return nil, fatal(fmt.Errorf("%w: table %s does not exist: create it or set auto_create: true in the sink config", ErrSchema, t))
 			}
+			s.mu.Lock()
+			delete(s.registered, t) // another sink process may have dropped it and taken it off
+			s.mu.Unlock()
 			if err := s.createTable(ctx, t, writers[0]); err != nil {
 				return nil, err
 			}
@@ -96,6 +102,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if m == nil {
 				return nil, fmt.Errorf("sink: table %s still missing after CREATE TABLE", t)
 			}
+		}
+		if err := s.registerTable(ctx, t); err != nil {
+			return nil, err
 		}
 		s.mu.Lock()
 		s.tables[t] = m

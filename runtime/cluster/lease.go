@@ -17,7 +17,9 @@ import (
 // before: every acquisition is a new incarnation). ok is false when
 // another worker holds an unexpired lease.
 func (s *Store) Acquire(ctx context.Context, task, holder string, ttl time.Duration) (l runtime.Lease, ok bool, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	// Durable when it returns: an epoch raise lost in a crash of the
+	// coordinator would let two incarnations share one epoch.
+	tx, err := runtime.BeginDurable(ctx, s.db, s.dialect)
 	if err != nil {
 		return l, false, retriable("acquire "+task, err)
 	}
@@ -172,7 +174,12 @@ func (f *FencedPositions) Save(ctx context.Context, pipeline string, pos []byte)
 	// FOR SHARE, LOCK IN SHARE MODE), placeholders after the three ? that q
 	// numbers on PostgreSQL.
 	cond, args := f.lease.Condition(f.s.dialect, 4)
-	res, err := f.s.db.ExecContext(ctx, f.s.q("UPDATE "+f.s.Table("positions")+" SET position = ?, epoch = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ? AND "+cond),
+	tx, err := runtime.BeginDurable(ctx, f.s.db, f.s.dialect) // a saved position survives a crash of the coordinator
+	if err != nil {
+		return retriable("save the position of "+pipeline, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, f.s.q("UPDATE "+f.s.Table("positions")+" SET position = ?, epoch = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ? AND "+cond),
 		append([]any{val, f.lease.Epoch, pipeline}, args...)...)
 	if err != nil {
 		return retriable("save the position of "+pipeline, err)
@@ -183,6 +190,9 @@ func (f *FencedPositions) Save(ctx context.Context, pipeline string, pos []byte)
 	}
 	if n == 0 { // updated_at always changes, so 0 rows is the fence on both dialects
 		return f.fence("the database refused the save: the lease expired or another worker took the task")
+	}
+	if err := tx.Commit(); err != nil {
+		return retriable("save the position of "+pipeline, err)
 	}
 	return nil
 }

@@ -306,3 +306,56 @@ func TestCoordinatorSessionsInUTC(t *testing.T) {
 		t.Fatalf("a 1-minute lease expires %.1f s after the server's UTC now, want about 60", ahead)
 	}
 }
+
+// A lease's acquisition and a position saved in a PostgreSQL coordinator
+// are durable when they return, even where the session's default is
+// synchronous_commit=off: triggers record the setting in force.
+func TestCoordinatorWritesDurably(t *testing.T) {
+	dsn := coordinators(t)["postgres"]
+	ctx := context.Background()
+	// lib/pq sends unknown DSN parameters as the session's run-time
+	// parameters: the default a server started with synchronous_commit=off gives.
+	s := openTestStore(t, "postgres", dsn+"&synchronous_commit=off")
+	seen := s.Table("seen")
+	t.Cleanup(func() {
+		s.db.Exec("DROP TABLE " + seen)
+		s.db.Exec("DROP FUNCTION " + seen + "_note()")
+	})
+	for _, q := range []string{
+		"CREATE TABLE " + seen + " (tbl TEXT, setting TEXT)",
+		"CREATE FUNCTION " + seen + "_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO " + seen +
+			" VALUES (TG_TABLE_NAME, current_setting('synchronous_commit')); RETURN NULL; END $$",
+		"CREATE TRIGGER note AFTER INSERT OR UPDATE ON " + s.Table("leases") + " FOR EACH ROW EXECUTE FUNCTION " + seen + "_note()",
+		"CREATE TRIGGER note AFTER UPDATE ON " + s.Table("positions") + " FOR EACH ROW EXECUTE FUNCTION " + seen + "_note()",
+	} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	l, ok, err := s.Acquire(ctx, "c/source", "A", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("acquire: %v, %v", ok, err)
+	}
+	if err := s.NewFencedPositions(l, func() bool { return true }).Save(ctx, "c", []byte("pos")); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.db.Query("SELECT tbl, setting FROM " + seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var tbl, setting string
+		if err := rows.Scan(&tbl, &setting); err != nil {
+			t.Fatal(err)
+		}
+		got[tbl] = setting
+		if setting != "on" {
+			t.Errorf("a write to %s ran with synchronous_commit=%s, want on", tbl, setting)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("the triggers saw writes to %v, want the leases and positions tables", got)
+	}
+}

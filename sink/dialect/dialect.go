@@ -168,9 +168,17 @@ type Control interface {
 	PendingDDL(table string) string
 	PendingUpsert(table string) string
 	BarrierDDL(barriers, arrivals string) []string
+	// TablesDDL creates the table registry: pipeline, tbl_schema,
+	// tbl_name, the three its key.
+	TablesDDL(table string) string
 	// InsertIgnore is an INSERT of one row of n columns into table that
 	// does nothing when its key exists.
 	InsertIgnore(table string, cols []string) string
+	// DurableTx is the statement that begins every sink transaction so
+	// that its commit is on disk when acknowledged, whatever the server's
+	// default (PostgreSQL's synchronous_commit); "" when the dialect has
+	// no such setting per transaction (MySQL: see Conn.Durability).
+	DurableTx() string
 }
 
 // Conn opens and checks the target.
@@ -189,6 +197,10 @@ type Conn interface {
 	// Verify checks a new pool's server (its version, a default database)
 	// and returns the connection's default schema or database.
 	Verify(ctx context.Context, db *sql.DB, progressTable string) (defaultSchema string, err error)
+	// Durability reads the server settings that decide whether a commit
+	// survives the server's crash, and says what is not durable and how
+	// to fix it; "" when commits are durable or DurableTx makes them so.
+	Durability(ctx context.Context, db *sql.DB) (string, error)
 }
 
 // Copier is the bulk path of a dialect that has one (PostgreSQL's COPY).

@@ -69,6 +69,10 @@ func (d Dialect) BarrierDDL(b, a string) []string {
 	}
 }
 
+func (d Dialect) TablesDDL(table string) string {
+	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline VARCHAR(191) NOT NULL, tbl_schema VARCHAR(64) NOT NULL, tbl_name VARCHAR(64) NOT NULL, created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, tbl_schema, tbl_name)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+}
+
 func (d Dialect) InsertIgnore(table string, cols []string) string {
 	return "INSERT IGNORE INTO " + d.Quote(table) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
 }
@@ -100,6 +104,33 @@ func (Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (st
 		return "", dialect.Fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", dialect.ErrConfig, progressTable))
 	}
 	return name.String, nil
+}
+
+// DurableTx: MySQL has no per-transaction durability setting.
+func (Dialect) DurableTx() string { return "" }
+
+// Durability reports a server that acknowledges commits before they are on
+// disk: innodb_flush_log_at_trx_commit other than 1 (the redo log is
+// flushed once a second), or, with the binary log on, sync_binlog other
+// than 1 (a crash can drop transactions from the binary log, and InnoDB's
+// recovery then rolls them back). A crash of such a server loses
+// transactions the sink has committed and acknowledged.
+func (Dialect) Durability(ctx context.Context, db *sql.DB) (string, error) {
+	var flush, logBin, syncBinlog sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT @@innodb_flush_log_at_trx_commit, @@log_bin, @@sync_binlog").Scan(&flush, &logBin, &syncBinlog); err != nil {
+		return "", fmt.Errorf("sink: read the target's durability settings: %w", err)
+	}
+	var bad []string
+	if flush.String != "1" {
+		bad = append(bad, "innodb_flush_log_at_trx_commit="+flush.String)
+	}
+	if (logBin.String == "1" || strings.EqualFold(logBin.String, "ON")) && syncBinlog.String != "1" {
+		bad = append(bad, "sync_binlog="+syncBinlog.String+" with the binary log on")
+	}
+	if len(bad) == 0 {
+		return "", nil
+	}
+	return strings.Join(bad, " and ") + ": a crash of the target server can lose transactions the sink committed and acknowledged (they are not applied again); set innodb_flush_log_at_trx_commit=1 and sync_binlog=1", nil
 }
 
 func (Dialect) Quote(id string) string     { return "`" + strings.ReplaceAll(id, "`", "``") + "`" }

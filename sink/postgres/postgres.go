@@ -152,9 +152,27 @@ func (d Dialect) BarrierDDL(b, a string) []string {
 	}
 }
 
+func (d Dialect) TablesDDL(table string) string {
+	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline TEXT NOT NULL, tbl_schema TEXT NOT NULL, tbl_name TEXT NOT NULL, created_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, tbl_schema, tbl_name))"
+}
+
 func (d Dialect) InsertIgnore(table string, cols []string) string {
 	return "INSERT INTO " + d.Quote(table) + " (" + strings.Join(cols, ", ") + ") VALUES " + spaced(dialect.ValuesList(d, 1, len(cols))) + " ON CONFLICT DO NOTHING"
 }
+
+// DurableTx raises synchronous_commit from off (a server default that
+// acknowledges commits before their WAL is flushed) to on, for this
+// transaction only; any other value already flushes the WAL locally before
+// the commit returns and is kept, so a stronger one (remote_apply) is not
+// weakened.
+func (Dialect) DurableTx() string {
+	return "SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'"
+}
+
+// Durability: DurableTx makes every sink commit durable. (fsync=off on the
+// server would still lose commits in a crash; the server's operator chose
+// that, and the server says so in its own log.)
+func (Dialect) Durability(context.Context, *sql.DB) (string, error) { return "", nil }
 
 // spaced puts a space after each comma of a placeholder list.
 func spaced(s string) string { return strings.ReplaceAll(s, ",", ", ") }

@@ -12,13 +12,16 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink"
 )
 
 // errChecksFailed makes `sluice check` exit 1 after it printed the problems.
 var errChecksFailed = errors.New("some checks failed")
 
 // cmdCheck verifies the source server and account of a config
-// (binlog.Check) and prints one line per problem with its fix.
+// (binlog.Check), and a MySQL target's durability settings, and prints one
+// line per problem with its fix.
 func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs, path, _ := configFlag("check", args)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up on the checks after this long")
@@ -48,6 +51,18 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 			warned++
 		} else {
 			failed++
+		}
+	}
+	if d.sink != nil && d.sink.Dialect == sink.DialectMySQL {
+		// PostgreSQL targets commit durably whatever the server's default
+		// (the sink asks per transaction); MySQL's settings are global.
+		switch msg, err := sink.Durability(ctx, *d.sink); {
+		case err != nil:
+			fmt.Fprintf(stdout, "WARN target: cannot read the target's durability settings: %v; fix: check sink.dsn and that the target is up\n", schema.RedactDSNError(err, d.sink.DSN))
+			warned++
+		case msg != "":
+			fmt.Fprintf(stdout, "WARN target_durability: %s\n", msg)
+			warned++
 		}
 	}
 	// The verdict is always the last line of stdout, whole (a script reading

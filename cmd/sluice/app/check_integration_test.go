@@ -113,3 +113,42 @@ func TestCheckCommand(t *testing.T) {
 	}
 	t.Logf("output for the bad account:\n%s", out)
 }
+
+// check reports a MySQL/MariaDB target whose commits are not durable when
+// acknowledged, as a warning, and nothing once they are.
+func TestCheckWarnsOfLazyTarget(t *testing.T) {
+	c, db := checkServer(t)
+	r, err := c.Execute("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, @@GLOBAL.sync_binlog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flush, _ := r.GetString(0, 0)
+	syncBinlog, _ := r.GetString(0, 1)
+	t.Cleanup(func() {
+		_, _ = c.Execute("SET GLOBAL innodb_flush_log_at_trx_commit = " + flush)
+		_, _ = c.Execute("SET GLOBAL sync_binlog = " + syncBinlog)
+	})
+	path := checkConfig(t, db, os.Getenv("SLUICE_MYSQL_CDC_USER"), os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := fmt.Sprintf("sink:\n  type: mysql\n  dsn: %s:%s@tcp(%s:%s)/%s\n", os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"),
+		os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"), db)
+	writeFile(t, path, strings.Replace(string(b), "sink:\n  type: postgres\n  dsn: postgres://unused@127.0.0.1:1/x\n", target, 1))
+	for _, q := range []string{"SET GLOBAL innodb_flush_log_at_trx_commit = 2", "SET GLOBAL sync_binlog = 1"} {
+		if _, err := c.Execute(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCheck(t, path)
+	if code != 0 || !strings.Contains(out, "WARN target_durability: innodb_flush_log_at_trx_commit=2") {
+		t.Fatalf("target with innodb_flush_log_at_trx_commit=2: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := c.Execute("SET GLOBAL innodb_flush_log_at_trx_commit = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCheck(t, path); code != 0 || strings.Contains(out, "target") {
+		t.Fatalf("durable target: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -35,6 +35,12 @@ type clusterFile struct {
 	TTL       time.Duration `yaml:"ttl"`
 	Heartbeat time.Duration `yaml:"heartbeat"`
 	Margin    time.Duration `yaml:"margin"`
+	// MemoryLimit is the Go memory limit of the worker process, for all
+	// its tasks (a connector document's own memory_limit is not used: the
+	// tasks share one process); as `sluice run`'s memory_limit: unset is
+	// DefaultMemoryLimit, "off" none, GOMEMLIMIT in the environment wins.
+	MemoryLimit runtime.ByteSize `yaml:"-"`
+	MemoryText  string           `yaml:"memory_limit"`
 }
 
 func loadClusterFile(path string) (*clusterFile, error) {
@@ -46,7 +52,7 @@ func loadClusterFile(path string) (*clusterFile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%s: %v (keys: coordinator.driver, coordinator.dsn, coordinator.table_prefix, id, rest, ttl, heartbeat, margin): %w", path, err, runtime.ErrConfig)
+		return nil, fmt.Errorf("%s: %v (keys: coordinator.driver, coordinator.dsn, coordinator.table_prefix, id, rest, ttl, heartbeat, margin, memory_limit): %w", path, err, runtime.ErrConfig)
 	}
 	raw := c.Coordinator.DSN
 	c.Coordinator.DSN = os.ExpandEnv(raw)
@@ -58,6 +64,14 @@ func loadClusterFile(path string) (*clusterFile, error) {
 	}
 	if c.REST == "" {
 		c.REST = "127.0.0.1:8083"
+	}
+	if c.MemoryText != "" {
+		if c.MemoryLimit, err = runtime.ParseByteSize(c.MemoryText); err != nil {
+			return nil, fmt.Errorf("%s: memory_limit: %v: %w", path, err, runtime.ErrConfig)
+		}
+		if c.MemoryLimit == 0 {
+			return nil, fmt.Errorf("%s: memory_limit: 0 is no limit: write off for none, or a size such as 200MiB: %w", path, runtime.ErrConfig)
+		}
 	}
 	return &c, nil
 }
@@ -122,7 +136,7 @@ func checkPosition(position string) error {
 
 func cmdWorker(args []string, log *slog.Logger) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin")
+	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin, memory_limit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -133,6 +147,8 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	limit := runtime.ApplyMemoryLimit(cf.MemoryLimit, os.Getenv)
+	log.Debug("memory limit", "limit", limit.String())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	returned := make(chan struct{})

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -165,4 +167,48 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// `sluice worker` applies the Go memory limit as `sluice run` does, from
+// its cluster file's memory_limit (default DefaultMemoryLimit, off for
+// none), before it connects to the coordinator; bad values are config errors.
+func TestWorkerAppliesMemoryLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	old := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close() // the coordinator refuses at once: the worker returns after applying the limit
+	base := "coordinator:\n  driver: postgres\n  dsn: postgres://u@" + ln.Addr().String() + "/db?sslmode=disable\nrest: 127.0.0.1:0\n"
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	for _, c := range []struct {
+		line string
+		want int64
+	}{
+		{"memory_limit: 123MiB\n", 123 << 20},
+		{"", int64(runtime.DefaultMemoryLimit)},
+		{"memory_limit: off\n", math.MaxInt64},
+		{"memory_limit: 104857600\n", 100 << 20},
+	} {
+		debug.SetMemoryLimit(1 << 40)
+		if err := os.WriteFile(path, []byte(base+c.line), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmdWorker([]string{"--config", path}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "coordinator") {
+			t.Fatalf("%q: start against a closed port: %v", c.line, err)
+		}
+		if got := debug.SetMemoryLimit(-1); got != c.want {
+			t.Errorf("%q: the worker's memory limit is %d, want %d", c.line, got, c.want)
+		}
+	}
+	for _, bad := range []string{"memory_limit: lots\n", "memory_limit: 0\n"} {
+		if err := os.WriteFile(path, []byte(base+bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadClusterFile(path); !errors.Is(err, runtime.ErrConfig) || !strings.Contains(err.Error(), "memory_limit") {
+			t.Errorf("%q: %v; want a config error naming memory_limit", bad, err)
+		}
+	}
 }
