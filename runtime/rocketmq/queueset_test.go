@@ -272,3 +272,19 @@ func TestPublisherWaitsForDownBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscriberConsumesChangedQueueSet: a sink starts on a topic whose
+// queues differ from its recorded set (only the publisher stops on that),
+// so that it can drain the topic.
+func TestSubscriberConsumesChangedQueueSet(t *testing.T) {
+	ns, addr := newKVNameServer(t, threeBrokerRoute, brokerBCluster)
+	ns.kv["p_db_t"] = "broker-a:4;broker-b:4"
+	s, err := NewSubscriber(context.Background(), Config{NameServers: []string{addr}, Pipeline: "p", Group: "g", Topics: []string{"p_db_t"}}, quietLog())
+	if err != nil {
+		t.Fatalf("NewSubscriber: %v", err)
+	}
+	_ = s.Close(context.Background())
+	if ns.kv["p_db_t"] != "broker-a:4;broker-b:4" {
+		t.Errorf("the recorded set became %q", ns.kv["p_db_t"])
+	}
+}
