@@ -132,9 +132,10 @@ func (p *process) stopProcess(t *testing.T) {
 // two master brokers of their own, which fault tests may stop and start
 // without disturbing other tests. SLUICE_IT_FAULT_ROOT and
 // SLUICE_IT_FAULT_PORT_BASE (default 29000: MariaDB at base+306,
-// PostgreSQL +432, name server +876, brokers +1911 and +2011) move them,
-// e.g. for two engineers on one machine; SLUICE_IT_FAULT_STORE moves the
-// RocketMQ store.
+// PostgreSQL +432, name server +876, brokers +1911 and +2011; keep them
+// below the kernel's ephemeral ports, 32768, which outgoing connections
+// take) move them, e.g. for two engineers on one machine;
+// SLUICE_IT_FAULT_STORE moves the RocketMQ store.
 var (
 	faultRoot        = cmp.Or(os.Getenv("SLUICE_IT_FAULT_ROOT"), "/tmp/sluice-faults")
 	faultPortBase    = faultPortBaseFromEnv()
