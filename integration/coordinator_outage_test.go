@@ -82,7 +82,14 @@ func (o *ownCoordinator) crash(t *testing.T) {
 		}
 		return
 	}
-	raw, err := os.ReadFile(filepath.Join(o.root, "mariadb", "mariadb.pid"))
+	killPidFile(t, filepath.Join(o.root, "mariadb", "mariadb.pid"), "mariadbd")
+}
+
+// killPidFile ends the process whose id the file at path holds with kill
+// -9, and waits until it is gone.
+func killPidFile(t *testing.T, path, what string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +98,7 @@ func (o *ownCoordinator) crash(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill -9 mariadbd %d: %v", pid, err)
+		t.Fatalf("kill -9 %s %d: %v", what, pid, err)
 	}
 	for syscall.Kill(pid, 0) == nil {
 		time.Sleep(20 * time.Millisecond)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -127,19 +129,32 @@ func (p *process) stopProcess(t *testing.T) {
 }
 
 // Fault servers: a MariaDB, a PostgreSQL and a RocketMQ name server and
-// broker of their own, which fault tests may stop and start without
-// disturbing other tests.
-const (
-	faultRoot        = "/tmp/sluice-faults"
-	faultMariaDBPort = "29306"
-	faultPGPort      = "29432"
-	faultNamesrvPort = "29876"
-	faultBrokerPort  = "30911"
-	faultBrokerBPort = "31011"
-	faultMySQLPort   = "29307" // MySQL 9.7 source
-	faultMySQLTgt    = "29308" // MySQL 9.7 target
-	faultStore       = "/dev/shm/sluice-faults-store"
+// two master brokers of their own, which fault tests may stop and start
+// without disturbing other tests. SLUICE_IT_FAULT_ROOT and
+// SLUICE_IT_FAULT_PORT_BASE (default 29000: MariaDB at base+306,
+// MySQL 9.7 source +307 and target +308, PostgreSQL +432, name server +876, brokers +1911 and +2011; keep them
+// below the kernel's ephemeral ports, 32768, which outgoing connections
+// take) move them, e.g. for two engineers on one machine;
+// SLUICE_IT_FAULT_STORE moves the RocketMQ store.
+var (
+	faultRoot        = cmp.Or(os.Getenv("SLUICE_IT_FAULT_ROOT"), "/tmp/sluice-faults")
+	faultPortBase    = faultPortBaseFromEnv()
+	faultMariaDBPort = strconv.Itoa(faultPortBase + 306)
+	faultPGPort      = strconv.Itoa(faultPortBase + 432)
+	faultNamesrvPort = strconv.Itoa(faultPortBase + 876)
+	faultBrokerPort  = strconv.Itoa(faultPortBase + 1911)
+	faultBrokerBPort = strconv.Itoa(faultPortBase + 2011)
+	faultMySQLPort   = strconv.Itoa(faultPortBase + 307) // MySQL 9.7 source
+	faultMySQLTgt    = strconv.Itoa(faultPortBase + 308) // MySQL 9.7 target
+	faultStore       = cmp.Or(os.Getenv("SLUICE_IT_FAULT_STORE"), "/dev/shm/sluice-faults-store")
 )
+
+func faultPortBaseFromEnv() int {
+	if n, err := strconv.Atoi(os.Getenv("SLUICE_IT_FAULT_PORT_BASE")); err == nil && n > 0 {
+		return n
+	}
+	return 29000
+}
 
 func faultEnv() []string {
 	return append(os.Environ(), "SLUICE_SERVERS_ROOT="+faultRoot, "SLUICE_ROCKETMQ_NAMESRV_PORT="+faultNamesrvPort,
@@ -180,6 +195,15 @@ func faultServers(t *testing.T, verb, kind string) {
 // running reports a failure only once the worker gives up.
 func startWorker(t *testing.T, configPath string) *running {
 	t.Helper()
+	r, _ := startWorkerTask(t, configPath, "")
+	return r
+}
+
+// startWorkerTask is startWorker for the task that only names ("source",
+// "sink" or "" for both, as `sluice run --only`), also returning a reader
+// of the worker's status of it.
+func startWorkerTask(t *testing.T, configPath, only string) (*running, func() runtime.TaskStatus) {
+	t.Helper()
 	cfg, err := runtime.LoadConfig(configPath)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +214,7 @@ func startWorker(t *testing.T, configPath string) *running {
 	w := runtime.NewWorker(log)
 	w.RestartBackoff = 500 * time.Millisecond
 	w.MaxRestartBackoff = 5 * time.Second
-	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return app.Build(ctx, cfg, "", log) })
+	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return app.Build(ctx, cfg, only, log) })
 	if err := w.Start(context.Background(), cfg.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +241,10 @@ func startWorker(t *testing.T, configPath string) *running {
 		case <-stopped:
 		}
 	}()
-	return r
+	return r, func() runtime.TaskStatus {
+		st, _ := w.Status(cfg.Name)
+		return st
+	}
 }
 
 // ourGoroutines returns the stacks of goroutines (other than the caller's)

@@ -2,11 +2,8 @@ package integration
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -61,7 +58,7 @@ func TestFaultServerKills(t *testing.T) {
 			w.run(t, 1500)
 
 			began := time.Now()
-			killPidFile(t, filepath.Join(faultRoot, c.pidFile))
+			killPidFile(t, filepath.Join(faultRoot, c.pidFile), c.name)
 			if !c.sourceDown {
 				w.run(t, 1500) // written while the server is dead
 			}
@@ -74,29 +71,5 @@ func TestFaultServerKills(t *testing.T) {
 			r.stop(t)
 			assertNoRegressions(t)
 		})
-	}
-}
-
-// killPidFile sends SIGKILL to the process whose id is in path and waits
-// until it is gone.
-func killPidFile(t *testing.T, path string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read the pid file of the server to kill: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		t.Fatalf("pid file %s holds %q", path, b)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill -9 %d (%s): %v", pid, path, err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d (%s) still alive 30 s after SIGKILL", pid, path)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -6,8 +6,10 @@
 //   - topic: TopicName(prefix, database, table, mode); topics are created with
 //     Config.Queues queues when first used (or at start for Config.Tables);
 //   - queue: runtime.QueueFor (fnv32a of database.table NUL key) modulo the
-//     topic's queue count, so every change of one row lands on one queue, in
-//     source order;
+//     number of queues of the topic's queue set (every write queue of every
+//     broker it was created on, recorded on the name servers when first
+//     used: see queueSet), so every change of one row lands on one queue, in
+//     source order, whichever brokers are up;
 //   - message: key = Record.KeyString(), tag = table name, body = the
 //     converter's value, property "sluice_key" = the converter's key,
 //     property "sluice_id" = Record.ID (required: the subscriber refuses a
@@ -38,9 +40,10 @@
 //  3. Make the sink idempotent: delivery is at least once. A crash redelivers
 //     what the consumer had not yet committed (offsets reach the broker every
 //     ~5 s and at shutdown).
-//  4. Keep a topic's queue count fixed: the publisher reads it once per run,
-//     and a change moves keys to other queues (order across the change is
-//     lost).
+//  4. Keep a topic's queues fixed: a publisher meeting queues its recorded
+//     set lacks, or another count on a broker, fails with
+//     ErrQueueSetChanged; record a new set (mqadmin updateOrderConf) only
+//     once the topic is drained.
 //  5. Call Close on both sides: Publisher.Close waits for outstanding acks;
 //     Subscriber.Close (or cancelling Consume's context) stops pulling and
 //     waits for the handlers in flight.

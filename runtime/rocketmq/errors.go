@@ -19,4 +19,8 @@ var (
 	// ErrOversize means a record's message is larger than
 	// Config.MaxMessageBytes (see Config.OversizePolicy).
 	ErrOversize = errors.New("rocketmq: record too large for a message")
+	// ErrQueueSetChanged means a topic's queues are no longer those
+	// recorded when a pipeline first used it (queues added or removed on a
+	// broker, a broker added): keys are never hashed over another set.
+	ErrQueueSetChanged = errors.New("rocketmq: topic queue set changed")
 )

@@ -318,3 +318,73 @@ func fetchRoute(ctx context.Context, addrs []string, topic string) (topicRoute, 
 	}
 	return topicRoute{}, fmt.Errorf("rocketmq: route of topic %q: code %d: %s", topic, h.Code, h.Remark)
 }
+
+// The name servers' KV store (PUT_KV_CONFIG / GET_KV_CONFIG), kept on each
+// name server's disk (kvConfig.json). Its namespace ORDER_TOPIC_CONFIG holds
+// RocketMQ's own per-topic queue layouts of ordered topics
+// ("broker-a:4;broker-b:4"; mqadmin updateOrderConf reads and writes them):
+// where the publisher records each topic's queue set (queueSet).
+const (
+	reqPutKVConfig      = 100
+	reqGetKVConfig      = 101
+	resQueryNotFound    = 22
+	orderConfNamespace  = "ORDER_TOPIC_CONFIG"
+	orderConfAdminUsage = "mqadmin updateOrderConf -n <name server> -t %s -m %s"
+)
+
+// errNoOrderConf is returned by fetchOrderConf when every name server
+// answered that it has none for the topic.
+var errNoOrderConf = errors.New("rocketmq: no queue set recorded")
+
+// fetchOrderConf reads topic's ORDER_TOPIC_CONFIG value from the name
+// servers: the first one found, with the name servers that answered that
+// they have none (missing). errNoOrderConf when every one answered so; an
+// error when none has it and one did not answer (a recorded value may be
+// there).
+func fetchOrderConf(ctx context.Context, addrs []string, topic string) (conf string, missing []string, err error) {
+	var errs []error
+	for _, a := range addrs {
+		h, _, err := invoke(ctx, a, reqGetKVConfig, map[string]string{"namespace": orderConfNamespace, "key": topic})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("name server %s: %w", a, err))
+		case h.Code == resSuccess && h.ExtFields["value"] != "":
+			if conf == "" {
+				conf = h.ExtFields["value"]
+			}
+		case h.Code == resQueryNotFound || h.Code == resSuccess:
+			missing = append(missing, a)
+		default:
+			errs = append(errs, fmt.Errorf("name server %s: code %d: %s", a, h.Code, h.Remark))
+		}
+		if ctx.Err() != nil {
+			return "", nil, ctx.Err()
+		}
+	}
+	if conf != "" {
+		return conf, missing, nil
+	}
+	if len(errs) > 0 {
+		return "", nil, fmt.Errorf("rocketmq: cannot read the recorded queue set of topic %q: %w", topic, errors.Join(errs...))
+	}
+	return "", missing, errNoOrderConf
+}
+
+// putOrderConf writes topic's ORDER_TOPIC_CONFIG value on name servers
+// addrs.
+func putOrderConf(ctx context.Context, addrs []string, topic, conf string) error {
+	var errs []error
+	for _, a := range addrs {
+		h, _, err := invoke(ctx, a, reqPutKVConfig, map[string]string{"namespace": orderConfNamespace, "key": topic, "value": conf})
+		if err == nil && h.Code != resSuccess {
+			err = fmt.Errorf("code %d: %s", h.Code, h.Remark)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("name server %s: %w", a, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("rocketmq: cannot record the queue set of topic %q: %w", topic, errors.Join(errs...))
+	}
+	return nil
+}

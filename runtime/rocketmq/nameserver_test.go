@@ -87,6 +87,15 @@ func FuzzDecodeNameServerBodies(f *testing.F) {
 // fakeNameServer answers remoting requests with canned bodies per code.
 func fakeNameServer(t *testing.T, answer func(h remotingHeader) (code int, body string)) string {
 	t.Helper()
+	return fakeNameServerExt(t, func(h remotingHeader) (int, string, map[string]string) {
+		code, body := answer(h)
+		return code, body, nil
+	})
+}
+
+// fakeNameServerExt is fakeNameServer with the answers' header fields.
+func fakeNameServerExt(t *testing.T, answer func(h remotingHeader) (code int, body string, ext map[string]string)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +122,9 @@ func fakeNameServer(t *testing.T, answer func(h remotingHeader) (code int, body 
 				if err := json.Unmarshal(buf[4:4+hl], &h); err != nil {
 					return
 				}
-				code, body := answer(h)
+				code, body, ext := answer(h)
 				// A server-initiated request first, which the client must skip.
-				for _, resp := range []remotingHeader{{Code: 99, Opaque: 12345}, {Code: code, Opaque: h.Opaque, Flag: 1, Language: "JAVA", Remark: "r"}} {
+				for _, resp := range []remotingHeader{{Code: 99, Opaque: 12345}, {Code: code, Opaque: h.Opaque, Flag: 1, Language: "JAVA", Remark: "r", ExtFields: ext}} {
 					hdr, _ := json.Marshal(resp)
 					b := body
 					if resp.Flag == 0 {

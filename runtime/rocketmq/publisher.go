@@ -392,8 +392,10 @@ func (p *Publisher) barrierTargets(ctx context.Context, rec *schema.Record) ([]p
 	return out, nil
 }
 
-// storeSchema sends a schema message of the compact format and waits for
-// the broker's confirmation.
+// storeSchema sends a schema message of the compact format, a copy to the
+// first queue of each broker of its topic that is up, and waits for the
+// brokers' confirmation. Sinks read every queue of the schema topic, so a
+// schema stays readable while one broker that holds it is up.
 func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) error {
 	qs, err := p.topics.queues(ctx, msg.Topic)
 	if err != nil {
@@ -402,9 +404,48 @@ func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) err
 	if len(qs) == 0 {
 		return fmt.Errorf("rocketmq: topic %q has no writable queue", msg.Topic)
 	}
-	q := qs[0]
-	msg.Queue = &primitive.MessageQueue{Topic: msg.Topic, BrokerName: q.Broker, QueueId: q.ID}
-	return (&worker{p: p}).sendRetry(msg.Topic, q, []*primitive.Message{msg})
+	if l, ok := p.topics.(liveQueues); ok {
+		if up, err := l.live(ctx, msg.Topic); err == nil && len(up) > 0 {
+			qs = up
+		}
+	}
+	seen := map[string]bool{}
+	for _, q := range qs {
+		if seen[q.Broker] {
+			continue
+		}
+		seen[q.Broker] = true
+		m := primitive.NewMessage(msg.Topic, msg.Body)
+		m.WithProperties(msg.GetProperties())
+		m.Queue = &primitive.MessageQueue{Topic: msg.Topic, BrokerName: q.Broker, QueueId: q.ID}
+		if err := (&worker{p: p}).sendRetry(msg.Topic, q, []*primitive.Message{m}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// liveQueues is what topicCache tells besides a topic's queue set: the
+// queues the name servers route to a live master now.
+type liveQueues interface {
+	live(ctx context.Context, topic string) ([]queue, error)
+}
+
+// brokerDown explains why sends to queue q of topic failed when the name
+// servers route no live master for its broker (nil otherwise, or when they
+// cannot tell).
+func (p *Publisher) brokerDown(topic string, q queue) error {
+	l, ok := p.topics.(liveQueues)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remotingTimeout)
+	defer cancel()
+	up, err := l.live(ctx, topic)
+	if err != nil || slices.ContainsFunc(up, func(u queue) bool { return u.Broker == q.Broker }) {
+		return nil
+	}
+	return errBrokerDown(topic, q)
 }
 
 // encode returns rec's key and value as the message carries them, and
@@ -865,7 +906,11 @@ func (w *worker) sendRetry(topic string, q queue, msgs []*primitive.Message) err
 			delay = min(2*delay, maxRetryDelay)
 		}
 	}
-	return fmt.Errorf("%w: topic %q broker %q queue %d, %d messages, %d attempts: %w", ErrSend, topic, q.Broker, q.ID, len(msgs), attempts, last)
+	err := fmt.Errorf("%w: topic %q broker %q queue %d, %d messages, %d attempts: %w", ErrSend, topic, q.Broker, q.ID, len(msgs), attempts, last)
+	if down := p.brokerDown(topic, q); down != nil {
+		err = fmt.Errorf("%w; %w", err, down)
+	}
+	return err
 }
 
 func sendStatus(r *primitive.SendResult) int {

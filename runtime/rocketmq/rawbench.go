@@ -60,10 +60,11 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 		return res, err
 	}
 	defer adm.Close()
-	qs, err := ensureTopic(ctx, adm, cfg, topic)
+	set, err := ensureTopic(ctx, adm, cfg, topic)
 	if err != nil {
 		return res, err
 	}
+	qs := set.queues()
 	prod, err := startProducer(cfg, "raw", "raw")
 	if err != nil {
 		return res, err

@@ -95,7 +95,14 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		topics = append(topics, matchingTopics(all, pattern, cfg.TopicPrefix)...)
 	}
 	for _, t := range topics {
-		if _, err := ensureTopic(ctx, adm, cfg, t); err != nil {
+		_, err := ensureTopic(ctx, adm, cfg, t)
+		if errors.Is(err, ErrQueueSetChanged) {
+			// The publisher's concern (it stops on it): the sinks read
+			// every queue, and must go on to drain the topic.
+			log.Warn("topic's queues differ from its recorded queue set; consuming them all", "topic", t, "err", err)
+			err = nil
+		}
+		if err != nil {
 			_ = adm.Close()
 			return nil, err
 		}

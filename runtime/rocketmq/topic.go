@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/runtime"
 )
 
 // topicCreator is what ensureTopic needs from the admin client.
@@ -80,14 +82,66 @@ func newAdmin(cfg Config) (admin.Admin, error) {
 // topicVisibleTimeout bounds the wait for a created topic to be routed.
 var topicVisibleTimeout = 30 * time.Second
 
-func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string) ([]queue, error) {
+// ensureTopic returns topic's queue set (queueSet): the one recorded on the
+// name servers, after checking that the topic's route shows no other
+// (ErrQueueSetChanged), or else the topic's route, recorded, once the
+// topic exists (created with cfg.Queues queues on every master broker of
+// cfg.Cluster when the name servers route none of it). A topic whose set is
+// recorded is never created again: a route without it means its brokers
+// are down.
+func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string) (queueSet, error) {
 	if topic != sanitizeName(topic) {
 		return nil, fmt.Errorf("%w: topic %q: names match ^[%%|a-zA-Z0-9_-]+$ and have at most %d characters", ErrConfig, topic, maxNameLen)
 	}
+	conf, missing, err := fetchOrderConf(ctx, cfg.NameServers, topic)
+	switch {
+	case err == nil:
+		return recordedQueueSet(ctx, cfg, topic, conf, missing)
+	case !errors.Is(err, errNoOrderConf):
+		return nil, err
+	}
+	set, err := createTopic(ctx, adm, cfg, topic)
+	if err != nil {
+		return nil, err
+	}
+	if err := putOrderConf(ctx, cfg.NameServers, topic, set.String()); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// recordedQueueSet is ensureTopic for a topic whose queue set conf is
+// recorded (not on the name servers missing, which get it now).
+func recordedQueueSet(ctx context.Context, cfg Config, topic, conf string, missing []string) (queueSet, error) {
+	set, err := parseQueueSet(conf)
+	if err != nil {
+		return nil, runtime.Fatal(fmt.Errorf("%w: topic %q: the queue set recorded on the name servers (ORDER_TOPIC_CONFIG) is not one: %w; fix it with `"+orderConfAdminUsage+"`",
+			ErrConfig, topic, err, topic, "put -v 'broker-a:4;broker-b:4'"))
+	}
+	route, err := fetchRoute(ctx, cfg.NameServers, topic)
+	if err != nil && !errors.Is(err, errTopicNotExist) {
+		return nil, err
+	}
+	if err := set.changedFrom(topic, routeQueueSet(route)); err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		// A name server that lost it (replaced, its store wiped) gets it
+		// back, so that it still answers when the others are down.
+		if err := putOrderConf(ctx, missing, topic, conf); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+// createTopic creates topic unless the name servers route it, and returns
+// the queue set its route shows.
+func createTopic(ctx context.Context, adm topicCreator, cfg Config, topic string) (queueSet, error) {
 	route, err := fetchRoute(ctx, cfg.NameServers, topic)
 	if err == nil {
-		if qs := route.writeQueues(); len(qs) > 0 {
-			return qs, nil
+		if set := routeQueueSet(route); len(set) > 0 {
+			return set, nil
 		}
 	} else if !errors.Is(err, errTopicNotExist) {
 		return nil, err
@@ -135,7 +189,7 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 		}
 		qs := route.writeQueues()
 		if len(qs) >= want {
-			return qs, nil
+			return routeQueueSet(route), nil
 		}
 		if time.Since(start) > topicVisibleTimeout {
 			var errs []error
@@ -163,7 +217,7 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 	}
 }
 
-// topicCache creates each topic once and remembers its queues.
+// topicCache creates each topic once and remembers its queue set.
 type topicCache struct {
 	cfg Config
 	adm topicCreator
@@ -175,17 +229,29 @@ func newTopicCache(cfg Config, adm topicCreator) *topicCache {
 	return &topicCache{cfg: cfg, adm: adm, qs: map[string][]queue{}}
 }
 
-// queues returns the writable queues of topic, creating it on first use.
+// queues returns the queues of topic's queue set (ensureTopic), creating
+// the topic on first use.
 func (c *topicCache) queues(ctx context.Context, topic string) ([]queue, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if qs, ok := c.qs[topic]; ok {
 		return qs, nil
 	}
-	qs, err := ensureTopic(ctx, c.adm, c.cfg, topic)
+	set, err := ensureTopic(ctx, c.adm, c.cfg, topic)
 	if err != nil {
 		return nil, err
 	}
+	qs := set.queues()
 	c.qs[topic] = qs
 	return qs, nil
+}
+
+// live returns the queues of topic that the name servers route to a live
+// master now.
+func (c *topicCache) live(ctx context.Context, topic string) ([]queue, error) {
+	route, err := fetchRoute(ctx, c.cfg.NameServers, topic)
+	if err != nil && !errors.Is(err, errTopicNotExist) {
+		return nil, err
+	}
+	return route.writeQueues(), nil
 }

@@ -37,7 +37,7 @@ const fourQueueRoute = `{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911"},"br
 // up on the name server later; ensureTopic succeeds.
 func TestEnsureTopicSlowBroker(t *testing.T) {
 	var routeAsks atomic.Int32
-	addr := fakeNameServer(t, func(h remotingHeader) (int, string) {
+	addr := fakeNameServer(t, withNoRecord(func(h remotingHeader) (int, string) {
 		switch h.Code {
 		case reqGetBrokerClusterInfo:
 			return 0, oneBrokerCluster
@@ -48,14 +48,14 @@ func TestEnsureTopicSlowBroker(t *testing.T) {
 			return 0, fourQueueRoute
 		}
 		return 1, ""
-	})
+	}))
 	cfg, _ := Config{NameServers: []string{addr}, Pipeline: "p"}.baseDefaults()
 	fc := &fakeCreator{err: errors.New("request timeout")}
 	qs, err := ensureTopic(context.Background(), fc, cfg, "p_db_t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(qs) != 4 || len(fc.calls) != 1 {
+	if len(qs.queues()) != 4 || len(fc.calls) != 1 {
 		t.Fatalf("queues %v, create calls %d", qs, len(fc.calls))
 	}
 	if c := fc.calls[0]; c.Topic != "p_db_t" || c.BrokerAddr != "127.0.0.1:10911" || c.ReadQueueNums != 4 || c.WriteQueueNums != 4 {
@@ -64,12 +64,12 @@ func TestEnsureTopicSlowBroker(t *testing.T) {
 }
 
 func TestEnsureTopicNeverRouted(t *testing.T) {
-	addr := fakeNameServer(t, func(h remotingHeader) (int, string) {
+	addr := fakeNameServer(t, withNoRecord(func(h remotingHeader) (int, string) {
 		if h.Code == reqGetBrokerClusterInfo {
 			return 0, oneBrokerCluster
 		}
 		return resTopicNotExist, ""
-	})
+	}))
 	old := topicVisibleTimeout
 	topicVisibleTimeout = 300 * time.Millisecond
 	defer func() { topicVisibleTimeout = old }()
@@ -81,16 +81,30 @@ func TestEnsureTopicNeverRouted(t *testing.T) {
 }
 
 func TestEnsureTopicExisting(t *testing.T) {
-	addr := fakeNameServer(t, func(h remotingHeader) (int, string) {
+	addr := fakeNameServer(t, withNoRecord(func(h remotingHeader) (int, string) {
 		if h.Code == reqGetRouteInfoByTopic {
 			return 0, fourQueueRoute
 		}
 		return 1, ""
-	})
+	}))
 	cfg, _ := Config{NameServers: []string{addr}, Pipeline: "p", Queues: 8}.baseDefaults()
 	fc := &fakeCreator{}
 	qs, err := ensureTopic(context.Background(), fc, cfg, "p_db_t")
-	if err != nil || len(qs) != 4 || len(fc.calls) != 0 {
+	if err != nil || len(qs.queues()) != 4 || len(fc.calls) != 0 {
 		t.Fatalf("existing topic: queues %v, err %v, creates %d (an existing topic keeps its queues)", qs, err, len(fc.calls))
+	}
+}
+
+// withNoRecord makes answer a name server's that has no queue set recorded
+// and takes one.
+func withNoRecord(answer func(h remotingHeader) (int, string)) func(h remotingHeader) (int, string) {
+	return func(h remotingHeader) (int, string) {
+		switch h.Code {
+		case reqGetKVConfig:
+			return resQueryNotFound, ""
+		case reqPutKVConfig:
+			return resSuccess, ""
+		}
+		return answer(h)
 	}
 }

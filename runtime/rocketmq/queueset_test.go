@@ -1,0 +1,290 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+func TestParseQueueSet(t *testing.T) {
+	set, err := parseQueueSet("broker-b:2;broker-a:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.String(); got != "broker-a:3;broker-b:2" {
+		t.Errorf("String() = %q", got)
+	}
+	want := []queue{{"broker-a", 0}, {"broker-a", 1}, {"broker-a", 2}, {"broker-b", 0}, {"broker-b", 1}}
+	if got := set.queues(); !slices.Equal(got, want) {
+		t.Errorf("queues() = %v, want %v", got, want)
+	}
+	for _, bad := range []string{"", ";", "broker-a", "broker-a:0", "broker-a:x", ":4", "broker-a:4;broker-a:4", "broker-a:99999999"} {
+		if _, err := parseQueueSet(bad); err == nil {
+			t.Errorf("parseQueueSet(%q): no error", bad)
+		}
+	}
+}
+
+// TestRouteQueueSet: a broker's queues count whether or not the route has
+// a live master for it; read-only queues do not.
+func TestRouteQueueSet(t *testing.T) {
+	r := topicRoute{
+		QueueDatas: []queueData{{BrokerName: "broker-b", WriteQueueNums: 4, Perm: 6}, {BrokerName: "broker-a", WriteQueueNums: 2, Perm: 6},
+			{BrokerName: "broker-c", WriteQueueNums: 4, Perm: 4}},
+		BrokerDatas: []brokerData{{BrokerName: "broker-b", BrokerAddrs: map[string]string{"0": "127.0.0.1:1"}}},
+	}
+	if got := routeQueueSet(r).String(); got != "broker-a:2;broker-b:4" {
+		t.Errorf("routeQueueSet = %q", got)
+	}
+	if got := r.writeQueues(); len(got) != 4 || got[0].Broker != "broker-b" {
+		t.Errorf("writeQueues (live only) = %v", got)
+	}
+}
+
+func TestQueueSetChangedFrom(t *testing.T) {
+	recorded, _ := parseQueueSet("broker-a:4;broker-b:4")
+	for _, route := range []string{"broker-a:4;broker-b:4", "broker-b:4", "broker-a:4", ""} {
+		set, _ := parseQueueSet(route)
+		if err := recorded.changedFrom("t", set); err != nil {
+			t.Errorf("route %q (brokers down): %v", route, err)
+		}
+	}
+	for route, want := range map[string]string{
+		"broker-a:4;broker-b:4;broker-c:4": "broker broker-c has 4 queues of it, none recorded",
+		"broker-a:8;broker-b:4":            "broker broker-a has 8 queues of it, 4 recorded",
+		"broker-b:2":                       "-v 'broker-a:4;broker-b:2'",
+		"broker-c:4":                       "-v 'broker-a:4;broker-b:4;broker-c:4'",
+	} {
+		set, _ := parseQueueSet(route)
+		err := recorded.changedFrom("t", set)
+		if !errors.Is(err, ErrQueueSetChanged) || !runtime.IsFatal(err) || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "mqadmin updateOrderConf") {
+			t.Errorf("route %q: err = %v, want fatal ErrQueueSetChanged with %q", route, err, want)
+		}
+	}
+}
+
+// kvNameServer is a fake name server with a KV store, a topic route and a
+// cluster table that a test changes as brokers come and go.
+type kvNameServer struct {
+	mu      sync.Mutex
+	kv      map[string]string // ORDER_TOPIC_CONFIG by topic
+	route   string            // "" answers TOPIC_NOT_EXIST
+	cluster string
+	puts    int
+}
+
+func newKVNameServer(t *testing.T, route, cluster string) (*kvNameServer, string) {
+	ns := &kvNameServer{kv: map[string]string{}, route: route, cluster: cluster}
+	addr := fakeNameServerExt(t, func(h remotingHeader) (int, string, map[string]string) {
+		ns.mu.Lock()
+		defer ns.mu.Unlock()
+		switch h.Code {
+		case reqGetKVConfig:
+			if v, ok := ns.kv[h.ExtFields["key"]]; ok && h.ExtFields["namespace"] == orderConfNamespace {
+				return resSuccess, "", map[string]string{"value": v}
+			}
+			return resQueryNotFound, "", nil
+		case reqPutKVConfig:
+			ns.puts++
+			ns.kv[h.ExtFields["key"]] = h.ExtFields["value"]
+			return resSuccess, "", nil
+		case reqGetRouteInfoByTopic:
+			if ns.route == "" {
+				return resTopicNotExist, "", nil
+			}
+			return resSuccess, ns.route, nil
+		case reqGetBrokerClusterInfo:
+			return resSuccess, ns.cluster, nil
+		}
+		return 1, "", nil
+	})
+	return ns, addr
+}
+
+func (ns *kvNameServer) set(route string) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	ns.route = route
+}
+
+const (
+	twoBrokerRoute = `{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"},{"brokerAddrs":{0:"127.0.0.1:11911"},"brokerName":"broker-b","cluster":"DefaultCluster"}],` +
+		`"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"writeQueueNums":4},{"brokerName":"broker-b","perm":6,"readQueueNums":4,"writeQueueNums":4}]}`
+	// what the name server routes once broker-a's master died (RocketMQ
+	// 5.3.3 drops its queues with it)
+	brokerBRoute = `{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:11911"},"brokerName":"broker-b","cluster":"DefaultCluster"}],` +
+		`"queueDatas":[{"brokerName":"broker-b","perm":6,"readQueueNums":4,"writeQueueNums":4}]}`
+	brokerBCluster   = `{"brokerAddrTable":{"broker-b":{"brokerAddrs":{0:"127.0.0.1:11911"},"brokerName":"broker-b","cluster":"DefaultCluster"}},"clusterAddrTable":{"DefaultCluster":["broker-b"]}}`
+	threeBrokerRoute = `{"brokerDatas":[],"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"writeQueueNums":4},{"brokerName":"broker-b","perm":6,"readQueueNums":4,"writeQueueNums":4},` +
+		`{"brokerName":"broker-c","perm":6,"readQueueNums":4,"writeQueueNums":4}]}`
+)
+
+// TestQueueSetSurvivesBrokerOutage: the first publisher records the
+// topic's queue set; a publisher built while broker-a is down (the name
+// server routes broker-b alone, or nothing) hashes every key to the queue
+// it had, creates nothing, and a route with queues the set lacks is a
+// fatal ErrQueueSetChanged.
+func TestQueueSetSurvivesBrokerOutage(t *testing.T) {
+	ns, addr := newKVNameServer(t, twoBrokerRoute, brokerBCluster)
+	cfg, _ := Config{NameServers: []string{addr}, Pipeline: "p"}.baseDefaults()
+	fc := &fakeCreator{}
+	ctx := context.Background()
+	full, err := newTopicCache(cfg, fc).queues(ctx, "p_db_t")
+	if err != nil || len(full) != 8 {
+		t.Fatalf("queues %v, err %v", full, err)
+	}
+	if ns.kv["p_db_t"] != "broker-a:4;broker-b:4" {
+		t.Fatalf("recorded %q", ns.kv["p_db_t"])
+	}
+	keyQueues := func(qs []queue) []queue {
+		var out []queue
+		for k := range int64(200) {
+			r := schema.Record{Key: schema.Row{k}}
+			out = append(out, qs[runtime.QueueFor(&r, len(qs))])
+		}
+		return out
+	}
+	before := keyQueues(full)
+	for _, route := range []string{brokerBRoute, ""} {
+		ns.set(route)
+		qs, err := newTopicCache(cfg, fc).queues(ctx, "p_db_t")
+		if err != nil {
+			t.Fatalf("route %q: %v", route, err)
+		}
+		if !slices.Equal(keyQueues(qs), before) {
+			t.Errorf("route %q: keys moved to other queues: %v", route, qs)
+		}
+	}
+	if len(fc.calls) != 0 {
+		t.Errorf("the topic was created again (%d calls) while its brokers were down", len(fc.calls))
+	}
+	ns.set(threeBrokerRoute)
+	if _, err := newTopicCache(cfg, fc).queues(ctx, "p_db_t"); !errors.Is(err, ErrQueueSetChanged) || !runtime.IsFatal(err) {
+		t.Fatalf("broker-c added: err = %v, want fatal ErrQueueSetChanged", err)
+	}
+	// A topic first met while broker-a is down records what is routed;
+	// broker-a's return then is a change, reported, not a silent rehash.
+	ns.set(brokerBRoute)
+	if qs, err := newTopicCache(cfg, fc).queues(ctx, "p_db_u"); err != nil || len(qs) != 4 {
+		t.Fatalf("queues %v, err %v", qs, err)
+	}
+	ns.set(twoBrokerRoute)
+	if _, err := newTopicCache(cfg, fc).queues(ctx, "p_db_u"); !errors.Is(err, ErrQueueSetChanged) {
+		t.Fatalf("broker-a back on a set recorded without it: err = %v", err)
+	}
+}
+
+// TestQueueSetRecordedOnEveryNameServer: a name server without the record
+// (replaced, its store lost) gets it from the others; one that does not
+// answer, while none that answers has it, is an error, not a new record.
+func TestQueueSetRecordedOnEveryNameServer(t *testing.T) {
+	ns1, addr1 := newKVNameServer(t, brokerBRoute, brokerBCluster)
+	ns2, addr2 := newKVNameServer(t, brokerBRoute, brokerBCluster)
+	ns2.kv["p_db_t"] = "broker-a:4;broker-b:4"
+	cfg, _ := Config{NameServers: []string{addr1, addr2}, Pipeline: "p"}.baseDefaults()
+	qs, err := newTopicCache(cfg, &fakeCreator{}).queues(context.Background(), "p_db_t")
+	if err != nil || len(qs) != 8 {
+		t.Fatalf("queues %v, err %v", qs, err)
+	}
+	if ns1.kv["p_db_t"] != "broker-a:4;broker-b:4" || ns2.puts != 0 {
+		t.Errorf("name server 1 has %q; name server 2 written %d times", ns1.kv["p_db_t"], ns2.puts)
+	}
+	_, up := newKVNameServer(t, twoBrokerRoute, brokerBCluster)
+	cfg.NameServers = []string{up, "127.0.0.1:1"}
+	if _, err := newTopicCache(cfg, &fakeCreator{}).queues(context.Background(), "p_db_t"); err == nil || !strings.Contains(err.Error(), "recorded queue set") {
+		t.Errorf("a name server down, none with a record: err = %v", err)
+	}
+}
+
+// brokerSender fails every send to broker-a (down) and records the queue
+// of each record it takes, by key.
+type brokerSender struct {
+	mu   sync.Mutex
+	sent map[string]queue // key -> queue
+}
+
+func (b *brokerSender) SendSync(_ context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error) {
+	if msgs[0].Queue.BrokerName == "broker-a" {
+		return nil, errors.New("dial tcp: connection refused")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range msgs {
+		b.sent[m.GetProperty(primitive.PropertyKeys)] = queue{m.Queue.BrokerName, m.Queue.QueueId}
+	}
+	return &primitive.SendResult{Status: primitive.SendOK}, nil
+}
+
+// TestPublisherWaitsForDownBroker: while broker-a is down, a publisher
+// built then sends each record to its key's queue of the recorded set,
+// broker-b's records reach broker-b and broker-a's are not sent anywhere
+// else: their send fails naming the broker, its outage and what to do.
+func TestPublisherWaitsForDownBroker(t *testing.T) {
+	ns, addr := newKVNameServer(t, twoBrokerRoute, brokerBCluster)
+	cfg, err := Config{NameServers: []string{addr}, Pipeline: "t", Codec: testCodec{}, SendRetries: -1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	full, err := newTopicCache(cfg, &fakeCreator{}).queues(ctx, "t_db_t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.set(brokerBRoute)
+	s := &brokerSender{sent: map[string]queue{}}
+	p := newPublisher(cfg, quietLog(), s, newTopicCache(cfg, &fakeCreator{}), nil)
+	if topic, _ := p.reg.Topic(tbl); topic != "t_db_t" {
+		t.Fatalf("topic %q", topic)
+	}
+	var recs []schema.Record
+	want := map[string]queue{}
+	for k := range int64(50) {
+		r := rec(k, 1)
+		recs = append(recs, r)
+		want[r.KeyString()] = full[runtime.QueueFor(&r, len(full))]
+	}
+	acked := make(chan error, 1)
+	if err := p.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	err = <-acked
+	if !errors.Is(err, ErrSend) || !strings.Contains(err.Error(), "broker broker-a has no live master") || !strings.Contains(err.Error(), "mqadmin updateOrderConf") {
+		t.Fatalf("ack error %v, want ErrSend naming broker-a's outage", err)
+	}
+	_ = p.Close(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sent) == 0 {
+		t.Fatal("nothing reached broker-b")
+	}
+	for key, q := range s.sent {
+		if q != want[key] {
+			t.Errorf("key %s sent to %v, its queue is %v", key, q, want[key])
+		}
+	}
+}
+
+// TestSubscriberConsumesChangedQueueSet: a sink starts on a topic whose
+// queues differ from its recorded set (only the publisher stops on that),
+// so that it can drain the topic.
+func TestSubscriberConsumesChangedQueueSet(t *testing.T) {
+	ns, addr := newKVNameServer(t, threeBrokerRoute, brokerBCluster)
+	ns.kv["p_db_t"] = "broker-a:4;broker-b:4"
+	s, err := NewSubscriber(context.Background(), Config{NameServers: []string{addr}, Pipeline: "p", Group: "g", Topics: []string{"p_db_t"}}, quietLog())
+	if err != nil {
+		t.Fatalf("NewSubscriber: %v", err)
+	}
+	_ = s.Close(context.Background())
+	if ns.kv["p_db_t"] != "broker-a:4;broker-b:4" {
+		t.Errorf("the recorded set became %q", ns.kv["p_db_t"])
+	}
+}
