@@ -174,12 +174,26 @@ func (f *FencedPositions) Save(ctx context.Context, pipeline string, pos []byte)
 	// FOR SHARE, LOCK IN SHARE MODE), placeholders after the three ? that q
 	// numbers on PostgreSQL.
 	cond, args := f.lease.Condition(f.s.dialect, 4)
-	tx, err := runtime.BeginDurable(ctx, f.s.db, f.s.dialect) // a saved position survives a crash of the coordinator
-	if err != nil {
-		return retriable("save the position of "+pipeline, err)
+	// On PostgreSQL in a transaction that commits durably, so that a saved
+	// position survives a crash of the coordinator. On MySQL one autocommit
+	// statement, whose durability is the server's (there is no per
+	// transaction setting): a transaction would hold the lease row's shared
+	// lock until its commit, and a worker cut off between the two would
+	// block the next holder's acquisition until the server noticed
+	// (TestClockSkew).
+	var ex interface {
+		ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	} = f.s.db
+	var tx *sql.Tx
+	if f.s.dialect == "postgres" {
+		var err error
+		if tx, err = runtime.BeginDurable(ctx, f.s.db, f.s.dialect); err != nil {
+			return retriable("save the position of "+pipeline, err)
+		}
+		defer tx.Rollback()
+		ex = tx
 	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, f.s.q("UPDATE "+f.s.Table("positions")+" SET position = ?, epoch = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ? AND "+cond),
+	res, err := ex.ExecContext(ctx, f.s.q("UPDATE "+f.s.Table("positions")+" SET position = ?, epoch = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ? AND "+cond),
 		append([]any{val, f.lease.Epoch, pipeline}, args...)...)
 	if err != nil {
 		return retriable("save the position of "+pipeline, err)
@@ -191,8 +205,10 @@ func (f *FencedPositions) Save(ctx context.Context, pipeline string, pos []byte)
 	if n == 0 { // updated_at always changes, so 0 rows is the fence on both dialects
 		return f.fence("the database refused the save: the lease expired or another worker took the task")
 	}
-	if err := tx.Commit(); err != nil {
-		return retriable("save the position of "+pipeline, err)
+	if tx != nil {
+		if err := tx.Commit(); err != nil {
+			return retriable("save the position of "+pipeline, err)
+		}
 	}
 	return nil
 }
