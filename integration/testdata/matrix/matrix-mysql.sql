@@ -122,7 +122,7 @@ CREATE TABLE others (
 -- mysqlsrc: a snapshot of ENUM/SET labels outside the BMP stops ("column e4:
 -- "😀" is not one of its labels": information_schema gives them as '?').
 -- Restore (and add "enums4" to matrixMySQLTables in matrix_test.go):
--- CREATE TABLE enums4 (id INT NOT NULL PRIMARY KEY, e4 ENUM('a', '😀', '🚀'), s4 SET('x', '😀', '🦀'));
+-- CREATE TABLE enums4 (id INT NOT NULL PRIMARY KEY, e4 ENUM('a', '😀', '🚀') COLLATE utf8mb4_bin, s4 SET('x', '😀', '🦀') COLLATE utf8mb4_bin);
 -- INSERT INTO enums4 VALUES (1, '😀', '😀,🦀'), (2, '🚀', ''), (3, 'a', 'x'), (4, NULL, NULL);
 -- and in the streaming part: INSERT INTO enums4 SELECT id + 100, e4, s4 FROM enums4 WHERE id < 100;
 
@@ -426,11 +426,12 @@ DELETE FROM dups WHERE a = 2;
 -- MySQL DDL: an SRID column, a spatial index, visibility changes.
 -- mysqlsrc: the DDL parser stops at SRID ("statement not understood: ...
 -- near "POINT SRID 4326, ..."), a spatial index and SET [IN]VISIBLE.
+-- (Debezium 3.4's parser stops at "POINT NOT NULL SRID 4326": SRID comes first.)
 -- Restore these five lines without their "-- ":
 -- ALTER TABLE geo ADD COLUMN p4326 POINT SRID 4326, ALTER COLUMN g0 SET INVISIBLE;
 -- UPDATE geo SET p4326 = ST_GeomFromText('POINT(45 -120)', 4326) WHERE id = 2;
 -- ALTER TABLE gens ALTER COLUMN inv SET VISIBLE;
--- CREATE TABLE late_geo (id INT PRIMARY KEY, p POINT NOT NULL SRID 4326, SPATIAL INDEX (p), v INT INVISIBLE);
+-- CREATE TABLE late_geo (id INT PRIMARY KEY, p POINT SRID 4326 NOT NULL, SPATIAL INDEX (p), v INT INVISIBLE);
 -- INSERT INTO late_geo (id, p, v) VALUES (1, ST_GeomFromText('POINT(10 20)', 4326), 5);
 
 -- DDL: a column added with a default, a type widened, a new table.
