@@ -1,6 +1,7 @@
 package binlog
 
 import (
+	"encoding/hex"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -58,6 +59,18 @@ func columnDefault(c *column, def, flavor string) (any, bool) {
 		}
 	} else if strings.ContainsAny(def, "()") || strings.EqualFold(def, "CURRENT_TIMESTAMP") {
 		return nil, false
+	} else if c.kind == kBytes && strings.HasPrefix(def, "0x") {
+		// MySQL writes a BINARY/VARBINARY default as a hex literal
+		// without trailing zero bytes: BINARY(3) DEFAULT 'ab' reads 0x6162,
+		// the column holds 0x616200.
+		b, err := hex.DecodeString(def[2:])
+		if err != nil {
+			return nil, false
+		}
+		if len(b) < c.pad {
+			b = append(b, make([]byte, c.pad-len(b))...)
+		}
+		return b, true
 	}
 	switch c.kind {
 	case kString:

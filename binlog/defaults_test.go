@@ -25,6 +25,11 @@ func TestColumnDefault(t *testing.T) {
 		{column{kind: kDate}, "'2000-01-01'", FlavorMariaDB, "int32 10957"},
 		{column{kind: kEnum, labels: []string{"on", "off"}}, "'off'", FlavorMariaDB, "string off"},
 		{column{kind: kInt}, "'x'", FlavorMariaDB, ""}, // not the column's kind: no default
+		// MySQL writes a binary column's default as a hex literal.
+		{column{kind: kBytes}, "0x6162", FlavorMySQL, "[]uint8 [97 98]"},
+		{column{kind: kBytes}, "0x", FlavorMySQL, "[]uint8 []"},
+		{column{kind: kBytes, pad: 3}, "0x61", FlavorMySQL, "[]uint8 [97 0 0]"}, // BINARY(3) DEFAULT 'a'
+		{column{kind: kBytes}, "0xzz", FlavorMySQL, ""},
 	}
 	for _, tc := range cases {
 		v, ok := columnDefault(&tc.c, tc.def, tc.flavor)

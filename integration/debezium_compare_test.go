@@ -248,6 +248,9 @@ type difference struct {
 	Sluice   string `yaml:"sluice"`
 	Reason   string `yaml:"reason"`
 	Switch   string `yaml:"switch"`
+	// Flavors are the sources (mariadb, mysql) whose Debezium connector
+	// differs so; empty: both.
+	Flavors []string `yaml:"flavors"`
 }
 
 type differences []difference
@@ -270,6 +273,17 @@ func loadDifferences(t testing.TB) differences {
 		}
 	}
 	return ds
+}
+
+// of keeps the entries that apply to flavor.
+func (ds differences) of(flavor string) differences {
+	var out differences
+	for _, d := range ds {
+		if len(d.Flavors) == 0 || matchAny(d.Flavors, flavor) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // withoutSwitch keeps the entries whose difference no option removes:

@@ -40,11 +40,26 @@ const conformanceSentinel = "zz_end"
 // sluice with Debezium's option values (where a switch exists) must leave
 // only the differences that have no switch.
 //
+// The subtest mysql97 does the same with Debezium's MySQL connector on the
+// MySQL 9.7 source and testdata/matrix/matrix-mysql.sql; the differences
+// marked flavors: [mysql] (or none) apply there.
+//
 // Needs Java 17 and Maven (the fixture is built by
 // scripts/debezium-fixture/build.sh, offline when ~/.m2 has it). In CI a
 // missing java or mvn fails the test.
 func TestDebeziumConformance(t *testing.T) {
-	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_CDC_USER")
+	t.Run("mariadb", func(t *testing.T) {
+		conformance(t, servers(t, "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_CDC_USER"), "matrix.sql")
+	})
+	t.Run(mysql97, func(t *testing.T) {
+		conformance(t, servers(t, "SLUICE_MYSQL97_PORT", "SLUICE_MYSQL97_CDC_USER").withMySQL97(), "matrix-mysql.sql")
+	})
+}
+
+// conformance compares Debezium's connector of e's flavor and sluice on the
+// matrix file.
+func conformance(t *testing.T, e env, file string) {
+	flavor := e["SLUICE_MYSQL_FLAVOR"]
 	for _, tool := range []string{"java", "mvn"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			msg := fmt.Sprintf("%s is not on PATH: the Debezium conformance test needs Java 17 and Maven", tool)
@@ -64,7 +79,7 @@ func TestDebeziumConformance(t *testing.T) {
 	my := openDB(t, "mysql", e.mysqlDSN(""))
 	mustExec(t, my, "CREATE DATABASE "+quoteMy(db)+" CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci")
 	t.Cleanup(func() { my.Exec("DROP DATABASE IF EXISTS " + quoteMy(db)) })
-	snap, stream := matrixStatements(t)
+	snap, stream := matrixFileStatements(t, file)
 	execMatrix(t, my, db, snap)
 
 	work := t.TempDir()
@@ -93,7 +108,7 @@ func TestDebeziumConformance(t *testing.T) {
 			writeEvents(t, filepath.Join(keepConformance, "sluice-"+v.name+".jsonl"), got)
 		}
 		diffs := compareEventStreams(dbzEvents, got, db)
-		allowed := loadDifferences(t)
+		allowed := loadDifferences(t).of(flavor)
 		if v.name != "defaults" {
 			allowed = allowed.withoutSwitch()
 		}
@@ -159,13 +174,18 @@ func startDebezium(ctx context.Context, t *testing.T, e env, cp, db, work string
 	t.Helper()
 	r := &debeziumRun{out: filepath.Join(work, "debezium.jsonl"), log: &bytes.Buffer{}, done: make(chan error, 1)}
 	serverID := strconv.Itoa(1_000_000 + rand.IntN(1_000_000))
-	r.cmd = exec.CommandContext(ctx, "java", "-cp", cp, "sluice.fixture.Capture",
+	args := []string{"-cp", cp, "sluice.fixture.Capture",
 		e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], e["SLUICE_MYSQL_CDC_USER"], e["SLUICE_MYSQL_CDC_PASSWORD"], db,
-		r.out, filepath.Join(work, "dbz-state"), "until:"+conformanceSentinel, "180",
-		"database.server.id="+serverID, "include.schema.changes=true",
+		r.out, filepath.Join(work, "dbz-state"), "until:" + conformanceSentinel, "180",
+		"database.server.id=" + serverID, "include.schema.changes=true"}
+	if e["SLUICE_MYSQL_FLAVOR"] == "mysql" {
+		args = append(args, "connector.class=io.debezium.connector.mysql.MySqlConnector")
+	} else {
 		// Debezium 3.4's DDL parser stops the connector at INET4 and INET6: leave that
 		// table out of it (the history then keeps only captured tables' DDL).
-		"table.exclude.list="+db+".inets", "schema.history.internal.store.only.captured.tables.ddl=true")
+		args = append(args, "table.exclude.list="+db+".inets", "schema.history.internal.store.only.captured.tables.ddl=true")
+	}
+	r.cmd = exec.CommandContext(ctx, "java", args...)
 	r.cmd.Stdout, r.cmd.Stderr = r.log, r.log
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start Debezium: %v", err)

@@ -13,7 +13,14 @@ import (
 // without its final ";".
 func matrixStatements(t testing.TB) (snapshot, streaming []string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "matrix", "matrix.sql"))
+	return matrixFileStatements(t, "matrix.sql")
+}
+
+// matrixFileStatements is matrixStatements for file, a matrix of
+// testdata/matrix in matrix.sql's format (matrix-mysql.sql: MySQL's).
+func matrixFileStatements(t testing.TB, file string) (snapshot, streaming []string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "matrix", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +43,7 @@ func matrixStatements(t testing.TB) (snapshot, streaming []string) {
 		}
 	}
 	if strings.TrimSpace(cur.String()) != "" {
-		t.Fatalf("matrix.sql ends inside a statement: %q", cur.String())
+		t.Fatalf("%s ends inside a statement: %q", file, cur.String())
 	}
 	return snapshot, streaming
 }
