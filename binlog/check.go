@@ -102,8 +102,10 @@ func Check(ctx context.Context, cfg Config) []Problem {
 				"set gtid_strict_mode=ON in the server's config")
 		}
 	} else if s := v["gtid_mode"]; !strings.EqualFold(s, "ON") {
-		warn("gtid", fmt.Sprintf("gtid_mode is %q: positions fall back to file and offset, which do not survive a failover", s),
-			"set gtid_mode=ON and enforce_gtid_consistency=ON in the server's config")
+		// OFF, OFF_PERMISSIVE, ON_PERMISSIVE: the source runs and resumes by
+		// file and offset (MySQL auto-positions by GTID only with ON).
+		warn("gtid", fmt.Sprintf("gtid_mode is %q: the source resumes by binlog file and offset (GTID auto-positioning needs gtid_mode=ON), which does not survive a failover to another server", s),
+			"step gtid_mode up to ON (OFF_PERMISSIVE, ON_PERMISSIVE, ON, with enforce_gtid_consistency=ON) and keep gtid_mode=ON and enforce_gtid_consistency=ON in the server's config")
 	}
 	account := "the source's account"
 	if r, err := conn.Execute("SELECT CURRENT_USER()"); err == nil && r.RowNumber() > 0 {

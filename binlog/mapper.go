@@ -36,10 +36,16 @@ type mapper struct {
 	skipOps    map[schema.Op]bool // skipped.operations
 	noDDL      bool               // include.schema.changes=false
 
-	file      string        // current binlog file
-	gset      mysql.GTIDSet // committed transactions
-	committed Position      // position after the last committed transaction
-	epoch     uint64        // of every ID and position the mapper makes
+	file string        // current binlog file
+	gset mysql.GTIDSet // committed transactions
+	// gsetKnown: gset is the server's whole executed GTID set at the
+	// committed position, so positions may carry it. A MySQL mapper started
+	// from a file and offset without a GTID set does not know the GTIDs
+	// before it until the next binlog file's Previous_gtids event; until
+	// then its positions carry file and offset only, never a partial set.
+	gsetKnown bool
+	committed Position // position after the last committed transaction
+	epoch     uint64   // of every ID and position the mapper makes
 
 	// The event being mapped: records made from it get IDs (epoch, file,
 	// evPos, stream, evIdx++). Events inside a transaction payload share
@@ -77,8 +83,12 @@ type mapperConfig struct {
 	Columns     *columnRules      // excluded and masked columns; nil: none
 	History     *schemaHistory    // table shapes by position; nil: table maps only
 	HistoryFile string            // for messages
-	SkipDDL     []string          // statements or GTIDs the history leaves out
-	Log         *slog.Logger      // warnings (history/table map mismatches); nil: discarded
+	// GTIDKnown: the start position's GTID set, even an empty one, is the
+	// server's whole executed set there (read from the server, not a
+	// stored file/pos position).
+	GTIDKnown bool
+	SkipDDL   []string     // statements or GTIDs the history leaves out
+	Log       *slog.Logger // warnings (history/table map mismatches); nil: discarded
 	// Hints reads the MariaDB types (UUID, INET6, INET4, JSON) the table
 	// maps of a table show only as storage; nil: none (typeHints.get).
 	Hints func(schema.TableID) (map[string]colHint, error)
@@ -105,7 +115,8 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 		skipOps: cfg.SkipOps, noDDL: cfg.SkipSchemaChanges,
 		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start, epoch: start.Epoch,
-		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
+		gsetKnown: cfg.Flavor == FlavorMariaDB || cfg.GTIDKnown || start.GTIDSet != "",
+		tables:    map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
 	}
 	m.committed.Version, m.committed.Flavor, m.committed.Snapshot = PositionVersion, cfg.Flavor, nil
 	if m.collations == nil {
@@ -141,7 +152,7 @@ func (m *mapper) moveTo(p Position) error {
 		return fmt.Errorf("%w: gtid set %q: %v", ErrBadPosition, p.GTIDSet, err)
 	}
 	m.resetTx()
-	m.gset, m.file, m.committed = gset, p.File, p
+	m.gset, m.gsetKnown, m.file, m.committed = gset, true, p.File, p
 	m.committed.Version, m.committed.Flavor, m.committed.Snapshot, m.committed.Epoch = PositionVersion, m.flavor, nil, m.epoch
 	m.snapshot = nil
 	return nil
@@ -189,12 +200,31 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 			out = append(out, m.marker(schema.OpBegin, h, nil))
 		}
 	case *replication.GTIDEvent:
-		next, err := e.GTIDNext()
-		if err != nil {
-			return out, fmt.Errorf("%w: gtid event: %v", ErrUnsupported, err)
+		if h.EventType == replication.ANONYMOUS_GTID_EVENT {
+			// gtid_mode OFF or *_PERMISSIVE: a transaction without a GTID
+			// (its event names 00000000-...:0), in no GTID set
+			m.startTx("", nil)
+			break
 		}
-		s := next.String()
-		m.startTx(s, func() error { return m.gset.Update(s) })
+		if err := m.startGTID(e); err != nil {
+			return out, err
+		}
+	case *replication.GtidTaggedLogEvent: // uuid:tag:N, MySQL 8.3 and later
+		if err := m.startGTID(&e.GTIDEvent); err != nil {
+			return out, err
+		}
+	case *replication.PreviousGTIDsEvent:
+		// At the start of a binlog file: every GTID logged before it. A
+		// mapper that did not know its GTID set learns it here, if it
+		// read this file from its start (not from a later offset).
+		if !m.gsetKnown && m.depth == 0 && m.committed.File == m.file && h.LogPos >= h.EventSize && h.LogPos-h.EventSize >= m.committed.Pos {
+			gset, err := mysql.ParseMysqlGTIDSet(strings.ReplaceAll(e.GTIDSets, "\n", ""))
+			if err != nil { // positions keep to file and offset
+				m.log.Warn("binlog: cannot read a Previous_gtids event", "file", m.file, "gtids", e.GTIDSets, "err", err)
+				break
+			}
+			m.gset, m.gsetKnown = gset, true
+		}
 	case *replication.QueryEvent:
 		q := strings.TrimSpace(string(e.Query))
 		switch {
@@ -279,6 +309,17 @@ func makesRecords(ev *replication.BinlogEvent) bool {
 	return false
 }
 
+// startGTID starts the transaction of a GTID event.
+func (m *mapper) startGTID(e *replication.GTIDEvent) error {
+	next, err := e.GTIDNext()
+	if err != nil {
+		return fmt.Errorf("%w: gtid event: %v", ErrUnsupported, err)
+	}
+	s := next.String()
+	m.startTx(s, func() error { return m.gset.Update(s) })
+	return nil
+}
+
 func (m *mapper) startTx(gtid string, pending func() error) {
 	m.resetTx()
 	m.txGTID, m.txPending = gtid, pending
@@ -327,7 +368,7 @@ func (m *mapper) commit(h *replication.EventHeader, out []schema.Record) ([]sche
 		}
 	}
 	m.committed = Position{Version: PositionVersion, Flavor: m.flavor, File: m.file, Pos: h.LogPos, Epoch: m.epoch}
-	if m.gset != nil && !m.gset.IsEmpty() {
+	if m.gsetKnown && m.gset != nil && !m.gset.IsEmpty() {
 		m.committed.GTIDSet = m.gset.String()
 	}
 	out = append(out, m.marker(schema.OpCommit, h, m.encodeCommitted()))
