@@ -302,3 +302,79 @@ func TestCheckReportsGTIDModes(t *testing.T) {
 		}
 	}
 }
+
+// TestTaggedGTIDs: MySQL 8.3+ tagged GTIDs (uuid:tag:N, from SET
+// gtid_next='AUTOMATIC:tag'): records carry the tagged GTID, positions
+// carry the server's whole executed set with its tags, and a restart from
+// a position before and after a tagged transaction resumes exactly.
+func TestTaggedGTIDs(t *testing.T) {
+	env := needServer(t)
+	if env.flavor != FlavorMySQL {
+		t.Skip("tagged GTIDs are MySQL's (8.3 and later)")
+	}
+	c, db := adminConn(t, env)
+	if r, err := c.Execute("SELECT @@GLOBAL.gtid_mode"); err != nil {
+		t.Fatal(err)
+	} else if mode, _ := r.GetString(0, 0); mode != "ON" {
+		t.Skipf("gtid_mode is %s on the shared server; tagged GTIDs need ON", mode)
+	}
+	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY)")
+	cfg := testConfig(env, db)
+	s := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO t VALUES (1)")
+	exec(t, c, "SET gtid_next = 'AUTOMATIC:sluice_tag'")
+	exec(t, c, "INSERT INTO t VALUES (2)")
+	exec(t, c, "BEGIN")
+	exec(t, c, "INSERT INTO t VALUES (3)")
+	exec(t, c, "INSERT INTO t VALUES (4)")
+	exec(t, c, "COMMIT")
+	exec(t, c, "SET gtid_next = 'AUTOMATIC'")
+	exec(t, c, "INSERT INTO t VALUES (5)")
+	recs, got := streamRows(t, s, db, 4)
+	want := "c t 1 [] -> [1]\nEND\nc t 2 [] -> [2]\nEND\nc t 3 [] -> [3]\nc t 4 [] -> [4]\nEND\nc t 5 [] -> [5]\nEND\n"
+	if got != want {
+		t.Fatalf("records:\n%s\nwant:\n%s", got, want)
+	}
+	own := ownData(recs, db)
+	if g := own[2].Source.GTID; !strings.Contains(g, ":sluice_tag:") {
+		t.Errorf("record of a tagged transaction has GTID %q, want uuid:sluice_tag:N", g)
+	}
+	if g := own[0].Source.GTID; g == "" || strings.Contains(g, "sluice_tag") {
+		t.Errorf("record of an untagged transaction has GTID %q", g)
+	}
+	r, err := c.Execute("SELECT @@GLOBAL.gtid_executed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	executed, _ := r.GetString(0, 0)
+	last := lastCommit(t, recs)
+	if executed = strings.ReplaceAll(executed, "\n", ""); last.GTIDSet != executed {
+		t.Errorf("last position's GTID set %q, want the server's %q", last.GTIDSet, executed)
+	}
+	// restart after the first (untagged) transaction: the tagged ones come again
+	first, err := ParsePosition(own[1].Position)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2 := openSource(t, cfg, EncodePosition(first))
+	if _, got := streamRows(t, s2, db, 3); got != strings.SplitAfterN(want, "END\n", 2)[1] {
+		t.Fatalf("after a restart at %s:\n%s", first, got)
+	}
+	s2.Close()
+	// restart after the tagged ones: only what follows
+	afterTagged, _ := ParsePosition(own[6].Position)
+	if !strings.Contains(afterTagged.GTIDSet, ":sluice_tag:") {
+		t.Fatalf("position after a tagged transaction: %s", afterTagged)
+	}
+	s3 := openSource(t, cfg, EncodePosition(afterTagged))
+	defer s3.Close()
+	exec(t, c, "INSERT INTO t VALUES (6)")
+	if _, got := streamRows(t, s3, db, 2); got != "c t 5 [] -> [5]\nEND\nc t 6 [] -> [6]\nEND\n" {
+		t.Fatalf("after a restart at %s:\n%s", afterTagged, got)
+	}
+	purged, err := positionPurged(c, afterTagged)
+	if err != nil || purged {
+		t.Errorf("positionPurged(%s) = %v, %v", afterTagged, purged, err)
+	}
+}

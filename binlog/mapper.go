@@ -218,7 +218,7 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		// mapper that did not know its GTID set learns it here, if it
 		// read this file from its start (not from a later offset).
 		if !m.gsetKnown && m.depth == 0 && m.committed.File == m.file && h.LogPos >= h.EventSize && h.LogPos-h.EventSize >= m.committed.Pos {
-			gset, err := mysql.ParseMysqlGTIDSet(strings.ReplaceAll(e.GTIDSets, "\n", ""))
+			gset, err := previousGTIDs(ev)
 			if err != nil { // positions keep to file and offset
 				m.log.Warn("binlog: cannot read a Previous_gtids event", "file", m.file, "gtids", e.GTIDSets, "err", err)
 				break
@@ -307,6 +307,24 @@ func makesRecords(ev *replication.BinlogEvent) bool {
 		return true
 	}
 	return false
+}
+
+// previousGTIDs decodes a Previous_gtids event's set from its bytes: the
+// text go-mysql renders of it puts a tag whose UUID has no untagged GTIDs
+// under the UUID before it. The body is followed by a CRC32 checksum
+// unless the server runs with binlog_checksum=NONE.
+func previousGTIDs(ev *replication.BinlogEvent) (mysql.GTIDSet, error) {
+	raw := ev.RawData
+	if len(raw) < replication.EventHeaderSize {
+		return nil, fmt.Errorf("event of %d bytes", len(raw))
+	}
+	body := raw[replication.EventHeaderSize:]
+	if len(body) >= replication.BinlogChecksumLength {
+		if g, err := mysql.DecodeMysqlGTIDSet(body[:len(body)-replication.BinlogChecksumLength]); err == nil {
+			return g, nil
+		}
+	}
+	return mysql.DecodeMysqlGTIDSet(body)
 }
 
 // startGTID starts the transaction of a GTID event.
