@@ -68,6 +68,13 @@ type mapper struct {
 	txOrder    int64
 	tableOrder map[schema.TableID]int64
 	thread     uint64
+
+	// XA (xa.go): the branch being read up to its prepare, the prepared
+	// branches by xid in binlog order, and the bytes of records they hold.
+	xaRead     *xaBranch
+	xaPrepared map[string]*xaBranch
+	xaOrder    []string
+	xaHeld     int
 }
 
 type mapperConfig struct {
@@ -116,7 +123,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start, epoch: start.Epoch,
 		gsetKnown: cfg.Flavor == FlavorMariaDB || cfg.GTIDKnown || start.GTIDSet != "",
-		tables:    map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
+		tables:    map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{}, xaPrepared: map[string]*xaBranch{},
 	}
 	m.committed.Version, m.committed.Flavor, m.committed.Snapshot = PositionVersion, cfg.Flavor, nil
 	if m.collations == nil {
@@ -141,6 +148,10 @@ func (m *mapper) Committed() Position { return m.committed }
 func (m *mapper) resetTx() {
 	m.inTx, m.txGTID, m.txPending, m.txID, m.txOrder, m.thread = false, "", nil, "", 0, 0
 	clear(m.tableOrder)
+	if m.xaRead != nil {
+		m.xaHeld -= m.xaRead.bytes
+		m.xaRead = nil
+	}
 }
 
 // moveTo puts the mapper at a committed position p (of its epoch), as after
@@ -161,6 +172,9 @@ func (m *mapper) moveTo(p Position) error {
 // encodeCommitted is the committed position as records carry it.
 func (m *mapper) encodeCommitted() []byte {
 	p := m.committed
+	if len(m.xaOrder) > 0 {
+		p = m.heldPosition()
+	}
 	p.Snapshot = m.snapshot
 	return EncodePosition(p)
 }
@@ -195,7 +209,9 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		m.startTx(gtid.String(), func() error {
 			return m.gset.(*mysql.MariadbGTIDSet).AddSet(&gtid)
 		})
-		if !e.IsStandalone() {
+		if e.Flags&mariadbFlPreparedXA != 0 {
+			m.xaOpen() // held until its XA COMMIT
+		} else if !e.IsStandalone() {
 			m.inTx = true
 			out = append(out, m.marker(schema.OpBegin, h, nil))
 		}
@@ -228,6 +244,15 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 	case *replication.QueryEvent:
 		q := strings.TrimSpace(string(e.Query))
 		switch {
+		case !m.inTx && isXAStart(q):
+			m.thread = uint64(e.SlaveProxyID)
+			m.xaOpen() // held until its XA COMMIT
+		case !m.inTx && strings.HasPrefix(strings.ToUpper(q), "XA COMMIT "):
+			m.thread = uint64(e.SlaveProxyID)
+			return m.xaOutcome(h, q, true, out)
+		case !m.inTx && strings.HasPrefix(strings.ToUpper(q), "XA ROLLBACK "):
+			m.thread = uint64(e.SlaveProxyID)
+			return m.xaOutcome(h, q, false, out)
 		case strings.EqualFold(q, "BEGIN"):
 			if m.txGTID == "" && m.txPending == nil {
 				m.startTx("", nil)
@@ -285,7 +310,14 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 	case *replication.TableMapEvent:
 		return out, m.tableMap(e)
 	case *replication.RowsEvent:
+		if m.xaRead != nil {
+			return m.xaRows(h, e, out)
+		}
 		return m.rows(h, e, out)
+	case *replication.GenericEvent:
+		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
+			return m.xaPrepare(h, e.Data, out)
+		}
 	case *replication.TransactionPayloadEvent:
 		var err error
 		m.depth++
@@ -379,15 +411,24 @@ func (m *mapper) marker(op schema.Op, h *replication.EventHeader, pos []byte) sc
 	}
 }
 
-func (m *mapper) commit(h *replication.EventHeader, out []schema.Record) ([]schema.Record, error) {
+// advance moves the committed position past the transaction that ends
+// with the event of h.
+func (m *mapper) advance(h *replication.EventHeader) error {
 	if m.txPending != nil {
 		if err := m.txPending(); err != nil {
-			return out, fmt.Errorf("%w: gtid %s: %v", ErrUnsupported, m.txGTID, err)
+			return fmt.Errorf("%w: gtid %s: %v", ErrUnsupported, m.txGTID, err)
 		}
 	}
 	m.committed = Position{Version: PositionVersion, Flavor: m.flavor, File: m.file, Pos: h.LogPos, Epoch: m.epoch}
 	if m.gsetKnown && m.gset != nil && !m.gset.IsEmpty() {
 		m.committed.GTIDSet = m.gset.String()
+	}
+	return nil
+}
+
+func (m *mapper) commit(h *replication.EventHeader, out []schema.Record) ([]schema.Record, error) {
+	if err := m.advance(h); err != nil {
+		return out, err
 	}
 	out = append(out, m.marker(schema.OpCommit, h, m.encodeCommitted()))
 	m.resetTx()
