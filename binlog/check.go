@@ -86,11 +86,18 @@ func Check(ctx context.Context, cfg Config) []Problem {
 		add("binlog_row_image", fmt.Sprintf("binlog_row_image is %q, not FULL", f), "set binlog_row_image=FULL in the server's config")
 	}
 	if f, ok := v["binlog_row_metadata"]; !ok || !strings.EqualFold(f, "FULL") {
-		detail := fmt.Sprintf("binlog_row_metadata is %q, not FULL", f)
-		if !ok {
-			detail = "the server has no binlog_row_metadata setting (MariaDB >= 10.5 or MySQL >= 8.0.1 needed)"
+		const fix = "set binlog_row_metadata=FULL in the server's config (SET GLOBAL binlog_row_metadata=FULL until restart)"
+		switch {
+		case !ok:
+			add("binlog_row_metadata", "the server has no binlog_row_metadata setting (MariaDB >= 10.5 or MySQL >= 8.0.1 needed)", fix)
+		case cfg.historyStore() != nil || cfg.HistoryStore == HistoryInDatabase:
+			// MINIMAL (MySQL's default): runs with the schema history
+			warn("binlog_row_metadata", fmt.Sprintf("binlog_row_metadata is %q: table maps carry no column names, keys or ENUM/SET labels, so the source takes them from its schema history, which must be kept with the positions and see every DDL of the captured tables", f),
+				"keep the schema history (history_file) with the positions, or "+fix)
+		default:
+			add("binlog_row_metadata", fmt.Sprintf("binlog_row_metadata is %q, not FULL: table maps carry no column names, and the source has no schema history to take them from", f),
+				fix+", or set history_file in the source section (a schema history, seeded from SHOW CREATE TABLE, supplies the names)")
 		}
-		add("binlog_row_metadata", detail, "set binlog_row_metadata=FULL in the server's config")
 	}
 	if id := v["server_id"]; id == fmt.Sprint(cfg.ServerID) {
 		add("server_id", fmt.Sprintf("server_id %d is the server's own", cfg.ServerID), "choose another server_id for the source")

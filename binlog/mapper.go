@@ -493,7 +493,7 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	}
 	for _, sk := range e.SkippedColumns {
 		if len(sk) > 0 {
-			return out, fmt.Errorf("%w: rows of %s lack columns; set binlog_row_image=FULL on the server", ErrUnsupported, ti.id)
+			return out, fmt.Errorf("%w: rows of %s lack columns (logged with binlog_row_image MINIMAL or NOBLOB, which a session may set); set binlog_row_image=FULL in the server's config and SET GLOBAL binlog_row_image=FULL, keep sessions from changing it, then snapshot the table again: these changes cannot be read from the binlog", ErrUnsupported, ti.id)
 		}
 	}
 	var op schema.Op

@@ -352,7 +352,7 @@ func checkServer(conn *client.Conn, history bool) error {
 	}
 	if r, err := conn.Execute("SELECT @@binlog_row_metadata"); err == nil {
 		if md, _ := r.GetString(0, 0); !strings.EqualFold(md, "FULL") && !history {
-			return fmt.Errorf("%w (it is %s)", ErrMissingMetadata, md)
+			return fmt.Errorf("%w (it is %s), or set history_file in the source section: a schema history supplies the column names", ErrMissingMetadata, md)
 		}
 	}
 	return nil
