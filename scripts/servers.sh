@@ -405,7 +405,8 @@ my_start_instance() { # my_start_instance NAME PORT ROLE(source|scratch|target)
 SET SESSION sql_log_bin = 0;
 CREATE USER IF NOT EXISTS 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
 ALTER USER 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
-GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO 'sluice'@'127.0.0.1';
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'sluice'@'127.0.0.1';
+GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice'@'127.0.0.1';
 CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'root';
 ALTER USER 'root'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'root';
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
