@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -29,7 +31,15 @@ func needMySQLScratch(t *testing.T) (serverEnv, *client.Conn, string) {
 	}
 	env := needScratchServer(t, true)
 	c, db := adminConn(t, env)
-	t.Cleanup(func() { setGTIDMode(t, c, "OFF") }) // the scratch server's own mode
+	t.Cleanup(func() { // the scratch server's own mode, on a connection that outlives a restart
+		c, err := client.Connect(fmt.Sprintf("%s:%d", env.host, env.port), env.admin, env.adminPass, "")
+		if err != nil {
+			t.Errorf("reset gtid_mode: %v", err)
+			return
+		}
+		defer c.Close()
+		setGTIDMode(t, c, "OFF")
+	})
 	return env, c, db
 }
 
@@ -376,5 +386,50 @@ func TestTaggedGTIDs(t *testing.T) {
 	purged, err := positionPurged(c, afterTagged)
 	if err != nil || purged {
 		t.Errorf("positionPurged(%s) = %v, %v", afterTagged, purged, err)
+	}
+}
+
+// restartScratchMySQL stops and starts the MySQL scratch server with
+// scripts/servers.sh (its root is where SLUICE_MYSQL_SOCKET lies) and
+// returns a new admin connection to it, USE db.
+func restartScratchMySQL(t *testing.T, env serverEnv, db string) *client.Conn {
+	t.Helper()
+	sock := os.Getenv("SLUICE_MYSQL_SOCKET")
+	if sock == "" {
+		t.Fatal("SLUICE_MYSQL_SOCKET is not set: the servers' root is unknown")
+	}
+	for _, cmd := range []string{"stop", "start"} {
+		c := osexec.Command("../scripts/servers.sh", cmd, "mysql-scratch")
+		c.Env = append(os.Environ(), "SLUICE_SERVERS_ROOT="+filepath.Dir(filepath.Dir(sock)), fmt.Sprintf("SLUICE_MYSQL97_SCRATCH_PORT=%d", env.port))
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("servers.sh %s mysql-scratch: %v\n%s", cmd, err, out)
+		}
+	}
+	c := sideConn(t, env, db)
+	t.Cleanup(func() { _, _ = c.Execute("DROP DATABASE IF EXISTS " + db) })
+	return c
+}
+
+// TestGTIDOffServerRestart (d5, mid-stream): the never-GTID server
+// restarts under a running source, which reconnects by file and offset
+// (the server's next binlog file) and goes on exactly.
+func TestGTIDOffServerRestart(t *testing.T) {
+	env, c, db := needMySQLScratch(t)
+	neverGTID(t, c)
+	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY)")
+	s := openSource(t, testConfig(env, db), nil)
+	exec(t, c, "INSERT INTO t VALUES (1)")
+	if _, got := streamRows(t, s, db, 1); got != "c t 1 [] -> [1]\nEND\n" {
+		t.Fatalf("records:\n%s", got)
+	}
+	c = restartScratchMySQL(t, env, db)
+	exec(t, c, "INSERT INTO t VALUES (2)")
+	exec(t, c, "UPDATE t SET id = 3 WHERE id = 1")
+	recs, got := streamRows(t, s, db, 2)
+	if want := "c t 2 [] -> [2]\nEND\nd t 1 [1] -> []\nc t 3 [] -> [3]\nEND\n"; got != want {
+		t.Fatalf("after the server restarted:\n%s\nwant:\n%s", got, want)
+	}
+	if p := lastCommit(t, recs); p.GTIDSet != "" {
+		t.Fatalf("position on a server without GTIDs: %s", p)
 	}
 }
