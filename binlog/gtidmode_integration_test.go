@@ -158,6 +158,25 @@ func TestGTIDOnToOffFreshStart(t *testing.T) {
 	}
 	s.Close()
 	restartAfter(t, c, cfg, db, lastCommit(t, recs), 2)
+
+	// a fresh start with a snapshot: it starts at Executed_Gtid_Set and
+	// file/offset, and streams by file and offset after it
+	cfg.Snapshot = SnapshotInitial
+	s2 := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO t VALUES (3)")
+	var got2 []string
+	readUntil(t, s2, func(rs []schema.Record) bool {
+		got2 = got2[:0]
+		for _, r := range rs {
+			if r.Op.IsData() && r.Table.Database == db {
+				got2 = append(got2, fmt.Sprintf("%s %v", r.Op, r.After))
+			}
+		}
+		return len(got2) >= 3
+	})
+	if g := strings.Join(got2, ","); g != "r [1],r [2],c [3]" {
+		t.Fatalf("snapshot then stream on a gtid_mode=OFF server that had GTIDs: %s", g)
+	}
 }
 
 // restartAfter inserts row id into t, opens a source at saved and expects

@@ -97,6 +97,22 @@ func TestXATransactions(t *testing.T) {
 	if strings.Contains(summary(ownData(replayed, db)), "c t 11") {
 		t.Fatal("a record applied before the restart came again with a new ID")
 	}
+	if env.flavor != FlavorMySQL {
+		return
+	}
+	// MySQL compresses XA branches too (one Transaction_payload event)
+	exec(t, c, "SET SESSION binlog_transaction_compression = ON")
+	for _, outcome := range []string{"ROLLBACK", "COMMIT"} {
+		exec(t, c, "XA START '"+db+"z"+outcome+"'")
+		exec(t, c, "INSERT INTO t VALUES (30, 30)")
+		exec(t, c, "XA END '"+db+"z"+outcome+"'")
+		exec(t, c, "XA PREPARE '"+db+"z"+outcome+"'")
+		exec(t, c, "XA "+outcome+" '"+db+"z"+outcome+"'")
+	}
+	exec(t, c, "SET SESSION binlog_transaction_compression = OFF")
+	if _, got := streamRows(t, s2, db, 1); got != "c t 30 [] -> [30 30]\nEND\n" {
+		t.Fatalf("compressed XA branches rolled back, then committed:\n%s", got)
+	}
 }
 
 // TestXABranchOverBoundStops: the records of prepared XA branches are held
