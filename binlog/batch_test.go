@@ -81,6 +81,7 @@ func TestRepeatingStreamErrorsAreFatal(t *testing.T) {
 		{&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "The replication sender thread cannot start in AUTO_POSITION mode: this server has GTID_MODE = OFF instead of ON."}, ErrStreamRefused, "gtid_mode"},
 		{&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "Cannot replicate because the source purged required binary logs."}, ErrPositionPurged, "snapshot"},
 		{&mysql.MyError{Code: mysql.ER_MALFORMED_GTID_SET_ENCODING, Message: "Malformed GTID set encoding."}, ErrBadPosition, "positions reset"},
+		{&mysql.MyError{Code: mysql.ER_MALFORMED_GTID_SET_SPECIFICATION, Message: "Malformed GTID set specification 'x'."}, ErrBadPosition, "positions reset"},
 	} {
 		err := s.classify(c.err, p)
 		if !errors.Is(err, c.want) || schema.ClassOf(err) != schema.ClassFatal || !strings.Contains(err.Error(), c.says) {

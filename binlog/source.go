@@ -514,7 +514,7 @@ func (s *Source) classify(err error, p Position) error {
 	case isServer && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
 		// The server would refuse every reconnect the same way.
 		return fmt.Errorf("%w: resuming at %s: %v; if the server's gtid_mode changed, restart the pipeline (it resumes by file and offset unless gtid_mode is ON); otherwise reset the position (sluice positions reset) and snapshot again", ErrStreamRefused, p.String(), err)
-	case isServer && code == mysql.ER_MALFORMED_GTID_SET_ENCODING:
+	case isServer && (code == mysql.ER_MALFORMED_GTID_SET_ENCODING || code == mysql.ER_MALFORMED_GTID_SET_SPECIFICATION):
 		return fmt.Errorf("%w: resuming at %s: the server cannot read the position's GTID set: %v; reset the position (sluice positions reset) and snapshot again", ErrBadPosition, p.String(), err)
 	}
 	if denied(err) {
