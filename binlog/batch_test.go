@@ -65,3 +65,30 @@ func TestSameServerIDIsExplained(t *testing.T) {
 		t.Errorf("a purged position: %v", purged)
 	}
 }
+
+// Errors the server would repeat on every reconnect are fatal and say what
+// to do: a 1236 that is not about a purge (GTID auto-positioning refused)
+// is not reported as a purge, and 1773 (a GTID set the server cannot read)
+// is a bad position.
+func TestRepeatingStreamErrorsAreFatal(t *testing.T) {
+	s := &Source{cfg: Config{Host: "127.0.0.1", Port: 3306, ServerID: 77, Flavor: FlavorMySQL}}
+	p := Position{Flavor: FlavorMySQL, GTIDSet: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5", File: "binlog.000002", Pos: 198}
+	for _, c := range []struct {
+		err  error
+		want error
+		says string
+	}{
+		{&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "The replication sender thread cannot start in AUTO_POSITION mode: this server has GTID_MODE = OFF instead of ON."}, ErrStreamRefused, "gtid_mode"},
+		{&mysql.MyError{Code: mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG, Message: "Cannot replicate because the source purged required binary logs."}, ErrPositionPurged, "snapshot"},
+		{&mysql.MyError{Code: mysql.ER_MALFORMED_GTID_SET_ENCODING, Message: "Malformed GTID set encoding."}, ErrBadPosition, "positions reset"},
+		{&mysql.MyError{Code: mysql.ER_MALFORMED_GTID_SET_SPECIFICATION, Message: "Malformed GTID set specification 'x'."}, ErrBadPosition, "positions reset"},
+	} {
+		err := s.classify(c.err, p)
+		if !errors.Is(err, c.want) || schema.ClassOf(err) != schema.ClassFatal || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: classified as %v (class %v), want %v saying %q", c.err, err, schema.ClassOf(err), c.want, c.says)
+		}
+		if c.want != ErrPositionPurged && errors.Is(err, ErrPositionPurged) {
+			t.Errorf("%v: reported as a purge: %v", c.err, err)
+		}
+	}
+}

@@ -76,11 +76,18 @@ func Check(ctx context.Context, cfg Config) []Problem {
 		add("binlog_row_image", fmt.Sprintf("binlog_row_image is %q, not FULL", f), "set binlog_row_image=FULL in the server's config")
 	}
 	if f, ok := v["binlog_row_metadata"]; !ok || !strings.EqualFold(f, "FULL") {
-		detail := fmt.Sprintf("binlog_row_metadata is %q, not FULL", f)
-		if !ok {
-			detail = "the server has no binlog_row_metadata setting (MariaDB >= 10.5 or MySQL >= 8.0.1 needed)"
+		const fix = "set binlog_row_metadata=FULL in the server's config (SET GLOBAL binlog_row_metadata=FULL until restart)"
+		switch {
+		case !ok:
+			add("binlog_row_metadata", "the server has no binlog_row_metadata setting (MariaDB >= 10.5 or MySQL >= 8.0.1 needed)", fix)
+		case cfg.historyStore() != nil || cfg.HistoryStore == HistoryInDatabase:
+			// MINIMAL (MySQL's default): runs with the schema history
+			warn("binlog_row_metadata", fmt.Sprintf("binlog_row_metadata is %q: table maps carry no column names, keys or ENUM/SET labels, so the source takes them from its schema history, which must be kept with the positions and see every DDL of the captured tables", f),
+				"keep the schema history (history_file) with the positions, or "+fix)
+		default:
+			add("binlog_row_metadata", fmt.Sprintf("binlog_row_metadata is %q, not FULL: table maps carry no column names, and the source has no schema history to take them from", f),
+				fix+", or set history_file in the source section (a schema history, seeded from SHOW CREATE TABLE, supplies the names)")
 		}
-		add("binlog_row_metadata", detail, "set binlog_row_metadata=FULL in the server's config")
 	}
 	if id := v["server_id"]; id == fmt.Sprint(cfg.ServerID) {
 		add("server_id", fmt.Sprintf("server_id %d is the server's own", cfg.ServerID), "choose another server_id for the source")
@@ -93,8 +100,10 @@ func Check(ctx context.Context, cfg Config) []Problem {
 				"set gtid_strict_mode=ON in the server's config")
 		}
 	} else if s := v["gtid_mode"]; !strings.EqualFold(s, "ON") {
-		warn("gtid", fmt.Sprintf("gtid_mode is %q: positions fall back to file and offset, which do not survive a failover", s),
-			"set gtid_mode=ON and enforce_gtid_consistency=ON in the server's config")
+		// OFF, OFF_PERMISSIVE, ON_PERMISSIVE: the source runs and resumes by
+		// file and offset (MySQL auto-positions by GTID only with ON).
+		warn("gtid", fmt.Sprintf("gtid_mode is %q: the source resumes by binlog file and offset (GTID auto-positioning needs gtid_mode=ON), which does not survive a failover to another server", s),
+			"step gtid_mode up to ON (OFF_PERMISSIVE, ON_PERMISSIVE, ON, with enforce_gtid_consistency=ON) and keep gtid_mode=ON and enforce_gtid_consistency=ON in the server's config")
 	}
 	account := "the source's account"
 	if r, err := conn.Execute("SELECT CURRENT_USER()"); err == nil && r.RowNumber() > 0 {

@@ -51,7 +51,11 @@ func TestCheckReportsProblems(t *testing.T) {
 	user := fmt.Sprintf("chk%d", rand.IntN(1e9))
 	exec(t, c, fmt.Sprintf("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY 'pw'", user))
 	t.Cleanup(func() { _, _ = c.Execute(fmt.Sprintf("DROP USER '%s'@'127.0.0.1'", user)) })
-	exec(t, c, fmt.Sprintf("GRANT SELECT, BINLOG MONITOR ON *.* TO '%s'@'127.0.0.1'", user))
+	monitor := "BINLOG MONITOR" // MariaDB's name of REPLICATION CLIENT
+	if env.flavor == FlavorMySQL {
+		monitor = "REPLICATION CLIENT"
+	}
+	exec(t, c, fmt.Sprintf("GRANT SELECT, %s ON *.* TO '%s'@'127.0.0.1'", monitor, user))
 	cfg := testConfig(env, db)
 	cfg.User, cfg.Password = user, "pw"
 	all := checkNow(t, cfg)

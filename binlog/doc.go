@@ -30,6 +30,18 @@
 //  4. Treat ErrPositionPurged as fatal: the binlog at the stored position is
 //     gone and the tables must be snapshotted again.
 //
+// Positions (MySQL): a position carries the server's whole executed GTID
+// set (tagged GTIDs included) when the source knows it, and always the
+// binlog file and offset. The stream starts by GTID set only while
+// @@gtid_mode is ON (read at every connect); with OFF, OFF_PERMISSIVE or
+// ON_PERMISSIVE it starts by file and offset. Anonymous transactions
+// belong to no set. A source that started from a file and offset without
+// a set learns it from the next binlog file's Previous_gtids event.
+//
+// XA (xa.go): a prepared branch's records are held (bounded) until its XA
+// COMMIT, where they are emitted, or its XA ROLLBACK, where they are
+// dropped; meanwhile the positions handed on stay at the branch's start.
+//
 // Initial snapshot (Config.Snapshot "initial", "when_needed",
 // "initial_only"; the default "never" only streams): Open with a nil
 // position starts a REPEATABLE READ transaction WITH CONSISTENT SNAPSHOT and

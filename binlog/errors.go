@@ -23,6 +23,11 @@ var (
 	// the position to resume from (server error 1236). It is fatal: the
 	// tables must be snapshotted again.
 	ErrPositionPurged = schema.Fatal(errors.New("binlog: position no longer available on the server"))
+	// ErrStreamRefused reports that the server refuses to send the binlog
+	// from the position for a reason other than a purge (MySQL's error
+	// 1236, e.g. GTID auto-positioning on a server whose gtid_mode is not
+	// ON). It is fatal: every reconnect would be refused the same way.
+	ErrStreamRefused = schema.Fatal(errors.New("binlog: the server refuses to stream from the position"))
 	// ErrMissingMetadata reports a TABLE_MAP event without column names,
 	// which happens unless the server runs with binlog_row_metadata=FULL.
 	ErrMissingMetadata = schema.Fatal(errors.New("binlog: table map lacks row metadata; set binlog_row_metadata=FULL on the server"))

@@ -121,18 +121,11 @@ func TestHistoryMinimalMetadataAcrossAlter(t *testing.T) {
 // serverPosition reads the server's current position as an encoded Position.
 func serverPosition(t *testing.T, c *client.Conn, flavor string) []byte {
 	t.Helper()
-	r, err := c.Execute("SHOW MASTER STATUS")
+	p, err := currentPosition(c, flavor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, _ := r.GetString(0, 0)
-	pos, _ := r.GetUint(0, 1)
-	g, err := c.Execute("SELECT @@gtid_binlog_pos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gtid, _ := g.GetString(0, 0)
-	return EncodePosition(Position{Flavor: flavor, File: file, Pos: uint32(pos), GTIDSet: gtid})
+	return EncodePosition(p)
 }
 
 // TestHistoryUnparseableDDLStops: a DDL statement on a captured table the

@@ -36,10 +36,16 @@ type mapper struct {
 	skipOps    map[schema.Op]bool // skipped.operations
 	noDDL      bool               // include.schema.changes=false
 
-	file      string        // current binlog file
-	gset      mysql.GTIDSet // committed transactions
-	committed Position      // position after the last committed transaction
-	epoch     uint64        // of every ID and position the mapper makes
+	file string        // current binlog file
+	gset mysql.GTIDSet // committed transactions
+	// gsetKnown: gset is the server's whole executed GTID set at the
+	// committed position, so positions may carry it. A MySQL mapper started
+	// from a file and offset without a GTID set does not know the GTIDs
+	// before it until the next binlog file's Previous_gtids event; until
+	// then its positions carry file and offset only, never a partial set.
+	gsetKnown bool
+	committed Position // position after the last committed transaction
+	epoch     uint64   // of every ID and position the mapper makes
 
 	// The event being mapped: records made from it get IDs (epoch, file,
 	// evPos, stream, evIdx++). Events inside a transaction payload share
@@ -62,6 +68,13 @@ type mapper struct {
 	txOrder    int64
 	tableOrder map[schema.TableID]int64
 	thread     uint64
+
+	// XA (xa.go): the branch being read up to its prepare, the prepared
+	// branches by xid in binlog order, and the bytes of records they hold.
+	xaRead     *xaBranch
+	xaPrepared map[string]*xaBranch
+	xaOrder    []string
+	xaHeld     int
 }
 
 type mapperConfig struct {
@@ -77,8 +90,12 @@ type mapperConfig struct {
 	Columns     *columnRules      // excluded and masked columns; nil: none
 	History     *schemaHistory    // table shapes by position; nil: table maps only
 	HistoryFile string            // for messages
-	SkipDDL     []string          // statements or GTIDs the history leaves out
-	Log         *slog.Logger      // warnings (history/table map mismatches); nil: discarded
+	// GTIDKnown: the start position's GTID set, even an empty one, is the
+	// server's whole executed set there (read from the server, not a
+	// stored file/pos position).
+	GTIDKnown bool
+	SkipDDL   []string     // statements or GTIDs the history leaves out
+	Log       *slog.Logger // warnings (history/table map mismatches); nil: discarded
 	// Hints reads the MariaDB types (UUID, INET6, INET4, JSON) the table
 	// maps of a table show only as storage; nil: none (typeHints.get).
 	Hints func(schema.TableID) (map[string]colHint, error)
@@ -105,7 +122,8 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 		skipOps: cfg.SkipOps, noDDL: cfg.SkipSchemaChanges,
 		skipDDL: map[string]bool{},
 		file:    start.File, gset: gset, committed: start, epoch: start.Epoch,
-		tables: map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{},
+		gsetKnown: cfg.Flavor == FlavorMariaDB || cfg.GTIDKnown || start.GTIDSet != "",
+		tables:    map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{}, xaPrepared: map[string]*xaBranch{},
 	}
 	m.committed.Version, m.committed.Flavor, m.committed.Snapshot = PositionVersion, cfg.Flavor, nil
 	if m.collations == nil {
@@ -130,6 +148,10 @@ func (m *mapper) Committed() Position { return m.committed }
 func (m *mapper) resetTx() {
 	m.inTx, m.txGTID, m.txPending, m.txID, m.txOrder, m.thread = false, "", nil, "", 0, 0
 	clear(m.tableOrder)
+	if m.xaRead != nil {
+		m.xaHeld -= m.xaRead.bytes
+		m.xaRead = nil
+	}
 }
 
 // moveTo puts the mapper at a committed position p (of its epoch), as after
@@ -141,7 +163,7 @@ func (m *mapper) moveTo(p Position) error {
 		return fmt.Errorf("%w: gtid set %q: %v", ErrBadPosition, p.GTIDSet, err)
 	}
 	m.resetTx()
-	m.gset, m.file, m.committed = gset, p.File, p
+	m.gset, m.gsetKnown, m.file, m.committed = gset, true, p.File, p
 	m.committed.Version, m.committed.Flavor, m.committed.Snapshot, m.committed.Epoch = PositionVersion, m.flavor, nil, m.epoch
 	m.snapshot = nil
 	return nil
@@ -150,6 +172,9 @@ func (m *mapper) moveTo(p Position) error {
 // encodeCommitted is the committed position as records carry it.
 func (m *mapper) encodeCommitted() []byte {
 	p := m.committed
+	if len(m.xaOrder) > 0 {
+		p = m.heldPosition()
+	}
 	p.Snapshot = m.snapshot
 	return EncodePosition(p)
 }
@@ -184,20 +209,50 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 		m.startTx(gtid.String(), func() error {
 			return m.gset.(*mysql.MariadbGTIDSet).AddSet(&gtid)
 		})
-		if !e.IsStandalone() {
+		if e.Flags&mariadbFlPreparedXA != 0 {
+			m.xaOpen() // held until its XA COMMIT
+		} else if !e.IsStandalone() {
 			m.inTx = true
 			out = append(out, m.marker(schema.OpBegin, h, nil))
 		}
 	case *replication.GTIDEvent:
-		next, err := e.GTIDNext()
-		if err != nil {
-			return out, fmt.Errorf("%w: gtid event: %v", ErrUnsupported, err)
+		if h.EventType == replication.ANONYMOUS_GTID_EVENT {
+			// gtid_mode OFF or *_PERMISSIVE: a transaction without a GTID
+			// (its event names 00000000-...:0), in no GTID set
+			m.startTx("", nil)
+			break
 		}
-		s := next.String()
-		m.startTx(s, func() error { return m.gset.Update(s) })
+		if err := m.startGTID(e); err != nil {
+			return out, err
+		}
+	case *replication.GtidTaggedLogEvent: // uuid:tag:N, MySQL 8.3 and later
+		if err := m.startGTID(&e.GTIDEvent); err != nil {
+			return out, err
+		}
+	case *replication.PreviousGTIDsEvent:
+		// At the start of a binlog file: every GTID logged before it. A
+		// mapper that did not know its GTID set learns it here, if it
+		// read this file from its start (not from a later offset).
+		if !m.gsetKnown && m.depth == 0 && m.committed.File == m.file && h.LogPos >= h.EventSize && h.LogPos-h.EventSize >= m.committed.Pos {
+			gset, err := previousGTIDs(ev)
+			if err != nil { // positions keep to file and offset
+				m.log.Warn("binlog: cannot read a Previous_gtids event", "file", m.file, "gtids", e.GTIDSets, "err", err)
+				break
+			}
+			m.gset, m.gsetKnown = gset, true
+		}
 	case *replication.QueryEvent:
 		q := strings.TrimSpace(string(e.Query))
 		switch {
+		case !m.inTx && isXAStart(q):
+			m.thread = uint64(e.SlaveProxyID)
+			m.xaOpen() // held until its XA COMMIT
+		case !m.inTx && strings.HasPrefix(strings.ToUpper(q), "XA COMMIT "):
+			m.thread = uint64(e.SlaveProxyID)
+			return m.xaOutcome(h, q, true, out)
+		case !m.inTx && strings.HasPrefix(strings.ToUpper(q), "XA ROLLBACK "):
+			m.thread = uint64(e.SlaveProxyID)
+			return m.xaOutcome(h, q, false, out)
 		case strings.EqualFold(q, "BEGIN"):
 			if m.txGTID == "" && m.txPending == nil {
 				m.startTx("", nil)
@@ -255,7 +310,14 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 	case *replication.TableMapEvent:
 		return out, m.tableMap(e)
 	case *replication.RowsEvent:
+		if m.xaRead != nil {
+			return m.xaRows(h, e, out)
+		}
 		return m.rows(h, e, out)
+	case *replication.GenericEvent:
+		if h.EventType == replication.XA_PREPARE_LOG_EVENT {
+			return m.xaPrepare(h, e.Data, out)
+		}
 	case *replication.TransactionPayloadEvent:
 		var err error
 		m.depth++
@@ -277,6 +339,35 @@ func makesRecords(ev *replication.BinlogEvent) bool {
 		return true
 	}
 	return false
+}
+
+// previousGTIDs decodes a Previous_gtids event's set from its bytes: the
+// text go-mysql renders of it puts a tag whose UUID has no untagged GTIDs
+// under the UUID before it. The body is followed by a CRC32 checksum
+// unless the server runs with binlog_checksum=NONE.
+func previousGTIDs(ev *replication.BinlogEvent) (mysql.GTIDSet, error) {
+	raw := ev.RawData
+	if len(raw) < replication.EventHeaderSize {
+		return nil, fmt.Errorf("event of %d bytes", len(raw))
+	}
+	body := raw[replication.EventHeaderSize:]
+	if len(body) >= replication.BinlogChecksumLength {
+		if g, err := mysql.DecodeMysqlGTIDSet(body[:len(body)-replication.BinlogChecksumLength]); err == nil {
+			return g, nil
+		}
+	}
+	return mysql.DecodeMysqlGTIDSet(body)
+}
+
+// startGTID starts the transaction of a GTID event.
+func (m *mapper) startGTID(e *replication.GTIDEvent) error {
+	next, err := e.GTIDNext()
+	if err != nil {
+		return fmt.Errorf("%w: gtid event: %v", ErrUnsupported, err)
+	}
+	s := next.String()
+	m.startTx(s, func() error { return m.gset.Update(s) })
+	return nil
 }
 
 func (m *mapper) startTx(gtid string, pending func() error) {
@@ -320,15 +411,24 @@ func (m *mapper) marker(op schema.Op, h *replication.EventHeader, pos []byte) sc
 	}
 }
 
-func (m *mapper) commit(h *replication.EventHeader, out []schema.Record) ([]schema.Record, error) {
+// advance moves the committed position past the transaction that ends
+// with the event of h.
+func (m *mapper) advance(h *replication.EventHeader) error {
 	if m.txPending != nil {
 		if err := m.txPending(); err != nil {
-			return out, fmt.Errorf("%w: gtid %s: %v", ErrUnsupported, m.txGTID, err)
+			return fmt.Errorf("%w: gtid %s: %v", ErrUnsupported, m.txGTID, err)
 		}
 	}
 	m.committed = Position{Version: PositionVersion, Flavor: m.flavor, File: m.file, Pos: h.LogPos, Epoch: m.epoch}
-	if m.gset != nil && !m.gset.IsEmpty() {
+	if m.gsetKnown && m.gset != nil && !m.gset.IsEmpty() {
 		m.committed.GTIDSet = m.gset.String()
+	}
+	return nil
+}
+
+func (m *mapper) commit(h *replication.EventHeader, out []schema.Record) ([]schema.Record, error) {
+	if err := m.advance(h); err != nil {
+		return out, err
 	}
 	out = append(out, m.marker(schema.OpCommit, h, m.encodeCommitted()))
 	m.resetTx()
@@ -393,7 +493,7 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	}
 	for _, sk := range e.SkippedColumns {
 		if len(sk) > 0 {
-			return out, fmt.Errorf("%w: rows of %s lack columns; set binlog_row_image=FULL on the server", ErrUnsupported, ti.id)
+			return out, fmt.Errorf("%w: rows of %s lack columns (logged with binlog_row_image MINIMAL or NOBLOB, which a session may set); set binlog_row_image=FULL in the server's config and SET GLOBAL binlog_row_image=FULL, keep sessions from changing it, then snapshot the table again: these changes cannot be read from the binlog", ErrUnsupported, ti.id)
 		}
 	}
 	var op schema.Op

@@ -3,6 +3,9 @@ package binlog
 import (
 	"errors"
 	"testing"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
+	"github.com/go-mysql-org/go-mysql/replication"
 )
 
 func TestPositionTextFormGolden(t *testing.T) {
@@ -63,4 +66,23 @@ func FuzzParsePosition(f *testing.F) {
 			t.Fatalf("re-encoding %+v: %+v, %v", p, back, err)
 		}
 	})
+}
+
+// A Previous_gtids event whose set has a UUID with tagged GTIDs only is
+// read as that UUID's (go-mysql's text form of it names the UUID before).
+func TestPreviousGTIDsWithTagOnlyUUID(t *testing.T) {
+	const text = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5,4e11fa47-71ca-11e1-9e33-c80aa9429562:blue:1-2"
+	want, err := mysql.ParseMysqlGTIDSet(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := want.Encode()
+	for _, checksum := range []int{replication.BinlogChecksumLength, 0} {
+		raw := append(make([]byte, replication.EventHeaderSize), body...)
+		raw = append(raw, make([]byte, checksum)...)
+		got, err := previousGTIDs(&replication.BinlogEvent{RawData: raw})
+		if err != nil || got.String() != want.String() {
+			t.Errorf("checksum %d bytes: %v, %v, want %s", checksum, got, err, want)
+		}
+	}
 }

@@ -984,6 +984,16 @@ func positionPurged(q interface {
 		return true, nil
 	}
 	firstLog, _ := r.GetString(0, 0)
+	if p.GTIDSet != "" && p.Flavor == FlavorMySQL && p.File != "" {
+		// resumed by file and offset unless gtid_mode is ON (resumeByGTID)
+		r, err := q.Execute("SELECT @@GLOBAL.gtid_mode")
+		if err != nil {
+			return false, fmt.Errorf("binlog: read @@gtid_mode: %w", err)
+		}
+		if mode, _ := r.GetString(0, 0); !strings.EqualFold(mode, "ON") {
+			p.GTIDSet = ""
+		}
+	}
 	if p.GTIDSet == "" {
 		for i := 0; i < r.RowNumber(); i++ {
 			if name, _ := r.GetString(i, 0); name == p.File {

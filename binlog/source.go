@@ -131,6 +131,10 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		if start.Flavor != s.cfg.Flavor {
 			return fmt.Errorf("%w: stored position is for %s, the config says %s", ErrBadPosition, start.Flavor, s.cfg.Flavor)
 		}
+		if g, ok := withoutAnonymous(start); ok {
+			s.log.Info("binlog: the position's GTID set names the anonymous GTID (written by an older version): resuming without it", "position", start.String(), "gtid", g)
+			start.GTIDSet = g
+		}
 		if start.Epoch == 0 {
 			// Written by hand or by an older version: its records get IDs
 			// of a new epoch, so sinks apply them rather than skip them.
@@ -206,7 +210,8 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
-		Columns: s.columns, History: hist, HistoryFile: s.cfg.historyFile(), SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get, ShowCreate: s.hints.showCreate,
+		GTIDKnown: position == nil || snap != nil && snap.from == nil,
+		Columns:   s.columns, History: hist, HistoryFile: s.cfg.historyFile(), SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get, ShowCreate: s.hints.showCreate,
 		SkipOps: s.cfg.skippedOps(), SkipSchemaChanges: s.cfg.SkipSchemaChanges,
 	}, start)
 	if err != nil {
@@ -350,7 +355,7 @@ func checkServer(conn *client.Conn, history bool) error {
 	}
 	if r, err := conn.Execute("SELECT @@binlog_row_metadata"); err == nil {
 		if md, _ := r.GetString(0, 0); !strings.EqualFold(md, "FULL") && !history {
-			return fmt.Errorf("%w (it is %s)", ErrMissingMetadata, md)
+			return fmt.Errorf("%w (it is %s), or set history_file in the source section: a schema history supplies the column names", ErrMissingMetadata, md)
 		}
 	}
 	return nil
@@ -409,10 +414,13 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.BinlogStreamer, error) {
 	sc := s.syncerConfig()
 	sc.TLSConfig = s.tlsConfig() // nil unless TLSMode asks for TLS
+	byGTID, err := s.resumeByGTID(p)
+	if err != nil {
+		return nil, nil, err
+	}
 	syncer := replication.NewBinlogSyncer(sc)
 	var stream *replication.BinlogStreamer
-	var err error
-	if p.GTIDSet != "" {
+	if byGTID {
 		var gset mysql.GTIDSet
 		if gset, err = mysql.ParseGTIDSet(p.Flavor, p.GTIDSet); err == nil {
 			stream, err = syncer.StartSyncGTID(gset)
@@ -428,6 +436,67 @@ func (s *Source) startSync(p Position) (*replication.BinlogSyncer, *replication.
 	return syncer, stream, nil
 }
 
+// resumeByGTID decides how the stream starts at p: by its GTID set
+// (auto-positioning, which survives a failover) or by file and offset.
+// MySQL auto-positions only with gtid_mode=ON, so its mode is read at
+// every start: a server switched to OFF or *_PERMISSIVE, or one that never
+// had GTIDs, is read by file and offset.
+func (s *Source) resumeByGTID(p Position) (bool, error) {
+	if p.GTIDSet == "" || s.cfg.Flavor != FlavorMySQL {
+		return p.GTIDSet != "", nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	conn, err := s.dial(ctx)
+	if err != nil {
+		return false, connectError(s.addr(), s.cfg.User, err)
+	}
+	defer conn.Close()
+	mode, err := gtidMode(conn)
+	if err != nil {
+		return false, err
+	}
+	if strings.EqualFold(mode, "ON") {
+		return true, nil
+	}
+	if p.File == "" {
+		return false, fmt.Errorf("%w: the position %s names no binlog file, and the server's gtid_mode is %s: GTID auto-positioning needs gtid_mode=ON; set it back to ON, or reset the position (sluice positions reset) and snapshot again", ErrBadPosition, p.String(), mode)
+	}
+	return false, nil
+}
+
+// anonymousSID is the server UUID of MySQL's anonymous GTID events
+// (transactions logged without a GTID): it belongs in no GTID set.
+const anonymousSID = "00000000-0000-0000-0000-000000000000"
+
+// withoutAnonymous returns p's GTID set without the anonymous UUID, which
+// older versions saved from anonymous GTID events (as
+// "00000000-0000-0000-0000-000000000000:0", a set MySQL rejects with error
+// 1773), and whether there was one to remove.
+func withoutAnonymous(p Position) (string, bool) {
+	if p.Flavor != FlavorMySQL || !strings.Contains(p.GTIDSet, anonymousSID) {
+		return p.GTIDSet, false
+	}
+	var keep []string
+	for _, part := range strings.Split(p.GTIDSet, ",") {
+		if !strings.HasPrefix(strings.TrimSpace(part), anonymousSID) {
+			keep = append(keep, strings.TrimSpace(part))
+		}
+	}
+	return strings.Join(keep, ","), true
+}
+
+// gtidMode reads MySQL's @@GLOBAL.gtid_mode (OFF, OFF_PERMISSIVE,
+// ON_PERMISSIVE or ON).
+func gtidMode(conn *client.Conn) (string, error) {
+	r, err := conn.Execute("SELECT @@GLOBAL.gtid_mode")
+	if err != nil {
+		return "", fmt.Errorf("binlog: read @@gtid_mode: %w", err)
+	}
+	mode, _ := r.GetString(0, 0)
+	return mode, nil
+}
+
 // classify wraps err, marking a purged position as ErrPositionPurged, a
 // stream another replica took over as ErrServerIDInUse and a refused login
 // as ErrAccessDenied (all fatal); other errors are returned wrapped and
@@ -441,13 +510,33 @@ func (s *Source) classify(err error, p Position) error {
 		// tell them apart before the purge diagnosis.
 		return fmt.Errorf("%w: stream from %s at %s: %w; another replica with server_id %d connected to the server and took the stream over: give every pipeline and replica its own server_id (a second run of this pipeline stops by itself once its positions are fenced)", ErrServerIDInUse, s.addr(), p.String(), err, s.cfg.ServerID)
 	}
-	if code, ok := serverErrorCode(err); ok && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG {
+	code, isServer := serverErrorCode(err)
+	switch {
+	case isServer && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG && (s.cfg.Flavor != FlavorMySQL || purgedMessage(err)):
 		return fmt.Errorf("%w: resuming at %s: %v; the binlog there was purged or never existed: snapshot the tables again and start from the current position", ErrPositionPurged, p.String(), err)
+	case isServer && code == mysql.ER_MASTER_FATAL_ERROR_READING_BINLOG:
+		// The server would refuse every reconnect the same way.
+		return fmt.Errorf("%w: resuming at %s: %v; if the server's gtid_mode changed, restart the pipeline (it resumes by file and offset unless gtid_mode is ON); otherwise reset the position (sluice positions reset) and snapshot again", ErrStreamRefused, p.String(), err)
+	case isServer && (code == mysql.ER_MALFORMED_GTID_SET_ENCODING || code == mysql.ER_MALFORMED_GTID_SET_SPECIFICATION):
+		return fmt.Errorf("%w: resuming at %s: the server cannot read the position's GTID set: %v; reset the position (sluice positions reset) and snapshot again", ErrBadPosition, p.String(), err)
 	}
 	if denied(err) {
 		return fmt.Errorf("%w: stream from %s as %s: %w; grant REPLICATION SLAVE and REPLICATION CLIENT (MariaDB: BINLOG MONITOR) and check the password (sluice check)", ErrAccessDenied, s.addr(), s.cfg.User, err)
 	}
 	return fmt.Errorf("binlog: stream from %s at %s: %w", s.addr(), p.String(), err)
+}
+
+// purgedMessage reports a MySQL 1236 error that says the binlog at the
+// position is gone (purged, or a file the server does not have), as
+// opposed to a stream the server refuses for another reason.
+func purgedMessage(err error) bool {
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"purged", "could not find first log file", "could not open log file", "could not find next log", "binary log is not open"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // connectError classifies a failed connection: a refused login is fatal

@@ -116,7 +116,7 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		case useHist:
 			return nil, "", fmt.Errorf("%w (table %s has no column names in the table map and none in the schema history: it was created or renamed in a way the history did not see)", ErrMissingMetadata, id)
 		default:
-			return nil, "", fmt.Errorf("%w (table %s has %d columns, the table map names %d)", ErrMissingMetadata, id, n, len(names))
+			return nil, "", fmt.Errorf("%w (table %s has %d columns, the table map names %d); events the server logged without it carry no column names: set history_file in the source section so that a schema history supplies them", ErrMissingMetadata, id, n, len(names))
 		}
 	} else if ht != nil && len(ht.Cols) != n {
 		warn = fmt.Sprintf("the table map has %d columns, the schema history %d: using the table map", n, len(ht.Cols))

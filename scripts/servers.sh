@@ -3,8 +3,8 @@
 # MySQL 9.7 (a binlog source and a target), PostgreSQL (sink) and Apache RocketMQ
 # (name server + two master brokers).
 #
-#   scripts/servers.sh start  [mariadb|mysql|postgres|rocketmq|rocketmq-acl|all]   (default: all)
-#   scripts/servers.sh stop   [mariadb|mysql|postgres|rocketmq|rocketmq-acl|all]   (default: all)
+#   scripts/servers.sh start  [mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|all]   (default: all)
+#   scripts/servers.sh stop   [mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|all]   (default: all)
 #   scripts/servers.sh status
 #   scripts/servers.sh env        # prints the path of the env file
 #   scripts/servers.sh mysql-client ARGS...   # the unpacked MySQL client
@@ -306,12 +306,15 @@ status_mariadb() {
 # packages and their shared-library closure through a private sources list (the
 # system's configured Debian mirror, unstable suite) and private lists folder,
 # dpkg-deb unpacks them under $CACHE/mysql-root, and every binary runs through that
-# root's own dynamic loader. Two instances: a source (log-bin, GTID on, row
-# metadata FULL) and a target.
+# root's own dynamic loader. Three instances: a source (log-bin, GTID on, row
+# metadata FULL), a target, and a scratch source (GTID off) for tests that change globals.
 MY_VERSION_SUITE="${SLUICE_MYSQL_SUITE:-sid}"
 MY_PKG_ROOT="$CACHE/mysql-root"
 MYSQL_SOURCE_PORT="${SLUICE_MYSQL97_PORT:-33306}"
 MYSQL_TARGET_PORT="${SLUICE_MYSQL97_TARGET_PORT:-33307}"
+# A third instance whose globals tests may change (gtid_mode, binlog_row_metadata):
+# a source that starts with GTIDs off, as a server that never had them.
+MYSQL_SCRATCH_PORT="${SLUICE_MYSQL97_SCRATCH_PORT:-33308}"
 # Shared libraries the packages need that are not worth unpacking (perl is only
 # for helper scripts such as mysqld_multi).
 MY_SKIP_PKGS='^(perl|perl-base|perl-modules-[0-9.]+|libperl[0-9.]+|debconf|dpkg|tar|coreutils)$'
@@ -360,7 +363,7 @@ my_vars() {
 my_root_sql() { my_run usr/bin/mysql --no-defaults --protocol=socket -S "$MY_SOCK" -uroot "$@"; }
 my_running() { pid_alive "$MY_PIDF" || my_root_sql -N -e 'SELECT 1' >/dev/null 2>&1; }
 
-my_start_instance() { # my_start_instance NAME PORT ROLE(source|target)
+my_start_instance() { # my_start_instance NAME PORT ROLE(source|scratch|target)
   my_vars "$1" "$2"
   local role="$3" t0 i ok=0; t0="$(now)"
   my_fetch
@@ -386,6 +389,9 @@ my_start_instance() { # my_start_instance NAME PORT ROLE(source|target)
     if [[ "$role" == source ]]; then
       args+=(--server-id=1 --log-bin=binlog --binlog-format=ROW --binlog-row-image=FULL --binlog-row-metadata=FULL
         --gtid-mode=ON --enforce-gtid-consistency=ON --binlog-expire-logs-seconds=172800)
+    elif [[ "$role" == scratch ]]; then
+      args+=(--server-id=3 --log-bin=binlog --binlog-format=ROW --binlog-row-image=FULL --binlog-row-metadata=FULL
+        --gtid-mode=OFF --enforce-gtid-consistency=OFF --binlog-expire-logs-seconds=172800)
     else
       args+=(--server-id=2 --skip-log-bin)
     fi
@@ -405,7 +411,8 @@ my_start_instance() { # my_start_instance NAME PORT ROLE(source|target)
 SET SESSION sql_log_bin = 0;
 CREATE USER IF NOT EXISTS 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
 ALTER USER 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
-GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, LOCK TABLES ON *.* TO 'sluice'@'127.0.0.1';
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'sluice'@'127.0.0.1';
+GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice'@'127.0.0.1';
 CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'root';
 ALTER USER 'root'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'root';
 GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
@@ -451,9 +458,18 @@ start_mysql() {
     SLUICE_MYSQL97_SOCKET="$ROOT/mysql/mysqld.sock" SLUICE_MYSQL97_TARGET_PORT="$MYSQL_TARGET_PORT" \
     SLUICE_MYSQL97_TARGET_DSN="'root:root@tcp($HOST:$MYSQL_TARGET_PORT)/'"
   tls_env
+  start_mysql_scratch
 }
-stop_mysql() { my_stop_instance mysql-tgt "$MYSQL_TARGET_PORT"; my_stop_instance mysql "$MYSQL_SOURCE_PORT"; }
-status_mysql() { my_status_instance mysql "$MYSQL_SOURCE_PORT"; my_status_instance mysql-tgt "$MYSQL_TARGET_PORT"; }
+stop_mysql() { stop_mysql_scratch; my_stop_instance mysql-tgt "$MYSQL_TARGET_PORT"; my_stop_instance mysql "$MYSQL_SOURCE_PORT"; }
+status_mysql() { my_status_instance mysql "$MYSQL_SOURCE_PORT"; my_status_instance mysql-tgt "$MYSQL_TARGET_PORT"; status_mysql_scratch; }
+
+# mysql-scratch: started with mysql or alone; same accounts as the source.
+start_mysql_scratch() {
+  my_start_instance mysql-scratch "$MYSQL_SCRATCH_PORT" scratch
+  env_set SLUICE_MYSQL97_SCRATCH_PORT="$MYSQL_SCRATCH_PORT"
+}
+stop_mysql_scratch() { my_stop_instance mysql-scratch "$MYSQL_SCRATCH_PORT"; }
+status_mysql_scratch() { my_status_instance mysql-scratch "$MYSQL_SCRATCH_PORT"; }
 
 # -------------------------------------------------------------- PostgreSQL --
 PG_DIR="$ROOT/postgres"
@@ -953,10 +969,11 @@ targets() { # expands "all"/empty into the list of servers, validates names
       all) out+=(mariadb mysql postgres rocketmq) ;;
       mariadb) out+=(mariadb) ;;
       mysql) out+=(mysql) ;;
+      mysql-scratch) out+=(mysql_scratch) ;;
       postgres|postgresql|pg) out+=(postgres) ;;
       rocketmq|rmq) out+=(rocketmq) ;;
       rocketmq-acl|rmq-acl) out+=(rocketmq_acl) ;;
-      *) die "unknown server '$t' (mariadb|mysql|postgres|rocketmq|rocketmq-acl|all)" ;;
+      *) die "unknown server '$t' (mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|all)" ;;
     esac
   done
   printf '%s\n' "${out[@]}" | awk '!seen[$0]++'

@@ -1,0 +1,148 @@
+package binlog
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// TestXATransactions (d9): an XA branch lands only when committed: XA
+// PREPARE then XA ROLLBACK lands nothing; XA PREPARE then XA COMMIT lands
+// the branch at its commit (after what committed in between); XA COMMIT
+// ONE PHASE lands. A restart from a position saved between a branch's
+// PREPARE and its COMMIT lands the branch once and repeats nothing a sink
+// has not already applied (records read again carry the IDs they had).
+func TestXATransactions(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	// MariaDB keeps a prepared branch on its session: other work goes on
+	// another connection
+	c2 := sideConn(t, env, db)
+	t.Cleanup(func() { // a failed run leaves no branch prepared
+		for _, x := range []string{"x2'", "x3','b',7", "x4'", "x5'", "x6'"} {
+			_, _ = c2.Execute("XA ROLLBACK '" + db + x)
+		}
+	})
+	cfg := testConfig(env, db)
+	s := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO t VALUES (1,1)")
+	exec(t, c, "XA START '"+db+"x2'")
+	exec(t, c, "INSERT INTO t VALUES (3,3)")
+	exec(t, c, "DELETE FROM t WHERE id=1")
+	exec(t, c, "XA END '"+db+"x2'")
+	exec(t, c, "XA PREPARE '"+db+"x2'")
+	exec(t, c, "XA ROLLBACK '"+db+"x2'")
+	exec(t, c, "XA START '"+db+"x3','b',7")
+	exec(t, c, "INSERT INTO t VALUES (4,4)")
+	exec(t, c, "XA END '"+db+"x3','b',7")
+	exec(t, c, "XA PREPARE '"+db+"x3','b',7")
+	exec(t, c2, "INSERT INTO t VALUES (10,10)")
+	exec(t, c, "XA COMMIT '"+db+"x3','b',7")
+	exec(t, c, "XA START '"+db+"x4'")
+	exec(t, c, "INSERT INTO t VALUES (5,5)")
+	exec(t, c, "UPDATE t SET v=50 WHERE id=5")
+	exec(t, c, "XA END '"+db+"x4'")
+	exec(t, c, "XA COMMIT '"+db+"x4' ONE PHASE")
+	exec(t, c, "INSERT INTO t VALUES (20,20)")
+	_, got := streamRows(t, s, db, 5)
+	want := "c t 1 [] -> [1 1]\nEND\nc t 10 [] -> [10 10]\nEND\nc t 4 [] -> [4 4]\nEND\nc t 5 [] -> [5 5]\nu t 5 [5 5] -> [5 50]\nEND\nc t 20 [] -> [20 20]\nEND\n"
+	if got != want {
+		t.Fatalf("records:\n%s\nwant:\n%s", got, want)
+	}
+
+	// a branch prepared, then a transaction, then sluice stops
+	exec(t, c, "XA START '"+db+"x5'")
+	exec(t, c, "INSERT INTO t VALUES (6,6)")
+	exec(t, c, "XA END '"+db+"x5'")
+	exec(t, c, "XA PREPARE '"+db+"x5'")
+	exec(t, c2, "INSERT INTO t VALUES (11,11)")
+	recs, got := streamRows(t, s, db, 1)
+	if got != "c t 11 [] -> [11 11]\nEND\n" {
+		t.Fatalf("records after a prepare:\n%s", got)
+	}
+	saved := lastCommit(t, recs)
+	applied := schema.ID{}
+	for _, r := range recs {
+		if r.ID.Compare(applied) > 0 {
+			applied = r.ID
+		}
+	}
+	s.Close()
+	exec(t, c, "XA COMMIT '"+db+"x5'")
+	exec(t, c, "XA START '"+db+"x6'")
+	exec(t, c, "INSERT INTO t VALUES (7,7)")
+	exec(t, c, "XA END '"+db+"x6'")
+	exec(t, c, "XA PREPARE '"+db+"x6'")
+	exec(t, c, "XA ROLLBACK '"+db+"x6'")
+	exec(t, c, "INSERT INTO t VALUES (12,12)")
+	s2 := openSource(t, cfg, EncodePosition(saved))
+	var replayed []schema.Record
+	readUntil(t, s2, func(rs []schema.Record) bool {
+		replayed = replayed[:0]
+		for _, r := range rs {
+			if r.ID.Compare(applied) > 0 { // what a sink applies
+				replayed = append(replayed, r)
+			}
+		}
+		return countOps(ownData(replayed, db), schema.OpCommit) >= 2
+	})
+	if got, want := summary(ownData(replayed, db)), "c t 6 [] -> [6 6]\nEND\nc t 12 [] -> [12 12]\nEND\n"; got != want {
+		t.Fatalf("after a restart at %s (saved between PREPARE and COMMIT), records past the applied ID:\n%s\nwant:\n%s", saved, got, want)
+	}
+	if strings.Contains(summary(ownData(replayed, db)), "c t 11") {
+		t.Fatal("a record applied before the restart came again with a new ID")
+	}
+	if env.flavor != FlavorMySQL {
+		return
+	}
+	// MySQL compresses XA branches too (one Transaction_payload event)
+	exec(t, c, "SET SESSION binlog_transaction_compression = ON")
+	for _, outcome := range []string{"ROLLBACK", "COMMIT"} {
+		exec(t, c, "XA START '"+db+"z"+outcome+"'")
+		exec(t, c, "INSERT INTO t VALUES (30, 30)")
+		exec(t, c, "XA END '"+db+"z"+outcome+"'")
+		exec(t, c, "XA PREPARE '"+db+"z"+outcome+"'")
+		exec(t, c, "XA "+outcome+" '"+db+"z"+outcome+"'")
+	}
+	exec(t, c, "SET SESSION binlog_transaction_compression = OFF")
+	if _, got := streamRows(t, s2, db, 1); got != "c t 30 [] -> [30 30]\nEND\n" {
+		t.Fatalf("compressed XA branches rolled back, then committed:\n%s", got)
+	}
+}
+
+// TestXABranchOverBoundStops: the records of prepared XA branches are held
+// in memory up to a bound; a branch that passes it stops the source with a
+// fatal error that says so, rather than growing without limit.
+func TestXABranchOverBoundStops(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(100))")
+	defer func(n int) { maxXABytes = n }(maxXABytes)
+	maxXABytes = 1 << 20
+	s := openSource(t, testConfig(env, db), nil)
+	t.Cleanup(func() { _, _ = c.Execute("XA ROLLBACK '" + db + "big'") })
+	exec(t, c, "XA START '"+db+"big'")
+	for k := range 5 { // 5000 rows (recursion stops at 1000 by default)
+		exec(t, c, fmt.Sprintf("INSERT INTO t WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 1000) SELECT i+%d, REPEAT('x', 100) FROM n", k*1000))
+	}
+	exec(t, c, "XA END '"+db+"big'")
+	exec(t, c, "XA PREPARE '"+db+"big'")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var err error
+	for err == nil {
+		var recs []schema.Record
+		recs, err = s.Read(ctx)
+		if len(ownData(recs, db)) > 0 {
+			t.Fatalf("records of a prepared branch were handed on: %s", summary(ownData(recs, db)[:1]))
+		}
+	}
+	if schema.ClassOf(err) != schema.ClassFatal || !strings.Contains(err.Error(), "XA") || !strings.Contains(err.Error(), "1 MiB") {
+		t.Fatalf("a prepared branch over the bound: %v (class %v), want a fatal error naming the XA bound", err, schema.ClassOf(err))
+	}
+}
