@@ -14,10 +14,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
-	"github.com/sluicecdc/sluice/sink"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and PostgreSQL/MySQL
@@ -66,7 +65,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if !errors.As(err, new(reportedError)) {
 			fmt.Fprintf(stderr, "sluice: %v\n", err)
 		}
-		if errors.Is(err, runtime.ErrConfig) || errors.Is(err, binlog.ErrConfig) || errors.Is(err, sink.ErrConfig) || errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, schema.ErrConfig) || errors.Is(err, flag.ErrHelp) {
 			return 2
 		}
 		return 1
