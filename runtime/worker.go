@@ -126,7 +126,6 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 		return err
 	}
 	if p != nil {
-		p.setState(StateRunning, nil) // what Run sets first: status is right at once
 		if p.Positions != nil {
 			t.store = p.Positions
 		}
@@ -223,7 +222,6 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 				err = ferr
 				continue
 			}
-			np.setState(StateRunning, nil)
 			w.mu.Lock()
 			t.p, t.restarting = np, false
 			if np.Positions != nil {
