@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -16,7 +17,12 @@ import (
 // transport, sink and positions. Each section has a "type" that selects the
 // component; the component decodes the rest with Section.Decode.
 type Config struct {
-	File      string
+	File string
+	// Dir is the config file's folder (absolute), which its relative paths
+	// resolve against (Resolve); "" for a config read from no file (a
+	// document of the REST API): its relative paths stay relative to the
+	// working directory.
+	Dir       string
 	Name      string
 	Source    *Section
 	Transport *Section
@@ -50,7 +56,25 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return ParseConfig(b, path)
+	c, err := ParseConfig(b, path)
+	if err != nil {
+		return nil, err
+	}
+	if c.Dir, err = filepath.Abs(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return c, nil
+}
+
+// Resolve returns path as the config means it: a relative path is relative
+// to the config file's folder, whatever the working directory (a service
+// manager's may be another). An empty or absolute path, or any path of a
+// config read from no file, is returned as it is.
+func (c *Config) Resolve(path string) string {
+	if c == nil || c.Dir == "" || path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(c.Dir, path)
 }
 
 // ParseConfig parses YAML with ${ENV} and ${ENV:-default} expansion in values.

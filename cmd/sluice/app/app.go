@@ -111,7 +111,8 @@ func cmdRun(args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if _, err := decodeAll(cfg, *only); err != nil {
+	d, err := decodeAll(cfg, *only)
+	if err != nil {
 		return err
 	}
 	limit := runtime.ApplyMemoryLimit(cfg.MemoryLimit, os.Getenv)
@@ -129,7 +130,7 @@ func cmdRun(args []string, log *slog.Logger) error {
 		}
 		log.Info("REST API listening", "addr", addr.String())
 	}
-	log.Info("pipeline starting", "pipeline", cfg.Name, "only", *only)
+	log.Info("pipeline starting", d.paths("pipeline", cfg.Name, "only", *only, "config", cfg.File)...)
 	if err := w.Start(ctx, cfg.Name); err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func cmdPositions(args []string, stdout io.Writer) error {
 		return err
 	}
 	if pos == nil {
-		fmt.Fprintf(stdout, "%s: no saved position\n", cfg.Name)
+		fmt.Fprintf(stdout, "%s: no saved position (in %s)\n", cfg.Name, d.positions.where())
 		return nil
 	}
 	fmt.Fprintf(stdout, "%s\n", runtime.SourcePosition(pos))
