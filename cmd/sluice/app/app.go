@@ -120,6 +120,7 @@ func cmdRun(args []string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w := runtime.NewWorker(log)
+	w.MaxStartRetries = cfg.MaxStartRetries()
 	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
 	if *rest != "" {
 		token := os.Getenv("SLUICE_REST_TOKEN")
@@ -173,17 +174,25 @@ type reportedError struct{ error }
 func (r reportedError) Unwrap() error { return r.error }
 
 // runResult is how `sluice run` ends: an error (exit 1) when the pipeline
-// FAILED, nil (exit 0) when it FINISHED or was stopped.
+// FAILED or was stopped before it ever ran, nil (exit 0) when it FINISHED
+// or was stopped after it ran.
 func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
 	st, err := w.Status(name)
 	if err != nil {
 		return err
 	}
-	switch st.State {
-	case runtime.StateFailed:
+	switch {
+	case st.State == runtime.StateFailed:
 		// The worker logged the failure with its error when it happened.
 		return reportedError{fmt.Errorf("pipeline %s failed: %s", name, st.LastError)}
-	case runtime.StateFinished:
+	case !w.Ran(name):
+		// stopped while it tried to start: it never captured anything
+		err := fmt.Errorf("pipeline %s stopped before it ever ran", name)
+		if st.LastError != "" {
+			err = fmt.Errorf("%w (last error: %s)", err, st.LastError)
+		}
+		return err
+	case st.State == runtime.StateFinished:
 		log.Info("pipeline finished: its input is complete", "pipeline", name, "position", st.Position)
 	default:
 		log.Info("pipeline stopped", "pipeline", name, "position", st.Position)
