@@ -25,7 +25,7 @@ Usage:
   sluice run --config FILE [--only source|sink]   run a pipeline until SIGTERM/SIGINT
   sluice worker --config CLUSTER.yaml             join a cluster of workers sharing connectors through a coordinator database
   sluice validate --config FILE                   check the config file and exit
-  sluice check --config FILE                      check the source server and account (binlog settings, privileges, keys)
+  sluice check --config FILE                      check the source (binlog settings, privileges, keys), the target and the broker
   sluice positions show|reset --config FILE       read or reset the saved source position
   sluice tail --config FILE [--from beginning|now] [--follow] [--table db.table] [--key K] [--limit N] [--schemas] [--dlq]
                                                   print the records on the pipeline's RocketMQ topics as JSON lines (sink offsets untouched)
