@@ -217,9 +217,18 @@ func TestCheckProbesTheBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, strings.Replace(string(b), "transport:\n  type: embedded\n", "transport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:1\"]\n  topics: [x]\n", 1))
+	withBroker := func(ns string) {
+		writeFile(t, path, strings.Replace(string(b), "transport:\n  type: embedded\n", "transport:\n  type: rocketmq\n  name_servers: [\""+ns+"\"]\n  topics: [x]\n", 1))
+	}
+	withBroker("127.0.0.1:1")
 	code, out, errOut := runCheck(t, path)
 	if code != 1 || !strings.Contains(out, "FAIL broker_reachable") || !strings.Contains(out, "127.0.0.1:1") {
 		t.Errorf("name server down: exit %d, want 1 with FAIL broker_reachable:\n%s%s", code, out, errOut)
 	}
+	t.Run("broker up", func(t *testing.T) {
+		withBroker(serverEnv(t, "scripts/servers.sh start rocketmq", "SLUICE_ROCKETMQ_NAMESRV")[0])
+		if code, out, errOut := runCheck(t, path); code != 0 || strings.Contains(out, "FAIL") {
+			t.Errorf("a working broker: exit %d\n%s%s", code, out, errOut)
+		}
+	})
 }
