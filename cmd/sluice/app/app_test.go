@@ -105,6 +105,15 @@ func TestRelativePathsResolveAgainstTheConfigFolder(t *testing.T) {
 	if want := "folder " + filepath.Join(work, "pos"); d.positions.where() != want {
 		t.Errorf("positions %q, want %q", d.positions.where(), want)
 	}
+	// `sluice run` names the resolved paths at start (here it then fails:
+	// no server answers, and start_retries 0 allows no retry)
+	writeFile(t, path, "start_retries: 0\nname: p1\nsource:\n  type: mysql\n  host: 127.0.0.1\n  port: 1\n  user: u\n  server_id: 7\n  history_file: hist/h.jsonl\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1:1/x?sslmode=disable\npositions:\n  type: file\n  dir: pos\n")
+	out.Reset()
+	errOut.Reset()
+	if code := Main([]string{"run", "--rest", "", "--config", path}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), `positions="folder `+filepath.Join(work, "pos")+`"`) || !strings.Contains(errOut.String(), "history_file="+filepath.Join(work, "hist", "h.jsonl")) {
+		t.Errorf("run: exit %d, want 1 after a start log naming the resolved paths:\n%s", code, errOut.String())
+	}
 	// a TLS file named relative to the config is read from beside it
 	writeFile(t, path, "name: p1\nsource:\n  type: mysql\n  host: h\n  user: u\n  server_id: 7\n  ssl_mode: verify_ca\n  ssl_ca: ca.pem\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1:1/x\n")
 	writeFile(t, filepath.Join(work, "ca.pem"), "not a certificate")
