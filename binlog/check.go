@@ -9,25 +9,13 @@ import (
 
 	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/mysql"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
-// Problem is one failed check of the server or account a Config uses.
-type Problem struct {
-	Check  string // short name of the check, e.g. "binlog_format"
-	Detail string // what is wrong
-	Fix    string // how to fix it
-	// Warning marks a problem that does not stop the source (it runs, with
-	// a weaker guarantee or an unverified assumption).
-	Warning bool
-}
-
-func (p Problem) String() string {
-	level := "FAIL"
-	if p.Warning {
-		level = "WARN"
-	}
-	return fmt.Sprintf("%s %s: %s; fix: %s", level, p.Check, p.Detail, p.Fix)
-}
+// Problem is one failed check of the server or account a Config uses
+// (schema.Problem, which the sink's and the transport's checks share).
+type Problem = schema.Problem
 
 // Check verifies, without changing anything, that a source with cfg can
 // run: the server is reachable and the login works, the binlog is on with

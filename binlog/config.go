@@ -52,11 +52,12 @@ type Config struct {
 	KeepZeroDates bool
 	// Snapshot says when the source reads the included tables whole before
 	// streaming (records with op "r"):
-	//   - "never" (the default, kept for existing configs): stream only, from
-	//     the server's current position when there is no saved position;
-	//   - "initial": with no saved position, take a consistent snapshot and
-	//     then stream from exactly the binlog position it is consistent with.
-	//     New deployments should choose this;
+	//   - "never": stream only, from the server's current position when
+	//     there is no saved position (rows already in the tables are not
+	//     copied);
+	//   - "initial" (the default, as Debezium's): with no saved position,
+	//     take a consistent snapshot and then stream from exactly the binlog
+	//     position it is consistent with;
 	//   - "when_needed": like initial, and also when the saved position was
 	//     purged from the server's binlog (ErrPositionPurged);
 	//   - "initial_only": snapshot, then stop: Read returns ErrSnapshotDone.
@@ -275,7 +276,7 @@ func (c *Config) validate() error {
 	}
 	switch c.Snapshot {
 	case "":
-		c.Snapshot = SnapshotNever
+		c.Snapshot = SnapshotInitial
 	case SnapshotNever, SnapshotInitial, SnapshotWhenNeeded, SnapshotInitialOnly:
 	default:
 		return fmt.Errorf("%w: Snapshot %q must be one of never, initial, when_needed, initial_only", ErrConfig, c.Snapshot)

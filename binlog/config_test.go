@@ -8,8 +8,14 @@ import (
 
 func TestConfigValidation(t *testing.T) {
 	good := Config{Host: "127.0.0.1", User: "u", ServerID: 7, Flavor: FlavorMariaDB, ServerName: "srv"}
-	if _, err := NewSource(good, nil); err != nil {
+	s, err := NewSource(good, nil)
+	if err != nil {
 		t.Fatalf("valid config: %v", err)
+	}
+	// Debezium's default (issue 28, problem 3): a first start copies the rows
+	// already there; `never` is a choice.
+	if s.cfg.Snapshot != SnapshotInitial {
+		t.Errorf("default Snapshot %q, want %q", s.cfg.Snapshot, SnapshotInitial)
 	}
 	for _, tc := range []struct {
 		change func(*Config)

@@ -16,7 +16,7 @@ import (
 // login and a stream taken over by another replica, which are fatal.
 var (
 	// ErrConfig reports an invalid Config; the message names the field.
-	ErrConfig = schema.Fatal(errors.New("binlog: invalid config"))
+	ErrConfig = schema.ConfigError("binlog: invalid config")
 	// ErrBadPosition reports a stored position that cannot be parsed.
 	ErrBadPosition = schema.Fatal(errors.New("binlog: invalid position"))
 	// ErrPositionPurged reports that the server no longer has the binlog at

@@ -152,6 +152,17 @@ func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *Sn
 	return sn, nil
 }
 
+// startPosition is where a fresh snapshot stands before it reads a row: at
+// its consistent point, in its epoch, at the start of its first table (a
+// snapshot of no table is complete there, and streams on from it).
+func (sn *snapshotter) startPosition() Position {
+	p := sn.start
+	if len(sn.tables) > 0 {
+		p.Snapshot = &SnapshotProgress{Database: sn.tables[0].Database, Table: sn.tables[0].Table}
+	}
+	return p
+}
+
 // begin starts the consistent-snapshot transaction and returns the binlog
 // position it is consistent with. MariaDB reports that position inside the
 // transaction (binlog_snapshot_file/position), so no global lock is taken;

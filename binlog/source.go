@@ -56,6 +56,9 @@ type Source struct {
 	zeroLogPos bool
 	snap       snapCounters
 	hints      *typeHints // column types the table maps do not show
+	// startPos is what StartPosition returns: set by Open when it begins
+	// somewhere no saved position says (see StartPosition).
+	startPos []byte
 }
 
 type batch struct {
@@ -122,6 +125,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 				return err
 			}
 			start.Epoch = newEpoch()
+			s.startPos = EncodePosition(start)
 			s.log.Info("binlog: starting at the server's current position", "position", start.String())
 		}
 	} else {
@@ -196,6 +200,9 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		if snap.from != nil {
 			start = *snap.from
 		}
+		if snap.fresh {
+			s.startPos = EncodePosition(snap.startPosition())
+		}
 	}
 	var hist *schemaHistory
 	if store := s.cfg.historyStore(); store != nil {
@@ -234,6 +241,19 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
 	go s.run(rctx, m, syncer, stream)
 	return nil
+}
+
+// StartPosition returns, after Open, the position to save before anything
+// is read, when Open began somewhere no saved position says: the server's
+// current position (with the new epoch) when Open was given none and
+// Snapshot is never, or a fresh snapshot's start (its epoch, its first
+// table, no row read yet). Resuming from it reads every change made since
+// Open, so a stop before the first record loses nothing. It is nil when
+// the position Open was given stays right (a stream or a snapshot resumed).
+func (s *Source) StartPosition() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startPos
 }
 
 // snapshotThenStream reads the snapshot, then streams from the position it

@@ -81,9 +81,11 @@ func exec(t testing.TB, c *client.Conn, q string) {
 	}
 }
 
+// testConfig streams only (Snapshot never) unless a test asks for a snapshot.
 func testConfig(env serverEnv, db string) Config {
 	return Config{Host: env.host, Port: env.port, User: env.cdcUser, Password: env.cdcPass,
-		ServerID: 100000 + uint32(rand.IntN(1e6)), Flavor: env.flavor, ServerName: "it", Include: []string{db + ".*"}}
+		ServerID: 100000 + uint32(rand.IntN(1e6)), Flavor: env.flavor, ServerName: "it", Include: []string{db + ".*"},
+		Snapshot: SnapshotNever}
 }
 
 func openSource(t *testing.T, cfg Config, pos []byte) *Source {

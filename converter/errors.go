@@ -21,5 +21,5 @@ var (
 	ErrSyntax = errors.New("converter: malformed event")
 	// ErrConfig means an option value is not one the converter knows; the
 	// message names the option and the allowed values. Fix the config.
-	ErrConfig = schema.Fatal(errors.New("converter: bad option"))
+	ErrConfig = schema.ConfigError("converter: bad option")
 )

@@ -203,6 +203,8 @@ func (k *kit) targetDSN() string {
 }
 
 // config writes the pipeline config of k (queues: 4) and returns its path.
+// It streams only (snapshot: never); a test that wants a snapshot replaces
+// the line "  snapshot: never\n".
 func (k *kit) config(t *testing.T) string {
 	t.Helper()
 	var tr string
@@ -232,6 +234,7 @@ source:
   user: %s
   password: ${SLUICE_IT_CDC_PASSWORD}
   server_id: %d
+  snapshot: never
   include: ["%s.*"]
 transport:
 %ssink:

@@ -193,34 +193,67 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		}
 	})
 
-	for _, down := range []string{"target", "broker"} {
+	// A server never reached (issue 28, problem 5: a wrong source port, a
+	// target or name server down at the first start) is retried
+	// start_retries times (default 3), not ready meanwhile (/health 503
+	// "starting"), then FAILED with its error, and the process exits
+	// non-zero. Before, it was retried for ever with /health 200 and exit 0.
+	downConfig := func(t *testing.T, down, name string) string {
+		t.Helper()
+		switch down {
+		case "source":
+			cfg := faultConfig(t, e, name, "embedded", "")
+			editConfig(t, cfg, "  port: "+e["SLUICE_MYSQL_PORT"]+"\n", "  port: 1\n")
+			return cfg
+		case "target":
+			cfg := faultConfig(t, e, name, "embedded", "")
+			editConfig(t, cfg, "dsn: "+e["SLUICE_PG_DSN"], "dsn: postgres://sluice@127.0.0.1:1/sluice?sslmode=disable")
+			return cfg
+		}
+		return faultConfig(t, env{"SLUICE_ROCKETMQ_NAMESRV": "127.0.0.1:1"}.with(e), name, "rocketmq", "")
+	}
+	for _, down := range []string{"source", "target", "broker"} {
 		t.Run(down+" down at start", func(t *testing.T) {
 			name, _, _ := faultTables(t, e)
-			var cfg string
-			if down == "target" {
-				cfg = faultConfig(t, e, name, "embedded", "")
-				editConfig(t, cfg, "dsn: "+e["SLUICE_PG_DSN"], "dsn: postgres://sluice@127.0.0.1:1/sluice?sslmode=disable")
-			} else {
-				cfg = faultConfig(t, env{"SLUICE_ROCKETMQ_NAMESRV": "127.0.0.1:1"}.with(e), name, "rocketmq", "")
-			}
-			r := startSluice(t, bin, cfg)
+			r := startSluice(t, bin, downConfig(t, down, name))
 			st := r.waitState(t, name, "RESTARTING")
 			if !strings.Contains(st.LastError, "127.0.0.1:1") {
 				t.Errorf("last error %q does not name the %s", st.LastError, down)
 			}
-			if code, body := r.get(t, "/health"); code != http.StatusOK {
-				t.Errorf("/health %d %s while retrying, want 200", code, body)
+			if code, body := r.get(t, "/health"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"starting"`) {
+				t.Errorf("/health %d %s before the pipeline ever ran, want 503 starting", code, body)
 			}
-			if code := r.stop(t); code != 0 {
-				t.Errorf("exit code %d after SIGTERM while retrying, want 0", code)
+			st = r.waitState(t, name, "FAILED")
+			if !strings.Contains(st.LastError, "127.0.0.1:1") || !strings.Contains(st.LastError, "4 attempts failed before it ever ran (start_retries 3)") {
+				t.Errorf("last error %q: want the attempts and the %s", st.LastError, down)
 			}
-			if !strings.Contains(r.output(), "restarting it") {
-				t.Errorf("no retry logged:\n%s", r.output())
+			if code, body := r.get(t, "/health"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"failed"`) {
+				t.Errorf("/health %d %s after it failed, want 503 failed", code, body)
+			}
+			if code := r.stop(t); code != 1 {
+				t.Errorf("exit code %d after SIGTERM of a pipeline that never ran, want 1", code)
+			}
+			if n := strings.Count(r.output(), "restarting it"); n != 3 {
+				t.Errorf("%d retries logged, want 3:\n%s", n, r.output())
 			}
 			assertNoRepeatedPrefix(t, "last error", st.LastError)
 			assertNoRepeatedPrefix(t, "output", r.output())
 		})
 	}
+
+	t.Run("stopped before it ever ran", func(t *testing.T) {
+		name, _, _ := faultTables(t, e)
+		cfg := downConfig(t, "source", name)
+		editConfig(t, cfg, "name: ", "start_retries: -1\nname: ") // no bound: it is still trying when stopped
+		r := startSluice(t, bin, cfg)
+		r.waitState(t, name, "RESTARTING")
+		if code, body := r.get(t, "/health"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"starting"`) {
+			t.Errorf("/health %d %s before the pipeline ever ran, want 503 starting", code, body)
+		}
+		if code := r.stop(t); code != 1 || !strings.Contains(r.output(), "stopped before it ever ran") {
+			t.Errorf("exit code %d after SIGTERM, want 1 saying it never ran:\n%s", code, r.output())
+		}
+	})
 
 	t.Run("REST stop, offsets, restart", func(t *testing.T) {
 		name, my, pg := faultTables(t, e)

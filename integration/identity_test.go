@@ -26,7 +26,7 @@ func resnapshotAfterPositionsReset(t *testing.T, k *kit) {
 	w := newWorkload(my, db)
 	w.run(t, 1500)
 	cfg := k.config(t)
-	editConfig(t, cfg, "  include:", "  snapshot: initial\n  include:")
+	editConfig(t, cfg, "  snapshot: never\n", "  snapshot: initial\n")
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 
 	r := startPipeline(t, cfg)
@@ -62,7 +62,7 @@ func resnapshotTruncateRemovesDeletedRows(t *testing.T, k *kit) {
 	w := newWorkload(my, db)
 	w.run(t, 1500)
 	cfg := k.config(t)
-	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_truncate: true\n  include:")
+	editConfig(t, cfg, "  snapshot: never\n", "  snapshot: initial\n  snapshot_truncate: true\n")
 	editConfig(t, cfg, "queues: 4", "queues: 1")
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 	r := startPipeline(t, cfg)
@@ -159,7 +159,7 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 	mustExec(t, my, "INSERT INTO "+db+".orders SELECT seq, CONCAT('c', seq), 100.00, 'new', '2024-01-01 00:00:00', NULL FROM "+seqRows(rows))
 	mustExec(t, my, "INSERT INTO "+db+".items VALUES (1, 'sku', 1, 1.000)") // so the sink creates both tables
 	cfg := k.config(t)
-	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 250\n  include:")
+	editConfig(t, cfg, "  snapshot: never\n", "  snapshot: initial\n  snapshot_chunk: 250\n")
 	// the concurrent writer: only ever increases amounts
 	ctx, stopWriter := context.WithCancel(context.Background())
 	var writes atomic.Int64
@@ -332,7 +332,7 @@ func controlTablesRefusedAtStart(t *testing.T, k *kit) {
 		k.insertRange(t, n, 1, 10, 1)
 	}
 	cfg := k.config(t)
-	editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 200\n  include:")
+	editConfig(t, cfg, "  snapshot: never\n", "  snapshot: initial\n  snapshot_chunk: 200\n")
 	check := func(t *testing.T, err error) {
 		t.Helper()
 		for _, want := range []string{k.db + "." + ctl, where + "." + ctl, "progress table", k.db + "." + ctl + "_barriers", "barrier table"} {

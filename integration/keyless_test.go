@@ -38,7 +38,7 @@ func keylessRefusedAtStart(t *testing.T, k *kit) {
 	mustExec(t, k.dst, "CREATE TABLE "+k.targetTable(bad)+" (id BIGINT NULL, v BIGINT NULL, m "+typ+" NULL)")
 	withSnapshot := func() string {
 		cfg := k.config(t)
-		editConfig(t, cfg, "  include:", "  snapshot: initial\n  snapshot_chunk: 200\n  include:")
+		editConfig(t, cfg, "  snapshot: never\n", "  snapshot: initial\n  snapshot_chunk: 200\n")
 		return cfg
 	}
 	cfg := withSnapshot()

@@ -323,6 +323,9 @@ func editConfig(t *testing.T, path, old, new string) {
 	}
 }
 
+// writeConfig writes a pipeline config over the workload's tables that
+// streams only (snapshot: never); a test that wants a snapshot replaces the
+// line "  snapshot: never\n".
 func writeConfig(t *testing.T, e env, name, transport string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -343,6 +346,7 @@ source:
   user: %s
   password: ${SLUICE_IT_CDC_PASSWORD}
   server_id: %d
+  snapshot: never
   include: ["%s.*"]
 transport:
 %ssink:

@@ -11,7 +11,7 @@ func initialSnapshotThenStream(t *testing.T, k *kit) {
 	w := newWorkload(my, db)
 	w.run(t, 5000) // before sluice ever ran
 	path := k.config(t)
-	editConfig(t, path, "  include:", "  snapshot: initial\n  snapshot_chunk: 500\n  include:")
+	editConfig(t, path, "  snapshot: never\n", "  snapshot: initial\n  snapshot_chunk: 500\n")
 	r := startPipeline(t, path)
 	w.run(t, 2000) // while the snapshot runs
 	k.waitEqual(t, r)

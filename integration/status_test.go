@@ -35,7 +35,7 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 			mustExec(t, my, "INSERT INTO "+db+".orders (id, customer, amount, status, updated_at) VALUES "+strings.Join(vals, ","))
 		}
 		path := writeConfig(t, e, db, transport)
-		editConfig(t, path, "  include:", "  heartbeat: 1s\n  snapshot: initial\n  snapshot_chunk: 100\n  include:")
+		editConfig(t, path, "  snapshot: never\n", "  heartbeat: 1s\n  snapshot: initial\n  snapshot_chunk: 100\n")
 		cfg, err := runtime.LoadConfig(path)
 		if err != nil {
 			t.Fatal(err)

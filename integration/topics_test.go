@@ -21,7 +21,6 @@ func rocketmqConfig(t *testing.T, e env, db, extra string) string {
 	editConfig(t, path, "  type: embedded\n  queues: 4\n", fmt.Sprintf(
 		"  type: rocketmq\n  name_servers: [%q]\n  queues: 4\n  topic_prefix: %s\n  group: %s\n%s",
 		e["SLUICE_ROCKETMQ_NAMESRV"], db, db+"_sink", extra))
-	editConfig(t, path, "  include:", "  snapshot: never\n  include:")
 	return path
 }
 

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -12,15 +11,10 @@ import (
 // schema.Fatal, for code of the runtime and its transports.
 func Fatal(err error) error { return schema.Fatal(err) }
 
-// ClassOf is the one classifier the runtime reads: schema.ClassOf, with a
-// runtime configuration error (ErrConfig) fatal unless it says otherwise.
-func ClassOf(err error) schema.Class {
-	c := schema.ClassOf(err)
-	if c == schema.ClassUnknown && errors.Is(err, ErrConfig) {
-		return schema.ClassFatal
-	}
-	return c
-}
+// ClassOf is the one classifier the runtime reads: schema.ClassOf. A
+// configuration error of any package is fatal where it is made
+// (schema.ConfigError), so it needs no case here.
+func ClassOf(err error) schema.Class { return schema.ClassOf(err) }
 
 // IsFatal reports whether retrying cannot fix err (ClassOf is ClassFatal).
 func IsFatal(err error) bool { return ClassOf(err) == schema.ClassFatal }

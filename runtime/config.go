@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -16,7 +17,12 @@ import (
 // transport, sink and positions. Each section has a "type" that selects the
 // component; the component decodes the rest with Section.Decode.
 type Config struct {
-	File      string
+	File string
+	// Dir is the config file's folder (absolute), which its relative paths
+	// resolve against (Resolve); "" for a config read from no file (a
+	// document of the REST API): its relative paths stay relative to the
+	// working directory.
+	Dir       string
 	Name      string
 	Source    *Section
 	Transport *Section
@@ -27,6 +33,31 @@ type Config struct {
 	// DefaultMemoryLimit; negative ("off"): none. GOMEMLIMIT in the
 	// environment wins over both.
 	MemoryLimit ByteSize
+	// StartRetries (top-level start_retries) bounds the restarts of a
+	// pipeline that has not yet reported RUNNING (Worker.MaxStartRetries,
+	// as Config.MaxStartRetries gives it); nil: DefaultStartRetries.
+	StartRetries *int
+}
+
+// DefaultStartRetries is how many times `sluice run` restarts, after a
+// retriable error, a pipeline that has never reached RUNNING before it is
+// FAILED: with the restart backoff (1 s, doubling) about 7 s plus the
+// attempts' own time.
+const DefaultStartRetries = 3
+
+// MaxStartRetries is c's start_retries as Worker.MaxStartRetries takes it:
+// the default when unset, -1 (not one restart) for 0, and 0 (no bound)
+// for a negative value.
+func (c *Config) MaxStartRetries() int {
+	switch {
+	case c.StartRetries == nil:
+		return DefaultStartRetries
+	case *c.StartRetries == 0:
+		return -1
+	case *c.StartRetries < 0:
+		return 0
+	}
+	return *c.StartRetries
 }
 
 // Section is one part of the config, decoded later by the component that
@@ -50,7 +81,25 @@ func LoadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return ParseConfig(b, path)
+	c, err := ParseConfig(b, path)
+	if err != nil {
+		return nil, err
+	}
+	if c.Dir, err = filepath.Abs(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return c, nil
+}
+
+// Resolve returns path as the config means it: a relative path is relative
+// to the config file's folder, whatever the working directory (a service
+// manager's may be another). An empty or absolute path, or any path of a
+// config read from no file, is returned as it is.
+func (c *Config) Resolve(path string) string {
+	if c == nil || c.Dir == "" || path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(c.Dir, path)
 }
 
 // ParseConfig parses YAML with ${ENV} and ${ENV:-default} expansion in values.
@@ -90,6 +139,12 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 			if c.MemoryLimit == 0 {
 				return nil, cfgErr(file, v.Line, "memory_limit", "0 is no limit: write off for none, or a size such as 200MiB")
 			}
+		case "start_retries":
+			n := 0
+			if err := decodeValue(file, "start_retries", v, reflect.ValueOf(&n).Elem()); err != nil {
+				return nil, err
+			}
+			c.StartRetries = &n
 		case "source", "transport", "sink", "positions":
 			sec, err := newSection(file, k.Value, v)
 			if err != nil {
@@ -106,7 +161,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 				c.Positions = sec
 			}
 		default:
-			return nil, cfgErr(file, k.Line, k.Value, "unknown top-level key (known: name, memory_limit, source, transport, sink, positions)")
+			return nil, cfgErr(file, k.Line, k.Value, "unknown top-level key (known: name, memory_limit, start_retries, source, transport, sink, positions)")
 		}
 	}
 	if c.Name == "" {

@@ -214,3 +214,24 @@ func TestExplainNamesYAMLKeysAndLines(t *testing.T) {
 		}
 	}
 }
+
+// start_retries (issue 28, problem 5) is how many restarts a pipeline that
+// never reached RUNNING gets: unset is the small default, 0 none, -1 no
+// bound; Worker.MaxStartRetries takes it as MaxStartRetries says.
+func TestStartRetries(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want int
+	}{{"", DefaultStartRetries}, {"start_retries: 0\n", -1}, {"start_retries: -1\n", 0}, {"start_retries: 5\n", 5}} {
+		c, err := ParseConfig([]byte(tc.line+"name: p\ntransport:\n  type: embedded\nsink:\n  type: postgres\n"), "p.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		if got := c.MaxStartRetries(); got != tc.want {
+			t.Errorf("%q: MaxStartRetries %d, want %d", tc.line, got, tc.want)
+		}
+	}
+	if _, err := ParseConfig([]byte("start_retries: often\nname: p\ntransport:\n  type: embedded\nsink:\n  type: postgres\n"), "p.yaml"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "start_retries") {
+		t.Errorf("start_retries: often: %v, want a config error naming the key", err)
+	}
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -64,6 +65,30 @@ type Subscriber interface {
 type PositionStore interface {
 	Load(ctx context.Context, pipeline string) ([]byte, error) // nil, nil when none
 	Save(ctx context.Context, pipeline string, pos []byte) error
+}
+
+// StartPositioner is an optional capability of a Source: after Open, a
+// position to save before anything is read, or nil when the position Open
+// was given stays right. binlog.Source gives the server's current position
+// when it starts without one, and a fresh snapshot's start (its epoch and
+// first table). The pipeline saves it before it reports RUNNING, so a stop
+// before the first record resumes there instead of at a later position.
+type StartPositioner interface {
+	StartPosition() []byte
+}
+
+// Where is an optional capability of a PositionStore: where it keeps
+// positions ("folder /abs/path", "table sluice_positions"), for logs.
+type Where interface {
+	Where() string
+}
+
+// storeWhere says where s keeps positions, or its type.
+func storeWhere(s PositionStore) string {
+	if w, ok := s.(Where); ok {
+		return w.Where()
+	}
+	return fmt.Sprintf("%T", s)
 }
 
 // ProgressReporter is an optional capability of a Source: named gauges of

@@ -71,9 +71,7 @@ func TestStopAndRestartAreNotAnEnd(t *testing.T) {
 	if err := w.Restart(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := w.Status("p"); st.State != StateRunning {
-		t.Fatalf("after restart: %+v", st)
-	}
+	waitState(t, w, "p", StateRunning)
 	if err := w.Stop(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
@@ -93,9 +91,7 @@ func TestStopAndRestartAreNotAnEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.StopAll(ctx)
-	if st, _ := w.Status("p"); st.State != StateRunning {
-		t.Fatalf("after start: %+v", st)
-	}
+	waitState(t, w, "p", StateRunning)
 }
 
 // A retriable failure to build (a target or broker down at start) is
@@ -188,4 +184,17 @@ func TestFileStoreClaimLocksThePipeline(t *testing.T) {
 		t.Fatalf("claim after release: %v", err)
 	}
 	again.(releaser).Release()
+}
+
+// waitState waits (up to 5s) for a pipeline to report state: RUNNING comes
+// once its source is open and its start position saved, not at the build.
+func waitState(t *testing.T, w *Worker, name string, state State) {
+	t.Helper()
+	st, _ := w.Status(name)
+	for deadline := time.Now().Add(5 * time.Second); st.State != state && time.Now().Before(deadline); st, _ = w.Status(name) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.State != state {
+		t.Fatalf("%s: %+v, want %s", name, st, state)
+	}
 }

@@ -75,6 +75,9 @@ type Pipeline struct {
 	// sinkFailed is set when the sink side's failure stopped the source:
 	// Run reports that error, so the source side does not say it again.
 	sinkFailed atomic.Bool
+	// ran is set once the pipeline reported RUNNING: its source opened and
+	// its start position saved (see Ran).
+	ran atomic.Bool
 }
 
 func (p *Pipeline) metrics() *Metrics {
@@ -102,6 +105,21 @@ func (p *Pipeline) Resume() {
 		p.setState(StateRunning, nil)
 	}
 }
+
+// markRunning reports RUNNING (PAUSED stays, when a pause came first):
+// for a source side, once it is open and its start position saved.
+func (p *Pipeline) markRunning() {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	p.ran.Store(true)
+	if p.resumed == nil {
+		p.setState(StateRunning, nil)
+	}
+}
+
+// Ran reports whether the pipeline has reported RUNNING: with a source,
+// it connected to it and saved the position it starts from.
+func (p *Pipeline) Ran() bool { return p.ran.Load() }
 
 func (p *Pipeline) waitResumed(ctx context.Context) error {
 	p.pauseMu.Lock()
@@ -186,7 +204,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.setState(StateFailed, err)
 		return err
 	}
-	p.setState(StateRunning, nil)
+	if p.Source == nil {
+		p.markRunning() // a source side reports it once its start is saved
+	}
 
 	// The sink side outlives the source side on shutdown, so that batches
 	// already published can still be applied and acknowledged.
@@ -359,15 +379,30 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	}
 	var pos []byte
 	if stored == nil {
-		log.Info("no saved position; starting from the source's configured start", "pipeline", p.Name)
+		log.Warn("no saved position; starting from the source's configured start", "pipeline", p.Name, "store", storeWhere(p.Positions))
 	} else {
 		pos = SourcePosition(stored)
-		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos))
+		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos), "store", storeWhere(p.Positions))
 	}
 	if err := p.Source.Open(ctx, pos); err != nil {
 		return false, closePub(fmt.Errorf("open source: %w", err))
 	}
 	defer func() { err = errors.Join(err, p.Source.Close()) }()
+	// Where the source began without a saved position (its configured
+	// start, a new snapshot) is saved before RUNNING: a stop at any moment
+	// from here on resumes there, not at a later "current" position.
+	if sp, ok := p.Source.(StartPositioner); ok {
+		if start := sp.StartPosition(); start != nil {
+			if err := store.Save(ctx, p.Name, start); err != nil {
+				return false, closePub(fmt.Errorf("save the start position: %w", err))
+			}
+			p.stats.mu.Lock()
+			p.stats.position = SourcePosition(start)
+			p.stats.mu.Unlock()
+			log.Info("start position saved", "pipeline", p.Name, "position", string(start), "store", storeWhere(p.Positions))
+		}
+	}
+	p.markRunning()
 
 	w := newWindow(p.MaxInFlight, p.MaxInFlightBytes)
 	p.win.Store(w)

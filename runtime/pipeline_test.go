@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -340,4 +342,60 @@ func TestSinkErrorPrefixedOnce(t *testing.T) {
 			t.Errorf("sink error %q: last error %q", msg, st.LastError)
 		}
 	}
+}
+
+// startingSource is a fakeSource that says where it starts (StartPositioner).
+type startingSource struct {
+	fakeSource
+	start []byte
+}
+
+func (s *startingSource) StartPosition() []byte { return s.start }
+
+// A source that starts without a saved position has its start saved
+// before the pipeline reports RUNNING, and the missing position is a WARN
+// naming the folder looked in (issue 28, problem 1).
+func TestStartPositionSavedBeforeRunning(t *testing.T) {
+	dir := t.TempDir()
+	store, err := NewFileStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	e := newEmbedded(2, 4)
+	p := &Pipeline{Name: "p", Source: &startingSource{start: []byte("tx-0")}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16),
+		Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: store, Log: log}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Status().State != StateRunning && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	pos, err := store.Load(context.Background(), "p")
+	cancel()
+	if rerr := <-done; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil || string(pos) != "tx-0" || !p.Ran() {
+		t.Fatalf("at RUNNING: saved %q (%v), ran %v; want tx-0 saved", pos, err, p.Ran())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := `level=WARN msg="no saved position; starting from the source's configured start" pipeline=p store="folder ` + dir; !strings.Contains(logs.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

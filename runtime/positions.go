@@ -21,13 +21,21 @@ var _ PositionStore = (*FileStore)(nil)
 
 var safeName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
-// NewFileStore creates dir if needed.
+// NewFileStore creates dir if needed. A relative dir is made absolute
+// against the working directory (the config loader has already resolved
+// it against the config file's folder), so logs name the real folder.
 func NewFileStore(dir string) (*FileStore, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("position store: create folder %s: %w (check the positions.dir setting and its permissions)", dir, err)
 	}
 	return &FileStore{dir: dir}, nil
 }
+
+// Where names the folder the positions are kept in.
+func (s *FileStore) Where() string { return "folder " + s.dir }
 
 func (s *FileStore) path(pipeline string) (string, error) {
 	if !safeName.MatchString(pipeline) {

@@ -150,7 +150,12 @@ func TestRESTLifecycle(t *testing.T) {
 	if code, _ := call(t, srv, "POST", "/connectors/p/restart", ""); code != 204 {
 		t.Fatalf("restart: %d", code)
 	}
-	if st := statusOf(t, srv); st.State != runtime.StateRunning {
+	// RUNNING once the rebuilt source is open and its start saved.
+	st := statusOf(t, srv)
+	for deadline := time.Now().Add(5 * time.Second); st.State != runtime.StateRunning && time.Now().Before(deadline); st = statusOf(t, srv) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st.State != runtime.StateRunning {
 		t.Fatalf("after restart: %+v", st)
 	}
 	_ = w.StopAll(context.Background())

@@ -157,6 +157,10 @@ func (s *SQLStore) execDurable(ctx context.Context, q string, args ...any) (sql.
 // Close closes the database handle.
 func (s *SQLStore) Close() error { return s.db.Close() }
 
+// Where names the table the positions are kept in (not the DSN: it may
+// hold a password).
+func (s *SQLStore) Where() string { return s.dialect + " table " + s.table }
+
 // q turns a PostgreSQL statement into MySQL's placeholders; statements
 // number their placeholders in the order of their arguments.
 func (s *SQLStore) q(pg string) string {

@@ -32,6 +32,14 @@ type Worker struct {
 	RestartBackoff    time.Duration
 	MaxRestartBackoff time.Duration
 	MaxRestarts       int
+	// MaxStartRetries bounds the restarts of a pipeline that has not yet
+	// reported RUNNING since it was added (a server never reached: a wrong
+	// port, a name server or target down at the first start): past it the
+	// pipeline is FAILED with the last error, as Kafka Connect fails a
+	// task that cannot start. 0: no bound (MaxRestarts alone); negative:
+	// no restart before the first RUNNING. Once it has run, MaxRestarts
+	// alone applies. Set before Start.
+	MaxStartRetries int
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -51,6 +59,7 @@ type task struct {
 	requested  bool  // Stop ended the run (not the pipeline itself)
 	retryErr   error // the error being retried while restarting
 	starting   bool  // Start is building the pipeline
+	ran        bool  // a run of it reported RUNNING (Worker.Ran)
 }
 
 // NewWorker returns an empty worker.
@@ -126,7 +135,6 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 		return err
 	}
 	if p != nil {
-		p.setState(StateRunning, nil) // what Run sets first: status is right at once
 		if p.Positions != nil {
 			t.store = p.Positions
 		}
@@ -180,22 +188,34 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 		ceiling = 30 * time.Second
 	}
 	restarts := 0
+	w.mu.Lock()
+	started := t.ran
+	w.mu.Unlock()
 	for {
 		if p != nil {
 			began := time.Now()
 			err = p.Run(ctx)
+			if p.Ran() && !started {
+				started = true
+				w.mu.Lock()
+				t.ran = true
+				w.mu.Unlock()
+			}
 			if err == nil || IsFatal(err) || ctx.Err() != nil || w.MaxRestarts < 0 {
 				return err
 			}
 			if IsEndOfInput(err) {
 				return nil
 			}
-			if time.Since(began) >= ceiling {
+			if started && time.Since(began) >= ceiling {
 				restarts = 0 // it ran healthy for a while: a new incident
 			}
 		}
 		for {
 			restarts++
+			if !started && w.MaxStartRetries != 0 && restarts > max(w.MaxStartRetries, 0) {
+				return fmt.Errorf("did not start: %d attempts failed before it ever ran (start_retries %d); the last: %w", restarts, max(w.MaxStartRetries, 0), err)
+			}
 			if w.MaxRestarts > 0 && restarts > w.MaxRestarts {
 				return fmt.Errorf("gave up after %d restarts: %w", w.MaxRestarts, err)
 			}
@@ -223,7 +243,6 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 				err = ferr
 				continue
 			}
-			np.setState(StateRunning, nil)
 			w.mu.Lock()
 			t.p, t.restarting = np, false
 			if np.Positions != nil {
@@ -299,6 +318,16 @@ func (w *Worker) running(name string) (*Pipeline, error) {
 	default:
 		return t.p, nil
 	}
+}
+
+// Ran reports whether the pipeline has reported RUNNING since it was added
+// (Pipeline.Ran): until then it is not ready (GET /health), and `sluice
+// run` stopped before it exits non-zero.
+func (w *Worker) Ran(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, ok := w.tasks[name]
+	return ok && (t.ran || t.p != nil && t.p.Ran())
 }
 
 // Pause stops a running pipeline from reading its source.

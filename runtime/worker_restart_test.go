@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,5 +108,62 @@ func TestWorkerStopDuringRestartBackoff(t *testing.T) {
 	}
 	if builds.Load() != 1 {
 		t.Fatalf("%d builds, want 1", builds.Load())
+	}
+}
+
+// unreachableSource never opens: a server that was never reached.
+type unreachableSource struct{ failingSource }
+
+func (s *unreachableSource) Open(context.Context, []byte) error { return s.err }
+
+// A pipeline that never reached RUNNING (its source never opened) is
+// restarted MaxStartRetries times, then FAILED with the error, and is not
+// reported as having run (issue 28, problem 5); one that did open is
+// restarted as before, past that bound. Before, both were restarted for
+// ever unless MaxRestarts, which no config set, bounded them.
+func TestWorkerBoundsRestartsBeforeTheFirstRun(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		src        func(error) Source
+		wantFailed bool
+	}{
+		{"never opened", func(err error) Source { return &unreachableSource{failingSource{err}} }, true},
+		{"opened, then lost", func(err error) Source { return &failingSource{err} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &memStore{pos: map[string][]byte{}}
+			var builds atomic.Int32
+			w := NewWorker(nil)
+			w.RestartBackoff, w.MaxStartRetries = time.Millisecond, 2
+			w.Add("p", store, func(context.Context) (*Pipeline, error) {
+				builds.Add(1)
+				e := newEmbedded(2, 4)
+				return &Pipeline{Name: "p", Source: tc.src(errors.New("connection refused")), Publisher: e.Publisher(),
+					Subscriber: e.Subscriber(16), Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: store}, nil
+			})
+			if err := w.Start(context.Background(), "p"); err != nil {
+				t.Fatal(err)
+			}
+			defer w.StopAll(context.Background())
+			if !tc.wantFailed {
+				deadline := time.Now().Add(10 * time.Second)
+				for builds.Load() <= 5 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				if st, _ := w.Status("p"); st.State == StateFailed || builds.Load() <= 5 || !w.Ran("p") {
+					t.Fatalf("%s after %d builds (ran %v): want restarts past the start bound", st.State, builds.Load(), w.Ran("p"))
+				}
+				return
+			}
+			select {
+			case <-w.Ended():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the pipeline that never started was never FAILED")
+			}
+			st, _ := w.Status("p")
+			if st.State != StateFailed || builds.Load() != 3 || w.Ran("p") || !strings.Contains(st.LastError, "connection refused") {
+				t.Fatalf("%+v after %d builds (ran %v), want FAILED with the error after 3", st, builds.Load(), w.Ran("p"))
+			}
+		})
 	}
 }

@@ -41,6 +41,23 @@ func (c Class) String() string {
 // Wrap it to say why: fmt.Errorf("snapshot complete: %w", ErrEndOfInput).
 var ErrEndOfInput = errors.New("end of input")
 
+// ErrConfig is matched (errors.Is) by every configuration error, whichever
+// package makes it: the runtime's own, and each connector's ErrConfig made
+// with ConfigError. It is fatal: retrying the same configuration cannot
+// help, so the task stops as FAILED and `sluice` exits with code 2.
+var ErrConfig = Fatal(errors.New("invalid configuration"))
+
+// ConfigError returns a package's configuration sentinel with the given
+// text: it is classified fatal where it is made (so is every error
+// wrapping it) and matches both itself and ErrConfig with errors.Is.
+// Wrap it to say which key is wrong and how to fix it.
+func ConfigError(text string) error { return Fatal(configError(text)) }
+
+type configError string
+
+func (e configError) Error() string        { return string(e) }
+func (e configError) Is(target error) bool { return target == ErrConfig }
+
 type classified struct {
 	err   error
 	class Class

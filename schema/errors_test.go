@@ -42,3 +42,20 @@ func TestClassOf(t *testing.T) {
 		t.Error("Fatal must keep the chain for errors.Is")
 	}
 }
+
+// Every package's configuration sentinel behaves the same: fatal wherever
+// it is wrapped, and matched by its own name and by ErrConfig, not by
+// another package's.
+func TestConfigError(t *testing.T) {
+	a, b := ConfigError("a: invalid config"), ConfigError("b: invalid config")
+	err := fmt.Errorf("key x: %w", fmt.Errorf("%w: detail", a))
+	if ClassOf(err) != ClassFatal || ClassOf(ErrConfig) != ClassFatal {
+		t.Errorf("class %v, ErrConfig %v; want fatal", ClassOf(err), ClassOf(ErrConfig))
+	}
+	if !errors.Is(err, a) || !errors.Is(err, ErrConfig) || errors.Is(err, b) {
+		t.Errorf("errors.Is: a %v ErrConfig %v b %v", errors.Is(err, a), errors.Is(err, ErrConfig), errors.Is(err, b))
+	}
+	if err.Error() != "key x: a: invalid config: detail" {
+		t.Errorf("message %q", err.Error())
+	}
+}

@@ -175,7 +175,7 @@ func (l *Local) Plugins(context.Context) ([]Plugin, error) {
 func (l *Local) Workers(context.Context) ([]WorkerInfo, error) {
 	tasks := []string{}
 	for _, n := range l.W.Names() {
-		if st, err := l.W.Status(n); err == nil && (st.State == runtime.StateRunning || st.State == runtime.StatePaused || st.State == runtime.StateRestarting) {
+		if st, err := l.W.Status(n); err == nil && (st.State == runtime.StateRunning || st.State == runtime.StatePaused || st.State == runtime.StateRestarting || st.State == runtime.StateUnassigned) {
 			tasks = append(tasks, n)
 		}
 	}
@@ -185,12 +185,24 @@ func (l *Local) Workers(context.Context) ([]WorkerInfo, error) {
 // WriteMetrics writes the per-pipeline series.
 func (l *Local) WriteMetrics(w io.Writer) { runtime.WritePrometheus(w, l.W.Pipelines()) }
 
-// Health is "failed" while a pipeline is FAILED.
+// Health is "failed" while a pipeline is FAILED, else "starting" while one
+// has not yet been RUNNING (Worker.Ran), else "ok".
 func (l *Local) Health(context.Context) Health {
+	var starting *Health
 	for _, n := range l.W.Names() {
-		if st, _ := l.W.Status(n); st.State == runtime.StateFailed {
+		st, _ := l.W.Status(n)
+		if st.State == runtime.StateFailed {
 			return Health{Status: "failed", Pipeline: n, Error: st.LastError}
 		}
+		if starting == nil && !l.W.Ran(n) {
+			// not ready until it has been RUNNING (its source reached, its
+			// start position saved), as Kafka Connect's /health answers
+			// 503 while the worker starts
+			starting = &Health{Status: "starting", Pipeline: n, Error: st.LastError}
+		}
+	}
+	if starting != nil {
+		return *starting
 	}
 	return Health{Status: "ok"}
 }

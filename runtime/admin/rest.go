@@ -48,7 +48,7 @@ type (
 
 // Health is the body of GET /health: 200 when Status is "ok", else 503.
 type Health struct {
-	Status   string `json:"status"`             // "ok" or "failed"
+	Status   string `json:"status"`             // "ok", "starting" (not yet RUNNING) or "failed"
 	Pipeline string `json:"pipeline,omitempty"` // the failed connector
 	Error    string `json:"error,omitempty"`
 }

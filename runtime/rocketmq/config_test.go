@@ -154,3 +154,25 @@ func TestRegistrySchemaChangesGoToPrefixTopic(t *testing.T) {
 		t.Fatalf("table topic %q", got)
 	}
 }
+
+// A configuration error the publisher finds is fatal where it is made, so
+// the worker stops the task as FAILED instead of restarting it for ever
+// (rocketmq.ErrConfig was unclassified, so retriable); it is also the
+// project's one ErrConfig, so `sluice` exits with the config code.
+func TestPublisherConfigErrorIsFatal(t *testing.T) {
+	for _, bad := range []Config{
+		{Pipeline: "p", Codec: testCodec{}},
+		{NameServers: []string{"127.0.0.1:1"}, Pipeline: "p", Codec: testCodec{}, TopicMode: "tables"},
+	} {
+		_, err := NewPublisher(t.Context(), bad, nil)
+		if !errors.Is(err, ErrConfig) {
+			t.Fatalf("%+v: err = %v, want ErrConfig", bad, err)
+		}
+		if !runtime.IsFatal(err) || schema.ClassOf(err) != schema.ClassFatal {
+			t.Errorf("%v: class %v, want fatal", err, schema.ClassOf(err))
+		}
+		if !errors.Is(err, schema.ErrConfig) || !errors.Is(err, runtime.ErrConfig) {
+			t.Errorf("%v does not match schema.ErrConfig", err)
+		}
+	}
+}

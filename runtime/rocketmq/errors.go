@@ -1,6 +1,10 @@
 package rocketmq
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluicecdc/sluice/schema"
+)
 
 // Errors callers may test with errors.Is.
 var (
@@ -9,8 +13,9 @@ var (
 	// ErrTopicCollision means two source tables (or databases) map to the same
 	// topic name; rename one or choose another TopicMode/TopicPrefix.
 	ErrTopicCollision = errors.New("rocketmq: topic name collision")
-	// ErrConfig is wrapped by every configuration error.
-	ErrConfig = errors.New("rocketmq: invalid config")
+	// ErrConfig is wrapped by every configuration error. It is fatal
+	// (schema.ConfigError): a restart cannot fix the config.
+	ErrConfig = schema.ConfigError("rocketmq: invalid config")
 	// ErrDecode means a consumed message could not be decoded; the subscriber
 	// stops instead of skipping it.
 	ErrDecode = errors.New("rocketmq: cannot decode message")

@@ -12,7 +12,7 @@ import (
 // the configuration or the target must change first.
 var (
 	// ErrConfig marks an invalid configuration.
-	ErrConfig = errors.New("sink: invalid configuration")
+	ErrConfig = schema.ConfigError("sink: invalid configuration")
 	// ErrValue marks a value the target cannot represent (for example a TIME
 	// beyond 24 hours for a PostgreSQL TIME column, or a Go value of the wrong
 	// type for its schema).

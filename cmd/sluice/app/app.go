@@ -14,10 +14,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
-	"github.com/sluicecdc/sluice/sink"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and PostgreSQL/MySQL
@@ -26,7 +25,7 @@ Usage:
   sluice run --config FILE [--only source|sink]   run a pipeline until SIGTERM/SIGINT
   sluice worker --config CLUSTER.yaml             join a cluster of workers sharing connectors through a coordinator database
   sluice validate --config FILE                   check the config file and exit
-  sluice check --config FILE                      check the source server and account (binlog settings, privileges, keys)
+  sluice check --config FILE                      check the source (binlog settings, privileges, keys), the target and the broker
   sluice positions show|reset --config FILE       read or reset the saved source position
   sluice tail --config FILE [--from beginning|now] [--follow] [--table db.table] [--key K] [--limit N] [--schemas] [--dlq]
                                                   print the records on the pipeline's RocketMQ topics as JSON lines (sink offsets untouched)
@@ -66,7 +65,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if !errors.As(err, new(reportedError)) {
 			fmt.Fprintf(stderr, "sluice: %v\n", err)
 		}
-		if errors.Is(err, runtime.ErrConfig) || errors.Is(err, binlog.ErrConfig) || errors.Is(err, sink.ErrConfig) || errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, schema.ErrConfig) || errors.Is(err, flag.ErrHelp) {
 			return 2
 		}
 		return 1
@@ -112,7 +111,8 @@ func cmdRun(args []string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if _, err := decodeAll(cfg, *only); err != nil {
+	d, err := decodeAll(cfg, *only)
+	if err != nil {
 		return err
 	}
 	limit := runtime.ApplyMemoryLimit(cfg.MemoryLimit, os.Getenv)
@@ -120,6 +120,7 @@ func cmdRun(args []string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	w := runtime.NewWorker(log)
+	w.MaxStartRetries = cfg.MaxStartRetries()
 	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
 	if *rest != "" {
 		token := os.Getenv("SLUICE_REST_TOKEN")
@@ -130,7 +131,7 @@ func cmdRun(args []string, log *slog.Logger) error {
 		}
 		log.Info("REST API listening", "addr", addr.String())
 	}
-	log.Info("pipeline starting", "pipeline", cfg.Name, "only", *only)
+	log.Info("pipeline starting", d.paths("pipeline", cfg.Name, "only", *only, "config", cfg.File)...)
 	if err := w.Start(ctx, cfg.Name); err != nil {
 		return err
 	}
@@ -173,17 +174,25 @@ type reportedError struct{ error }
 func (r reportedError) Unwrap() error { return r.error }
 
 // runResult is how `sluice run` ends: an error (exit 1) when the pipeline
-// FAILED, nil (exit 0) when it FINISHED or was stopped.
+// FAILED or was stopped before it ever ran, nil (exit 0) when it FINISHED
+// or was stopped after it ran.
 func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
 	st, err := w.Status(name)
 	if err != nil {
 		return err
 	}
-	switch st.State {
-	case runtime.StateFailed:
+	switch {
+	case st.State == runtime.StateFailed:
 		// The worker logged the failure with its error when it happened.
 		return reportedError{fmt.Errorf("pipeline %s failed: %s", name, st.LastError)}
-	case runtime.StateFinished:
+	case !w.Ran(name):
+		// stopped while it tried to start: it never captured anything
+		err := fmt.Errorf("pipeline %s stopped before it ever ran", name)
+		if st.LastError != "" {
+			err = fmt.Errorf("%w (last error: %s)", err, st.LastError)
+		}
+		return err
+	case st.State == runtime.StateFinished:
 		log.Info("pipeline finished: its input is complete", "pipeline", name, "position", st.Position)
 	default:
 		log.Info("pipeline stopped", "pipeline", name, "position", st.Position)
@@ -234,7 +243,7 @@ func cmdPositions(args []string, stdout io.Writer) error {
 		return err
 	}
 	if pos == nil {
-		fmt.Fprintf(stdout, "%s: no saved position\n", cfg.Name)
+		fmt.Fprintf(stdout, "%s: no saved position (in %s)\n", cfg.Name, d.positions.where())
 		return nil
 	}
 	fmt.Fprintf(stdout, "%s\n", runtime.SourcePosition(pos))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -25,6 +26,22 @@ type positionsConfig struct {
 	DSN   string `yaml:"dsn"`
 	Table string `yaml:"table"`
 	typ   string
+}
+
+// where says where the positions are kept: the resolved folder, or the
+// table (never the DSN, which may hold a password).
+func (c positionsConfig) where() string {
+	if c.typ == "file" || c.typ == "" {
+		if abs, err := filepath.Abs(c.Dir); err == nil {
+			return "folder " + abs
+		}
+		return "folder " + c.Dir
+	}
+	table := c.Table
+	if table == "" {
+		table = "sluice_positions"
+	}
+	return c.typ + " table " + table
 }
 
 // resettableStore is a position store that `positions reset` can clear.
@@ -101,6 +118,18 @@ func (d *decoded) sections() map[string]any {
 		m[k] = v
 	}
 	return m
+}
+
+// paths appends to log attributes the paths the config names, resolved
+// against its folder: where positions are kept and the schema history file.
+func (d *decoded) paths(attrs ...any) []any {
+	if d.source != nil {
+		attrs = append(attrs, "positions", d.positions.where())
+	}
+	if d.source != nil && d.source.HistoryFile != "" {
+		attrs = append(attrs, "history_file", d.source.HistoryFile)
+	}
+	return attrs
 }
 
 // decodeAll decodes every section the process shape needs, each with the
@@ -198,6 +227,9 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 		default:
 			return nil, cfg.Positions.Err("type", fmt.Sprintf("unknown positions type %q (known: file, postgres, mysql)", cfg.Positions.Type))
 		}
+	}
+	d.positions.Dir = cfg.Resolve(d.positions.Dir)
+	if cfg.Positions != nil {
 		if d.sink != nil && d.positions.typ != "file" && d.positions.DSN == d.sink.DSN {
 			// positions kept in the target: no source table may land there
 			table := d.positions.Table

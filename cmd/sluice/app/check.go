@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
 )
@@ -19,9 +20,12 @@ import (
 // errChecksFailed makes `sluice check` exit 1 after it printed the problems.
 var errChecksFailed = errors.New("some checks failed")
 
-// cmdCheck verifies the source server and account of a config
-// (binlog.Check), and a MySQL target's durability settings, and prints one
-// line per problem with its fix.
+// cmdCheck verifies every side a config sets up and prints one line per
+// problem with its fix: the source server and account (binlog.Check), the
+// target (sink.Check: reachable, and the right to create and alter tables
+// in the schemas the captured tables map to) and the broker
+// (rocketmq.Check: reachable, credentials, topic creation); and a MySQL
+// target's durability settings.
 func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs, path, _ := configFlag("check", args)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up on the checks after this long")
@@ -29,23 +33,40 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Source == nil {
-		return fmt.Errorf("%s: the config has no source section to check: %w", cfg.File, runtime.ErrConfig)
-	}
 	d, err := decodeAll(cfg, "") // as validate does: the whole file must be valid
 	if err != nil {
 		return err
 	}
-	if d.source == nil {
-		return fmt.Errorf("%s: check reads a MySQL or MariaDB source, not one of type %q: %w", cfg.File, cfg.Source.Type, runtime.ErrConfig)
+	if d.source == nil && d.sink == nil {
+		return fmt.Errorf("%s: check reads a MySQL or MariaDB source or a JDBC sink, and the config has neither: %w", cfg.File, runtime.ErrConfig)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	log.Debug("checking the source", "host", d.source.Host, "port", d.source.Port, "user", d.source.User)
+	var problems []schema.Problem
+	var tables []schema.TableID
+	if d.source != nil {
+		log.Debug("checking the source", "host", d.source.Host, "port", d.source.Port, "user", d.source.User)
+		sp := binlog.Check(ctx, *d.source)
+		problems = append(problems, sp...)
+		if d.sink != nil && len(sp) == 0 {
+			// the target schemas the captured tables map to
+			if src, err := binlog.NewSource(*d.source, log); err == nil {
+				tables, _ = src.CapturedTables(ctx)
+			}
+		}
+	}
+	if d.sink != nil {
+		log.Debug("checking the target", "dialect", d.sink.Dialect, "tables", len(tables))
+		problems = append(problems, sink.Check(ctx, *d.sink, tables)...)
+	}
+	if d.rocketmq != nil {
+		log.Debug("checking the broker", "name_servers", d.rocketmq.NameServers)
+		problems = append(problems, rocketmq.Check(ctx, *d.rocketmq)...)
+	}
 	failed, warned := 0, 0
-	for _, p := range binlog.Check(ctx, *d.source) {
+	for _, p := range problems {
 		fmt.Fprintln(stdout, p.String())
 		if p.Warning {
 			warned++
@@ -53,7 +74,7 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 			failed++
 		}
 	}
-	if d.sink != nil && d.sink.Dialect == sink.DialectMySQL {
+	if d.sink != nil && d.sink.Dialect == sink.DialectMySQL && reachable(problems) {
 		// PostgreSQL targets commit durably whatever the server's default
 		// (the sink asks per transaction); MySQL's settings are global.
 		switch msg, err := sink.Durability(ctx, *d.sink); {
@@ -90,4 +111,15 @@ func verdict(failed, warned int) string {
 		return fmt.Sprintf("all checks passed (%s)", plural(warned, "warning"))
 	}
 	return "all checks passed"
+}
+
+// reachable reports whether the target answered the probe (no
+// target_reachable problem).
+func reachable(problems []schema.Problem) bool {
+	for _, p := range problems {
+		if p.Check == "target_reachable" {
+			return false
+		}
+	}
+	return true
 }

@@ -3,8 +3,10 @@ package app
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +47,12 @@ func checkServer(t *testing.T) (*client.Conn, string) {
 
 func checkConfig(t *testing.T, db, user, password string) string {
 	t.Helper()
+	return checkConfigTo(t, db, user, password, "postgres", os.Getenv("SLUICE_PG_DSN"))
+}
+
+// checkConfigTo is checkConfig with the target's type and DSN.
+func checkConfigTo(t *testing.T, db, user, password, targetType, targetDSN string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "check.yaml")
 	writeFile(t, path, fmt.Sprintf(`name: chk
 source:
@@ -58,9 +66,9 @@ source:
 transport:
   type: embedded
 sink:
-  type: postgres
-  dsn: postgres://unused@127.0.0.1:1/x
-`, os.Getenv("SLUICE_MYSQL_FLAVOR"), os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"), user, password, 200000+rand.IntN(1e6), db))
+  type: %s
+  dsn: %q
+`, os.Getenv("SLUICE_MYSQL_FLAVOR"), os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"), user, password, 200000+rand.IntN(1e6), db, targetType, targetDSN))
 	return path
 }
 
@@ -114,6 +122,117 @@ func TestCheckCommand(t *testing.T) {
 	t.Logf("output for the bad account:\n%s", out)
 }
 
+// `sluice check` probes the target too (issue 28, problem 6): a target that
+// is down, or an account that may not create tables in the schema the
+// captured tables map to, fails the check; before, it printed "all checks
+// passed" and exited 0. The probe leaves nothing in the target.
+func TestCheckProbesTheTarget(t *testing.T) {
+	c, db := checkServer(t)
+	dsn := serverEnv(t, "scripts/servers.sh start postgres", "SLUICE_PG_DSN")[0]
+	if _, err := c.Execute("CREATE TABLE " + db + ".items (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	user, pw := os.Getenv("SLUICE_MYSQL_CDC_USER"), os.Getenv("SLUICE_MYSQL_CDC_PASSWORD")
+	code, out, errOut := runCheck(t, checkConfigTo(t, db, user, pw, "postgres", "postgres://sluice@127.0.0.1:1/sluice?sslmode=disable&connect_timeout=5"))
+	if code != 1 || !strings.Contains(out, "FAIL target_reachable") || !strings.Contains(out, "127.0.0.1:1") {
+		t.Errorf("target down: exit %d, want 1 with FAIL target_reachable:\n%s%s", code, out, errOut)
+	}
+
+	pg, err := sql.Open("postgres", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	role := fmt.Sprintf("chk_ro_%d", rand.IntN(1e9))
+	// a login without CREATE on the database (no new schema) and, since
+	// PostgreSQL 15, on schema public
+	if _, err := pg.Exec("CREATE ROLE " + role + " LOGIN PASSWORD 'pw'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = pg.Exec("DROP OWNED BY " + role); _, _ = pg.Exec("DROP ROLE " + role) })
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "pw")
+	code, out, errOut = runCheck(t, checkConfigTo(t, db, user, pw, "postgres", u.String()))
+	if code != 1 || !strings.Contains(out, "FAIL target_privileges") || !strings.Contains(out, "permission denied") {
+		t.Errorf("target account without CREATE: exit %d, want 1 with FAIL target_privileges:\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = runCheck(t, checkConfigTo(t, db, user, pw, "postgres", dsn))
+	if code != 0 || strings.Contains(out, "FAIL") {
+		t.Fatalf("good target: exit %d\n%s%s", code, out, errOut)
+	}
+	var n int
+	if err := pg.QueryRow("SELECT count(*) FROM pg_namespace WHERE nspname = $1", db).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the probe left schema %s behind (%d, %v)", db, n, err)
+	}
+	if err := pg.QueryRow("SELECT count(*) FROM pg_class WHERE relname LIKE 'sluice_check_%'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the probe left %d tables behind (%v)", n, err)
+	}
+}
+
+// On a MySQL or MariaDB target, whose DDL commits, the probe makes the
+// mapped database (the sink would), a table in it and a column, and drops
+// what it made: a good account passes and nothing is left.
+func TestCheckProbesAMySQLTarget(t *testing.T) {
+	c, db := checkServer(t)
+	if _, err := c.Execute("CREATE TABLE " + db + ".items (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	target := db + "_t"
+	dsn := fmt.Sprintf("%s:%s@tcp(%s:%s)/%s", os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"), os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"), db)
+	path := checkConfigTo(t, db, os.Getenv("SLUICE_MYSQL_CDC_USER"), os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"), "mysql", dsn)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(b)+"  schema: "+target+"\n")
+	code, out, errOut := runCheck(t, path)
+	if code != 0 || strings.Contains(out, "FAIL") {
+		t.Fatalf("good MySQL target: exit %d\n%s%s", code, out, errOut)
+	}
+	r, err := c.Execute("SELECT (SELECT count(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '" + target + "'), (SELECT count(*) FROM information_schema.TABLES WHERE TABLE_NAME LIKE 'sluice_check_%')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dbs, _ := r.GetInt(0, 0); dbs != 0 {
+		t.Errorf("the probe left database %s behind", target)
+	}
+	if tables, _ := r.GetInt(0, 1); tables != 0 {
+		t.Errorf("the probe left %d tables behind", tables)
+	}
+}
+
+// `sluice check` probes the broker of a rocketmq transport: a name server
+// that does not answer fails the check (it printed "all checks passed").
+func TestCheckProbesTheBroker(t *testing.T) {
+	c, db := checkServer(t)
+	if _, err := c.Execute("CREATE TABLE " + db + ".items (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	path := checkConfig(t, db, os.Getenv("SLUICE_MYSQL_CDC_USER"), os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBroker := func(ns string) {
+		writeFile(t, path, strings.Replace(string(b), "transport:\n  type: embedded\n", "transport:\n  type: rocketmq\n  name_servers: [\""+ns+"\"]\n  topics: [x]\n", 1))
+	}
+	withBroker("127.0.0.1:1")
+	code, out, errOut := runCheck(t, path)
+	if code != 1 || !strings.Contains(out, "FAIL broker_reachable") || !strings.Contains(out, "127.0.0.1:1") {
+		t.Errorf("name server down: exit %d, want 1 with FAIL broker_reachable:\n%s%s", code, out, errOut)
+	}
+	t.Run("broker up", func(t *testing.T) {
+		withBroker(serverEnv(t, "scripts/servers.sh start rocketmq", "SLUICE_ROCKETMQ_NAMESRV")[0])
+		if code, out, errOut := runCheck(t, path); code != 0 || strings.Contains(out, "FAIL") {
+			t.Errorf("a working broker: exit %d\n%s%s", code, out, errOut)
+		}
+	})
+}
+
 // check reports a MySQL/MariaDB target whose commits are not durable when
 // acknowledged, as a warning, and nothing once they are.
 func TestCheckWarnsOfLazyTarget(t *testing.T) {
@@ -128,14 +247,9 @@ func TestCheckWarnsOfLazyTarget(t *testing.T) {
 		_, _ = c.Execute("SET GLOBAL innodb_flush_log_at_trx_commit = " + flush)
 		_, _ = c.Execute("SET GLOBAL sync_binlog = " + syncBinlog)
 	})
-	path := checkConfig(t, db, os.Getenv("SLUICE_MYSQL_CDC_USER"), os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := fmt.Sprintf("sink:\n  type: mysql\n  dsn: %s:%s@tcp(%s:%s)/%s\n", os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"),
+	dsn := fmt.Sprintf("%s:%s@tcp(%s:%s)/%s", os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"),
 		os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"), db)
-	writeFile(t, path, strings.Replace(string(b), "sink:\n  type: postgres\n  dsn: postgres://unused@127.0.0.1:1/x\n", target, 1))
+	path := checkConfigTo(t, db, os.Getenv("SLUICE_MYSQL_CDC_USER"), os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"), "mysql", dsn)
 	for _, q := range []string{"SET GLOBAL innodb_flush_log_at_trx_commit = 2", "SET GLOBAL sync_binlog = 1"} {
 		if _, err := c.Execute(q); err != nil {
 			t.Fatal(err)

@@ -87,6 +87,8 @@ func mysqlPlugin() runtime.Plugin {
 			if c.ServerName == "" {
 				c.ServerName = doc.Name
 			}
+			c.HistoryFile = doc.Resolve(c.HistoryFile)
+			c.SSLCA, c.SSLCert, c.SSLKey = doc.Resolve(c.SSLCA), doc.Resolve(c.SSLCert), doc.Resolve(c.SSLKey)
 			if err := loadTLS(sec, &c.TLSMode, &c.TLS, c.SSLCA, c.SSLCert, c.SSLKey); err != nil {
 				return err
 			}
@@ -118,6 +120,7 @@ func jdbcPlugin() runtime.Plugin {
 				c.Dialect = sink.DialectMySQL
 			}
 			c.Pipeline = doc.Name
+			c.SSLCA, c.SSLCert, c.SSLKey = doc.Resolve(c.SSLCA), doc.Resolve(c.SSLCert), doc.Resolve(c.SSLKey)
 			if err := loadTLS(sec, &c.TLSMode, &c.TLS, c.SSLCA, c.SSLCert, c.SSLKey); err != nil {
 				return err
 			}
