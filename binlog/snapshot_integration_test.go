@@ -489,7 +489,7 @@ func TestSnapshotTypeParity(t *testing.T) {
   bn BINARY(3), vb VARBINARY(10), bl BLOB, tb TINYBLOB, mb MEDIUMBLOB, lb LONGBLOB,
   e ENUM('small','medium','large'), el ENUM('ä','it''s') CHARACTER SET latin1, st SET('a','b','c','d'),
   js JSON, g GEOMETRY, pt POINT,
-  zd DATE NOT NULL DEFAULT '2000-01-01', zdt DATETIME NOT NULL DEFAULT '2000-01-01 00:00:00')`)
+  zd DATE NOT NULL DEFAULT '2000-01-01', zdt DATETIME NOT NULL DEFAULT '2000-01-01 00:00:00', g4 GEOMETRY)`)
 	exec(t, c, "SET sql_mode = ''")
 	stream := openSource(t, testConfig(env, db), nil)
 	exec(t, c, `INSERT INTO types VALUES (1, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
@@ -500,7 +500,7 @@ func TestSnapshotTypeParity(t *testing.T) {
   'ab', REPEAT('ü', 100), 'héllo wörld ✓ 🚀', 'ütf8', 'long text', 't', 'm', 'l', _latin1 x'636166E920809F', _latin1 x'E9E9',
   x'000102', x'', x'DEADBEEF', x'00', x'01', x'02',
   'medium', 'it''s', 'a,c', '{"k": [1, 2, null]}', ST_GeomFromText('POINT(1 2)'), ST_GeomFromText('POINT(-1.5 3)'),
-  '0000-00-00', '0000-00-00 00:00:00')`)
+  '0000-00-00', '0000-00-00 00:00:00', ST_GeomFromText('POINT(1 2)', 4326))`)
 	exec(t, c, `INSERT INTO types (id, ti, tiu, bi, biu, d, d2, f, db, tm, dtm, ts, y, c, vc, tx, vb, e, el, st, dt, b10)
   VALUES (2, 127, 0, 9223372036854775807, 0, '0', '99999999.99', 3.4e38, 1.7976931348623157e308, '838:59:59.999999', '9999-12-31 23:59:59.999999',
   '1970-01-01 00:00:01.000', 1901, '', '', '', x'', '', 'ä', '', '0000-00-00', b'0')`)
