@@ -121,13 +121,17 @@ func TestHistoryMinimalMetadataAcrossAlter(t *testing.T) {
 // serverPosition reads the server's current position as an encoded Position.
 func serverPosition(t *testing.T, c *client.Conn, flavor string) []byte {
 	t.Helper()
-	r, err := c.Execute("SHOW MASTER STATUS")
+	status, gtidVar := "SHOW MASTER STATUS", "@@gtid_binlog_pos"
+	if flavor == FlavorMySQL { // SHOW MASTER STATUS is gone since MySQL 8.4
+		status, gtidVar = "SHOW BINARY LOG STATUS", "@@gtid_executed"
+	}
+	r, err := c.Execute(status)
 	if err != nil {
 		t.Fatal(err)
 	}
 	file, _ := r.GetString(0, 0)
 	pos, _ := r.GetUint(0, 1)
-	g, err := c.Execute("SELECT @@gtid_binlog_pos")
+	g, err := c.Execute("SELECT " + gtidVar)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +143,8 @@ func serverPosition(t *testing.T, c *client.Conn, flavor string) []byte {
 // history cannot parse stops the source with ErrUnparsedDDL quoting it;
 // listing its GTID in SkipDDL lets a restart go past it.
 // TestHistoryUnparseableDDLStops: a statement on a captured table that the
-// DDL parser rejects (MariaDB's WAIT n, unknown to the TiDB parser) stops
+// DDL parser rejects (MariaDB's WAIT n, MySQL's NOT SECONDARY, unknown to
+// the TiDB parser) stops
 // the source with ErrUnparsedDDL naming skip_ddl, with and without a
 // schema history, and skip_ddl then gets past it.
 func TestHistoryUnparseableDDLStops(t *testing.T) {
@@ -158,7 +163,10 @@ func testUnparseableDDLStops(t *testing.T, history bool) {
 	}
 	s := openSource(t, cfg, nil)
 	exec(t, c, "INSERT INTO t VALUES (1)")
-	const odd = "ALTER TABLE t WAIT 2 ADD COLUMN w BIGINT" // MariaDB syntax the parser does not know
+	odd := "ALTER TABLE t WAIT 2 ADD COLUMN w BIGINT" // MariaDB syntax the parser does not know
+	if env.flavor == FlavorMySQL {
+		odd = "ALTER TABLE t ADD COLUMN w BIGINT NOT SECONDARY" // MySQL's, unknown to the parser too
+	}
 	exec(t, c, odd)
 	exec(t, c, "INSERT INTO t VALUES (2, 2)")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
