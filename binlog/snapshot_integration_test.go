@@ -647,3 +647,54 @@ func TestSnapshotResumeWithStaleKey(t *testing.T) {
 	}
 	diffContent(t, m.content(), tableContent(t, c, "items"))
 }
+
+// TestSnapshotEnumSetLabelsOutsideBMP (issue 26, d6): MySQL's
+// information_schema gives '?' for ENUM and SET labels outside the BMP;
+// the snapshot reads them from the rows instead and gives the values and
+// the labels the stream gives.
+func TestSnapshotEnumSetLabelsOutsideBMP(t *testing.T) {
+	env := needServer(t)
+	if env.flavor != FlavorMySQL {
+		t.Skip("MariaDB stores a label outside the BMP as '?' itself")
+	}
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE e (id INT PRIMARY KEY, e ENUM('a','😀','🚀','?'), s SET('x','😀','y','🦀'), u ENUM('ü','ç') CHARACTER SET latin1)")
+	exec(t, c, "INSERT INTO e VALUES (1, '😀', 'x,😀,🦀', 'ü'), (2, '?', '😀', 'ç'), (3, 'a', '', NULL), (4, NULL, 'y,🦀', NULL)")
+	cfg := testConfig(env, db)
+	cfg.Snapshot = SnapshotInitial
+	s := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO e VALUES (5, '😀', 'x,😀,🦀', 'ü')")
+	var read, streamed []schema.Record
+	readUntil(t, s, func(rs []schema.Record) bool {
+		read, streamed = nil, nil
+		for _, r := range rs {
+			switch {
+			case r.Table.Database != db:
+			case r.Op == schema.OpRead:
+				read = append(read, r)
+			case r.Op == schema.OpCreate:
+				streamed = append(streamed, r)
+			}
+		}
+		return len(streamed) > 0
+	})
+	want := map[int64][3]any{1: {"😀", "x,😀,🦀", "ü"}, 2: {"?", "😀", "ç"}, 3: {"a", "", nil}, 4: {nil, "y,🦀", nil}, 5: {"😀", "x,😀,🦀", "ü"}}
+	var snapLabels string
+	for _, r := range append(read, streamed...) {
+		id := r.After[0].(int64)
+		for j, name := range []string{"e", "s", "u"} {
+			if got := colValue(t, r, name); got != want[id][j] {
+				t.Errorf("row %d %s: %v, want %v", id, name, got, want[id][j])
+			}
+		}
+		labels := r.ValueSchema.Fields[r.ValueSchema.FieldIndex("s")].Schema.Param(schema.ParamAllowed)
+		if r.Op == schema.OpRead {
+			snapLabels = labels
+		} else if labels != snapLabels {
+			t.Errorf("SET labels: stream %q, snapshot %q", labels, snapLabels)
+		}
+	}
+	if len(read) != 4 {
+		t.Errorf("snapshot read %d rows, want 4", len(read))
+	}
+}
