@@ -22,14 +22,7 @@ func mysqlJSON(s string) (string, error) {
 	if s == "" { // an empty document (inserted with IGNORE or sql_mode ''): kept as read
 		return "", nil
 	}
-	p := jsonParser{s: s}
-	n, err := p.value()
-	if err == nil {
-		p.space()
-		if p.i != len(s) {
-			err = p.errorf("text after the document")
-		}
-	}
+	n, err := parseJSONNode(s)
 	if err != nil {
 		return "", err
 	}

@@ -388,9 +388,6 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	if ti == nil {
 		return out, nil
 	}
-	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
-		return out, fmt.Errorf("%w: partial JSON update of %s; set binlog_row_value_options='' on the server", ErrUnsupported, ti.id)
-	}
 	for _, sk := range e.SkippedColumns {
 		if len(sk) > 0 {
 			return out, fmt.Errorf("%w: rows of %s lack columns; set binlog_row_image=FULL on the server", ErrUnsupported, ti.id)
@@ -398,12 +395,12 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	}
 	var op schema.Op
 	step := 1
-	switch e.Type() {
-	case replication.EnumRowsEventTypeInsert:
+	switch typ := e.Type(); {
+	case typ == replication.EnumRowsEventTypeInsert:
 		op = schema.OpCreate
-	case replication.EnumRowsEventTypeUpdate:
+	case typ == replication.EnumRowsEventTypeUpdate, h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT:
 		op, step = schema.OpUpdate, 2
-	case replication.EnumRowsEventTypeDelete:
+	case typ == replication.EnumRowsEventTypeDelete:
 		op = schema.OpDelete
 	default:
 		return out, fmt.Errorf("%w: rows event type %s", ErrUnsupported, h.EventType)
@@ -427,6 +424,11 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 		case schema.OpDelete:
 			out = append(out, m.record(ev, op, i, img, nil, nil, m.zeroHeaders(ti, e.Rows[i], nil)))
 		case schema.OpUpdate:
+			if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
+				if err := partialAfterImage(ti, e.Rows[i], e.Rows[i+1]); err != nil {
+					return out, err
+				}
+			}
 			after, err := m.row(ti, e.Rows[i+1], ev)
 			if err != nil {
 				return out, err

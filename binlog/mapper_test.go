@@ -39,6 +39,7 @@ func newParser() *replication.BinlogParser {
 	p.SetFlavor(FlavorMariaDB)
 	p.SetUseDecimal(false) // as Source.syncerConfig
 	p.SetRenderJSONAsMySQLText(true)
+	p.SetRowsEventDecodeFunc(decodeRowsEvent)
 	p.SetParseTime(true)
 	return p
 }

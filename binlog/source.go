@@ -396,7 +396,9 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		// MySQL's JSON in its stored key order and type-faithful tokens,
 		// which nativeJSON brings to the snapshot's text.
 		RenderJSONAsMySQLText: true,
-		HeartbeatPeriod:       hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
+		// Partial JSON updates with all of their changes (partialjson.go).
+		RowsEventDecodeFunc: decodeRowsEvent,
+		HeartbeatPeriod:     hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
 		// MariaDB 11.4 may send events with log pos 0; record IDs are built
 		// from each event's end position, so have the client fill it in
