@@ -54,6 +54,10 @@ type mapper struct {
 
 	tables map[uint64]*tableInfo // by table id; nil value: table not captured
 
+	// emit, when set, takes the records made so far from inside a
+	// transaction payload, before the payload's last record is made.
+	emit func([]schema.Record) error
+
 	// the open transaction
 	inTx       bool
 	txGTID     string // GTID of the open transaction, "" without GTIDs
@@ -257,12 +261,23 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 	case *replication.RowsEvent:
 		return m.rows(h, e, out)
 	case *replication.TransactionPayloadEvent:
+		// A compressed transaction: all of its events in one. Their records
+		// are handed on (emit) as they are made, and each decoded event is
+		// let go once mapped, so memory stays bounded however big the
+		// transaction.
 		var err error
 		m.depth++
 		defer func() { m.depth-- }()
-		for _, inner := range e.Events {
+		for i, inner := range e.Events {
 			if out, err = m.Map(inner, out); err != nil {
 				return out, err
+			}
+			e.Events[i] = nil
+			if m.emit != nil && len(out) >= maxBatch {
+				if err := m.emit(out); err != nil {
+					return nil, err
+				}
+				out = nil
 			}
 		}
 	}

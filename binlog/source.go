@@ -567,7 +567,9 @@ func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.Binlog
 
 // mapEvent maps one event and hands its records on.
 func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.BinlogEvent) error {
+	m.emit = func(recs []schema.Record) error { return s.handOn(ctx, m, recs) }
 	recs, err := m.Map(ev, nil)
+	m.emit = nil
 	if err != nil {
 		// One "binlog:" prefix: the mapper's errors mostly carry it already.
 		err = fmt.Errorf("%w (at %s:%d)", err, m.file, ev.Header.LogPos)
@@ -576,6 +578,12 @@ func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.Binlog
 		}
 		return err
 	}
+	return s.handOn(ctx, m, recs)
+}
+
+// handOn sends records m made to Read, after saving the schema history
+// they may depend on.
+func (s *Source) handOn(ctx context.Context, m *mapper, recs []schema.Record) error {
 	if m.hist != nil && len(m.hist.pending) > 0 {
 		// on disk before any position after the statement is handed on
 		if err := s.saveHistory(ctx, m.hist.pending); err != nil {
