@@ -403,6 +403,9 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	if ti == nil {
 		return out, nil
 	}
+	if err := decodeRows(e); err != nil {
+		return out, fmt.Errorf("%w: rows of %s: %v", ErrUnsupported, ti.id, err)
+	}
 	for _, sk := range e.SkippedColumns {
 		if len(sk) > 0 {
 			return out, fmt.Errorf("%w: rows of %s lack columns; set binlog_row_image=FULL on the server", ErrUnsupported, ti.id)

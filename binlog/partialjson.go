@@ -15,32 +15,58 @@ import (
 // session may set): a PARTIAL_UPDATE_ROWS_EVENT's after image holds, for a
 // JSON column, the list of changes MySQL made to it (replace, insert or
 // remove at a path) instead of the document. go-mysql reads only the first
-// change of a list, so decodeRowsEvent finds each list in the event's
-// bytes and puts all of its changes in the after image (jsonDiffs); the
-// mapper applies them to the before image, which binlog_row_image=FULL
-// makes the whole document.
+// change of a list, so decodeRows finds each list in the event's bytes and
+// puts all of its changes in the after image (jsonDiffs); the mapper
+// applies them to the before image, which binlog_row_image=FULL makes the
+// whole document.
 
 // jsonDiffs is a JSON column's value in a partial update's after image.
 type jsonDiffs []*replication.JsonDiff
 
 var errPartialJSON = errors.New("partial JSON update")
 
-// decodeRowsEvent decodes a rows event as go-mysql does and, for a partial
-// update, replaces each JSON change list of the after images by all of its
-// changes.
+// decodeRowsEvent is go-mysql's decoding of a rows event, put off: it
+// reads the event's header (its table) and leaves the rows (lazyRows) to
+// decodeRows, called when the mapper maps the event. Events waiting in
+// go-mysql's queue, or inside a compressed transaction's payload until the
+// mapper reaches them, then hold their bytes only, not their rows decoded
+// into values (several times the size); rows of tables not captured are
+// never decoded.
 func decodeRowsEvent(e *replication.RowsEvent, data []byte) error {
 	pos, err := e.DecodeHeader(data)
 	if err != nil {
 		return err
 	}
-	if err := e.DecodeData(pos, data); err != nil {
+	e.Rows = [][]any{{lazyRows{pos: pos, data: data}}}
+	return nil
+}
+
+// lazyRows stands for the rows of an event decodeRowsEvent left undecoded.
+type lazyRows struct {
+	pos  int
+	data []byte
+}
+
+// decodeRows decodes the rows decodeRowsEvent left and, for a partial
+// update, replaces each JSON change list of the after images by all of its
+// changes.
+func decodeRows(e *replication.RowsEvent) error {
+	if len(e.Rows) != 1 || len(e.Rows[0]) != 1 {
+		return nil
+	}
+	lz, ok := e.Rows[0][0].(lazyRows)
+	if !ok {
+		return nil
+	}
+	e.Rows = nil
+	if err := e.DecodeData(lz.pos, lz.data); err != nil {
 		return err
 	}
 	// go-mysql knows no other event type it decodes as rows
 	if e.Type() != replication.EnumRowsEventTypeUnknown || e.Table.JsonColumnCount() == 0 {
 		return nil
 	}
-	if err := attachJSONDiffs(e, data[pos:]); err != nil {
+	if err := attachJSONDiffs(e, lz.data[lz.pos:]); err != nil {
 		return fmt.Errorf("%w of table id %d: %w", errPartialJSON, e.TableID, err)
 	}
 	return nil

@@ -396,7 +396,8 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		// MySQL's JSON in its stored key order and type-faithful tokens,
 		// which nativeJSON brings to the snapshot's text.
 		RenderJSONAsMySQLText: true,
-		// Partial JSON updates with all of their changes (partialjson.go).
+		// Rows decoded when mapped, partial JSON updates with all of their
+		// changes (partialjson.go).
 		RowsEventDecodeFunc: decodeRowsEvent,
 		HeartbeatPeriod:     hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
