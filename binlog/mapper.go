@@ -57,6 +57,8 @@ type mapper struct {
 	// emit, when set, takes the records made so far from inside a
 	// transaction payload, before the payload's last record is made.
 	emit func([]schema.Record) error
+	// raw decodes the events of a raw-mode stream (MySQL: payload.go).
+	raw *eventParser
 
 	// the open transaction
 	inTx       bool
@@ -261,34 +263,51 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 	case *replication.RowsEvent:
 		return m.rows(h, e, out)
 	case *replication.TransactionPayloadEvent:
-		// A compressed transaction: all of its events in one. Their records
-		// are handed on (emit) as they are made, and each decoded event is
-		// let go once mapped, so memory stays bounded however big the
-		// transaction.
-		var err error
-		m.depth++
-		defer func() { m.depth-- }()
-		for i, inner := range e.Events {
-			if out, err = m.Map(inner, out); err != nil {
-				return out, err
+		i := 0
+		return m.payload(out, func() (*replication.BinlogEvent, error) {
+			if i == len(e.Events) {
+				return nil, nil
 			}
-			e.Events[i] = nil
-			if m.emit != nil && len(out) >= maxBatch {
-				if err := m.emit(out); err != nil {
-					return nil, err
-				}
-				out = nil
-			}
-		}
+			inner := e.Events[i]
+			e.Events[i] = nil // let go once mapped
+			i++
+			return inner, nil
+		})
+	case *payloadStream:
+		return m.payload(out, e.next)
 	}
 	return out, nil
+}
+
+// payload maps the events of a compressed transaction (all of its events
+// in one), which next gives in order (nil after the last). Their records
+// are handed on (emit) as they are made, so that memory stays bounded
+// however big the transaction.
+func (m *mapper) payload(out []schema.Record, next func() (*replication.BinlogEvent, error)) ([]schema.Record, error) {
+	m.depth++
+	defer func() { m.depth-- }()
+	for {
+		inner, err := next()
+		if err != nil || inner == nil {
+			return out, err
+		}
+		if out, err = m.Map(inner, out); err != nil {
+			return out, err
+		}
+		if m.emit != nil && len(out) >= maxBatch {
+			if err := m.emit(out); err != nil {
+				return nil, err
+			}
+			out = nil
+		}
+	}
 }
 
 // makesRecords reports events whose records take their ID from the event's
 // position.
 func makesRecords(ev *replication.BinlogEvent) bool {
 	switch ev.Event.(type) {
-	case *replication.RowsEvent, *replication.QueryEvent, *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.TransactionPayloadEvent:
+	case *replication.RowsEvent, *replication.QueryEvent, *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.TransactionPayloadEvent, *payloadStream:
 		return true
 	}
 	return false

@@ -380,6 +380,10 @@ func loadCollations(conn *client.Conn) (map[uint64]string, error) {
 	return m, nil
 }
 
+// rawMode: on MySQL, which compresses transactions, the syncer hands
+// events on undecoded and mapEvent decodes them (payload.go).
+func (s *Source) rawMode() bool { return s.cfg.Flavor == FlavorMySQL }
+
 func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 	hb := s.cfg.Heartbeat
 	if hb <= 0 {
@@ -399,7 +403,10 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		// Rows decoded when mapped, partial JSON updates with all of their
 		// changes (partialjson.go).
 		RowsEventDecodeFunc: decodeRowsEvent,
-		HeartbeatPeriod:     hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
+		// MySQL: events decoded by the source, compressed transactions as a
+		// stream (payload.go).
+		RawModeEnabled:  s.rawMode(),
+		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
 		// MariaDB 11.4 may send events with log pos 0; record IDs are built
 		// from each event's end position, so have the client fill it in
@@ -568,6 +575,16 @@ func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.Binlog
 
 // mapEvent maps one event and hands its records on.
 func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.BinlogEvent) error {
+	if s.rawMode() {
+		if m.raw == nil {
+			m.raw = newEventParser(s.syncerConfig())
+		}
+		parsed, err := m.raw.parse(ev)
+		if err != nil {
+			return fmt.Errorf("binlog: decoding a %s event (at %s:%d): %w", ev.Header.EventType, m.file, ev.Header.LogPos, err)
+		}
+		ev = parsed
+	}
 	m.emit = func(recs []schema.Record) error { return s.handOn(ctx, m, recs) }
 	recs, err := m.Map(ev, nil)
 	m.emit = nil
