@@ -41,12 +41,16 @@ func needTLS(t *testing.T, env serverEnv) *x509.CertPool {
 		t.Fatalf("SLUICE_TLS_CA %s holds no certificate", ca)
 	}
 	c, _ := adminConn(t, env)
-	r, err := c.Execute("SELECT @@have_ssl")
+	q := "SELECT @@have_ssl"
+	if env.flavor == FlavorMySQL { // no have_ssl since MySQL 8.4: the CA the server loaded
+		q = "SELECT IF(VARIABLE_VALUE <> '', 'YES', 'NO') FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Current_tls_ca'"
+	}
+	r, err := c.Execute(q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := r.GetString(0, 0); v != "YES" {
-		fail("the server at %s:%d does not serve TLS (have_ssl %s): restart it with scripts/servers.sh", env.host, env.port, v)
+		fail("the server at %s:%d does not serve TLS (have_ssl or a loaded CA: %s): restart it with scripts/servers.sh", env.host, env.port, v)
 	}
 	return pool
 }
