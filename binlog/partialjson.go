@@ -96,9 +96,9 @@ func attachJSONDiffs(e *replication.RowsEvent, data []byte) error {
 		for img, bitmap := range [][]byte{e.ColumnBitmap1, e.ColumnBitmap2} {
 			var partial []byte
 			if img == 1 {
-				opts, _, k := mysql.LengthEncodedInt(data[pos:])
-				if err := need(k); err != nil {
-					return err
+				opts, k := lenEnc(data[pos:])
+				if k == 0 {
+					return fmt.Errorf("row image cut short at byte %d", pos)
 				}
 				pos += k
 				if opts&uint64(replication.EnumBinlogRowValueOptionsPartialJsonUpdates) != 0 {
@@ -156,6 +156,18 @@ func attachJSONDiffs(e *replication.RowsEvent, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// lenEnc reads a length-encoded integer and its size, 0 when b is too short.
+func lenEnc(b []byte) (uint64, int) {
+	if len(b) == 0 || b[0] == 0xff {
+		return 0, 0
+	}
+	if need := map[byte]int{0xfc: 3, 0xfd: 4, 0xfe: 9}[b[0]]; len(b) < need {
+		return 0, 0
+	}
+	v, _, n := mysql.LengthEncodedInt(b)
+	return v, n
 }
 
 func bit(bitmap []byte, i int) bool {
@@ -240,13 +252,13 @@ func splitJSONDiffs(e *replication.RowsEvent, b []byte) (jsonDiffs, error) {
 	for len(b) > 0 {
 		op := replication.JsonDiffOperation(b[0])
 		k := 1
-		pl, _, m := mysql.LengthEncodedInt(b[k:])
+		pl, m := lenEnc(b[k:])
 		k += m + int(pl)
 		if m == 0 || k > len(b) {
 			return nil, fmt.Errorf("change list cut short")
 		}
 		if op != replication.JsonDiffOperationRemove {
-			vl, _, m := mysql.LengthEncodedInt(b[k:])
+			vl, m := lenEnc(b[k:])
 			k += m + int(vl)
 			if m == 0 || k > len(b) {
 				return nil, fmt.Errorf("change list cut short")

@@ -49,7 +49,12 @@ func newEventParser(sc replication.BinlogSyncerConfig) *eventParser {
 // syncer) sets up both parsers, a transaction payload becomes a
 // payloadStream, any other undecoded event is decoded, with the syncer's
 // header (it may have filled in the position).
-func (ep *eventParser) parse(ev *replication.BinlogEvent) (*replication.BinlogEvent, error) {
+func (ep *eventParser) parse(ev *replication.BinlogEvent) (out *replication.BinlogEvent, err error) {
+	defer func() {
+		if r := recover(); r != nil { // go-mysql's decoding must not stop the process
+			out, err = nil, fmt.Errorf("%w: undecodable %s event: %v", ErrUnsupported, ev.Header.EventType, r)
+		}
+	}()
 	switch e := ev.Event.(type) {
 	case *replication.FormatDescriptionEvent:
 		ep.checksum = e.ChecksumAlgorithm == replication.BINLOG_CHECKSUM_ALG_CRC32
@@ -94,7 +99,12 @@ type payloadStream struct {
 	inner *replication.BinlogParser
 	ahead *replication.BinlogEvent // the next inner event, read to know the last
 	done  bool
+	left  uint64 // bytes the payload's events may still take (its uncompressed size)
 }
+
+// maxInnerEvent bounds an event in a payload (MySQL's max_allowed_packet
+// is at most 1 GiB).
+const maxInnerEvent = 1 << 30
 
 func (ep *eventParser) payload(ev *replication.BinlogEvent) (*payloadStream, error) {
 	body := ev.RawData[replication.EventHeaderSize:]
@@ -104,7 +114,7 @@ func (ep *eventParser) payload(ev *replication.BinlogEvent) (*payloadStream, err
 		}
 		body = body[:len(body)-replication.BinlogChecksumLength]
 	}
-	ctype := uint64(replication.ZSTD)
+	ctype, usize := uint64(replication.ZSTD), uint64(maxInnerEvent)
 	for {
 		if len(body) < 1 {
 			return nil, fmt.Errorf("header cut short")
@@ -119,12 +129,15 @@ func (ep *eventParser) payload(ev *replication.BinlogEvent) (*payloadStream, err
 			return nil, fmt.Errorf("header field %d cut short", field)
 		}
 		n := int(body[0])
-		if field == replication.OTW_PAYLOAD_COMPRESSION_TYPE_FIELD {
+		switch field {
+		case replication.OTW_PAYLOAD_COMPRESSION_TYPE_FIELD:
 			ctype = mysql.FixedLengthInt(body[1 : 1+n])
+		case replication.OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD:
+			usize = min(usize, mysql.FixedLengthInt(body[1:1+n]))
 		}
 		body = body[1+n:]
 	}
-	ps := &payloadStream{h: ev.Header, inner: ep.inner}
+	ps := &payloadStream{h: ev.Header, inner: ep.inner, left: usize}
 	switch ctype {
 	case replication.ZSTD:
 		dec, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
@@ -133,7 +146,7 @@ func (ep *eventParser) payload(ev *replication.BinlogEvent) (*payloadStream, err
 		}
 		ps.dec, ps.r = dec, dec
 	case replication.NONE:
-		ps.r = bytes.NewReader(body)
+		ps.r, ps.left = bytes.NewReader(body), min(ps.left, uint64(len(body)))
 	default:
 		return nil, fmt.Errorf("compression type %d", ctype)
 	}
@@ -182,16 +195,25 @@ func (ps *payloadStream) read() (*replication.BinlogEvent, error) {
 		return nil, fmt.Errorf("%w: transaction payload: %v", ErrUnsupported, err)
 	}
 	size := binary.LittleEndian.Uint32(head[9:13])
-	if size < replication.EventHeaderSize || size > 1<<30 {
-		return nil, fmt.Errorf("%w: transaction payload: inner event of %d bytes", ErrUnsupported, size)
+	if size < replication.EventHeaderSize || uint64(size) > ps.left {
+		return nil, fmt.Errorf("%w: transaction payload: inner event of %d bytes, %d left", ErrUnsupported, size, ps.left)
 	}
+	ps.left -= uint64(size)
 	raw := make([]byte, size)
 	copy(raw, head[:])
 	if _, err := io.ReadFull(ps.r, raw[replication.EventHeaderSize:]); err != nil {
 		return nil, fmt.Errorf("%w: transaction payload: %v", ErrUnsupported, err)
 	}
-	ev, err := ps.inner.Parse(raw)
-	if err != nil {
+	return ps.parse(raw)
+}
+
+func (ps *payloadStream) parse(raw []byte) (ev *replication.BinlogEvent, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ev, err = nil, fmt.Errorf("%w: transaction payload: undecodable event: %v", ErrUnsupported, r)
+		}
+	}()
+	if ev, err = ps.inner.Parse(raw); err != nil {
 		return nil, fmt.Errorf("%w: transaction payload: %v", ErrUnsupported, err)
 	}
 	return ev, nil
