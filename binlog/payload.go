@@ -24,8 +24,10 @@ import (
 // eventParser decodes the events of a raw-mode stream with the options
 // of the syncer's parser.
 type eventParser struct {
-	p, inner *replication.BinlogParser // inner: events inside payloads, no checksums
-	checksum bool                      // events end in a CRC32
+	p        *replication.BinlogParser
+	mk       func() *replication.BinlogParser
+	innerFDE []byte // the format description for events inside payloads: no checksums
+	checksum bool   // events end in a CRC32
 }
 
 func newEventParser(sc replication.BinlogSyncerConfig) *eventParser {
@@ -42,7 +44,20 @@ func newEventParser(sc replication.BinlogSyncerConfig) *eventParser {
 		}
 		return p
 	}
-	return &eventParser{p: mk(), inner: mk()}
+	return &eventParser{p: mk(), mk: mk}
+}
+
+// inner is a parser for the events of one payload (its table maps are the
+// payload's own, as go-mysql's are).
+func (ep *eventParser) inner() (*replication.BinlogParser, error) {
+	if ep.innerFDE == nil {
+		return nil, fmt.Errorf("a transaction payload before any format description")
+	}
+	p := ep.mk()
+	if _, err := p.Parse(ep.innerFDE); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // parse decodes a raw-mode event: a format description (decoded by the
@@ -66,9 +81,7 @@ func (ep *eventParser) parse(ev *replication.BinlogEvent) (out *replication.Binl
 		if e.ChecksumAlgorithm != replication.BINLOG_CHECKSUM_ALG_UNDEF && len(raw) >= replication.EventHeaderSize+5 {
 			raw[len(raw)-5] = byte(replication.BINLOG_CHECKSUM_ALG_OFF)
 		}
-		if _, err := ep.inner.Parse(raw); err != nil {
-			return nil, err
-		}
+		ep.innerFDE = raw
 		return ev, nil
 	case *replication.GenericEvent:
 		if ev.Header.EventType == replication.TRANSACTION_PAYLOAD_EVENT {
@@ -137,7 +150,11 @@ func (ep *eventParser) payload(ev *replication.BinlogEvent) (*payloadStream, err
 		}
 		body = body[1+n:]
 	}
-	ps := &payloadStream{h: ev.Header, inner: ep.inner, left: usize}
+	inner, err := ep.inner()
+	if err != nil {
+		return nil, err
+	}
+	ps := &payloadStream{h: ev.Header, inner: inner, left: usize}
 	switch ctype {
 	case replication.ZSTD:
 		dec, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
