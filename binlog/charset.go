@@ -128,6 +128,7 @@ type mbTable struct {
 	single [256]rune
 	pair   [65536]rune
 	triple *[65536]rune
+	quad   map[uint32]rune // gb18030's four-byte sequences that differ from x/text's
 }
 
 var (
@@ -176,8 +177,17 @@ func multiByteTable(cs string) *mbTable {
 			}
 		}
 	}
-	for _, f := range charsetFixes[cs] {
+	fixes := charsetFixes[cs]
+	if cs == "gb18030" {
+		fixes = gb18030Fixes
+	}
+	for _, f := range fixes {
 		switch seq := f[0]; {
+		case seq >= 0x1000000:
+			if t.quad == nil {
+				t.quad = map[uint32]rune{}
+			}
+			t.quad[seq] = rune(f[1])
 		case seq < 0x100:
 			t.single[seq] = rune(f[1])
 		case seq < 0x10000:
@@ -212,6 +222,11 @@ func decodeMultiByte(b []byte, cs string) string {
 			}
 		}
 		if cs == "gb18030" && i+3 < len(b) && b[i+1] >= 0x30 && b[i+1] <= 0x39 {
+			if r, ok := t.quad[uint32(c)<<24|uint32(b[i+1])<<16|uint32(b[i+2])<<8|uint32(b[i+3])]; ok {
+				buf = utf8.AppendRune(buf, r)
+				i += 4
+				continue
+			}
 			if out, err := multiByte[cs].NewDecoder().Bytes(b[i : i+4]); err == nil {
 				if r, n := utf8.DecodeRune(out); r != utf8.RuneError && n == len(out) {
 					buf = utf8.AppendRune(buf, r)

@@ -24,19 +24,24 @@ func TestSchemaChangeRecordsCarryStructure(t *testing.T) {
 				cfg.HistoryFile = filepath.Join(t.TempDir(), "history.jsonl")
 			}
 			s := openSource(t, cfg, nil)
+			d := db + "."
+			// A version comment of the flavor: MariaDB's /*M! and INET6, MySQL's /*!.
+			versioned, wantVersioned := "/*M!100301 ALTER TABLE t ADD COLUMN IF NOT EXISTS g INET6 */", "ALTER "+d+"t [ADD g binary(16) if]"
+			if env.flavor == FlavorMySQL {
+				versioned, wantVersioned = "/*!80000 ALTER TABLE t ADD COLUMN g BINARY(16) */", "ALTER "+d+"t [ADD g binary(16)]"
+			}
 			for _, q := range []string{
 				"ALTER TABLE t RENAME COLUMN a TO b, ADD COLUMN d DECIMAL(3,1) NOT NULL DEFAULT 1.5",
-				"/*M!100301 ALTER TABLE t ADD COLUMN IF NOT EXISTS g INET6 */",
+				versioned,
 				"RENAME TABLE t TO u",
 				"DROP TABLE u",
 			} {
 				exec(t, c, q)
 			}
 			got := schemaChanges(t, s, db, 4)
-			d := db + "."
 			want := []string{
 				"ALTER " + d + `t [RENAME a>b] [ADD d decimal(3,1) not-null default="1.5"]`,
-				"ALTER " + d + "t [ADD g binary(16) if]",
+				wantVersioned,
 				"RENAME " + d + "t>" + d + "u",
 				"DROP " + d + "u",
 			}
@@ -125,4 +130,90 @@ func schemaChanges(t *testing.T, s *Source, db string, n int) []schema.Record {
 		return len(got) >= n
 	})
 	return got
+}
+
+// TestMySQLDDLKeepsStreaming (issue 26, d2): ordinary MySQL DDL — spatial
+// indexes, the SRID attribute, column visibility, functional indexes,
+// CHECK constraints, CREATE TABLE … LIKE and … AS SELECT — does not stop
+// the source, with and without a schema history; with one, a captured
+// table whose SHOW CREATE TABLE has /*!80003 SRID 4326 */ and a spatial
+// key is read at the first start. Rows written after each statement
+// arrive with every column.
+func TestMySQLDDLKeepsStreaming(t *testing.T) {
+	for _, history := range []bool{false, true} {
+		t.Run(fmt.Sprintf("history=%v", history), func(t *testing.T) {
+			env := needServer(t)
+			if env.flavor != FlavorMySQL {
+				t.Skip("MySQL syntax (SRID, SET INVISIBLE, functional indexes)")
+			}
+			c, db := adminConn(t, env)
+			exec(t, c, "CREATE TABLE pre (id INT PRIMARY KEY, p POINT SRID 4326 NOT NULL, g GEOMETRY, v INT INVISIBLE, a INT, SPATIAL INDEX(p), INDEX fi ((a + 1)), CHECK (a > 0))")
+			exec(t, c, "INSERT INTO pre (id, p, g, v, a) VALUES (1, ST_GeomFromText('POINT(1 2)', 4326), NULL, 7, 1)")
+			cfg := testConfig(env, db)
+			if history {
+				cfg.HistoryFile = filepath.Join(t.TempDir(), "history.jsonl")
+			}
+			s := openSource(t, cfg, nil)
+			type step struct {
+				ddl, dml string
+				table    string
+				cols     int // the columns of the row dml writes
+			}
+			steps := []step{
+				{"CREATE TABLE geo (id INT PRIMARY KEY, p POINT SRID 4326 NOT NULL, g GEOMETRY, SPATIAL INDEX(p))",
+					"INSERT INTO geo VALUES (1, ST_GeomFromText('POINT(1 2)', 4326), NULL)", "geo", 3},
+				{"ALTER TABLE geo ADD COLUMN q GEOMETRY SRID 0", "INSERT INTO geo VALUES (2, ST_GeomFromText('POINT(1 2)', 4326), NULL, NULL)", "geo", 4},
+				{"ALTER TABLE geo ADD SPATIAL INDEX sp2 (p)", "INSERT INTO geo VALUES (3, ST_GeomFromText('POINT(1 2)', 4326), NULL, NULL)", "geo", 4},
+				{"CREATE SPATIAL INDEX sp3 ON geo (p)", "INSERT INTO geo VALUES (4, ST_GeomFromText('POINT(1 2)', 4326), NULL, NULL)", "geo", 4},
+				{"ALTER TABLE geo ALTER COLUMN g SET INVISIBLE", "INSERT INTO geo (id, p, g, q) VALUES (5, ST_GeomFromText('POINT(1 2)', 4326), NULL, NULL)", "geo", 4},
+				{"ALTER TABLE geo ALTER COLUMN g SET VISIBLE, ADD COLUMN r INT", "INSERT INTO geo VALUES (6, ST_GeomFromText('POINT(1 2)', 4326), NULL, NULL, 6)", "geo", 5},
+				{"CREATE TABLE f (id INT PRIMARY KEY, a INT, b VARCHAR(10), INDEX fi ((a + 1)), CHECK (a > 0), CONSTRAINT cb CHECK (b <> 'x') NOT ENFORCED)",
+					"INSERT INTO f VALUES (1, 1, 'a')", "f", 3},
+				{"ALTER TABLE f ADD INDEX fj ((lower(b))), ADD CONSTRAINT c2 CHECK (a < 100)", "INSERT INTO f VALUES (2, 2, 'b')", "f", 3},
+				{"ALTER TABLE f DROP CHECK c2", "INSERT INTO f VALUES (3, 300, 'c')", "f", 3},
+				{"CREATE TABLE f2 LIKE f", "INSERT INTO f2 VALUES (1, 1, 'a')", "f2", 3},
+				{"CREATE TABLE f3 AS SELECT * FROM f", "INSERT INTO f3 VALUES (9, 9, 'z')", "f3", 3},
+				{"CREATE TABLE f4 (x INT) AS SELECT id, a FROM f", "INSERT INTO f4 VALUES (1, 9, 9)", "f4", 3},
+				{"ALTER TABLE pre ALTER COLUMN v SET VISIBLE", "INSERT INTO pre VALUES (2, ST_GeomFromText('POINT(1 2)', 4326), NULL, 7, 1)", "pre", 5},
+			}
+			for _, st := range steps {
+				exec(t, c, st.ddl)
+				exec(t, c, st.dml)
+			}
+			exec(t, c, "CREATE TABLE done (id INT PRIMARY KEY)")
+			exec(t, c, "INSERT INTO done VALUES (1)")
+			recs := readUntil(t, s, func(rs []schema.Record) bool {
+				for _, r := range ownData(rs, db) {
+					if r.Table.Table == "done" && r.Op == schema.OpCreate {
+						return true
+					}
+				}
+				return false
+			})
+			creates := map[string][]schema.Record{}
+			for _, r := range ownData(recs, db) {
+				if r.Op == schema.OpCreate {
+					creates[r.Table.Table] = append(creates[r.Table.Table], r)
+				}
+			}
+			next := map[string]int{}
+			if n := len(creates["f3"]); n != 4 { // the 3 rows of the SELECT, then one
+				t.Errorf("f3: %d rows, want 4", n)
+			}
+			next["f3"] = 3
+			next["f4"] = 3
+			for _, st := range steps {
+				rs := creates[st.table]
+				i := next[st.table]
+				next[st.table]++
+				if i >= len(rs) {
+					t.Errorf("after %q: no row of %s", st.ddl, st.table)
+					continue
+				}
+				if len(rs[i].After) != st.cols {
+					t.Errorf("after %q: row of %s has %d columns, want %d", st.ddl, st.table, len(rs[i].After), st.cols)
+				}
+			}
+		})
+	}
 }

@@ -149,12 +149,22 @@ var orReplace = regexp.MustCompile(`(?is)^\s*CREATE\s+OR\s+REPLACE\s+`)
 // alterOnline is MariaDB's ALTER ONLINE TABLE (same as ALTER TABLE … LOCK=NONE).
 var alterOnline = regexp.MustCompile(`(?is)^\s*ALTER\s+ONLINE\s+`)
 
+// ctasStart is the end MySQL (8.0.21+) gives the CREATE TABLE it logs for
+// CREATE TABLE … SELECT: the columns spelled out, the rows in the same
+// transaction.
+var ctasStart = regexp.MustCompile(`(?is)^(\s*CREATE\s+TABLE\b.*?)\s+START\s+TRANSACTION\s*$`)
+
 // preprocess rewrites the MariaDB forms the TiDB parser lacks but that have
 // a MySQL equivalent: /*M!NNNNNN … */ becomes /*! … */ (the server ran it:
 // its version is at least the one named; MariaDB's six digits would not
 // read as MySQL's five), CREATE OR REPLACE loses OR REPLACE (reported as
-// replace), ALTER ONLINE loses ONLINE.
+// replace), ALTER ONLINE loses ONLINE; and MySQL's CREATE TABLE … START
+// TRANSACTION (a CREATE TABLE … SELECT in the binlog) loses START
+// TRANSACTION.
 func preprocess(q string) (out string, replace bool) {
+	if m := ctasStart.FindStringSubmatch(q); m != nil {
+		q = m[1]
+	}
 	if strings.Contains(q, "/*M!") {
 		q, _ = rewriteCode(q, func(q string, i int) (string, int) {
 			if !strings.HasPrefix(q[i:], "/*M!") {
@@ -216,6 +226,11 @@ func rewriteCode(q string, f func(q string, i int) (string, int)) (string, bool)
 // INET6 and UUID. When a statement fails to parse, they are replaced by a
 // type it reads and a marker comment (sluice-type:NAME) that columnDef
 // turns back into the type; a column or table so named stays unparsed.
+// The same retry drops the spatial syntax around them that changes no row
+// image: MySQL's SRID n column attribute (also inside SHOW CREATE TABLE's
+// /*!80003 … */), SPATIAL before INDEX or KEY, and ALTER [COLUMN] c SET
+// [IN]VISIBLE (an invisible column is still in every row image), which
+// becomes the no-op ALGORITHM=DEFAULT.
 var substituted = map[string]string{"geometry": "LONGBLOB", "point": "LONGBLOB", "linestring": "LONGBLOB",
 	"polygon": "LONGBLOB", "multipoint": "LONGBLOB", "multilinestring": "LONGBLOB", "multipolygon": "LONGBLOB",
 	"geometrycollection": "LONGBLOB", "geomcollection": "LONGBLOB",
@@ -243,9 +258,29 @@ func substituteTypes(q string) (string, bool) {
 		if droppedAttributes[w] {
 			return "", j - i
 		}
+		switch w {
+		case "srid":
+			if m := sridAttr.FindStringIndex(q[i:]); m != nil {
+				return "", m[1]
+			}
+		case "spatial":
+			if m := spatialKey.FindStringIndex(q[i:]); m != nil {
+				return "", j - i
+			}
+		case "alter":
+			if m := setVisible.FindStringIndex(q[i:]); m != nil {
+				return "ALGORITHM=DEFAULT", m[1]
+			}
+		}
 		return "", 0
 	})
 }
+
+var (
+	sridAttr   = regexp.MustCompile(`(?i)^SRID\s+[0-9]+`)
+	spatialKey = regexp.MustCompile(`(?i)^SPATIAL\s+(INDEX|KEY)\b`)
+	setVisible = regexp.MustCompile("(?i)^ALTER\\s+(COLUMN\\s+)?(`[^`]+`|[A-Za-z0-9_$]+)\\s+SET\\s+(IN)?VISIBLE\\b")
+)
 
 // droppedAttributes are MariaDB column attributes the TiDB parser lacks
 // that change neither the column's type nor the row images: left out on the

@@ -84,6 +84,24 @@ func TestReadDDLStructure(t *testing.T) {
 			"  `u` uuid DEFAULT uuid(),\n  `x` int(11) INVISIBLE DEFAULT NULL,\n  `c` varchar(10) /*M!100301 COMPRESSED*/ DEFAULT NULL,\n  PRIMARY KEY (`id`)\n" +
 			") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci ROW_FORMAT=DYNAMIC COMMENT='t'",
 			"CREATE d.a2 [ADD id int not-null] [ADD ts timestamp(3) not-null default=expr:CURRENT_TIMESTAMP(3)] [ADD u binary(16) default=expr:UUID()] [ADD x int] [ADD c varchar(10)] pk=id"},
+		// MySQL's spatial syntax, column visibility, functional indexes,
+		// CHECK constraints and CREATE TABLE … SELECT as the binlog has it
+		{"CREATE TABLE geo (id INT PRIMARY KEY, p POINT SRID 4326 NOT NULL, g GEOMETRY, SPATIAL INDEX(p))",
+			"CREATE d.geo [ADD id int not-null] [ADD p geometry not-null] [ADD g geometry] pk=id"},
+		{"ALTER TABLE geo ADD SPATIAL INDEX sp (p)", ""},
+		{"ALTER TABLE geo ADD COLUMN q GEOMETRY SRID 0, ADD SPATIAL KEY (q)", "ALTER d.geo [ADD q geometry]"},
+		{"ALTER TABLE t ALTER COLUMN c SET INVISIBLE", ""},
+		{"ALTER TABLE t ALTER `c d` SET VISIBLE, ADD COLUMN z INT", "ALTER d.t [ADD z int]"},
+		{"ALTER TABLE t ADD COLUMN v INT INVISIBLE, ADD g POINT SRID 4326", "ALTER d.t [ADD v int] [ADD g geometry]"},
+		{"CREATE TABLE f (id INT PRIMARY KEY, a INT, INDEX fi ((a + 1)), CHECK (a > 0), CONSTRAINT cb CHECK (a <> 3) NOT ENFORCED)",
+			"CREATE d.f [ADD id int not-null] [ADD a int] pk=id"},
+		{"ALTER TABLE f ADD INDEX fj ((lower(b))), ADD CONSTRAINT c2 CHECK (a < 100)", ""},
+		{"CREATE TABLE `f3` (\n  `id` int NOT NULL,\n  `b` varchar(10) DEFAULT NULL\n) START TRANSACTION", "CREATE d.f3 [ADD id int not-null] [ADD b varchar(10)]"},
+		// MySQL's SHOW CREATE TABLE
+		{"CREATE TABLE `geo` (\n  `id` int NOT NULL,\n  `p` point NOT NULL /*!80003 SRID 4326 */,\n  `g` geometry DEFAULT NULL /*!80023 INVISIBLE */,\n" +
+			"  `a` int DEFAULT NULL,\n  PRIMARY KEY (`id`),\n  SPATIAL KEY `p` (`p`),\n  KEY `fi` (((`a` + 1))),\n  CONSTRAINT `geo_chk_1` CHECK ((`a` > 0))\n" +
+			") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci",
+			"CREATE d.geo [ADD id int not-null] [ADD p geometry not-null] [ADD g geometry] [ADD a int] pk=id"},
 		{"DROP TABLE IF EXISTS a, o.b", "DROP d.a; DROP o.b"},
 		{"ALTER TABLE t ADD x INT, RENAME TO u", "ALTER d.t [ADD x int]; RENAME d.t>d.u"},
 		{"ALTER TABLE t ALTER COLUMN c SET DEFAULT 5", `ALTER d.t [DEFAULT c default="5"]`},

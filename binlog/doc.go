@@ -89,7 +89,9 @@
 // the trailing 0x00 bytes the binlog drops; MariaDB's JSON (a LONGTEXT with a
 // json_valid CHECK), UUID, INET6 and INET4 (BINARY(16), BINARY(16),
 // BINARY(4) in the binlog) are json and string values in the server's text
-// form, their types read from the schema history or, without it, from
+// form (MySQL's JSON the server's text without the spaces after ',' and
+// ':', the same by snapshot and stream; a partial JSON update, with
+// binlog_row_value_options=PARTIAL_JSON, applied to the before image), their types read from the schema history or, without it, from
 // information_schema when a table map is first seen; GEOMETRY values are
 // schema.Geom, the WKB and the SRID of the server's 4-byte prefix; zero dates are NULL (or the epoch
 // in NOT NULL columns, and everywhere with ZeroDateAsNull=false); text is

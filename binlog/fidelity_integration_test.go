@@ -172,13 +172,19 @@ func TestCharsetColumnsStreamAndSnapshot(t *testing.T) {
 		"cp1257":   "Įlinkdama fechtuotojo špaga",
 		"macroman": "Äpfel über Öl ﬁ",
 	}
+	// MariaDB's uca1400 collations; MySQL has the 520 ones (and gb18030)
+	u16, u32 := "utf16_uca1400_ai_ci", "utf32_uca1400_as_cs"
+	if needServer(t).flavor == FlavorMySQL {
+		u16, u32 = "utf16_unicode_520_ci", "utf32_unicode_520_ci"
+		texts["gb18030"] = "我能吞下玻璃而不伤身体 € ḿ 🚀"
+	}
 	names := make([]string, 0, len(texts))
 	for cs := range texts {
 		names = append(names, cs)
 	}
 	slices.Sort(names)
 	cols := []string{"id INT NOT NULL", "k VARCHAR(40) CHARACTER SET cp1251 NOT NULL", "e ENUM('ёлка','ель') CHARACTER SET koi8r", "tx TEXT CHARACTER SET gbk",
-		"u16 VARCHAR(20) CHARACTER SET utf16 COLLATE utf16_uca1400_ai_ci", "u32 VARCHAR(20) CHARACTER SET utf32 COLLATE utf32_uca1400_as_cs"}
+		"u16 VARCHAR(20) CHARACTER SET utf16 COLLATE " + u16, "u32 VARCHAR(20) CHARACTER SET utf32 COLLATE " + u32}
 	vals := []string{"1", "'ключ'", "'ёлка'", "'文本'", "'utf16 🚀 ü'", "'utf32 🚀 ü'"}
 	for _, cs := range names {
 		cols = append(cols, fmt.Sprintf("c_%s VARCHAR(60) CHARACTER SET %s", cs, cs))

@@ -132,7 +132,8 @@ func serverPosition(t *testing.T, c *client.Conn, flavor string) []byte {
 // history cannot parse stops the source with ErrUnparsedDDL quoting it;
 // listing its GTID in SkipDDL lets a restart go past it.
 // TestHistoryUnparseableDDLStops: a statement on a captured table that the
-// DDL parser rejects (MariaDB's WAIT n, unknown to the TiDB parser) stops
+// DDL parser rejects (MariaDB's WAIT n, MySQL's NOT SECONDARY, unknown to
+// the TiDB parser) stops
 // the source with ErrUnparsedDDL naming skip_ddl, with and without a
 // schema history, and skip_ddl then gets past it.
 func TestHistoryUnparseableDDLStops(t *testing.T) {
@@ -151,7 +152,10 @@ func testUnparseableDDLStops(t *testing.T, history bool) {
 	}
 	s := openSource(t, cfg, nil)
 	exec(t, c, "INSERT INTO t VALUES (1)")
-	const odd = "ALTER TABLE t WAIT 2 ADD COLUMN w BIGINT" // MariaDB syntax the parser does not know
+	odd := "ALTER TABLE t WAIT 2 ADD COLUMN w BIGINT" // MariaDB syntax the parser does not know
+	if env.flavor == FlavorMySQL {
+		odd = "ALTER TABLE t ADD COLUMN w BIGINT NOT SECONDARY" // MySQL's, unknown to the parser too
+	}
 	exec(t, c, odd)
 	exec(t, c, "INSERT INTO t VALUES (2, 2)")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

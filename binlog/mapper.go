@@ -60,6 +60,12 @@ type mapper struct {
 
 	tables map[uint64]*tableInfo // by table id; nil value: table not captured
 
+	// emit, when set, takes the records made so far from inside a
+	// transaction payload, before the payload's last record is made.
+	emit func([]schema.Record) error
+	// raw decodes the events of a raw-mode stream (MySQL: payload.go).
+	raw *eventParser
+
 	// the open transaction
 	inTx       bool
 	txGTID     string // GTID of the open transaction, "" without GTIDs
@@ -319,23 +325,51 @@ func (m *mapper) Map(ev *replication.BinlogEvent, out []schema.Record) ([]schema
 			return m.xaPrepare(h, e.Data, out)
 		}
 	case *replication.TransactionPayloadEvent:
-		var err error
-		m.depth++
-		defer func() { m.depth-- }()
-		for _, inner := range e.Events {
-			if out, err = m.Map(inner, out); err != nil {
-				return out, err
+		i := 0
+		return m.payload(out, func() (*replication.BinlogEvent, error) {
+			if i == len(e.Events) {
+				return nil, nil
 			}
-		}
+			inner := e.Events[i]
+			e.Events[i] = nil // let go once mapped
+			i++
+			return inner, nil
+		})
+	case *payloadStream:
+		return m.payload(out, e.next)
 	}
 	return out, nil
+}
+
+// payload maps the events of a compressed transaction (all of its events
+// in one), which next gives in order (nil after the last). Their records
+// are handed on (emit) as they are made, so that memory stays bounded
+// however big the transaction.
+func (m *mapper) payload(out []schema.Record, next func() (*replication.BinlogEvent, error)) ([]schema.Record, error) {
+	m.depth++
+	defer func() { m.depth-- }()
+	for {
+		inner, err := next()
+		if err != nil || inner == nil {
+			return out, err
+		}
+		if out, err = m.Map(inner, out); err != nil {
+			return out, err
+		}
+		if m.emit != nil && len(out) >= maxBatch {
+			if err := m.emit(out); err != nil {
+				return nil, err
+			}
+			out = nil
+		}
+	}
 }
 
 // makesRecords reports events whose records take their ID from the event's
 // position.
 func makesRecords(ev *replication.BinlogEvent) bool {
 	switch ev.Event.(type) {
-	case *replication.RowsEvent, *replication.QueryEvent, *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.TransactionPayloadEvent:
+	case *replication.RowsEvent, *replication.QueryEvent, *replication.XIDEvent, *replication.MariadbGTIDEvent, *replication.TransactionPayloadEvent, *payloadStream:
 		return true
 	}
 	return false
@@ -488,8 +522,8 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	if ti == nil {
 		return out, nil
 	}
-	if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
-		return out, fmt.Errorf("%w: partial JSON update of %s; set binlog_row_value_options='' on the server", ErrUnsupported, ti.id)
+	if err := decodeRows(e); err != nil {
+		return out, fmt.Errorf("%w: rows of %s: %v", ErrUnsupported, ti.id, err)
 	}
 	for _, sk := range e.SkippedColumns {
 		if len(sk) > 0 {
@@ -498,12 +532,12 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 	}
 	var op schema.Op
 	step := 1
-	switch e.Type() {
-	case replication.EnumRowsEventTypeInsert:
+	switch typ := e.Type(); {
+	case typ == replication.EnumRowsEventTypeInsert:
 		op = schema.OpCreate
-	case replication.EnumRowsEventTypeUpdate:
+	case typ == replication.EnumRowsEventTypeUpdate, h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT:
 		op, step = schema.OpUpdate, 2
-	case replication.EnumRowsEventTypeDelete:
+	case typ == replication.EnumRowsEventTypeDelete:
 		op = schema.OpDelete
 	default:
 		return out, fmt.Errorf("%w: rows event type %s", ErrUnsupported, h.EventType)
@@ -527,6 +561,11 @@ func (m *mapper) rowRecords(h *replication.EventHeader, e *replication.RowsEvent
 		case schema.OpDelete:
 			out = append(out, m.record(ev, op, i, img, nil, nil, m.zeroHeaders(ti, e.Rows[i], nil)))
 		case schema.OpUpdate:
+			if h.EventType == replication.PARTIAL_UPDATE_ROWS_EVENT {
+				if err := partialAfterImage(ti, e.Rows[i], e.Rows[i+1]); err != nil {
+					return out, err
+				}
+			}
 			after, err := m.row(ti, e.Rows[i+1], ev)
 			if err != nil {
 				return out, err

@@ -38,6 +38,8 @@ func newParser() *replication.BinlogParser {
 	p := replication.NewBinlogParser()
 	p.SetFlavor(FlavorMariaDB)
 	p.SetUseDecimal(false) // as Source.syncerConfig
+	p.SetRenderJSONAsMySQLText(true)
+	p.SetRowsEventDecodeFunc(decodeRowsEvent)
 	p.SetParseTime(true)
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"net"
 	"slices"
 	"strconv"
@@ -356,6 +357,11 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 	if len(specs) == 0 {
 		return nil, nil // dropped since it was listed
 	}
+	for i := range specs {
+		if err := sn.recoverLabels(ctx, id, &specs[i]); err != nil {
+			return nil, err
+		}
+	}
 	var pk []int
 	krows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME FROM information_schema.STATISTICS
   WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX`, id.Database, id.Table)
@@ -510,6 +516,58 @@ func (ic *infoColumn) spec() (colSpec, error) {
 		return sp, schema.Fatal(fmt.Errorf("%w: column type %s in a snapshot; leave the column out with exclude_columns or the table with exclude", ErrUnsupported, ic.columnType))
 	}
 	return sp, nil
+}
+
+// recoverLabels replaces the ENUM/SET labels MySQL's information_schema
+// lost: its data dictionary keeps COLUMN_TYPE (and SHOW CREATE TABLE
+// prints it) in utf8mb3, so a label with a character outside the BMP reads
+// as '?'. Such a label is read from a row that holds it (the rows carry
+// it intact; ENUM compares with its index, SET with its bits); a label no
+// row holds keeps the '?' (no snapshot row can need it; streaming reads
+// the labels from the table map).
+func (sn *snapshotter) recoverLabels(ctx context.Context, id schema.TableID, sp *colSpec) error {
+	// (MariaDB stores such a label as '?' itself.)
+	if sn.s.cfg.Flavor != FlavorMySQL || maxBytesPerChar(sp.charset) < 4 || !slices.ContainsFunc(sp.labels, func(l string) bool { return strings.Contains(l, "?") }) {
+		return nil
+	}
+	isSet := sp.typ == mysql.MYSQL_TYPE_STRING && byte(sp.meta>>8) == mysql.MYSQL_TYPE_SET
+	col := quoteIdent(sp.name)
+	for i, l := range sp.labels {
+		if !strings.Contains(l, "?") {
+			continue
+		}
+		var raw []byte
+		var mask uint64
+		where := col + " = ?"
+		if isSet {
+			where = col + " & ? <> 0"
+		}
+		arg := uint64(i + 1)
+		if isSet {
+			arg = 1 << uint(i)
+		}
+		err := sn.conn.QueryRowContext(ctx, "SELECT "+col+", "+col+" + 0 FROM "+quoteIdent(id.Database)+"."+quoteIdent(id.Table)+" WHERE "+where+" LIMIT 1", arg).Scan(&raw, &mask)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("binlog: snapshot: labels of %s.%s: %w", id, sp.name, err)
+		}
+		text := decodeText(raw, sp.charset)
+		if !isSet {
+			sp.labels[i] = text
+			continue
+		}
+		// the k-th label of the value is its k-th member bit
+		parts := strings.Split(text, ",")
+		k := bits.OnesCount64(mask & (1<<uint(i) - 1))
+		if k < len(parts) && bits.OnesCount64(mask) == len(parts) {
+			sp.labels[i] = parts[k]
+		}
+	}
+	sn.s.log.Warn("binlog: information_schema gives '?' for an ENUM/SET label outside the BMP; the labels were read from the rows",
+		"table", id.String(), "column", sp.name, "labels", len(sp.labels))
+	return nil
 }
 
 // parseLabels reads the labels of "enum('a','b”c')" or "set(...)".

@@ -489,7 +489,7 @@ func TestSnapshotTypeParity(t *testing.T) {
   bn BINARY(3), vb VARBINARY(10), bl BLOB, tb TINYBLOB, mb MEDIUMBLOB, lb LONGBLOB,
   e ENUM('small','medium','large'), el ENUM('ä','it''s') CHARACTER SET latin1, st SET('a','b','c','d'),
   js JSON, g GEOMETRY, pt POINT,
-  zd DATE NOT NULL DEFAULT '2000-01-01', zdt DATETIME NOT NULL DEFAULT '2000-01-01 00:00:00')`)
+  zd DATE NOT NULL DEFAULT '2000-01-01', zdt DATETIME NOT NULL DEFAULT '2000-01-01 00:00:00', g4 GEOMETRY)`)
 	exec(t, c, "SET sql_mode = ''")
 	stream := openSource(t, testConfig(env, db), nil)
 	exec(t, c, `INSERT INTO types VALUES (1, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295,
@@ -500,7 +500,7 @@ func TestSnapshotTypeParity(t *testing.T) {
   'ab', REPEAT('ü', 100), 'héllo wörld ✓ 🚀', 'ütf8', 'long text', 't', 'm', 'l', _latin1 x'636166E920809F', _latin1 x'E9E9',
   x'000102', x'', x'DEADBEEF', x'00', x'01', x'02',
   'medium', 'it''s', 'a,c', '{"k": [1, 2, null]}', ST_GeomFromText('POINT(1 2)'), ST_GeomFromText('POINT(-1.5 3)'),
-  '0000-00-00', '0000-00-00 00:00:00')`)
+  '0000-00-00', '0000-00-00 00:00:00', ST_GeomFromText('POINT(1 2)', 4326))`)
 	exec(t, c, `INSERT INTO types (id, ti, tiu, bi, biu, d, d2, f, db, tm, dtm, ts, y, c, vc, tx, vb, e, el, st, dt, b10)
   VALUES (2, 127, 0, 9223372036854775807, 0, '0', '99999999.99', 3.4e38, 1.7976931348623157e308, '838:59:59.999999', '9999-12-31 23:59:59.999999',
   '1970-01-01 00:00:01.000', 1901, '', '', '', x'', '', 'ä', '', '0000-00-00', b'0')`)
@@ -646,4 +646,55 @@ func TestSnapshotResumeWithStaleKey(t *testing.T) {
 		t.Fatalf("read %d snapshot rows, want 10", m.reads)
 	}
 	diffContent(t, m.content(), tableContent(t, c, "items"))
+}
+
+// TestSnapshotEnumSetLabelsOutsideBMP (issue 26, d6): MySQL's
+// information_schema gives '?' for ENUM and SET labels outside the BMP;
+// the snapshot reads them from the rows instead and gives the values and
+// the labels the stream gives.
+func TestSnapshotEnumSetLabelsOutsideBMP(t *testing.T) {
+	env := needServer(t)
+	if env.flavor != FlavorMySQL {
+		t.Skip("MariaDB stores a label outside the BMP as '?' itself")
+	}
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE e (id INT PRIMARY KEY, e ENUM('a','😀','🚀','?'), s SET('x','😀','y','🦀'), u ENUM('ü','ç') CHARACTER SET latin1)")
+	exec(t, c, "INSERT INTO e VALUES (1, '😀', 'x,😀,🦀', 'ü'), (2, '?', '😀', 'ç'), (3, 'a', '', NULL), (4, NULL, 'y,🦀', NULL)")
+	cfg := testConfig(env, db)
+	cfg.Snapshot = SnapshotInitial
+	s := openSource(t, cfg, nil)
+	exec(t, c, "INSERT INTO e VALUES (5, '😀', 'x,😀,🦀', 'ü')")
+	var read, streamed []schema.Record
+	readUntil(t, s, func(rs []schema.Record) bool {
+		read, streamed = nil, nil
+		for _, r := range rs {
+			switch {
+			case r.Table.Database != db:
+			case r.Op == schema.OpRead:
+				read = append(read, r)
+			case r.Op == schema.OpCreate:
+				streamed = append(streamed, r)
+			}
+		}
+		return len(streamed) > 0
+	})
+	want := map[int64][3]any{1: {"😀", "x,😀,🦀", "ü"}, 2: {"?", "😀", "ç"}, 3: {"a", "", nil}, 4: {nil, "y,🦀", nil}, 5: {"😀", "x,😀,🦀", "ü"}}
+	var snapLabels string
+	for _, r := range append(read, streamed...) {
+		id := r.After[0].(int64)
+		for j, name := range []string{"e", "s", "u"} {
+			if got := colValue(t, r, name); got != want[id][j] {
+				t.Errorf("row %d %s: %v, want %v", id, name, got, want[id][j])
+			}
+		}
+		labels := r.ValueSchema.Fields[r.ValueSchema.FieldIndex("s")].Schema.Param(schema.ParamAllowed)
+		if r.Op == schema.OpRead {
+			snapLabels = labels
+		} else if labels != snapLabels {
+			t.Errorf("SET labels: stream %q, snapshot %q", labels, snapLabels)
+		}
+	}
+	if len(read) != 4 {
+		t.Errorf("snapshot read %d rows, want 4", len(read))
+	}
 }

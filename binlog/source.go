@@ -408,6 +408,10 @@ func loadCollations(conn *client.Conn) (map[uint64]string, error) {
 	return m, nil
 }
 
+// rawMode: on MySQL, which compresses transactions, the syncer hands
+// events on undecoded and mapEvent decodes them (payload.go).
+func (s *Source) rawMode() bool { return s.cfg.Flavor == FlavorMySQL }
+
 func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 	hb := s.cfg.Heartbeat
 	if hb <= 0 {
@@ -421,6 +425,15 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		// would parse it into a shopspring Decimal first, only to have it
 		// printed back for that.
 		UseDecimal: false, ParseTime: true,
+		// MySQL's JSON in its stored key order and type-faithful tokens,
+		// which nativeJSON brings to the snapshot's text.
+		RenderJSONAsMySQLText: true,
+		// Rows decoded when mapped, partial JSON updates with all of their
+		// changes (partialjson.go).
+		RowsEventDecodeFunc: decodeRowsEvent,
+		// MySQL: events decoded by the source, compressed transactions as a
+		// stream (payload.go).
+		RawModeEnabled:  s.rawMode(),
 		HeartbeatPeriod: hb, ReadTimeout: max(35*time.Second, 3*hb+5*time.Second),
 		DisableRetrySync: true, EventCacheCount: eventCache,
 		// MariaDB 11.4 may send events with log pos 0; record IDs are built
@@ -674,7 +687,19 @@ func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.Binlog
 
 // mapEvent maps one event and hands its records on.
 func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.BinlogEvent) error {
+	if s.rawMode() {
+		if m.raw == nil {
+			m.raw = newEventParser(s.syncerConfig())
+		}
+		parsed, err := m.raw.parse(ev)
+		if err != nil {
+			return fmt.Errorf("binlog: decoding a %s event (at %s:%d): %w", ev.Header.EventType, m.file, ev.Header.LogPos, err)
+		}
+		ev = parsed
+	}
+	m.emit = func(recs []schema.Record) error { return s.handOn(ctx, m, recs) }
 	recs, err := m.Map(ev, nil)
+	m.emit = nil
 	if err != nil {
 		// One "binlog:" prefix: the mapper's errors mostly carry it already.
 		err = fmt.Errorf("%w (at %s:%d)", err, m.file, ev.Header.LogPos)
@@ -683,6 +708,12 @@ func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.Binlog
 		}
 		return err
 	}
+	return s.handOn(ctx, m, recs)
+}
+
+// handOn sends records m made to Read, after saving the schema history
+// they may depend on.
+func (s *Source) handOn(ctx context.Context, m *mapper, recs []schema.Record) error {
 	if m.hist != nil && len(m.hist.pending) > 0 {
 		// on disk before any position after the statement is handed on
 		if err := s.saveHistory(ctx, m.hist.pending); err != nil {

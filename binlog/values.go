@@ -185,12 +185,12 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 			if c.charset != "" { // MariaDB's JSON: LONGTEXT
 				return decodeTextString(x, c.charset), nil
 			}
-			return strings.Clone(x), nil
+			return nativeJSON(c, x)
 		case []byte:
 			if c.charset != "" {
 				return decodeText(x, c.charset), nil
 			}
-			return string(x), nil
+			return nativeJSON(c, string(x))
 		}
 	case kGeometry:
 		if x, ok := v.([]byte); ok {
@@ -326,4 +326,14 @@ func digits(s string) (int, bool) {
 	}
 	n, err := strconv.Atoi(s)
 	return n, err == nil
+}
+
+// nativeJSON is a MySQL JSON value in one text by snapshot and by stream
+// (mysqlJSON).
+func nativeJSON(c *column, s string) (any, error) {
+	out, err := mysqlJSON(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: column %s: %w", ErrUnsupported, c.name, err)
+	}
+	return out, nil
 }
