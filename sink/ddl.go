@@ -289,7 +289,7 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 		return colDef{}, false
 	}
 	cd := colDef{Name: d.Name, Type: typ, NotNull: key, Check: check}
-	if lit, ok := s.defaultLiteral(d); ok {
+	if lit, ok := s.defaultLiteral(d, typ); ok {
 		cd.Type += " DEFAULT " + lit
 		// MySQL's TIMESTAMP type is written "… NULL" (no implicit default)
 		cd.NotNull = cd.NotNull || !d.Type.Optional && !strings.HasSuffix(typ, " NULL")
@@ -357,7 +357,7 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 		if !has || cc.Column == nil {
 			return nil, false
 		}
-		return []ddlStatement{s.defaultStatement(t, cc.Name, *cc.Column)}, true
+		return []ddlStatement{s.defaultStatement(t, cc.Name, cur.Type, *cc.Column)}, true
 	}
 	return nil, false
 }
@@ -387,13 +387,13 @@ func (s *Sink) modifyStatements(t target, name string, cur colInfo, d schema.Col
 			}
 		}
 	}
-	return append(out, s.defaultStatement(t, name, d))
+	return append(out, s.defaultStatement(t, name, cur.Type, d))
 }
 
-// defaultStatement sets (or drops) a column's default.
-func (s *Sink) defaultStatement(t target, name string, d schema.ColumnDef) ddlStatement {
+// defaultStatement sets (or drops) the default of a column of type typ.
+func (s *Sink) defaultStatement(t target, name, typ string, d schema.ColumnDef) ddlStatement {
 	q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.Quote(name)
-	if lit, ok := s.defaultLiteral(d); ok {
+	if lit, ok := s.defaultLiteral(d, typ); ok {
 		return ddlStatement{what: "set default", sql: q + " SET DEFAULT " + lit, table: t}
 	}
 	return ddlStatement{what: "drop default", sql: q + " DROP DEFAULT", table: t}
@@ -404,11 +404,12 @@ var (
 	temporalText = regexp.MustCompile(`^[0-9]{1,6}[-0-9: .]*$`)
 )
 
-// defaultLiteral renders a column's default as a literal of the target, or
-// false when there is none it can write: numbers as digits, text, ENUM,
-// SET, JSON and temporal values quoted, CURRENT_TIMESTAMP on temporal
-// columns; other expressions and binary values are not carried.
-func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
+// defaultLiteral renders a column's default as a literal of the target
+// column of type typ, or false when there is none it can write: numbers as
+// digits, text, ENUM, SET, JSON and temporal values quoted,
+// CURRENT_TIMESTAMP on temporal columns; other expressions and binary
+// values are not carried.
+func (s *Sink) defaultLiteral(d schema.ColumnDef, typ string) (string, bool) {
 	if d.Default == nil || d.Type == nil {
 		return "", false
 	}
@@ -418,7 +419,7 @@ func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
 		u := strings.ToUpper(strings.TrimSpace(v))
 		stamp := d.Type.Logical == schema.Timestamp || d.Type.Logical == schema.ZonedTimestamp
 		if stamp && (strings.HasPrefix(u, "CURRENT_TIMESTAMP") || strings.HasPrefix(u, "NOW(") || strings.HasPrefix(u, "LOCALTIMESTAMP")) {
-			return s.d.CurrentTimestamp(), true
+			return s.d.CurrentTimestamp(typ), true
 		}
 		return "", false
 	}

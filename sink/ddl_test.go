@@ -16,6 +16,7 @@ func TestDefaultLiteral(t *testing.T) {
 	str := schema.Primitive(schema.String, true)
 	ts := &schema.Schema{Type: schema.Int64, Logical: schema.Timestamp, Optional: true}
 	bin := schema.Primitive(schema.Bytes, true)
+	ts0 := &schema.Schema{Type: schema.Int64, Logical: schema.ZonedTimestamp, Params: map[string]string{schema.ParamSourceType: "timestamp"}}
 	for _, tc := range []struct {
 		typ       *schema.Schema
 		def       *schema.Default
@@ -27,6 +28,7 @@ func TestDefaultLiteral(t *testing.T) {
 		{str, &schema.Default{Value: `it's \ here`}, `'it''s \ here'`, `'it''s \\ here'`},
 		{str, &schema.Default{Value: "a\x00b"}, "-", "-"},
 		{ts, &schema.Default{Value: "CURRENT_TIMESTAMP(3)", Expr: true}, "CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP(6)"},
+		{ts0, &schema.Default{Value: "current_timestamp()", Expr: true}, "CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP"}, // MySQL: the column's precision
 		{ts, &schema.Default{Value: "2024-01-02 03:04:05"}, "'2024-01-02 03:04:05'", "'2024-01-02 03:04:05'"},
 		{ts, &schema.Default{Value: "0000-00-00 00:00:00"}, "-", "-"},
 		{str, &schema.Default{Value: "uuid()", Expr: true}, "-", "-"},
@@ -37,7 +39,11 @@ func TestDefaultLiteral(t *testing.T) {
 			s    *Sink
 			want string
 		}{{&Sink{d: postgres.Dialect{}}, tc.pg}, {&Sink{d: mysql.Dialect{}}, tc.mysql}} {
-			got, ok := d.s.defaultLiteral(schema.ColumnDef{Name: "c", Type: tc.typ, Default: tc.def})
+			typ, err := d.s.d.ColumnType("c", tc.typ, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := d.s.defaultLiteral(schema.ColumnDef{Name: "c", Type: tc.typ, Default: tc.def}, typ)
 			if !ok {
 				got = "-"
 			}

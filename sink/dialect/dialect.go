@@ -93,9 +93,9 @@ type SQL interface {
 	// TransactionalDDL reports DDL that runs inside a transaction
 	// (PostgreSQL); else DDL commits implicitly and runs alone (MySQL).
 	TransactionalDDL() bool
-	// CurrentTimestamp is the default expression of a timestamp column
-	// whose source default is CURRENT_TIMESTAMP.
-	CurrentTimestamp() string
+	// CurrentTimestamp is the default expression of a timestamp column of
+	// type colType whose source default is CURRENT_TIMESTAMP.
+	CurrentTimestamp(colType string) string
 	// StringLiteral quotes v as a string literal of the target.
 	StringLiteral(v string) string
 }

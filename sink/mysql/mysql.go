@@ -25,9 +25,17 @@ var _ dialect.Dialect = Dialect{}
 
 type target = dialect.Target
 
-func (Dialect) Name() string             { return "mysql" }
-func (Dialect) TransactionalDDL() bool   { return false }
-func (Dialect) CurrentTimestamp() string { return "CURRENT_TIMESTAMP(6)" } // the precision of the target's DATETIME(6) / TIMESTAMP(6)
+func (Dialect) Name() string           { return "mysql" }
+func (Dialect) TransactionalDDL() bool { return false }
+
+// CurrentTimestamp has the fractional precision of the column: MySQL
+// refuses another one (1067 Invalid default value; MariaDB takes it).
+func (Dialect) CurrentTimestamp(colType string) string {
+	if t, ok := dialect.ParseMySQLType(colType); ok && len(t.Args) == 1 && t.Args[0] > 0 && t.Args[0] <= 6 {
+		return "CURRENT_TIMESTAMP(" + strconv.Itoa(t.Args[0]) + ")"
+	}
+	return "CURRENT_TIMESTAMP"
+}
 
 // IdentTooLong: MySQL counts characters.
 func (Dialect) IdentTooLong(name string) (int, bool) { return 64, len([]rune(name)) > 64 }
