@@ -24,6 +24,7 @@ type mapper struct {
 	zeroAsNull bool
 	keepZero   bool              // note zero dates' original text in headers
 	collations map[uint64]string // collation id -> charset
+	collNames  map[uint64]string // collation id -> collation name; nil: unknown
 	now        func() time.Time
 	heartbeats bool
 	columns    *columnRules
@@ -65,20 +66,23 @@ type mapper struct {
 }
 
 type mapperConfig struct {
-	Flavor      string
-	ServerName  string
-	Include     []string
-	Exclude     []string
-	ZeroAsNull  bool
-	KeepZero    bool              // note zero dates' original text in record headers
-	Collations  map[uint64]string // nil: built-in table
-	Now         func() time.Time  // nil: time.Now
-	Heartbeats  bool              // map the server's heartbeat events to OpHeartbeat records
-	Columns     *columnRules      // excluded and masked columns; nil: none
-	History     *schemaHistory    // table shapes by position; nil: table maps only
-	HistoryFile string            // for messages
-	SkipDDL     []string          // statements or GTIDs the history leaves out
-	Log         *slog.Logger      // warnings (history/table map mismatches); nil: discarded
+	Flavor     string
+	ServerName string
+	Include    []string
+	Exclude    []string
+	ZeroAsNull bool
+	KeepZero   bool              // note zero dates' original text in record headers
+	Collations map[uint64]string // nil: built-in table
+	// CollationNames names the collation ids (nil: records carry no
+	// collation from the table map).
+	CollationNames map[uint64]string
+	Now            func() time.Time // nil: time.Now
+	Heartbeats     bool             // map the server's heartbeat events to OpHeartbeat records
+	Columns        *columnRules     // excluded and masked columns; nil: none
+	History        *schemaHistory   // table shapes by position; nil: table maps only
+	HistoryFile    string           // for messages
+	SkipDDL        []string         // statements or GTIDs the history leaves out
+	Log            *slog.Logger     // warnings (history/table map mismatches); nil: discarded
 	// Hints reads the MariaDB types (UUID, INET6, INET4, JSON) the table
 	// maps of a table show only as storage; nil: none (typeHints.get).
 	Hints func(schema.TableID) (map[string]colHint, error)
@@ -100,7 +104,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	}
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
-		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
+		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, collNames: cfg.CollationNames, now: cfg.Now, heartbeats: cfg.Heartbeats,
 		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log, hints: cfg.Hints, showCreate: cfg.ShowCreate,
 		skipOps: cfg.SkipOps, noDDL: cfg.SkipSchemaChanges,
 		skipDDL: map[string]bool{},
@@ -360,7 +364,7 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 			return err
 		}
 	}
-	ti, warn, err := buildTable(e, m.serverName, m.collations, ht, m.hist != nil, hints, m.flavor)
+	ti, warn, err := buildTable(e, m.serverName, m.collations, m.collNames, ht, m.hist != nil, hints, m.flavor)
 	if warn != "" {
 		m.log.Warn("binlog: "+warn, "table", string(e.Schema)+"."+string(e.Table), "history", m.histFile)
 	}

@@ -288,7 +288,7 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 		s.log.Warn("schema change not applied: no CHECK for the column", "table", t.String(), "column", d.Name, "error", err.Error())
 		return colDef{}, false
 	}
-	cd := colDef{Name: d.Name, Type: typ, NotNull: key, Check: check}
+	cd := colDef{Name: d.Name, Type: typ + s.collate(typ, d.Type, key), NotNull: key, Check: check}
 	if lit, ok := s.defaultLiteral(d, typ); ok {
 		cd.Type += " DEFAULT " + lit
 		// MySQL's TIMESTAMP type is written "… NULL" (no implicit default)

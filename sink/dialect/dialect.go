@@ -191,6 +191,20 @@ type Conn interface {
 	Verify(ctx context.Context, db *sql.DB, progressTable string) (defaultSchema string, err error)
 }
 
+// Collator is a dialect whose text columns have a character set and a
+// collation, which decide which keys are equal (MySQL). The core gives new
+// text columns the clause Collate makes and refuses to write into an
+// existing key column that KeyMerges says could merge rows.
+type Collator interface {
+	// Collate is the clause appended to type typ (ColumnType's) of a new
+	// column of field schema s; "" for none.
+	Collate(typ string, s *schema.Schema, key bool) string
+	// KeyMerges reports whether a key column of collation cur may take
+	// values the source keeps apart (schema.ParamCollation of s) as
+	// equal, and the collation it should have instead.
+	KeyMerges(s *schema.Schema, cur string) (want string, merges bool)
+}
+
 // Copier is the bulk path of a dialect that has one (PostgreSQL's COPY).
 type Copier interface {
 	// StageTable creates a temporary table stage shaped like t's cols,

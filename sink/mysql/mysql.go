@@ -16,12 +16,19 @@ import (
 )
 
 // Dialect builds MySQL and MariaDB SQL.
-type Dialect struct{}
+type Dialect struct {
+	// coll is the target's collations, read by Verify; nil in a
+	// Dialect{} literal (collation.go).
+	coll *collations
+}
 
 // New returns the MySQL dialect; it has no options.
-func New(dialect.Options) Dialect { return Dialect{} }
+func New(dialect.Options) Dialect { return Dialect{coll: &collations{}} }
 
-var _ dialect.Dialect = Dialect{}
+var (
+	_ dialect.Dialect  = Dialect{}
+	_ dialect.Collator = Dialect{}
+)
 
 type target = dialect.Target
 
@@ -98,14 +105,17 @@ func (Dialect) ArrayValue(set string) any { return set }
 func (Dialect) ColumnFits(target, schema.Field, string) error { return nil }
 
 // Verify refuses a DSN without a default database (it holds the progress
-// table) and returns that database.
-func (Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (string, error) {
+// table), reads the target's collations and returns that database.
+func (d Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (string, error) {
 	var name sql.NullString
 	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&name); err != nil {
 		return "", fmt.Errorf("sink: query default database: %w", err)
 	}
 	if !name.Valid || name.String == "" {
 		return "", dialect.Fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", dialect.ErrConfig, progressTable))
+	}
+	if err := d.loadCollations(ctx, db); err != nil {
+		return "", err
 	}
 	return name.String, nil
 }
