@@ -21,7 +21,7 @@ import (
 // (SLUICE_MYSQL97_*).
 type mtSource struct {
 	flavor, host, port, user, password string // password: the CDC user's
-	admin                                  *sql.DB
+	admin                              *sql.DB
 }
 
 func mtOpenSource(t *testing.T, flavor string) mtSource {
@@ -259,4 +259,52 @@ func TestKeysStayDistinct(t *testing.T) {
 			t.Fatalf("target has %d rows (%v), want none", n, err)
 		}
 	})
+}
+
+// TestAddedColumnsReadTheDefault (d10, #28 item 7): columns added to a
+// MySQL table with rows, read in the older rows of the target what MySQL
+// reads there (NOT NULL without DEFAULT: 0 and an ENUM's first label; a
+// DEFAULT: its value), into PostgreSQL and MySQL, under schema_changes
+// apply (from the schema change) and ignore (the default: from the first
+// row that has the columns). A generated column's older rows stay NULL
+// (apply warns).
+func TestAddedColumnsReadTheDefault(t *testing.T) {
+	for _, c := range []struct{ target, mode string }{
+		{"postgres", "apply"}, {"postgres", "ignore"}, {"mysql", "apply"}, {"mysql", "ignore"},
+	} {
+		t.Run(c.target+"_"+c.mode, func(t *testing.T) {
+			src := mtOpenSource(t, "mysql")
+			db := uniqueName("it_adddef")
+			tg := mtOpenTarget(t, c.target, db+"_t")
+			mustExec(t, src.admin, "CREATE DATABASE `"+db+"`")
+			t.Cleanup(func() { src.admin.Exec("DROP DATABASE IF EXISTS `" + db + "`") })
+			mustExec(t, src.admin, "CREATE TABLE `"+db+"`.canary (id INT PRIMARY KEY)")
+			mustExec(t, src.admin, "CREATE TABLE `"+db+"`.t_like (id INT PRIMARY KEY, a INT)")
+			mustExec(t, src.admin, "INSERT INTO `"+db+"`.t_like VALUES (1, 1)")
+			r := startPipeline(t, mtConfig(t, src, tg, db, "initial", "  schema_changes: "+c.mode+"\n"))
+			defer r.stop(t)
+			mtWaitCanary(t, src, tg, db, r)
+			mtWaitRows(t, r, tg, "SELECT id, a FROM "+tg.table("t_like"), []string{"1|1"})
+			for _, q := range []string{
+				"ALTER TABLE `" + db + "`.t_like ADD COLUMN k2 INT NOT NULL",
+				"ALTER TABLE `" + db + "`.t_like ADD COLUMN en ENUM('p','q') NOT NULL",
+				"ALTER TABLE `" + db + "`.t_like ADD COLUMN d INT DEFAULT 7",
+				"ALTER TABLE `" + db + "`.t_like ADD COLUMN s VARCHAR(5) NOT NULL DEFAULT 'x'",
+				"ALTER TABLE `" + db + "`.t_like ADD COLUMN f INT AS (a+1) VIRTUAL",
+				"INSERT INTO `" + db + "`.t_like (id, a, k2, en, d, s) VALUES (2, 2, 5, 'q', 8, 'y')",
+			} {
+				mustExec(t, src.admin, q)
+			}
+			want, err := mtRows(src.admin, "SELECT id, a, k2, en, d, s FROM `"+db+"`.t_like")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want[0] != "1|1|0|p|7|x" {
+				t.Fatalf("MySQL reads row 1 as %s", want[0])
+			}
+			mtWaitRows(t, r, tg, "SELECT id, a, k2, en, d, s FROM "+tg.table("t_like"), want)
+			// the generated column: the new row's value, NULL in the older one
+			mtWaitRows(t, r, tg, "SELECT id, f FROM "+tg.table("t_like"), []string{"1|<NULL>", "2|3"})
+		})
+	}
 }

@@ -271,7 +271,9 @@ func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement,
 
 // columnFromDef maps a column definition to the target: its type as
 // AutoEvolve would give it, NOT NULL only for key columns or with a
-// default (older target rows must be able to hold it), the default.
+// default (older target rows must be able to hold it), the default (for a
+// NOT NULL column without one, its implicit value: what older rows read
+// on the source).
 func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bool) {
 	if s.checkIdent("column", d.Name) != nil || d.Type == nil {
 		s.log.Warn("schema change names a column the target cannot have; ignored", "table", t.String(), "column", d.Name)
@@ -289,14 +291,32 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 		return colDef{}, false
 	}
 	cd := colDef{Name: d.Name, Type: typ + s.collate(typ, d.Type, key), NotNull: key, Check: check}
-	if lit, ok := s.defaultLiteral(d, typ); ok {
-		cd.Type += " DEFAULT " + lit
+	def, implicit := addedDefault(d, key)
+	withDef := d
+	withDef.Default = def
+	if lit, ok := s.defaultLiteral(withDef, typ); ok {
+		cd.Default = lit
 		// MySQL's TIMESTAMP type is written "… NULL" (no implicit default)
 		cd.NotNull = cd.NotNull || !d.Type.Optional && !strings.HasSuffix(typ, " NULL")
-	} else if d.Default != nil {
-		s.log.Warn("column default not applied: the target has no equivalent", "table", t.String(), "column", d.Name, "default", d.Default.Value)
+	} else if def != nil {
+		what := "column default not applied: the target has no equivalent"
+		if implicit {
+			what = "column added without the value older rows read on the source (NOT NULL without DEFAULT): older target rows hold NULL"
+		}
+		s.log.Warn(what, "table", t.String(), "column", d.Name, "default", def.Value)
+	}
+	if d.Generated {
+		s.warnGenerated(t, d.Name)
 	}
 	return cd, true
+}
+
+// warnGenerated says that a generated column becomes a plain column whose
+// older target rows hold NULL where the source computes a value: the
+// sink does not evaluate the source's expression.
+func (s *Sink) warnGenerated(t target, col string) {
+	s.log.Warn("generated column added as a plain column: rows written before it hold NULL in the target where the source computes a value; new and changed rows carry the value. Fill the older rows by hand (UPDATE with the column's expression) or snapshot the table again",
+		"table", t.String(), "column", col)
 }
 
 // columnStatement plans one column change on an existing target table.

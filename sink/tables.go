@@ -151,10 +151,8 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if c.Check, err = s.enumCheck(f); err != nil {
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
-			if _, err := s.db.ExecContext(ctx, s.d.AddColumn(t, c)); err != nil {
-				if !errIs(err, dialect.CondColumnExists) { // added meanwhile
-					return nil, fmt.Errorf("sink: add column %q to %s: %w", f.Name, t, wrapDB(err))
-				}
+			if err := s.addEvolvedColumn(ctx, t, f, typ, c); err != nil {
+				return nil, err
 			}
 			s.log.Info("added column", "table", t.String(), "column", f.Name, "type", typ)
 			m.cols[s.fold(f.Name)] = colInfo{Type: typ}

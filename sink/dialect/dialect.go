@@ -269,6 +269,7 @@ func (t Target) String() string {
 type ColDef struct {
 	Name    string
 	Type    string
+	Default string // the DEFAULT, a literal the core rendered; "" for none
 	NotNull bool
 	Check   string // a column constraint, e.g. an ENUM's CHECK
 }
@@ -380,9 +381,13 @@ func IsKey(keyCols []string, c string) bool {
 	return false
 }
 
-// ColumnDef renders a column definition: name, type, NOT NULL, constraint.
+// ColumnDef renders a column definition: name, type, default, NOT NULL,
+// constraint.
 func ColumnDef(d Quoter, c ColDef) string {
 	s := d.Quote(c.Name) + " " + c.Type
+	if c.Default != "" {
+		s += " DEFAULT " + c.Default
+	}
 	if c.NotNull {
 		s += " NOT NULL"
 	}

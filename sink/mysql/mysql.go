@@ -157,13 +157,33 @@ func (d Dialect) CreateSchema(name string) string {
 }
 
 func (d Dialect) CreateTable(t target, cols []dialect.ColDef, keyCols []string) string {
+	cols = slices.Clone(cols)
+	for i := range cols {
+		cols[i] = exprDefault(cols[i])
+	}
 	return dialect.CreateTableSQL(d, t, cols, keyCols, " DEFAULT CHARSET=utf8mb4")
 }
 
 // addColumn has no IF NOT EXISTS (MySQL 8 lacks it): a duplicate column
 // error (1060) is taken as success by the caller.
 func (d Dialect) AddColumn(t target, c dialect.ColDef) string {
-	return "ALTER TABLE " + dialect.Qualified(d, t) + " ADD COLUMN " + dialect.ColumnDef(d, c)
+	return "ALTER TABLE " + dialect.Qualified(d, t) + " ADD COLUMN " + dialect.ColumnDef(d, exprDefault(c))
+}
+
+// exprDefault writes the default of a TEXT, BLOB or JSON column as an
+// expression, DEFAULT ('x'): MySQL takes no literal default there (1101;
+// MariaDB takes both forms).
+func exprDefault(c dialect.ColDef) dialect.ColDef {
+	if c.Default == "" || strings.HasPrefix(c.Default, "(") {
+		return c
+	}
+	base, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(c.Type)), " ")
+	base, _, _ = strings.Cut(base, "(")
+	switch base {
+	case "tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob", "json":
+		c.Default = "(" + c.Default + ")"
+	}
+	return c
 }
 
 const myLastID = "last_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''"

@@ -1,0 +1,158 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/sink/dialect"
+)
+
+// What older rows read in a column added to a table: the source gives
+// them the column's DEFAULT, or for a NOT NULL column without one its
+// implicit value (0, '', an ENUM's first label). The sink adds the column
+// with that default, under every schema_changes mode, so that the target's
+// older rows read the same.
+
+// implicitDefault is the value MySQL gives older rows in a NOT NULL column
+// of schema s added without a DEFAULT: 0 for numbers, ” for text and SET,
+// the first label of an ENUM. Temporal columns (MySQL's zero date, which
+// records carry as NULL), binary strings and JSON get none.
+func implicitDefault(s *schema.Schema) (*schema.Default, bool) {
+	switch {
+	case s.Logical == schema.Enum:
+		if l := dialect.EnumLabels(s); len(l) > 0 {
+			return &schema.Default{Value: l[0]}, true
+		}
+		return nil, false
+	case s.Logical == schema.Set:
+		return &schema.Default{Value: ""}, true
+	case s.Logical == schema.Decimal || s.Logical == schema.Year:
+		return &schema.Default{Value: "0"}, true
+	case s.Logical != schema.None:
+		return nil, false
+	case s.Type >= schema.Int8 && s.Type <= schema.Float64:
+		return &schema.Default{Value: "0"}, true
+	case s.Type == schema.String:
+		return &schema.Default{Value: ""}, true
+	}
+	return nil, false
+}
+
+// addedDefault is the default a column added to an existing table gets:
+// the definition's own (d.Default), else for a NOT NULL column that is no
+// key, generated or AUTO_INCREMENT column its implicit value. implicit
+// reports the latter.
+func addedDefault(d schema.ColumnDef, key bool) (def *schema.Default, implicit bool) {
+	if d.Default != nil || d.Type == nil || d.Type.Optional || key || d.Generated || d.AutoIncrement {
+		return d.Default, false
+	}
+	def, ok := implicitDefault(d.Type)
+	return def, ok
+}
+
+// fieldDefault is the default of a column AutoEvolve adds for field f: the
+// field schema's default (the source's DEFAULT, as a value of the schema's
+// Go representation) as text, else for a field that is not optional its
+// implicit value; nil for none or one it cannot write.
+func fieldDefault(f schema.Field) *schema.Default {
+	s := f.Schema
+	if s == nil {
+		return nil
+	}
+	if s.Default == nil {
+		def, _ := addedDefault(schema.ColumnDef{Name: f.Name, Type: s}, false)
+		return def
+	}
+	var text string
+	switch v := s.Default.(type) {
+	case string:
+		text = v
+	case schema.Dec:
+		text = v.String()
+	case int8:
+		text = strconv.FormatInt(int64(v), 10)
+	case int16:
+		text = strconv.FormatInt(int64(v), 10)
+	case int32:
+		if s.Logical == schema.Date {
+			text = time.Unix(int64(v)*86400, 0).UTC().Format("2006-01-02")
+		} else {
+			text = strconv.FormatInt(int64(v), 10)
+		}
+	case int64:
+		switch s.Logical {
+		case schema.Timestamp:
+			text = time.UnixMicro(v).UTC().Format("2006-01-02 15:04:05.999999")
+		case schema.None, schema.Year:
+			text = strconv.FormatInt(v, 10)
+		default: // a zoned timestamp or a time: no literal the dialects share
+			return nil
+		}
+	case uint64:
+		text = strconv.FormatUint(v, 10)
+	case float32:
+		text = strconv.FormatFloat(float64(v), 'g', -1, 32)
+	case float64:
+		text = strconv.FormatFloat(v, 'g', -1, 64)
+	default:
+		return nil
+	}
+	return &schema.Default{Value: text}
+}
+
+// warnIgnoredGenerated warns (schema_changes: ignore) of generated columns
+// the schema changes in recs add: AutoEvolve adds them with their first
+// row as plain columns, and rows written before hold NULL in the target.
+// It warns once per column (the change reaches every queue).
+func (s *Sink) warnIgnoredGenerated(recs []schema.Record) {
+	for i := range recs {
+		r := &recs[i]
+		if r.Op != schema.OpSchemaChange || r.Change == nil {
+			continue
+		}
+		for _, tc := range r.Change.Tables {
+			for _, cc := range tc.Columns {
+				if cc.Kind != schema.AddColumn || cc.Column == nil || !cc.Column.Generated {
+					continue
+				}
+				t := s.cfg.target(tc.Table)
+				k := "generated\x00" + t.String() + "\x00" + cc.Name
+				s.ddlMu.Lock() // typeWarned is warnType's, under ddlMu
+				if !s.typeWarned[k] {
+					if s.typeWarned == nil {
+						s.typeWarned = map[string]bool{}
+					}
+					s.typeWarned[k] = true
+					s.warnGenerated(t, cc.Name)
+				}
+				s.ddlMu.Unlock()
+			}
+		}
+	}
+}
+
+// addEvolvedColumn adds column c (AutoEvolve) for field f to t with the
+// default older rows read on the source (fieldDefault). Where the target
+// refuses that default (MySQL takes none on TEXT, BLOB and JSON columns)
+// it adds the column without one and warns.
+func (s *Sink) addEvolvedColumn(ctx context.Context, t target, f schema.Field, typ string, c colDef) error {
+	plain := c
+	def := fieldDefault(f)
+	lit, ok := s.defaultLiteral(schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: def}, typ)
+	if ok {
+		c.Default = lit
+	}
+	_, err := s.db.ExecContext(ctx, s.d.AddColumn(t, c))
+	if err != nil && ok && !errIs(err, dialect.CondColumnExists) && !retriableDDL(err) && ctx.Err() == nil {
+		s.log.Warn("column added without the default older rows read on the source: the target refused it; older target rows hold NULL",
+			"table", t.String(), "column", f.Name, "default", def.Value, "reason", err.Error())
+		_, err = s.db.ExecContext(ctx, s.d.AddColumn(t, plain))
+	}
+	if err != nil && !errIs(err, dialect.CondColumnExists) { // added meanwhile
+		return fmt.Errorf("sink: add column %q to %s: %w", f.Name, t, wrapDB(err))
+	}
+	return nil
+}
