@@ -661,6 +661,7 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 			d.Default = defaultOf(o.Expr)
 		case ast.ColumnOptionGenerated:
 			d.Generated = true
+			d.Expression = restore(o.Expr)
 		case ast.ColumnOptionComment:
 			if v, ok := o.Expr.(ast.ValueExpr); ok {
 				s, _ := v.GetValue().(string)

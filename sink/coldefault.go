@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -155,4 +156,99 @@ func (s *Sink) addEvolvedColumn(ctx context.Context, t target, f schema.Field, t
 		return fmt.Errorf("sink: add column %q to %s: %w", f.Name, t, wrapDB(err))
 	}
 	return nil
+}
+
+// fillGenerated is the UPDATE that gives every row of t the value of the
+// generated column d (schema_changes: apply), when its expression is
+// integer arithmetic both dialects evaluate alike: integer columns of the
+// table, integer literals, +, -, * and parentheses. false otherwise (the
+// caller warns), or when d is no generated integer column.
+func (s *Sink) fillGenerated(t target, tt *targetTable, d schema.ColumnDef) (ddlStatement, bool) {
+	if !d.Generated || d.Expression == "" || d.Type == nil || d.Type.Logical != schema.None || d.Type.Type < schema.Int8 || d.Type.Type > schema.Uint64 {
+		return ddlStatement{}, false
+	}
+	expr, ok := s.portableExpr(d.Expression, tt)
+	if !ok {
+		return ddlStatement{}, false
+	}
+	q := "UPDATE " + qualified(s.d, t) + " SET " + s.d.Quote(d.Name) + " = (" + expr + ")"
+	// Not in the transaction on MySQL: it runs after the ADD COLUMN, which
+	// commits on its own, and a transaction begun before that would be
+	// refused (1412 Table definition has changed). Repeating it is harmless.
+	return ddlStatement{what: "compute generated column", sql: q, table: t}, true
+}
+
+// portableExpr rewrites a MySQL expression of integer arithmetic on the
+// integer columns of tt for the target (identifiers quoted by the
+// dialect); false for anything else: a function, a string, a division
+// (integer on PostgreSQL, decimal on MySQL), an unknown column.
+func (s *Sink) portableExpr(expr string, tt *targetTable) (string, bool) {
+	var b strings.Builder
+	isIdent := func(c byte) bool {
+		return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+	}
+	column := func(name string) bool {
+		c, ok := tt.cols[s.fold(name)]
+		if !ok {
+			return false
+		}
+		typ := strings.ToLower(c.Type)
+		return strings.Contains(typ, "int") && !strings.Contains(typ, "interval") && !strings.Contains(typ, "point")
+	}
+	for i := 0; i < len(expr); {
+		c := expr[i]
+		switch {
+		case c == ' ':
+			i++
+		case strings.IndexByte("+-*()", c) >= 0:
+			b.WriteByte(c)
+			i++
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(expr) && expr[j] >= '0' && expr[j] <= '9' {
+				j++
+			}
+			if j < len(expr) && isIdent(expr[j]) || j < len(expr) && expr[j] == '.' {
+				return "", false
+			}
+			b.WriteString(expr[i:j])
+			i = j
+		case c == '`':
+			j := i + 1
+			var name strings.Builder
+			for {
+				if j >= len(expr) {
+					return "", false
+				}
+				if expr[j] == '`' {
+					if j+1 < len(expr) && expr[j+1] == '`' {
+						name.WriteByte('`')
+						j += 2
+						continue
+					}
+					break
+				}
+				name.WriteByte(expr[j])
+				j++
+			}
+			if !column(name.String()) {
+				return "", false
+			}
+			b.WriteString(s.d.Quote(name.String()))
+			i = j + 1
+		case isIdent(c):
+			j := i
+			for j < len(expr) && isIdent(expr[j]) {
+				j++
+			}
+			if !column(expr[i:j]) {
+				return "", false // a function, a keyword, another table's column
+			}
+			b.WriteString(s.d.Quote(expr[i:j]))
+			i = j
+		default:
+			return "", false
+		}
+	}
+	return b.String(), b.Len() > 0
 }

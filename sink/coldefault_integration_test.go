@@ -3,6 +3,7 @@ package sink
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -63,18 +64,25 @@ func TestAddedColumnsReadTheDefault(t *testing.T) {
 			add := func(name string, typ *schema.Schema, def *schema.Default, generated bool) schema.ColumnChange {
 				return schema.ColumnChange{Kind: schema.AddColumn, Name: name, Column: &schema.ColumnDef{Name: name, Type: typ, SourceType: typ.Param(schema.ParamSourceType), Default: def, Generated: generated}}
 			}
+			gen := func(name, expr string) schema.ColumnChange {
+				c := add(name, intCol(true), nil, true)
+				c.Column.Expression = expr
+				return c
+			}
 			write(t, s, ddlRec("src", "ALTER TABLE ap ADD …", 2, alter("ap",
 				add("k2", intCol(false), nil, false),                       // NOT NULL: 0
 				add("en", enumCol, nil, false),                             // ENUM NOT NULL: the first label
 				add("s", strCol(false), nil, false),                        // NOT NULL: ''
 				add("d", intCol(true), &schema.Default{Value: "7"}, false), // DEFAULT 7
-				add("f", intCol(true), nil, true),                          // generated: not computed
+				gen("f", "(`id` + 1) * 2 - `id`"),                          // generated, integer arithmetic: computed in older rows
+				gen("g", "length(`v`)"),                                    // generated, a function: not computed
 				add("t2", withParams(&schema.Schema{Type: schema.String}, schema.ParamSourceType, "text"), nil, false), // TEXT NOT NULL: '' (MySQL: as an expression)
 			)))
-			if got := read("ap", cols+", t2"); got != want+"t2='' " {
-				t.Errorf("row 1 reads %s, want %st2=''", got, want)
+			wantAp := strings.Replace(want, "f=NULL", "f='3'", 1) + "g=NULL t2='' "
+			if got := read("ap", cols+", g, t2"); got != wantAp {
+				t.Errorf("row 1 reads %s, want %s", got, wantAp)
 			}
-			if w := logs.find(slog.LevelWarn, "generated column added as a plain column"); len(w) != 1 || w[0].attrs["column"] != "f" {
+			if w := logs.find(slog.LevelWarn, "generated column added as a plain column"); len(w) != 1 || w[0].attrs["column"] != "g" {
 				t.Errorf("warnings about the generated column: %+v", w)
 			}
 		})

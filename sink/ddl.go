@@ -305,9 +305,6 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 		}
 		s.log.Warn(what, "table", t.String(), "column", d.Name, "default", def.Value)
 	}
-	if d.Generated {
-		s.warnGenerated(t, d.Name)
-	}
 	return cd, true
 }
 
@@ -325,11 +322,17 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 	cur, has := tt.cols[s.fold(cc.Name)]
 	switch cc.Kind {
 	case schema.AddColumn:
-		if has || cc.Column == nil {
-			return nil, false // added already (redelivery, or AutoEvolve)
+		if cc.Column == nil {
+			return nil, false
 		}
 		d := *cc.Column
 		d.Name = cc.Name
+		if has { // added already (redelivery, or AutoEvolve); a generated column's values are computed again
+			if fill, ok := s.fillGenerated(t, tt, d); ok {
+				return []ddlStatement{fill}, true
+			}
+			return nil, false
+		}
 		cd, ok := s.columnFromDef(t, d, false)
 		if !ok {
 			return nil, false
@@ -337,6 +340,11 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 		st := ddlStatement{what: "add column", sql: s.d.AddColumn(t, cd), table: t,
 			ok: func(err error) bool { return errIs(err, dialect.CondColumnExists) }} // added already
 		tt.cols[s.fold(cc.Name)] = colInfo{Type: cd.Type}
+		if fill, ok := s.fillGenerated(t, tt, d); ok {
+			return []ddlStatement{st, fill}, true
+		} else if d.Generated {
+			s.warnGenerated(t, d.Name)
+		}
 		return []ddlStatement{st}, true
 	case schema.DropColumn:
 		if !has {

@@ -53,3 +53,38 @@ func TestDefaultLiteral(t *testing.T) {
 		}
 	}
 }
+
+// TestPortableExpr: a generated column's expression is computed on the
+// target only when it is integer arithmetic on the table's integer
+// columns, written again with the target's quoting.
+func TestPortableExpr(t *testing.T) {
+	tt := &targetTable{cols: map[string]colInfo{"a": {Type: "int"}, "id": {Type: "bigint"}, "v": {Type: "varchar(10)"}}}
+	for _, tc := range []struct {
+		expr, mysql, pg string // "-" = refused
+	}{
+		{"`a`+1", "`a`+1", `"a"+1`},
+		{"(`id` + 1) * 2 - `a`", "(`id`+1)*2-`a`", `("id"+1)*2-"a"`},
+		{"a-id", "`a`-`id`", `"a"-"id"`},
+		{"`a`/2", "-", "-"},
+		{"`a`+1.5", "-", "-"},
+		{"length(`v`)", "-", "-"},
+		{"`v`+1", "-", "-"},
+		{"`x`+1", "-", "-"},
+		{"`a`+'1'", "-", "-"},
+		{"`a` + 1e3", "-", "-"},
+		{"", "-", "-"},
+	} {
+		for _, d := range []struct {
+			s    *Sink
+			want string
+		}{{&Sink{d: mysql.Dialect{}}, tc.mysql}, {&Sink{d: postgres.Dialect{}}, tc.pg}} {
+			got, ok := d.s.portableExpr(tc.expr, tt)
+			if !ok {
+				got = "-"
+			}
+			if got != d.want {
+				t.Errorf("%T %q: %q, want %q", d.s.d, tc.expr, got, d.want)
+			}
+		}
+	}
+}
