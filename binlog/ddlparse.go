@@ -38,6 +38,9 @@ type histCol struct {
 	Charset  string   // text and ENUM/SET columns ("binary" for binary strings); "" otherwise
 	Labels   []string // ENUM/SET
 	def      schema.ColumnDef
+	// collation is the COLLATE the statement gave a text column; ""
+	// when it gave none (the table's or the charset's default applies).
+	collation string
 	// the parsed type, to rebuild def.Type once the charset is known
 	tp        byte
 	flen, dec int
@@ -635,6 +638,16 @@ func normCharset(cs string) string {
 	return cs
 }
 
+// normCollation names MySQL 5.7's and MariaDB's utf8_* collations as
+// MySQL 8 and MariaDB 10.6+ do (utf8mb3_*).
+func normCollation(coll string) string {
+	coll = strings.ToLower(coll)
+	if rest, ok := strings.CutPrefix(coll, "utf8_"); ok {
+		return "utf8mb3_" + rest
+	}
+	return coll
+}
+
 func charsetOfCollation(coll string) string {
 	coll = strings.ToLower(coll)
 	if coll == "binary" {
@@ -659,7 +672,7 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 	}
 	tp := ft.GetType()
 	c.Unsigned = tmysql.HasUnsignedFlag(ft.GetFlag()) || tmysql.HasZerofillFlag(ft.GetFlag())
-	cs := ft.GetCharset()
+	cs, coll := ft.GetCharset(), ft.GetCollate()
 	if cs == "" && ft.GetCollate() != "" {
 		cs = charsetOfCollation(ft.GetCollate())
 	}
@@ -683,6 +696,7 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 			d.Default = defaultOf(o.Expr)
 		case ast.ColumnOptionGenerated:
 			d.Generated = true
+			d.Expression = restore(o.Expr)
 		case ast.ColumnOptionComment:
 			if v, ok := o.Expr.(ast.ValueExpr); ok {
 				s, _ := v.GetValue().(string)
@@ -696,6 +710,7 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 			if cs == "" || cs != csBinary {
 				cs = charsetOfCollation(o.StrValue)
 			}
+			coll = o.StrValue
 		}
 	}
 	if textTypes[tp] {
@@ -703,6 +718,9 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 			cs = tableCS
 		}
 		c.Charset = normCharset(cs)
+		if c.Charset != csBinary && coll != "" {
+			c.collation = normCollation(coll)
+		}
 	}
 	c.Type = types.TypeToStr(tp, c.Charset)
 	if tp == tmysql.TypeTiny && ft.GetFlen() == 1 && strings.HasPrefix(strings.ToLower(restore(cd.Tp)), "bool") {
@@ -802,7 +820,7 @@ func (c *histCol) fillType() error {
 		}
 	}
 	ti, err := buildTableSpecs(schema.TableID{}, []colSpec{{name: c.Name, typ: typ, meta: meta, unsigned: c.Unsigned,
-		charset: cs, nullable: nullable, labels: c.Labels, colType: colType}}, nil, "")
+		charset: cs, collation: c.collation, nullable: nullable, labels: c.Labels, colType: colType}}, nil, "")
 	if err != nil {
 		return fmt.Errorf("%w: column %s: %v", errDDLSyntax, c.Name, err)
 	}
@@ -959,6 +977,12 @@ func (e *tableEdit) alter(t *histTable) error {
 				if t.Cols[i].Charset != "" && t.Cols[i].Charset != csBinary {
 					t.Cols[i].Charset = e.charset
 					t.Cols[i].def.Charset = e.charset
+					if t.Cols[i].collation != "" { // the statement's COLLATE is not the column's any more
+						t.Cols[i].collation = ""
+						if err := t.Cols[i].fillType(); err != nil {
+							return err
+						}
+					}
 				}
 			}
 		}

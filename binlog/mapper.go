@@ -24,6 +24,7 @@ type mapper struct {
 	zeroAsNull bool
 	keepZero   bool              // note zero dates' original text in headers
 	collations map[uint64]string // collation id -> charset
+	collNames  map[uint64]string // collation id -> collation name; nil: unknown
 	now        func() time.Time
 	heartbeats bool
 	columns    *columnRules
@@ -84,18 +85,21 @@ type mapper struct {
 }
 
 type mapperConfig struct {
-	Flavor      string
-	ServerName  string
-	Include     []string
-	Exclude     []string
-	ZeroAsNull  bool
-	KeepZero    bool              // note zero dates' original text in record headers
-	Collations  map[uint64]string // nil: built-in table
-	Now         func() time.Time  // nil: time.Now
-	Heartbeats  bool              // map the server's heartbeat events to OpHeartbeat records
-	Columns     *columnRules      // excluded and masked columns; nil: none
-	History     *schemaHistory    // table shapes by position; nil: table maps only
-	HistoryFile string            // for messages
+	Flavor     string
+	ServerName string
+	Include    []string
+	Exclude    []string
+	ZeroAsNull bool
+	KeepZero   bool              // note zero dates' original text in record headers
+	Collations map[uint64]string // nil: built-in table
+	// CollationNames names the collation ids (nil: records carry no
+	// collation from the table map).
+	CollationNames map[uint64]string
+	Now            func() time.Time // nil: time.Now
+	Heartbeats     bool             // map the server's heartbeat events to OpHeartbeat records
+	Columns        *columnRules     // excluded and masked columns; nil: none
+	History        *schemaHistory   // table shapes by position; nil: table maps only
+	HistoryFile    string           // for messages
 	// GTIDKnown: the start position's GTID set, even an empty one, is the
 	// server's whole executed set there (read from the server, not a
 	// stored file/pos position).
@@ -123,7 +127,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	}
 	m := &mapper{
 		flavor: cfg.Flavor, serverName: cfg.ServerName, filter: newFilter(cfg.Include, cfg.Exclude),
-		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, now: cfg.Now, heartbeats: cfg.Heartbeats,
+		zeroAsNull: cfg.ZeroAsNull, keepZero: cfg.KeepZero, collations: cfg.Collations, collNames: cfg.CollationNames, now: cfg.Now, heartbeats: cfg.Heartbeats,
 		columns: cfg.Columns, hist: cfg.History, histFile: cfg.HistoryFile, log: cfg.Log, hints: cfg.Hints, showCreate: cfg.ShowCreate,
 		skipOps: cfg.SkipOps, noDDL: cfg.SkipSchemaChanges,
 		skipDDL: map[string]bool{},
@@ -494,7 +498,7 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 			return err
 		}
 	}
-	ti, warn, err := buildTable(e, m.serverName, m.collations, ht, m.hist != nil, hints, m.flavor)
+	ti, warn, err := buildTable(e, m.serverName, m.collations, m.collNames, ht, m.hist != nil, hints, m.flavor)
 	if warn != "" {
 		m.log.Warn("binlog: "+warn, "table", string(e.Schema)+"."+string(e.Table), "history", m.histFile)
 	}

@@ -434,6 +434,7 @@ func (ic *infoColumn) spec() (colSpec, error) {
 		if sp.charset == "utf8" {
 			sp.charset = csUTF8MB3
 		}
+		sp.collation = normCollation(ic.collation.String)
 	}
 	octets := uint16(min(max(ic.octets.Int64, 0), 65535))
 	switch ic.dataType {

@@ -184,7 +184,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	} else if len(cols) > 0 {
 		return schema.Fatal(fmt.Errorf("%w: captured columns in character sets sluice cannot decode: %s; convert them (ALTER TABLE ... CONVERT TO CHARACTER SET utf8mb4) or leave them out with exclude_columns", ErrUnsupported, listSome(cols)))
 	}
-	collations, err := loadCollations(conn)
+	collations, collationNames, err := loadCollations(conn)
 	if err != nil {
 		s.log.Warn("binlog: cannot read the server's collations, using built-in ones", "err", err)
 	}
@@ -216,7 +216,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	s.hints = &typeHints{cfg: s.cfg}
 	m, err := newMapper(mapperConfig{
 		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
-		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, Heartbeats: s.cfg.Heartbeat > 0,
+		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, CollationNames: collationNames, Heartbeats: s.cfg.Heartbeat > 0,
 		GTIDKnown: position == nil || snap != nil && snap.from == nil,
 		Columns:   s.columns, History: hist, HistoryFile: s.cfg.historyFile(), SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get, ShowCreate: s.hints.showCreate,
 		SkipOps: s.cfg.skippedOps(), SkipSchemaChanges: s.cfg.SkipSchemaChanges,
@@ -381,31 +381,37 @@ func checkServer(conn *client.Conn, history bool) error {
 	return nil
 }
 
-func loadCollations(conn *client.Conn) (map[uint64]string, error) {
-	r, err := conn.Execute("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL")
+// loadCollations reads the server's collations: id -> charset and id ->
+// collation name.
+func loadCollations(conn *client.Conn) (map[uint64]string, map[uint64]string, error) {
+	r, err := conn.Execute("SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID IS NOT NULL")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	m := make(map[uint64]string, r.RowNumber())
+	m, names := make(map[uint64]string, r.RowNumber()), make(map[uint64]string, r.RowNumber())
 	add := func(r *mysql.Result) {
 		for i := 0; i < r.RowNumber(); i++ {
 			id, err1 := r.GetUint(i, 0)
 			cs, err2 := r.GetString(i, 1)
+			name, err3 := r.GetString(i, 2)
 			if err1 == nil && err2 == nil {
 				if cs == "utf8" {
 					cs = csUTF8MB3
 				}
 				m[id] = cs
+				if err3 == nil && name != "" {
+					names[id] = normCollation(name)
+				}
 			}
 		}
 	}
 	add(r)
 	// MariaDB lists its charset-specific uca1400 collations (utf16_uca1400_ai_ci,
 	// ...) only here; MySQL's table has no ID column.
-	if r, err := conn.Execute("SELECT ID, CHARACTER_SET_NAME FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID IS NOT NULL"); err == nil {
+	if r, err := conn.Execute("SELECT ID, CHARACTER_SET_NAME, FULL_COLLATION_NAME FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID IS NOT NULL"); err == nil {
 		add(r)
 	}
-	return m, nil
+	return m, names, nil
 }
 
 // rawMode: on MySQL, which compresses transactions, the syncer hands

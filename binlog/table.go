@@ -95,7 +95,7 @@ func equalBytesList(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Eq
 // nil: none) name the types the table map shows only as their storage; a
 // history shape overrides them, except where it cannot tell (JSON is
 // LONGTEXT to it, and it keeps no TINYINT(1) width).
-func buildTable(tm *replication.TableMapEvent, serverName string, collations map[uint64]string, ht *histTable, useHist bool, hints map[string]colHint, flavor string) (*tableInfo, string, error) {
+func buildTable(tm *replication.TableMapEvent, serverName string, collations, collNames map[uint64]string, ht *histTable, useHist bool, hints map[string]colHint, flavor string) (*tableInfo, string, error) {
 	id := schema.TableID{Database: string(tm.Schema), Table: string(tm.Table)}
 	n := int(tm.ColumnCount)
 	names := tm.ColumnNameString()
@@ -158,6 +158,9 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		h := hints[names[i]]
 		sp := colSpec{name: names[i], typ: tm.ColumnType[i], meta: tm.ColumnMeta[i], unsigned: uns,
 			charset: cs, nullable: nullable, ext: h.ext, colType: h.colType, def: h.def, flavor: flavor}
+		if hasColl {
+			sp.collation = collNames[coll]
+		}
 		if ht != nil { // the history's type wins: it is the shape at this position
 			switch t := ht.Cols[i].Type; {
 			case t == extUUID || t == extInet6 || t == extInet4 || t == extJSON:
@@ -176,6 +179,9 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations map
 		if labels != nil || isSet {
 			ecoll, ok := enumSetCharsets[i]
 			ecs := charsetOf(collations, ecoll, ok)
+			if ok {
+				sp.collation = collNames[ecoll]
+			}
 			if !charsetSupported(ecs) {
 				sp.charset = ecs // reported by checkCharsets unless excluded
 			}
@@ -218,12 +224,15 @@ type colSpec struct {
 	meta     uint16
 	unsigned bool
 	charset  string
-	nullable bool
-	labels   []string // ENUM/SET labels, decoded; nil when absent
-	ext      string   // MariaDB type the storage stands for (extUUID, ...); "" none
-	colType  string   // information_schema's COLUMN_TYPE, lower case; "" unknown
-	def      *string  // information_schema's COLUMN_DEFAULT; nil: none or unknown
-	flavor   string   // of the server def comes from (MariaDB quotes literals)
+	// collation is the column's collation name, "" when not known; text,
+	// ENUM and SET columns carry it as schema.ParamCollation.
+	collation string
+	nullable  bool
+	labels    []string // ENUM/SET labels, decoded; nil when absent
+	ext       string   // MariaDB type the storage stands for (extUUID, ...); "" none
+	colType   string   // information_schema's COLUMN_TYPE, lower case; "" unknown
+	def       *string  // information_schema's COLUMN_DEFAULT; nil: none or unknown
+	flavor    string   // of the server def comes from (MariaDB quotes literals)
 }
 
 // buildTableSpecs derives the columns, key and schemas of a table from its
@@ -255,6 +264,9 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 		}
 		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && !charsetSupported(sp.charset) {
 			c.charset = sp.charset
+		}
+		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && sp.collation != "" && sp.ext == "" {
+			sch.Params[schema.ParamCollation] = sp.collation
 		}
 		srcType = refineSourceType(&c, srcType, sp.colType)
 		if sp.def != nil {

@@ -171,7 +171,10 @@ type ColumnDef struct {
 	Default       *Default // nil: no DEFAULT clause (or DEFAULT NULL)
 	AutoIncrement bool
 	Generated     bool // a generated (virtual or stored) column
-	Comment       string
+	// Expression is a generated column's expression as the source's
+	// parser restored it ("`a`+1"); "" when not known.
+	Expression string `json:",omitempty"`
+	Comment    string
 	// Length and Scale are the declared dimensions Type's parameters do
 	// not carry: an integer's display width (INT(11)), FLOAT(M,D)'s M and
 	// D; 0 when not declared.

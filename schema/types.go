@@ -72,6 +72,10 @@ const (
 	ParamLength     = "length"  // BIT(n), CHAR(n), VARCHAR(n)
 	ParamSourceType = "source.type"
 	ParamCharset    = "charset"
+	// ParamCollation is a MySQL/MariaDB text, ENUM or SET column's
+	// collation, when the source knows it: what makes its values, and so
+	// its keys, equal or distinct.
+	ParamCollation = "collation"
 )
 
 // Field is a named member of a struct schema.

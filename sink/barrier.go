@@ -139,7 +139,7 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 	lock := "SELECT applied FROM " + qb + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2) + " FOR UPDATE"
 	arrive := s.d.InsertIgnore(a, []string{"pipeline", "barrier", "topic", "broker", "queue"})
 	count := "SELECT count(*) FROM " + qa + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
-	now := s.d.CurrentTimestamp()
+	now := s.d.CurrentTimestamp("TIMESTAMP(6)")
 	mark := "UPDATE " + qb + " SET applied = true, applied_at = " + now + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 	drop := "DELETE FROM " + qa + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 

@@ -289,7 +289,9 @@ func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement,
 
 // columnFromDef maps a column definition to the target: its type as
 // AutoEvolve would give it, NOT NULL only for key columns or with a
-// default (older target rows must be able to hold it), the default.
+// default (older target rows must be able to hold it), the default (for a
+// NOT NULL column without one, its implicit value: what older rows read
+// on the source).
 func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bool) {
 	if s.checkIdent("column", d.Name) != nil || d.Type == nil {
 		s.log.Warn("schema change names a column the target cannot have; ignored", "table", t.String(), "column", d.Name)
@@ -306,15 +308,30 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 		s.log.Warn("schema change not applied: no CHECK for the column", "table", t.String(), "column", d.Name, "error", err.Error())
 		return colDef{}, false
 	}
-	cd := colDef{Name: d.Name, Type: typ, NotNull: key, Check: check}
-	if lit, ok := s.defaultLiteral(d); ok {
-		cd.Type += " DEFAULT " + lit
+	cd := colDef{Name: d.Name, Type: typ + s.collate(typ, d.Type, key), NotNull: key, Check: check}
+	def, implicit := addedDefault(d, key)
+	withDef := d
+	withDef.Default = def
+	if lit, ok := s.defaultLiteral(withDef, typ); ok {
+		cd.Default = lit
 		// MySQL's TIMESTAMP type is written "… NULL" (no implicit default)
 		cd.NotNull = cd.NotNull || !d.Type.Optional && !strings.HasSuffix(typ, " NULL")
-	} else if d.Default != nil {
-		s.log.Warn("column default not applied: the target has no equivalent", "table", t.String(), "column", d.Name, "default", d.Default.Value)
+	} else if def != nil {
+		what := "column default not applied: the target has no equivalent"
+		if implicit {
+			what = "column added without the value older rows read on the source (NOT NULL without DEFAULT): older target rows hold NULL"
+		}
+		s.log.Warn(what, "table", t.String(), "column", d.Name, "default", def.Value)
 	}
 	return cd, true
+}
+
+// warnGenerated says that a generated column becomes a plain column whose
+// older target rows hold NULL where the source computes a value: the
+// sink does not evaluate the source's expression.
+func (s *Sink) warnGenerated(t target, col string) {
+	s.log.Warn("generated column added as a plain column: rows written before it hold NULL in the target where the source computes a value; new and changed rows carry the value. Fill the older rows by hand (UPDATE with the column's expression) or snapshot the table again",
+		"table", t.String(), "column", col)
 }
 
 // columnStatement plans one column change on an existing target table.
@@ -323,11 +340,17 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 	cur, has := tt.cols[s.fold(cc.Name)]
 	switch cc.Kind {
 	case schema.AddColumn:
-		if has || cc.Column == nil {
-			return nil, false // added already (redelivery, or AutoEvolve)
+		if cc.Column == nil {
+			return nil, false
 		}
 		d := *cc.Column
 		d.Name = cc.Name
+		if has { // added already (redelivery, or AutoEvolve); a generated column's values are computed again
+			if fill, ok := s.fillGenerated(t, tt, d); ok {
+				return []ddlStatement{fill}, true
+			}
+			return nil, false
+		}
 		cd, ok := s.columnFromDef(t, d, false)
 		if !ok {
 			return nil, false
@@ -335,6 +358,11 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 		st := ddlStatement{what: "add column", sql: s.d.AddColumn(t, cd), table: t,
 			ok: func(err error) bool { return errIs(err, dialect.CondColumnExists) }} // added already
 		tt.cols[s.fold(cc.Name)] = colInfo{Type: cd.Type}
+		if fill, ok := s.fillGenerated(t, tt, d); ok {
+			return []ddlStatement{st, fill}, true
+		} else if d.Generated {
+			s.warnGenerated(t, d.Name)
+		}
 		return []ddlStatement{st}, true
 	case schema.DropColumn:
 		if !has {
@@ -375,7 +403,7 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 		if !has || cc.Column == nil {
 			return nil, false
 		}
-		return []ddlStatement{s.defaultStatement(t, cc.Name, *cc.Column)}, true
+		return []ddlStatement{s.defaultStatement(t, cc.Name, cur.Type, *cc.Column)}, true
 	}
 	return nil, false
 }
@@ -405,13 +433,13 @@ func (s *Sink) modifyStatements(t target, name string, cur colInfo, d schema.Col
 			}
 		}
 	}
-	return append(out, s.defaultStatement(t, name, d))
+	return append(out, s.defaultStatement(t, name, cur.Type, d))
 }
 
-// defaultStatement sets (or drops) a column's default.
-func (s *Sink) defaultStatement(t target, name string, d schema.ColumnDef) ddlStatement {
+// defaultStatement sets (or drops) the default of a column of type typ.
+func (s *Sink) defaultStatement(t target, name, typ string, d schema.ColumnDef) ddlStatement {
 	q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.Quote(name)
-	if lit, ok := s.defaultLiteral(d); ok {
+	if lit, ok := s.defaultLiteral(d, typ); ok {
 		return ddlStatement{what: "set default", sql: q + " SET DEFAULT " + lit, table: t}
 	}
 	return ddlStatement{what: "drop default", sql: q + " DROP DEFAULT", table: t}
@@ -422,11 +450,12 @@ var (
 	temporalText = regexp.MustCompile(`^[0-9]{1,6}[-0-9: .]*$`)
 )
 
-// defaultLiteral renders a column's default as a literal of the target, or
-// false when there is none it can write: numbers as digits, text, ENUM,
-// SET, JSON and temporal values quoted, CURRENT_TIMESTAMP on temporal
-// columns; other expressions and binary values are not carried.
-func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
+// defaultLiteral renders a column's default as a literal of the target
+// column of type typ, or false when there is none it can write: numbers as
+// digits, text, ENUM, SET, JSON and temporal values quoted,
+// CURRENT_TIMESTAMP on temporal columns; other expressions and binary
+// values are not carried.
+func (s *Sink) defaultLiteral(d schema.ColumnDef, typ string) (string, bool) {
 	if d.Default == nil || d.Type == nil {
 		return "", false
 	}
@@ -436,7 +465,7 @@ func (s *Sink) defaultLiteral(d schema.ColumnDef) (string, bool) {
 		u := strings.ToUpper(strings.TrimSpace(v))
 		stamp := d.Type.Logical == schema.Timestamp || d.Type.Logical == schema.ZonedTimestamp
 		if stamp && (strings.HasPrefix(u, "CURRENT_TIMESTAMP") || strings.HasPrefix(u, "NOW(") || strings.HasPrefix(u, "LOCALTIMESTAMP")) {
-			return s.d.CurrentTimestamp(), true
+			return s.d.CurrentTimestamp(typ), true
 		}
 		return "", false
 	}

@@ -37,6 +37,7 @@ func requireEnv(t testing.TB, names ...string) {
 // (MySQL) for one test.
 type tenv struct {
 	dialect string
+	flavor  string // the server: "postgres", "mariadb" or "mysql"
 	cfg     Config
 	db      *sql.DB // verification connection (UTC session for MySQL)
 	admin   *sql.DB // for killing connections
@@ -66,17 +67,42 @@ func pgEnv(t testing.TB) *tenv {
 		db.Exec(`DELETE FROM sluice_progress WHERE pipeline = $1`, cfg.Pipeline)
 		db.Close()
 	})
-	return &tenv{dialect: DialectPostgres, cfg: cfg, db: db, admin: db, schema: name}
+	return &tenv{dialect: DialectPostgres, flavor: "postgres", cfg: cfg, db: db, admin: db, schema: name}
 }
 
+// mysqlEnv is the MariaDB target (SLUICE_MYSQL_*, the servers' MariaDB).
 func mysqlEnv(t testing.TB) *tenv {
 	requireEnv(t, "SLUICE_MYSQL_HOST", "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_USER")
 	base := mysqldrv.NewConfig()
 	base.User, base.Passwd = os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD")
 	base.Net, base.Addr = "tcp", net.JoinHostPort(os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"))
+	return mysqlEnvAt(t, base)
+}
+
+// mysql97Env is the MySQL 9.7 target of scripts/servers.sh (SLUICE_MYSQL97_TARGET_DSN).
+func mysql97Env(t testing.TB) *tenv {
+	requireEnv(t, "SLUICE_MYSQL97_TARGET_DSN")
+	base, err := mysqldrv.ParseDSN(os.Getenv("SLUICE_MYSQL97_TARGET_DSN"))
+	if err != nil {
+		t.Fatalf("SLUICE_MYSQL97_TARGET_DSN: %v", err)
+	}
+	base.DBName = ""
+	return mysqlEnvAt(t, base)
+}
+
+// mysqlEnvAt makes a fresh database on the MySQL-dialect server base names.
+func mysqlEnvAt(t testing.TB, base *mysqldrv.Config) *tenv {
 	admin, err := sql.Open("mysql", base.FormatDSN())
 	if err != nil {
 		t.Fatal(err)
+	}
+	var version string
+	if err := admin.QueryRow("SELECT VERSION()").Scan(&version); err != nil {
+		t.Fatalf("server version: %v", err)
+	}
+	flavor := "mysql"
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		flavor = "mariadb"
 	}
 	name := "sink_test_" + suffix()
 	if _, err := admin.Exec("CREATE DATABASE `" + name + "` DEFAULT CHARACTER SET utf8mb4"); err != nil {
@@ -97,13 +123,15 @@ func mysqlEnv(t testing.TB) *tenv {
 		admin.Exec("DROP DATABASE `" + name + "`")
 		admin.Close()
 	})
-	return &tenv{dialect: DialectMySQL, cfg: cfg, db: db, admin: admin, schema: name}
+	return &tenv{dialect: DialectMySQL, flavor: flavor, cfg: cfg, db: db, admin: admin, schema: name}
 }
 
-// forEachTarget runs f against PostgreSQL and MariaDB/MySQL.
+// forEachTarget runs f against PostgreSQL, MariaDB and MySQL 9.7 (the
+// MySQL dialect's two servers).
 func forEachTarget(t *testing.T, f func(t *testing.T, e *tenv)) {
 	t.Run("postgres", func(t *testing.T) { f(t, pgEnv(t)) })
-	t.Run("mysql", func(t *testing.T) { f(t, mysqlEnv(t)) })
+	t.Run("mariadb", func(t *testing.T) { f(t, mysqlEnv(t)) })
+	t.Run("mysql", func(t *testing.T) { f(t, mysql97Env(t)) })
 }
 
 func (e *tenv) open(t testing.TB, mod func(*Config)) *Sink {

@@ -298,8 +298,11 @@ func TestWriteWidenColumns(t *testing.T) {
 			}
 		}
 		wantTypes := map[string]string{"id": "bigint", "i": "bigint", "d": "numeric(10,2)", "s": "text"}
-		if e.dialect == DialectMySQL {
+		switch e.flavor {
+		case "mariadb":
 			wantTypes = map[string]string{"id": "bigint(20)", "i": "bigint(20)", "d": "decimal(10,2)", "s": "varchar(50)"}
+		case "mysql": // no display widths since MySQL 8.0.19
+			wantTypes = map[string]string{"id": "bigint", "i": "bigint", "d": "decimal(10,2)", "s": "varchar(50)"}
 		}
 		for col, want := range wantTypes {
 			if got := e.columnType(t, "widen", col); got != want {

@@ -103,6 +103,15 @@ func (e *tenv) klRows(t *testing.T) []string {
 // space, a JSON number's scale or NULLs, and among exact duplicates.
 func TestWriteKeylessBeforeImage(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
+		if e.flavor == "mysql" {
+			// MySQL's binary JSON compares by value, so the sink refuses a
+			// JSON column in a table without key there
+			// (TestWriteKeylessRefusedColumn); the column as text keeps
+			// the rest of this test.
+			if _, err := e.db.Exec("CREATE TABLE " + e.table("klb") + " (n BIGINT, s LONGTEXT, f FLOAT, b LONGBLOB, j LONGTEXT) DEFAULT CHARSET=utf8mb4"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		s := e.open(t, nil)
 		ins := func(r schema.Row) schema.Record { return klRec(schema.OpCreate, nil, r) }
 		a, upA, sp, null := klRow(int64(1), "a", `{"x":1.0}`), klRow(int64(1), "A", `{"x":1.0}`), klRow(int64(1), "a ", `{"x":1.0}`), klRow(nil, nil, nil)

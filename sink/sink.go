@@ -242,6 +242,9 @@ func (s *Sink) SplitsQueues() bool { return s.cfg.Transactional }
 const maxFenceRetries = 5
 
 func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
+	if s.cfg.SchemaChanges == SchemaChangesIgnore {
+		s.warnIgnoredGenerated(recs)
+	}
 	if s.cfg.Transactional {
 		return s.writeTransactional(ctx, recs)
 	}

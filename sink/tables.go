@@ -110,6 +110,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 		s.tables[t] = m
 		s.mu.Unlock()
 	}
+	if err := s.checkKeyCollations(t, m, tp); err != nil {
+		return nil, err
+	}
 	keylessCheck := len(tp.inserts) > 0 && s.cfg.KeylessMode == KeylessBeforeImage
 	if keylessCheck { // the columns there already, before evolving them
 		if err := s.checkKeyless(t, m, tp.inserts); err != nil {
@@ -153,14 +156,12 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if err != nil {
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
-			c := colDef{Name: f.Name, Type: typ}
+			c := colDef{Name: f.Name, Type: typ + s.collate(typ, f.Schema, false)}
 			if c.Check, err = s.enumCheck(f); err != nil {
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
-			if _, err := s.db.ExecContext(ctx, s.d.AddColumn(t, c)); err != nil {
-				if !errIs(err, dialect.CondColumnExists) { // added meanwhile
-					return nil, fmt.Errorf("sink: add column %q to %s: %w", f.Name, t, wrapDB(err))
-				}
+			if err := s.addEvolvedColumn(ctx, t, f, typ, c); err != nil {
+				return nil, err
 			}
 			s.log.Info("added column", "table", t.String(), "column", f.Name, "type", typ)
 			m.cols[s.fold(f.Name)] = colInfo{Type: typ}
@@ -544,7 +545,7 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		if err != nil {
 			return fatal(fmt.Errorf("sink: create table %s: %w", t, err))
 		}
-		cols = append(cols, colDef{Name: f.Name, Type: typ, NotNull: key, Check: check})
+		cols = append(cols, colDef{Name: f.Name, Type: typ + s.collate(typ, f.Schema, key), NotNull: key, Check: check})
 	}
 	for _, k := range keyCols {
 		if r.ValueSchema.FieldIndex(k) < 0 {

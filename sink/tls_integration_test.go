@@ -42,8 +42,11 @@ func testCA(t *testing.T, e *tenv) *x509.CertPool {
 		t.Fatalf("SLUICE_TLS_CA %s holds no certificate", ca)
 	}
 	q, want := "SELECT @@have_ssl", "YES"
-	if e.dialect == DialectPostgres {
+	switch e.flavor {
+	case "postgres":
 		q, want = "SHOW ssl", "on"
+	case "mysql": // no have_ssl since MySQL 8.4: the certificate in use
+		q, want = "SELECT IF(@@ssl_cert <> '' AND @@tls_version <> '', 'YES', 'NO')", "YES"
 	}
 	var v string
 	if err := e.admin.QueryRow(q).Scan(&v); err != nil {
@@ -115,10 +118,15 @@ func TestTargetTLS(t *testing.T) {
 				write(t, s, cIns("tls", int64(i), mode))
 				var on string
 				q := "SELECT CASE WHEN ssl THEN 'on' ELSE 'off' END FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+				var err error
 				if e.dialect == DialectMySQL {
-					q = "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'"
+					q = "SHOW SESSION STATUS LIKE 'Ssl_cipher'" // MySQL has no information_schema.SESSION_STATUS
+					var name string
+					err = s.db.QueryRow(q).Scan(&name, &on)
+				} else {
+					err = s.db.QueryRow(q).Scan(&on)
 				}
-				if err := s.db.QueryRow(q).Scan(&on); err != nil {
+				if err != nil {
 					t.Fatal(err)
 				}
 				if on == "off" || on == "" {

@@ -93,9 +93,9 @@ type SQL interface {
 	// TransactionalDDL reports DDL that runs inside a transaction
 	// (PostgreSQL); else DDL commits implicitly and runs alone (MySQL).
 	TransactionalDDL() bool
-	// CurrentTimestamp is the default expression of a timestamp column
-	// whose source default is CURRENT_TIMESTAMP.
-	CurrentTimestamp() string
+	// CurrentTimestamp is the default expression of a timestamp column of
+	// type colType whose source default is CURRENT_TIMESTAMP.
+	CurrentTimestamp(colType string) string
 	// StringLiteral quotes v as a string literal of the target.
 	StringLiteral(v string) string
 }
@@ -203,6 +203,20 @@ type Conn interface {
 	Durability(ctx context.Context, db *sql.DB) (string, error)
 }
 
+// Collator is a dialect whose text columns have a character set and a
+// collation, which decide which keys are equal (MySQL). The core gives new
+// text columns the clause Collate makes and refuses to write into an
+// existing key column that KeyMerges says could merge rows.
+type Collator interface {
+	// Collate is the clause appended to type typ (ColumnType's) of a new
+	// column of field schema s; "" for none.
+	Collate(typ string, s *schema.Schema, key bool) string
+	// KeyMerges reports whether a key column of collation cur may take
+	// values the source keeps apart (schema.ParamCollation of s) as
+	// equal, and the collation it should have instead.
+	KeyMerges(s *schema.Schema, cur string) (want string, merges bool)
+}
+
 // Copier is the bulk path of a dialect that has one (PostgreSQL's COPY).
 type Copier interface {
 	// StageTable creates a temporary table stage shaped like t's cols,
@@ -267,6 +281,7 @@ func (t Target) String() string {
 type ColDef struct {
 	Name    string
 	Type    string
+	Default string // the DEFAULT, a literal the core rendered; "" for none
 	NotNull bool
 	Check   string // a column constraint, e.g. an ENUM's CHECK
 }
@@ -378,9 +393,13 @@ func IsKey(keyCols []string, c string) bool {
 	return false
 }
 
-// ColumnDef renders a column definition: name, type, NOT NULL, constraint.
+// ColumnDef renders a column definition: name, type, default, NOT NULL,
+// constraint.
 func ColumnDef(d Quoter, c ColDef) string {
 	s := d.Quote(c.Name) + " " + c.Type
+	if c.Default != "" {
+		s += " DEFAULT " + c.Default
+	}
 	if c.NotNull {
 		s += " NOT NULL"
 	}

@@ -16,18 +16,33 @@ import (
 )
 
 // Dialect builds MySQL and MariaDB SQL.
-type Dialect struct{}
+type Dialect struct {
+	// coll is the target's collations, read by Verify; nil in a
+	// Dialect{} literal (collation.go).
+	coll *collations
+}
 
 // New returns the MySQL dialect; it has no options.
-func New(dialect.Options) Dialect { return Dialect{} }
+func New(dialect.Options) Dialect { return Dialect{coll: &collations{}} }
 
-var _ dialect.Dialect = Dialect{}
+var (
+	_ dialect.Dialect  = Dialect{}
+	_ dialect.Collator = Dialect{}
+)
 
 type target = dialect.Target
 
-func (Dialect) Name() string             { return "mysql" }
-func (Dialect) TransactionalDDL() bool   { return false }
-func (Dialect) CurrentTimestamp() string { return "CURRENT_TIMESTAMP(6)" } // the precision of the target's DATETIME(6) / TIMESTAMP(6)
+func (Dialect) Name() string           { return "mysql" }
+func (Dialect) TransactionalDDL() bool { return false }
+
+// CurrentTimestamp has the fractional precision of the column: MySQL
+// refuses another one (1067 Invalid default value; MariaDB takes it).
+func (Dialect) CurrentTimestamp(colType string) string {
+	if t, ok := dialect.ParseMySQLType(colType); ok && len(t.Args) == 1 && t.Args[0] > 0 && t.Args[0] <= 6 {
+		return "CURRENT_TIMESTAMP(" + strconv.Itoa(t.Args[0]) + ")"
+	}
+	return "CURRENT_TIMESTAMP"
+}
 
 // IdentTooLong: MySQL counts characters.
 func (Dialect) IdentTooLong(name string) (int, bool) { return 64, len([]rune(name)) > 64 }
@@ -94,14 +109,17 @@ func (Dialect) ArrayValue(set string) any { return set }
 func (Dialect) ColumnFits(target, schema.Field, string) error { return nil }
 
 // Verify refuses a DSN without a default database (it holds the progress
-// table) and returns that database.
-func (Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (string, error) {
+// table), reads the target's collations and returns that database.
+func (d Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (string, error) {
 	var name sql.NullString
 	if err := db.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&name); err != nil {
 		return "", fmt.Errorf("sink: query default database: %w", err)
 	}
 	if !name.Valid || name.String == "" {
 		return "", dialect.Fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", dialect.ErrConfig, progressTable))
+	}
+	if err := d.loadCollations(ctx, db); err != nil {
+		return "", err
 	}
 	return name.String, nil
 }
@@ -170,13 +188,33 @@ func (d Dialect) CreateSchema(name string) string {
 }
 
 func (d Dialect) CreateTable(t target, cols []dialect.ColDef, keyCols []string) string {
+	cols = slices.Clone(cols)
+	for i := range cols {
+		cols[i] = exprDefault(cols[i])
+	}
 	return dialect.CreateTableSQL(d, t, cols, keyCols, " DEFAULT CHARSET=utf8mb4")
 }
 
 // addColumn has no IF NOT EXISTS (MySQL 8 lacks it): a duplicate column
 // error (1060) is taken as success by the caller.
 func (d Dialect) AddColumn(t target, c dialect.ColDef) string {
-	return "ALTER TABLE " + dialect.Qualified(d, t) + " ADD COLUMN " + dialect.ColumnDef(d, c)
+	return "ALTER TABLE " + dialect.Qualified(d, t) + " ADD COLUMN " + dialect.ColumnDef(d, exprDefault(c))
+}
+
+// exprDefault writes the default of a TEXT, BLOB or JSON column as an
+// expression, DEFAULT ('x'): MySQL takes no literal default there (1101;
+// MariaDB takes both forms).
+func exprDefault(c dialect.ColDef) dialect.ColDef {
+	if c.Default == "" || strings.HasPrefix(c.Default, "(") {
+		return c
+	}
+	base, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(c.Type)), " ")
+	base, _, _ = strings.Cut(base, "(")
+	switch base {
+	case "tinytext", "text", "mediumtext", "longtext", "tinyblob", "blob", "mediumblob", "longblob", "json":
+		c.Default = "(" + c.Default + ")"
+	}
+	return c
 }
 
 const myLastID = "last_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''"

@@ -32,13 +32,13 @@ var (
 
 type target = dialect.Target
 
-func (Dialect) Name() string             { return "postgres" }
-func (Dialect) Quote(id string) string   { return `"` + strings.ReplaceAll(id, `"`, `""`) + `"` }
-func (Dialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
-func (Dialect) MaxParams() int           { return 65535 }
-func (Dialect) FoldCase() bool           { return false }
-func (Dialect) TransactionalDDL() bool   { return true }
-func (Dialect) CurrentTimestamp() string { return "CURRENT_TIMESTAMP" }
+func (Dialect) Name() string                   { return "postgres" }
+func (Dialect) Quote(id string) string         { return `"` + strings.ReplaceAll(id, `"`, `""`) + `"` }
+func (Dialect) Placeholder(n int) string       { return "$" + strconv.Itoa(n) }
+func (Dialect) MaxParams() int                 { return 65535 }
+func (Dialect) FoldCase() bool                 { return false }
+func (Dialect) TransactionalDDL() bool         { return true }
+func (Dialect) CurrentTimestamp(string) string { return "CURRENT_TIMESTAMP" }
 
 // IdentTooLong: PostgreSQL counts bytes and cuts longer names silently.
 func (Dialect) IdentTooLong(name string) (int, bool) { return 63, len(name) > 63 }
