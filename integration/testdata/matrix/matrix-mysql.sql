@@ -119,11 +119,8 @@ CREATE TABLE others (
   d_e   ENUM('on', 'off') NOT NULL DEFAULT 'off',
   d_s   SET('p', 'q') DEFAULT 'p,q'
 );
--- mysqlsrc: a snapshot of ENUM/SET labels outside the BMP stops ("column e4:
--- "😀" is not one of its labels": information_schema gives them as '?').
--- Restore (and add "enums4" to matrixMySQLTables in matrix_test.go):
--- CREATE TABLE enums4 (id INT NOT NULL PRIMARY KEY, e4 ENUM('a', '😀', '🚀') COLLATE utf8mb4_bin, s4 SET('x', '😀', '🦀') COLLATE utf8mb4_bin);
--- INSERT INTO enums4 VALUES (1, '😀', '😀,🦀'), (2, '🚀', ''), (3, 'a', 'x'), (4, NULL, NULL);
+CREATE TABLE enums4 (id INT NOT NULL PRIMARY KEY, e4 ENUM('a', '😀', '🚀') COLLATE utf8mb4_bin, s4 SET('x', '😀', '🦀') COLLATE utf8mb4_bin);
+INSERT INTO enums4 VALUES (1, '😀', '😀,🦀'), (2, '🚀', ''), (3, 'a', 'x'), (4, NULL, NULL);
 -- and in the streaming part: INSERT INTO enums4 SELECT id + 100, e4, s4 FROM enums4 WHERE id < 100;
 
 -- Native JSON: objects, arrays, nesting, unicode and escapes, numbers at
@@ -303,10 +300,7 @@ INSERT INTO jsons VALUES
   (10, NULL),
   (12, JSON_ARRAY(CAST(TIMESTAMP '2024-02-29 12:34:56.789' AS JSON), CAST(TIME '12:34:56' AS JSON))),
   (13, JSON_OBJECT('long', REPEAT('x', 70000), 'n', 1));
--- mysqlsrc: JSON's opaque DATE and DECIMAL values stream as go-mysql renders
--- them: DATE '2024-02-29' as "2024-02-29 00:00:00.000000", DECIMAL 1.50 as
--- the string "1.50" (the snapshot reads "2024-02-29" and 1.50). Restore:
--- INSERT INTO jsons VALUES (11, CAST(DATE '2024-02-29' AS JSON)), (15, JSON_ARRAY(CAST(1.5 AS DECIMAL(5,2))));
+INSERT INTO jsons VALUES (11, CAST(DATE '2024-02-29' AS JSON)), (15, JSON_ARRAY(CAST(1.5 AS DECIMAL(5,2))));
 INSERT INTO jsons VALUES (14, '{"z": 1, "a": 2, "m": {"b": 3, "a": 4}}');
 
 INSERT INTO geo VALUES
@@ -352,6 +346,7 @@ INSERT INTO gipk (a, b) VALUES (1, 'a'), (1, 'a'), (NULL, NULL);
 
 -- @streaming
 SET time_zone = '+00:00';
+INSERT INTO enums4 SELECT id + 100, e4, s4 FROM enums4 WHERE id < 100;
 
 -- Every snapshot row again, ids offset by 100, from the binlog.
 INSERT INTO ints SELECT id + 100, ti, tiu, t1, bo, si, siu, mi, miu, i, iu, bi, biu, d_ti, d_i, d_biu FROM ints WHERE id < 100;
@@ -415,24 +410,19 @@ UPDATE dups SET f = 0.25 WHERE a = 3;
 DELETE FROM dups WHERE a = 2;
 
 -- Partial JSON updates (the binlog carries the diff; FULL row image).
--- mysqlsrc: the source stops at a partial JSON update ("unsupported: partial
 -- JSON update"). Restore these six lines without their "-- ":
--- SET SESSION binlog_row_value_options = 'PARTIAL_JSON';
--- UPDATE jsons SET j = JSON_SET(j, '$.b[1]', 'partial ü', '$.c.d.e.x', 1) WHERE id = 1;
--- UPDATE jsons SET j = JSON_REPLACE(j, '$[8]', 2.5), j = JSON_REMOVE(j, '$[9]') WHERE id = 2;
--- UPDATE jsons SET j = JSON_SET(j, '$.long', 'short') WHERE id = 113;
--- SET SESSION binlog_row_value_options = '';
+SET SESSION binlog_row_value_options = 'PARTIAL_JSON';
+UPDATE jsons SET j = JSON_SET(j, '$.b[1]', 'partial ü', '$.c.d.e.x', 1) WHERE id = 1;
+UPDATE jsons SET j = JSON_REPLACE(j, '$[8]', 2.5), j = JSON_REMOVE(j, '$[9]') WHERE id = 2;
+UPDATE jsons SET j = JSON_SET(j, '$.long', 'short') WHERE id = 113;
+SET SESSION binlog_row_value_options = '';
 
 -- MySQL DDL: an SRID column, a spatial index, visibility changes.
--- mysqlsrc: the DDL parser stops at SRID ("statement not understood: ...
--- near "POINT SRID 4326, ..."), a spatial index and SET [IN]VISIBLE.
--- (Debezium 3.4's parser stops at "POINT NOT NULL SRID 4326": SRID comes first.)
--- Restore these five lines without their "-- ":
--- ALTER TABLE geo ADD COLUMN p4326 POINT SRID 4326, ALTER COLUMN g0 SET INVISIBLE;
--- UPDATE geo SET p4326 = ST_GeomFromText('POINT(45 -120)', 4326) WHERE id = 2;
--- ALTER TABLE gens ALTER COLUMN inv SET VISIBLE;
--- CREATE TABLE late_geo (id INT PRIMARY KEY, p POINT SRID 4326 NOT NULL, SPATIAL INDEX (p), v INT INVISIBLE);
--- INSERT INTO late_geo (id, p, v) VALUES (1, ST_GeomFromText('POINT(10 20)', 4326), 5);
+ALTER TABLE geo ADD COLUMN p4326 POINT SRID 4326, ALTER COLUMN g0 SET INVISIBLE;
+UPDATE geo SET p4326 = ST_GeomFromText('POINT(45 -120)', 4326) WHERE id = 2;
+ALTER TABLE gens ALTER COLUMN inv SET VISIBLE;
+CREATE TABLE late_geo (id INT PRIMARY KEY, p POINT SRID 4326 NOT NULL, SPATIAL INDEX (p), v INT INVISIBLE);
+INSERT INTO late_geo (id, p, v) VALUES (1, ST_GeomFromText('POINT(10 20)', 4326), 5);
 
 -- DDL: a column added with a default, a type widened, a new table.
 ALTER TABLE ints ADD COLUMN added VARCHAR(10) NOT NULL DEFAULT 'new';
