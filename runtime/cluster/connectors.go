@@ -118,6 +118,12 @@ type Control struct {
 	// Validator, when set, answers Validate (the connector registry's
 	// checks, key by key); nil: Check on the whole document.
 	Validator func(pluginType string, config json.RawMessage) (admin.Validation, error)
+	// Probe, when set, checks a connector against the servers it names
+	// (source, target, broker), as `sluice check` does, before Create and
+	// PutConfig store it and in Validate: the reasons it returns refuse the
+	// config (400), as Kafka Connect refuses a connector that fails its
+	// validation. nil: no server is asked.
+	Probe func(ctx context.Context, cfg *runtime.Config) []string
 	// TTL judges which workers are alive (heartbeat within TTL).
 	TTL time.Duration
 	// CheckPosition, when set, checks a position given to SetOffset as the
@@ -142,6 +148,28 @@ func (c *Control) check(name string, doc json.RawMessage) error {
 		return c.allErrors(name, doc, err)
 	}
 	return nil
+}
+
+// probe refuses, with ErrInvalid and the reasons, a connector config whose
+// servers fail Probe.
+func (c *Control) probe(ctx context.Context, name string, doc json.RawMessage) error {
+	if reasons := c.probeReasons(ctx, name, doc); len(reasons) > 0 {
+		return fmt.Errorf("%w: connector %s fails its checks against its servers: %s", admin.ErrInvalid, name, strings.Join(reasons, "; "))
+	}
+	return nil
+}
+
+// probeReasons is what Probe says of doc (nothing without a Probe, or for
+// a doc that does not parse: check reports that).
+func (c *Control) probeReasons(ctx context.Context, name string, doc json.RawMessage) []string {
+	if c.Probe == nil {
+		return nil
+	}
+	cfg, _, err := ParseConnector(name, doc)
+	if err != nil {
+		return nil
+	}
+	return c.Probe(ctx, cfg)
 }
 
 // allErrors returns, for a config that failed with first, every problem
@@ -274,6 +302,14 @@ func (c *Control) Create(ctx context.Context, name string, config json.RawMessag
 	if err := c.check(name, config); err != nil {
 		return admin.ConnectorInfo{}, err
 	}
+	if err := c.probe(ctx, name, config); err != nil {
+		return admin.ConnectorInfo{}, err
+	}
+	return c.create(ctx, name, config)
+}
+
+// create stores a new connector that passed its checks.
+func (c *Control) create(ctx context.Context, name string, config json.RawMessage) (admin.ConnectorInfo, error) {
 	doc, err := compact(config)
 	if err != nil {
 		return admin.ConnectorInfo{}, err
@@ -308,9 +344,12 @@ func (c *Control) PutConfig(ctx context.Context, name string, config json.RawMes
 	if err := c.check(name, config); err != nil {
 		return admin.ConnectorInfo{}, false, err
 	}
+	if err := c.probe(ctx, name, config); err != nil {
+		return admin.ConnectorInfo{}, false, err
+	}
 	k, err := c.S.connector(ctx, name)
 	if errors.Is(err, admin.ErrNotFound) {
-		in, err := c.Create(ctx, name, config)
+		in, err := c.create(ctx, name, config)
 		if errors.Is(err, admin.ErrExists) {
 			return in, false, fmt.Errorf("%w: %s was created concurrently", admin.ErrConflict, name)
 		}
@@ -496,10 +535,6 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 // Validate checks a config for a plugin type, Kafka Connect's shape: one
 // entry with the errors found (the first the decoder meets).
 func (c *Control) Validate(ctx context.Context, pluginType string, config json.RawMessage) (admin.Validation, error) {
-	if c.Validator != nil {
-		return c.Validator(pluginType, config)
-	}
-	v := admin.Validation{Name: pluginType}
 	name := "validate"
 	var m map[string]any
 	if json.Unmarshal(config, &m) == nil {
@@ -507,13 +542,29 @@ func (c *Control) Validate(ctx context.Context, pluginType string, config json.R
 			name = n
 		}
 	}
-	cv := admin.ConfigValue{Name: "config", Errors: []string{}}
-	if err := c.check(name, config); err != nil {
-		msg := strings.TrimPrefix(err.Error(), admin.ErrInvalid.Error()+": ")
-		cv.Errors = append(cv.Errors, msg)
-		v.ErrorCount = 1
+	var v admin.Validation
+	if c.Validator != nil {
+		var err error
+		if v, err = c.Validator(pluginType, config); err != nil {
+			return v, err
+		}
+	} else {
+		v = admin.Validation{Name: pluginType}
+		cv := admin.ConfigValue{Name: "config", Errors: []string{}}
+		if err := c.check(name, config); err != nil {
+			msg := strings.TrimPrefix(err.Error(), admin.ErrInvalid.Error()+": ")
+			cv.Errors = append(cv.Errors, msg)
+			v.ErrorCount = 1
+		}
+		v.Configs = []admin.ConfigValue{cv}
 	}
-	v.Configs = []admin.ConfigValue{cv}
+	if v.ErrorCount == 0 {
+		// A config that decodes is asked of its servers too.
+		if reasons := c.probeReasons(ctx, name, config); len(reasons) > 0 {
+			v.Configs = append(v.Configs, admin.ConfigValue{Name: "servers", Errors: reasons})
+			v.ErrorCount += len(reasons)
+		}
+	}
 	return v, nil
 }
 

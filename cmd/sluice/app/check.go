@@ -44,27 +44,7 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	var problems []schema.Problem
-	var tables []schema.TableID
-	if d.source != nil {
-		log.Debug("checking the source", "host", d.source.Host, "port", d.source.Port, "user", d.source.User)
-		sp := binlog.Check(ctx, *d.source)
-		problems = append(problems, sp...)
-		if d.sink != nil && len(sp) == 0 {
-			// the target schemas the captured tables map to
-			if src, err := binlog.NewSource(*d.source, log); err == nil {
-				tables, _ = src.CapturedTables(ctx)
-			}
-		}
-	}
-	if d.sink != nil {
-		log.Debug("checking the target", "dialect", d.sink.Dialect, "tables", len(tables))
-		problems = append(problems, sink.Check(ctx, *d.sink, tables)...)
-	}
-	if d.rocketmq != nil {
-		log.Debug("checking the broker", "name_servers", d.rocketmq.NameServers)
-		problems = append(problems, rocketmq.Check(ctx, *d.rocketmq)...)
-	}
+	problems := probe(ctx, d, log)
 	failed, warned := 0, 0
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p.String())
@@ -122,4 +102,54 @@ func reachable(problems []schema.Problem) bool {
 		}
 	}
 	return true
+}
+
+// probe runs the checks of every side d sets up: the source server and
+// account (binlog.Check), the target (sink.Check, for the schemas the
+// captured tables map to) and the broker (rocketmq.Check).
+func probe(ctx context.Context, d *decoded, log *slog.Logger) []schema.Problem {
+	var problems []schema.Problem
+	var tables []schema.TableID
+	if d.source != nil {
+		log.Debug("checking the source", "host", d.source.Host, "port", d.source.Port, "user", d.source.User)
+		sp := binlog.Check(ctx, *d.source)
+		problems = append(problems, sp...)
+		if d.sink != nil && len(sp) == 0 {
+			// the target schemas the captured tables map to
+			if src, err := binlog.NewSource(*d.source, log); err == nil {
+				tables, _ = src.CapturedTables(ctx)
+			}
+		}
+	}
+	if d.sink != nil {
+		log.Debug("checking the target", "dialect", d.sink.Dialect, "tables", len(tables))
+		problems = append(problems, sink.Check(ctx, *d.sink, tables)...)
+	}
+	if d.rocketmq != nil {
+		log.Debug("checking the broker", "name_servers", d.rocketmq.NameServers)
+		problems = append(problems, rocketmq.Check(ctx, *d.rocketmq)...)
+	}
+	return problems
+}
+
+// probeTimeout bounds the server checks of a connector created over REST.
+const probeTimeout = 20 * time.Second
+
+// probeForCluster is cluster.Control's Probe: the failed checks of a
+// connector's servers, each as `sluice check` prints it (warnings do not
+// refuse a connector).
+func probeForCluster(ctx context.Context, cfg *runtime.Config) []string {
+	d, err := decodeTask(cfg, "", true)
+	if err != nil {
+		return nil // Check reports it
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var reasons []string
+	for _, p := range probe(ctx, d, slog.New(slog.DiscardHandler)) {
+		if !p.Warning {
+			reasons = append(reasons, p.String())
+		}
+	}
+	return reasons
 }

@@ -173,7 +173,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster,
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
 		CheckPosition: checkPosition}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))

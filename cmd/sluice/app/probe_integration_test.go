@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/cluster"
+)
+
+// A connector whose servers fail `sluice check` is refused when it is
+// created, put or validated over a cluster's REST (400 with the reasons, as
+// Kafka Connect refuses a connector that fails its validation); before, a
+// wrong source password answered 201 and the task failed later. The same
+// connector with the right password passes the probe (issue 28, item 6).
+func TestClusterProbesConnectorServers(t *testing.T) {
+	env := serverEnv(t, "scripts/servers.sh start mariadb postgres", "SLUICE_MYSQL_HOST", "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_CDC_USER", "SLUICE_MYSQL_CDC_PASSWORD", "SLUICE_PG_DSN")
+	host, port, user, pass, pg := env[0], env[1], env[2], env[3], env[4]
+	doc := func(password string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"name":"k","source":{"type":"mariadb","host":%q,"port":%s,"user":%q,"password":%q,"server_id":4711,"include":["probe_db.*"]},
+			"transport":{"type":"embedded"},"sink":{"type":"postgres","dsn":%q}}`, host, port, user, password, pg))
+	}
+	c := &cluster.Control{Check: checkForCluster, Validator: validateForCluster, Probe: probeForCluster} // no store: a refusal comes first
+	wrong := doc("not-" + pass)
+	for name, call := range map[string]func() error{
+		"create": func() error { _, err := c.Create(context.Background(), "k", wrong); return err },
+		"put":    func() error { _, _, err := c.PutConfig(context.Background(), "k", wrong); return err },
+	} {
+		err := call()
+		if !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "FAIL") || !strings.Contains(err.Error(), user) {
+			t.Errorf("%s with a wrong source password: %v, want ErrInvalid naming the failed check and the account", name, err)
+		}
+		if strings.Contains(err.Error(), "not-"+pass) {
+			t.Errorf("%s: the error shows the password: %v", name, err)
+		}
+	}
+	v, err := c.Validate(context.Background(), "mariadb", wrong)
+	if err != nil || v.ErrorCount == 0 || len(v.Configs) == 0 || v.Configs[len(v.Configs)-1].Name != "servers" {
+		t.Errorf("validate with a wrong source password: %+v, %v: want the servers' errors", v, err)
+	}
+	if reasons := probeForCluster(context.Background(), mustParse(t, doc(pass))); len(reasons) > 0 {
+		t.Errorf("the right password: the probe refuses: %v", reasons)
+	}
+	if v, err := c.Validate(context.Background(), "mariadb", doc(pass)); err != nil || v.ErrorCount != 0 {
+		t.Errorf("validate with the right password: %+v, %v", v, err)
+	}
+}
+
+func mustParse(t *testing.T, doc json.RawMessage) *runtime.Config {
+	t.Helper()
+	cfg, _, err := cluster.ParseConnector("k", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
