@@ -132,7 +132,7 @@ func (p *process) stopProcess(t *testing.T) {
 // two master brokers of their own, which fault tests may stop and start
 // without disturbing other tests. SLUICE_IT_FAULT_ROOT and
 // SLUICE_IT_FAULT_PORT_BASE (default 29000: MariaDB at base+306,
-// MySQL 9.7 source +307 and target +308, PostgreSQL +432, name server +876, brokers +1911 and +2011; keep them
+// MySQL 9.7 source +307, target +308 and scratch +309, PostgreSQL +432, name server +876, brokers +1911 and +2011; keep them
 // below the kernel's ephemeral ports, 32768, which outgoing connections
 // take) move them, e.g. for two engineers on one machine;
 // SLUICE_IT_FAULT_STORE moves the RocketMQ store.
@@ -146,6 +146,7 @@ var (
 	faultBrokerBPort = strconv.Itoa(faultPortBase + 2011)
 	faultMySQLPort   = strconv.Itoa(faultPortBase + 307) // MySQL 9.7 source
 	faultMySQLTgt    = strconv.Itoa(faultPortBase + 308) // MySQL 9.7 target
+	faultMySQLScr    = strconv.Itoa(faultPortBase + 309) // MySQL 9.7 scratch (started with the others)
 	faultStore       = cmp.Or(os.Getenv("SLUICE_IT_FAULT_STORE"), "/dev/shm/sluice-faults-store")
 )
 
@@ -160,7 +161,7 @@ func faultEnv() []string {
 	return append(os.Environ(), "SLUICE_SERVERS_ROOT="+faultRoot, "SLUICE_ROCKETMQ_NAMESRV_PORT="+faultNamesrvPort,
 		"SLUICE_ROCKETMQ_BROKER_PORT="+faultBrokerPort, "SLUICE_ROCKETMQ_BROKER_B_PORT="+faultBrokerBPort, "SLUICE_ROCKETMQ_STORE="+faultStore,
 		"SLUICE_MARIADB_PORT="+faultMariaDBPort, "SLUICE_POSTGRES_PORT="+faultPGPort,
-		"SLUICE_MYSQL97_PORT="+faultMySQLPort, "SLUICE_MYSQL97_TARGET_PORT="+faultMySQLTgt)
+		"SLUICE_MYSQL97_PORT="+faultMySQLPort, "SLUICE_MYSQL97_TARGET_PORT="+faultMySQLTgt, "SLUICE_MYSQL97_SCRATCH_PORT="+faultMySQLScr)
 }
 
 // faultServer starts a fault server (rocketmq, mariadb or postgres) with
