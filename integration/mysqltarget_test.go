@@ -126,22 +126,12 @@ func mtWaitCanary(t *testing.T, src mtSource, tg mtTarget, db string, r *running
 // mtRows reads query's rows as "a|b|…" lines (NULL as <NULL>), sorted by
 // their bytes.
 func mtRows(db *sql.DB, query string) ([]string, error) {
-	rows, err := db.Query(query)
+	rows, err := queryRows(db, query)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
 	var out []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
+	for _, vals := range rows {
 		parts := make([]string, len(vals))
 		for i, v := range vals {
 			parts[i] = v.String
@@ -152,7 +142,7 @@ func mtRows(db *sql.DB, query string) ([]string, error) {
 		out = append(out, strings.Join(parts, "|"))
 	}
 	slices.Sort(out)
-	return out, rows.Err()
+	return out, nil
 }
 
 // mtWaitRows waits until the target's rows of query equal want.

@@ -113,13 +113,36 @@ func (w *workload) step(tx *sql.Tx) error {
 }
 
 func dump(db *sql.DB, q string) ([]string, error) {
+	rows, err := queryRows(db, q)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, vals := range rows {
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = "NULL"
+			if v.Valid {
+				parts[i] = "'" + v.String + "'"
+			}
+		}
+		out = append(out, strings.Join(parts, ","))
+	}
+	return out, nil
+}
+
+// queryRows runs q and returns every row's columns, NULL kept apart.
+func queryRows(db *sql.DB, q string) ([][]sql.NullString, error) {
 	rows, err := db.Query(q)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]sql.NullString
 	for rows.Next() {
 		vals := make([]sql.NullString, len(cols))
 		ptrs := make([]any, len(cols))
@@ -129,14 +152,7 @@ func dump(db *sql.DB, q string) ([]string, error) {
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = "NULL"
-			if v.Valid {
-				parts[i] = "'" + v.String + "'"
-			}
-		}
-		out = append(out, strings.Join(parts, ","))
+		out = append(out, vals)
 	}
 	return out, rows.Err()
 }
