@@ -8,6 +8,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/simplifiedchinese"
 
+	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -90,7 +91,7 @@ func BenchmarkDecodeText(b *testing.B) {
 		b.Run(tc.cs, func(b *testing.B) {
 			b.SetBytes(int64(len(enc)))
 			for i := 0; i < b.N; i++ {
-				if decodeText(enc, tc.cs) != tc.text {
+				if charset.Decode(enc, tc.cs) != tc.text {
 					b.Fatal("mismatch")
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -198,7 +199,7 @@ func (cr *columnRules) apply(ti *tableInfo, serverName string) error {
 // decode (an excluded one is never decoded).
 func (ti *tableInfo) checkCharsets(cr *columnRules) error {
 	for _, c := range ti.cols {
-		if c.charset == "" || charsetSupported(c.charset) || (cr != nil && cr.excluded(ti.id, c.name)) {
+		if c.charset == "" || charset.Supported(c.charset) || (cr != nil && cr.excluded(ti.id, c.name)) {
 			continue
 		}
 		return schema.Fatal(fmt.Errorf("table %s column %s: %w", ti.id, c.name, errCharset(c.charset)))

@@ -12,13 +12,14 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/charset"
+	tidbcharset "github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/format"
 	tmysql "github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values in the AST
 	"github.com/pingcap/tidb/pkg/parser/types"
 
+	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -114,8 +115,8 @@ func init() {
 		"sjis", "hebrew", "tis620", "euckr", "koi8u", "gb2312", "greek", "cp1250", "gbk", "latin5", "armscii8", "utf8",
 		"ucs2", "cp866", "keybcs2", "macce", "macroman", "cp852", "latin7", "utf8mb4", "cp1251", "utf16", "utf16le",
 		"cp1256", "cp1257", "utf32", "binary", "geostd8", "cp932", "eucjpms", "gb18030"} {
-		if c, err := charset.GetCharsetInfo(name); c != nil && err != nil {
-			charset.AddCharset(c)
+		if c, err := tidbcharset.GetCharsetInfo(name); c != nil && err != nil {
+			tidbcharset.AddCharset(c)
 		}
 	}
 }
@@ -132,11 +133,11 @@ func knownCollations(q string) (string, bool) {
 	out := collateClause.ReplaceAllStringFunc(q, func(m string) string {
 		sub := collateClause.FindStringSubmatch(m)
 		name := sub[3]
-		if _, err := charset.GetCollationByName(name); err == nil {
+		if _, err := tidbcharset.GetCollationByName(name); err == nil {
 			return m
 		}
 		cs, _, _ := strings.Cut(strings.ToLower(name), "_")
-		def, err := charset.GetDefaultCollation(cs)
+		def, err := tidbcharset.GetDefaultCollation(cs)
 		if err != nil {
 			def = "utf8mb4_general_ci"
 		}
@@ -793,12 +794,12 @@ func (c *histCol) fillType() error {
 		if flen < 0 {
 			flen = 1
 		}
-		typ, meta = mysql.MYSQL_TYPE_VARCHAR, uint16(min(flen*maxBytesPerChar(cs), 65535))
+		typ, meta = mysql.MYSQL_TYPE_VARCHAR, uint16(min(flen*charset.MaxBytesPerChar(cs), 65535))
 	case tmysql.TypeString:
 		if flen < 0 {
 			flen = 1
 		}
-		n := min(flen*maxBytesPerChar(cs), 1023)
+		n := min(flen*charset.MaxBytesPerChar(cs), 1023)
 		b0 := byte(0xce) | byte(((n>>4)&0x30)^0x30)
 		typ, meta = mysql.MYSQL_TYPE_STRING, uint16(b0)<<8|uint16(n&0xff)
 	case tmysql.TypeTinyBlob, tmysql.TypeBlob, tmysql.TypeMediumBlob, tmysql.TypeLongBlob:

@@ -95,7 +95,7 @@
 // information_schema when a table map is first seen; GEOMETRY values are
 // schema.Geom, the WKB and the SRID of the server's 4-byte prefix; zero dates are NULL (or the epoch
 // in NOT NULL columns, and everywhere with ZeroDateAsNull=false); text is
-// converted to UTF-8 from the column's charset (charset.go: every charset
+// converted to UTF-8 from the column's charset (package charset: every charset
 // golang.org/x/text has, corrected to the server's tables; latin1 is
 // Windows-1252, as in MySQL; invalid bytes become U+FFFD); a captured column
 // in another charset stops Open with a fatal error. The table shape is the

@@ -2,9 +2,7 @@ package binlog
 
 import (
 	"encoding/binary"
-	"slices"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/go-mysql-org/go-mysql/replication"
 
@@ -141,36 +139,6 @@ func FuzzParseDDL(f *testing.F) {
 		}
 		if len(hist[id].Cols) != 2 {
 			t.Fatalf("%q: parseDDL changed the history it was given", q)
-		}
-	})
-}
-
-// FuzzDecodeText decodes arbitrary bytes in every supported charset: the
-// result is valid UTF-8, never a panic, pure ASCII comes out as is, and
-// decodeTextString of the same bytes gives the same text.
-func FuzzDecodeText(f *testing.F) {
-	names := []string{csBinary, csUTF8MB4, csUTF8MB3, csASCII, csUCS2, csUTF16, csUTF16LE, csUTF32}
-	for cs := range singleByte {
-		names = append(names, cs)
-	}
-	for cs := range multiByte {
-		names = append(names, cs)
-	}
-	slices.Sort(names)
-	for _, seed := range [][]byte{{}, []byte("plain"), {0x8F, 0xA1, 0xA1}, {0x81, 0x30, 0x81, 0x30}, {0xA4, 0x40, 0xFF}, {0xD8, 0x00}, {0xE9, 0x80, 0x9F}} {
-		f.Add(uint8(0), seed)
-	}
-	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
-		cs := names[int(which)%len(names)]
-		s := decodeText(b, cs)
-		if s2 := decodeTextString(string(b), cs); s2 != s {
-			t.Fatalf("%s %x: decodeTextString %q, decodeText %q", cs, b, s2, s)
-		}
-		if !utf8.ValidString(s) {
-			t.Fatalf("%s %x: invalid UTF-8 %q", cs, b, s)
-		}
-		if isASCII(b) && cs != csUCS2 && cs != csUTF16 && cs != csUTF16LE && cs != csUTF32 && s != string(b) {
-			t.Fatalf("%s: ASCII %q decoded as %q", cs, b, s)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -137,7 +138,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 	}
 	m.committed.Version, m.committed.Flavor, m.committed.Snapshot = PositionVersion, cfg.Flavor, nil
 	if m.collations == nil {
-		m.collations = builtinCollations
+		m.collations = charset.BuiltinCollations()
 	}
 	if m.now == nil {
 		m.now = time.Now

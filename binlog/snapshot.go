@@ -19,6 +19,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	drv "github.com/go-sql-driver/mysql"
 
+	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -528,7 +529,7 @@ func (ic *infoColumn) spec() (colSpec, error) {
 // the labels from the table map).
 func (sn *snapshotter) recoverLabels(ctx context.Context, id schema.TableID, sp *colSpec) error {
 	// (MariaDB stores such a label as '?' itself.)
-	if sn.s.cfg.Flavor != FlavorMySQL || maxBytesPerChar(sp.charset) < 4 || !slices.ContainsFunc(sp.labels, func(l string) bool { return strings.Contains(l, "?") }) {
+	if sn.s.cfg.Flavor != FlavorMySQL || charset.MaxBytesPerChar(sp.charset) < 4 || !slices.ContainsFunc(sp.labels, func(l string) bool { return strings.Contains(l, "?") }) {
 		return nil
 	}
 	isSet := sp.typ == mysql.MYSQL_TYPE_STRING && byte(sp.meta>>8) == mysql.MYSQL_TYPE_SET
@@ -554,7 +555,7 @@ func (sn *snapshotter) recoverLabels(ctx context.Context, id schema.TableID, sp 
 		if err != nil {
 			return fmt.Errorf("binlog: snapshot: labels of %s.%s: %w", id, sp.name, err)
 		}
-		text := decodeText(raw, sp.charset)
+		text := charset.Decode(raw, sp.charset)
 		if !isSet {
 			sp.labels[i] = text
 			continue
@@ -645,7 +646,7 @@ func textValue(c *column, cs string, raw []byte, zeroAsNull bool) (any, error) {
 	case kUUID, kInet6, kInet4:
 		v, err = extBinary(c, raw) // the server's text, back to the binlog's bytes
 	case kEnum:
-		label := decodeText(raw, cs)
+		label := charset.Decode(raw, cs)
 		if label == "" {
 			v = int64(0)
 			break
@@ -658,7 +659,7 @@ func textValue(c *column, cs string, raw []byte, zeroAsNull bool) (any, error) {
 	case kSet:
 		var bits int64
 		if len(raw) > 0 {
-			for _, l := range strings.Split(decodeText(raw, cs), ",") {
+			for _, l := range strings.Split(charset.Decode(raw, cs), ",") {
 				i := slices.Index(c.labels, l)
 				if i < 0 {
 					return nil, fmt.Errorf("%w: column %s: %q is not one of its labels", ErrUnsupported, c.name, l)

@@ -10,6 +10,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/go-mysql-org/go-mysql/replication"
 
+	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -134,7 +135,7 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations, co
 		if cs, ok := m[id]; ok {
 			return cs
 		}
-		if cs, ok := builtinCollations[id]; ok {
+		if cs, ok := charset.OfCollation(id); ok {
 			return cs
 		}
 		return fmt.Sprintf("unknown (collation id %d)", id) // refused by checkCharsets
@@ -182,12 +183,12 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations, co
 			if ok {
 				sp.collation = collNames[ecoll]
 			}
-			if !charsetSupported(ecs) {
+			if !charset.Supported(ecs) {
 				sp.charset = ecs // reported by checkCharsets unless excluded
 			}
 			sp.labels = make([]string, len(labels))
 			for j, l := range labels {
-				sp.labels[j] = decodeText([]byte(l), ecs)
+				sp.labels[j] = charset.Decode([]byte(l), ecs)
 			}
 		} else if ht != nil && ht.Cols[i].Labels != nil {
 			sp.labels = ht.Cols[i].Labels
@@ -262,7 +263,7 @@ func buildTableSpecs(id schema.TableID, specs []colSpec, pk []int, serverName st
 			srcType += "(" + strings.Join(quoted, ",") + ")"
 			sch.Params[schema.ParamAllowed] = strings.Join(c.labels, ",")
 		}
-		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && !charsetSupported(sp.charset) {
+		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && !charset.Supported(sp.charset) {
 			c.charset = sp.charset
 		}
 		if (c.kind == kString || c.kind == kEnum || c.kind == kSet) && sp.collation != "" && sp.ext == "" {
@@ -399,7 +400,7 @@ func columnSchema(c *column, typ byte, meta uint16, unsigned bool, cs string) (*
 			return s(schema.Bytes, schema.None), fmt.Sprintf("%s(%d)", bin, meta), nil
 		}
 		c.kind, c.charset = kString, cs
-		n := int(meta) / maxBytesPerChar(cs)
+		n := int(meta) / charset.MaxBytesPerChar(cs)
 		p[schema.ParamLength] = strconv.Itoa(n)
 		p[schema.ParamCharset] = cs
 		return s(schema.String, schema.None), fmt.Sprintf("%s(%d)", name, n), nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -135,9 +136,9 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 	case kString:
 		switch x := v.(type) {
 		case string:
-			return decodeTextString(x, c.charset), nil
+			return charset.DecodeString(x, c.charset), nil
 		case []byte:
-			return decodeText(x, c.charset), nil
+			return charset.Decode(x, c.charset), nil
 		}
 	case kBytes:
 		switch x := v.(type) {
@@ -183,12 +184,12 @@ func convert(c *column, v any, zeroAsNull bool) (any, error) {
 		switch x := v.(type) {
 		case string:
 			if c.charset != "" { // MariaDB's JSON: LONGTEXT
-				return decodeTextString(x, c.charset), nil
+				return charset.DecodeString(x, c.charset), nil
 			}
 			return nativeJSON(c, x)
 		case []byte:
 			if c.charset != "" {
-				return decodeText(x, c.charset), nil
+				return charset.Decode(x, c.charset), nil
 			}
 			return nativeJSON(c, string(x))
 		}

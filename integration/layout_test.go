@@ -24,6 +24,24 @@ var allowed = map[string][]string{
 	"integration": {"schema", "converter", "binlog", "sink", "runtime", "cmd"},
 }
 
+// innerAllowed narrows the rules for inner packages: each may import only
+// the listed packages of ours (full paths below the module), whatever its
+// top-level folder allows.
+var innerAllowed = map[string][]string{
+	"binlog/charset": {}, // character-set decoding: a leaf, testable without the replica client
+}
+
+// innerPackage returns the inner package of innerAllowed that holds
+// importPath (or its test variants), or "".
+func innerPackage(importPath string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(importPath, module), "/")
+	rel = strings.TrimSuffix(strings.TrimSuffix(rel, ".test"), "_test")
+	if _, ok := innerAllowed[rel]; ok {
+		return rel
+	}
+	return ""
+}
+
 // topFolder maps a package (or its test variants, "x_test", "x.test") to
 // its top-level folder.
 func topFolder(importPath string) string {
@@ -54,8 +72,16 @@ func TestImportGraph(t *testing.T) {
 			continue
 		}
 		checked++
+		inner := innerPackage(pkg)
 		for _, imp := range fields[1:] {
 			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			if inner != "" {
+				rel := strings.TrimPrefix(imp, module+"/")
+				if rel != inner && !contains(innerAllowed[inner], rel) {
+					t.Errorf("%s imports %s: %s may import only %v of ours", pkg, imp, inner, innerAllowed[inner])
+				}
 				continue
 			}
 			to := topFolder(imp)
@@ -74,6 +100,15 @@ func TestImportGraph(t *testing.T) {
 	if checked < 5 {
 		t.Fatalf("checked only %d packages; go list output:\n%s", checked, out)
 	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func TestTopLevelLayout(t *testing.T) {

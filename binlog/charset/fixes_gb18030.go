@@ -1,4 +1,4 @@
-package binlog
+package charset
 
 // Code generated from MySQL 9.7.4's CONVERT(... USING gb18030) (the inputs
 // TestCharsetsMatchServer checks); DO NOT EDIT. MariaDB has no gb18030.
