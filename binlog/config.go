@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 )
 
 // Flavors of server.
@@ -138,7 +139,7 @@ type Config struct {
 	// config; verify_ca needs RootCAs.
 	TLS *tls.Config
 	// SSLCA, SSLCert and SSLKey name the PEM files TLS is loaded from when
-	// it is nil (see schema.LoadClientTLS): the CA that signs the server's
+	// it is nil (see secure.LoadClientTLS): the CA that signs the server's
 	// certificate, and a client certificate for servers that ask for one.
 	SSLCA   string `yaml:"ssl_ca"`
 	SSLCert string `yaml:"ssl_cert"`
@@ -256,7 +257,7 @@ func (c *Config) validate() error {
 		c.SkipSchemaChanges = true
 	}
 	if c.TLS == nil {
-		mode, t, err := schema.LoadClientTLS(c.TLSMode, c.SSLCA, c.SSLCert, c.SSLKey)
+		mode, t, err := secure.LoadClientTLS(c.TLSMode, c.SSLCA, c.SSLCert, c.SSLKey)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}

@@ -11,21 +11,22 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 )
 
-// TLS modes (Config.TLSMode), MySQL's ssl-mode values (schema.ParseSSLMode).
+// TLS modes (Config.TLSMode), MySQL's ssl-mode values (secure.ParseSSLMode).
 const (
-	TLSDisabled       = schema.SSLDisabled
-	TLSPreferred      = schema.SSLPreferred
-	TLSRequired       = schema.SSLRequired
-	TLSVerifyCA       = schema.SSLVerifyCA
-	TLSVerifyIdentity = schema.SSLVerifyIdentity
+	TLSDisabled       = secure.SSLDisabled
+	TLSPreferred      = secure.SSLPreferred
+	TLSRequired       = secure.SSLRequired
+	TLSVerifyCA       = secure.SSLVerifyCA
+	TLSVerifyIdentity = secure.SSLVerifyIdentity
 )
 
 // normalizeTLSMode accepts MySQL's spellings (VERIFY_CA, verify-ca) and
 // returns the mode as the constants spell it; unset is disabled.
 func normalizeTLSMode(m string) (string, error) {
-	v, err := schema.ParseSSLMode(m)
+	v, err := secure.ParseSSLMode(m)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -45,7 +46,7 @@ func (s *Source) tlsConfig() *tls.Config {
 }
 
 // tlsFor returns the client TLS configuration for c, nil when disabled.
-func tlsFor(c *Config) *tls.Config { return schema.ClientTLS(c.TLSMode, c.TLS, c.Host) }
+func tlsFor(c *Config) *tls.Config { return secure.ClientTLS(c.TLSMode, c.TLS, c.Host) }
 
 // dial opens a client connection for queries (not the replication
 // stream), with TLS as the config says. A "preferred" source whose server

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
@@ -37,7 +38,7 @@ func Check(ctx context.Context, cfg Config, tables []schema.TableID) []schema.Pr
 	}
 	db, err := connect(ctx, d, &cfg)
 	if err != nil {
-		err = schema.RedactDSNError(err, cfg.DSN)
+		err = secure.RedactDSNError(err, cfg.DSN)
 		if explainErr(err).Login || errors.Is(err, ErrConfig) {
 			fail("target_login", err.Error(), "fix the user, password or database of sink.dsn, or the TLS keys")
 		} else {
@@ -48,7 +49,7 @@ func Check(ctx context.Context, cfg Config, tables []schema.TableID) []schema.Pr
 	defer db.Close()
 	def, err := d.Verify(ctx, db.DB, cfg.ProgressTable)
 	if err != nil {
-		fail("target_server", schema.RedactDSNError(err, cfg.DSN).Error(), "use a supported server and name a database in sink.dsn")
+		fail("target_server", secure.RedactDSNError(err, cfg.DSN).Error(), "use a supported server and name a database in sink.dsn")
 		return out
 	}
 	schemas := []string{""} // the progress and barrier tables'

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
@@ -37,7 +38,7 @@ type Config struct {
 	// copy. Nil is an empty config; verify_ca needs RootCAs.
 	TLS *tls.Config
 	// SSLCA, SSLCert and SSLKey name the PEM files TLS is loaded from when
-	// it is nil (see schema.LoadClientTLS).
+	// it is nil (see secure.LoadClientTLS).
 	SSLCA   string `yaml:"ssl_ca"`
 	SSLCert string `yaml:"ssl_cert"`
 	SSLKey  string `yaml:"ssl_key"`
@@ -257,7 +258,7 @@ func (c *Config) LoadTLS() error {
 		return nil
 	}
 	var err error
-	if c.TLSMode, c.TLS, err = schema.LoadClientTLS(c.TLSMode, c.SSLCA, c.SSLCert, c.SSLKey); err != nil {
+	if c.TLSMode, c.TLS, err = secure.LoadClientTLS(c.TLSMode, c.SSLCA, c.SSLCert, c.SSLKey); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return nil

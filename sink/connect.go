@@ -12,18 +12,18 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // TLS modes (Config.TLSMode): MySQL's ssl-mode values, for both dialects
-// (schema.ParseSSLMode).
+// (secure.ParseSSLMode).
 const (
-	TLSDisabled       = schema.SSLDisabled
-	TLSPreferred      = schema.SSLPreferred
-	TLSRequired       = schema.SSLRequired
-	TLSVerifyCA       = schema.SSLVerifyCA
-	TLSVerifyIdentity = schema.SSLVerifyIdentity
+	TLSDisabled       = secure.SSLDisabled
+	TLSPreferred      = secure.SSLPreferred
+	TLSRequired       = secure.SSLRequired
+	TLSVerifyCA       = secure.SSLVerifyCA
+	TLSVerifyIdentity = secure.SSLVerifyIdentity
 )
 
 // Defaults of Config.LockTimeout and Config.StatementTimeout.
@@ -35,7 +35,7 @@ const (
 // normalizeTLSMode accepts MySQL's spellings; unset stays unset (TLS as
 // the DSN says).
 func normalizeTLSMode(m string) (string, error) {
-	v, err := schema.ParseSSLMode(m)
+	v, err := secure.ParseSSLMode(m)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrConfig, err)
 	}

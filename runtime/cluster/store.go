@@ -41,6 +41,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 )
 
 var prefixRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,40}$`)
@@ -66,7 +67,7 @@ func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
 	}
 	db, err := openCoordinator(driver, dsn)
 	if err != nil {
-		return nil, schema.RedactDSNError(fmt.Errorf("coordinator: %w: %w", err, runtime.ErrConfig), dsn)
+		return nil, secure.RedactDSNError(fmt.Errorf("coordinator: %w: %w", err, runtime.ErrConfig), dsn)
 	}
 	db.SetMaxOpenConns(8)
 	db.SetConnMaxIdleTime(time.Minute)
@@ -81,11 +82,11 @@ func Open(ctx context.Context, driver, dsn, prefix string) (*Store, error) {
 	}
 	if err != nil {
 		db.Close()
-		return nil, schema.RedactDSNError(fmt.Errorf("coordinator: %w", err), dsn)
+		return nil, secure.RedactDSNError(fmt.Errorf("coordinator: %w", err), dsn)
 	}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
-		return nil, schema.RedactDSNError(err, dsn)
+		return nil, secure.RedactDSNError(err, dsn)
 	}
 	return s, nil
 }

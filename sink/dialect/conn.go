@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 )
 
 // CheckDSNError is the error of CheckDSN for a DSN the driver's parser
@@ -19,10 +19,10 @@ func CheckDSNError(dialect, dsn, example string, parseErr error) error {
 }
 
 // DSNError is a fatal configuration error of a DSN the driver refused
-// when opening, its text redacted (schema.RedactDSN); db names the
+// when opening, its text redacted (secure.RedactDSN); db names the
 // database ("MySQL", "PostgreSQL").
 func DSNError(db, dsn string, err error) error {
-	return Fatal(fmt.Errorf("%w: %s DSN: %v", ErrConfig, db, schema.RedactDSN(err.Error(), dsn)))
+	return Fatal(fmt.Errorf("%w: %s DSN: %v", ErrConfig, db, secure.RedactDSN(err.Error(), dsn)))
 }
 
 // OpenChecked opens a pool on conn and checks it with c.Ping; the pool is

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicecdc/sluice/runtime/embedded"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink"
 )
 
@@ -67,7 +68,7 @@ func openPositions(ctx context.Context, c positionsConfig) (resettableStore, err
 	s, err := runtime.NewSQLStore(ctx, c.typ, c.DSN, c.Table)
 	if err != nil {
 		// Drivers quote an unparseable DSN, password included.
-		return nil, schema.RedactDSNError(err, c.DSN)
+		return nil, secure.RedactDSNError(err, c.DSN)
 	}
 	if prev, loaded := sqlStores.LoadOrStore(key, s); loaded {
 		s.Close()

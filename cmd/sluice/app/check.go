@@ -14,6 +14,7 @@ import (
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink"
 )
 
@@ -59,7 +60,7 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 		// (the sink asks per transaction); MySQL's settings are global.
 		switch msg, err := sink.Durability(ctx, *d.sink); {
 		case err != nil:
-			fmt.Fprintf(stdout, "WARN target: cannot read the target's durability settings: %v; fix: check sink.dsn and that the target is up\n", schema.RedactDSNError(err, d.sink.DSN))
+			fmt.Fprintf(stdout, "WARN target: cannot read the target's durability settings: %v; fix: check sink.dsn and that the target is up\n", secure.RedactDSNError(err, d.sink.DSN))
 			warned++
 		case msg != "":
 			fmt.Fprintf(stdout, "WARN target_durability: %s\n", msg)

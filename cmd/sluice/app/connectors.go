@@ -11,7 +11,7 @@ import (
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
-	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink"
 )
 
@@ -53,7 +53,7 @@ func loadTLS(sec *runtime.Section, mode *string, t **tls.Config, ca, cert, key s
 	if *t != nil {
 		return nil
 	}
-	m, c, err := schema.LoadClientTLS(*mode, ca, cert, key)
+	m, c, err := secure.LoadClientTLS(*mode, ca, cert, key)
 	if err != nil {
 		return sec.Err("ssl_mode", err.Error())
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
-	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/secure"
 )
 
 // dbHistory is the schema history in a database (history_store: database):
@@ -64,7 +64,7 @@ func openDBHistory(ctx context.Context, pos positionsConfig, table, pipeline str
 	} else {
 		d, err := sql.Open(pos.typ, pos.DSN)
 		if err != nil {
-			return nil, schema.RedactDSNError(fmt.Errorf("schema history: %w: %w", err, runtime.ErrConfig), pos.DSN)
+			return nil, secure.RedactDSNError(fmt.Errorf("schema history: %w: %w", err, runtime.ErrConfig), pos.DSN)
 		}
 		d.SetMaxOpenConns(2)
 		if prev, loaded := historyDBs.LoadOrStore(key, d); loaded {
@@ -76,7 +76,7 @@ func openDBHistory(ctx context.Context, pos positionsConfig, table, pipeline str
 	}
 	h, err := runtime.NewSQLHistory(ctx, db, pos.typ, table, pipeline, lease)
 	if err != nil {
-		return nil, schema.RedactDSNError(err, pos.DSN)
+		return nil, secure.RedactDSNError(err, pos.DSN)
 	}
 	return dbHistory{h}, nil
 }

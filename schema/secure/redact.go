@@ -1,4 +1,4 @@
-package schema
+package secure
 
 import (
 	"net/url"
