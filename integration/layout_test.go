@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 // top-level folder allows.
 var innerAllowed = map[string][]string{
 	"binlog/charset": {}, // character-set decoding: a leaf, testable without the replica client
+	"schema/secure":  {}, // TLS modes and DSN redaction: a leaf beside the record model
 }
 
 // innerPackage returns the inner package of innerAllowed that holds
