@@ -281,13 +281,15 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		r.waitState(t, name, "STOPPED")
 		_, body := r.get(t, "/connectors/"+name+"/offsets")
 		var off struct {
-			Position string `json:"position"`
+			Offsets []struct {
+				Partition map[string]string `json:"partition"`
+				Offset    json.RawMessage   `json:"offset"`
+			} `json:"offsets"`
 		}
-		if err := json.Unmarshal([]byte(body), &off); err != nil || off.Position == "" {
-			t.Fatalf("offsets %s: %v", body, err)
+		if err := json.Unmarshal([]byte(body), &off); err != nil || len(off.Offsets) != 1 || off.Offsets[0].Partition["server"] != name || len(off.Offsets[0].Offset) < 2 {
+			t.Fatalf("offsets %s: %v; want Kafka Connect's {\"offsets\": [{\"partition\": {\"server\": %q}, \"offset\": {...}}]}", body, err, name)
 		}
-		set, _ := json.Marshal(map[string]string{"position": off.Position})
-		call("PATCH", "/connectors/"+name+"/offsets", string(set)) // only while stopped
+		call("PATCH", "/connectors/"+name+"/offsets", body) // what GET answered, only while stopped
 		time.Sleep(500 * time.Millisecond)
 		select {
 		case <-r.exited:

@@ -115,7 +115,7 @@ func TestRESTLifecycle(t *testing.T) {
 	if code, body := call(t, srv, "GET", "/connectors/p/offsets", ""); code != 200 || !strings.Contains(body, `"tx-100"`) {
 		t.Fatalf("offsets: %d %s", code, body)
 	}
-	if code, body := call(t, srv, "PATCH", "/connectors/p/offsets", `{"position": "tx-50"}`); code != 204 {
+	if code, body := call(t, srv, "PATCH", "/connectors/p/offsets", `{"offsets": [{"partition": {"server": "p"}, "offset": {"position": "tx-50"}}]}`); code != 200 {
 		t.Fatalf("set offsets: %d %s", code, body)
 	}
 	if code, body := call(t, srv, "GET", "/connectors/p/offsets", ""); code != 200 || !strings.Contains(body, `"tx-50"`) {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -77,9 +78,9 @@ const lifecycleTimeout = time.Minute
 //	POST   /connectors/{name}/tasks/{id}/restart 204 (TaskRestarter; else the connector's tasks restart together)
 //	PUT    /connectors/{name}/pause|resume|stop 202
 //	POST   /connectors/{name}/restart           204; ?includeTasks=true or ?onlyFailed=true: 202 and the status
-//	GET    /connectors/{name}/offsets           {"position": "..."} (Offsets)
-//	DELETE /connectors/{name}/offsets           reset it (Offsets)
-//	PATCH  /connectors/{name}/offsets           set it: {"position": "..."} (Offsets)
+//	GET    /connectors/{name}/offsets           {"offsets": [{"partition": {"server": name}, "offset": {...}}]} (Offsets)
+//	DELETE /connectors/{name}/offsets           reset it: 200 {"message": ...} (Offsets)
+//	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets)
 //	GET    /connector-plugins                   the connector types
 //	PUT    /connector-plugins/{type}/config/validate
 //	GET    /workers                             the workers and the tasks they hold
@@ -482,19 +483,96 @@ func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
 		pos, err := o.Offset(r.Context(), name)
-		respond(rw, http.StatusOK, map[string]string{"position": pos}, err)
+		respond(rw, http.StatusOK, offsetsOf(name, pos), err)
 	case http.MethodDelete:
-		respond(rw, http.StatusNoContent, nil, o.SetOffset(r.Context(), name, ""))
+		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been reset successfully"}, o.SetOffset(r.Context(), name, ""))
 	default:
-		var body struct {
-			Position string `json:"position"`
-		}
-		if err := decodeBody(rw, r, &body); err != nil || body.Position == "" {
-			writeError(rw, http.StatusBadRequest, `send {"position": "<position text>"}`)
+		pos, deprecated, err := positionOf(rw, r)
+		if err != nil {
+			writeError(rw, http.StatusBadRequest, err.Error())
 			return
 		}
-		respond(rw, http.StatusNoContent, nil, o.SetOffset(r.Context(), name, body.Position))
+		if deprecated {
+			rw.Header().Set("Warning", `299 sluice "the {\"position\": ...} body is deprecated: send {\"offsets\": [...]}"`)
+			slog.Warn(`PATCH .../offsets with {"position": "..."} is deprecated and will be refused in a later release: send {"offsets": [{"partition": {...}, "offset": {...}}]}, the form GET .../offsets answers`, "connector", name)
+		}
+		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been altered successfully"}, o.SetOffset(r.Context(), name, pos))
 	}
+}
+
+// ConnectorOffsets is Kafka Connect's body of GET and PATCH
+// /connectors/{name}/offsets. A pipeline has one source partition,
+// {"server": <connector name>} (Debezium's MySQL connector names its
+// partition by server the same way), and its offset is the saved position
+// as a JSON object. Position repeats the offset as the text earlier
+// releases answered, for scripts written against them; it goes away in a
+// later release.
+type ConnectorOffsets struct {
+	Offsets  []PartitionOffset `json:"offsets"`
+	Position string            `json:"position,omitempty"`
+}
+
+// PartitionOffset is one source partition and its offset.
+type PartitionOffset struct {
+	Partition map[string]any  `json:"partition"`
+	Offset    json.RawMessage `json:"offset"`
+}
+
+type offsetsMessage struct {
+	Message string `json:"message"`
+}
+
+// offsetsOf is the GET answer for a saved position pos ("" when none).
+func offsetsOf(name, pos string) ConnectorOffsets {
+	out := ConnectorOffsets{Offsets: []PartitionOffset{}, Position: pos}
+	if pos == "" {
+		return out
+	}
+	off := json.RawMessage(pos)
+	if !json.Valid(off) || !isObject(off) {
+		// Not a JSON object (no source writes one today): keep the text.
+		b, _ := json.Marshal(map[string]string{"position": pos})
+		off = b
+	}
+	out.Offsets = append(out.Offsets, PartitionOffset{Partition: map[string]any{"server": name}, Offset: off})
+	return out
+}
+
+// positionOf reads a PATCH body: Kafka Connect's {"offsets": [...]} with
+// one partition, or the deprecated {"position": "..."}.
+func positionOf(rw http.ResponseWriter, r *http.Request) (pos string, deprecated bool, err error) {
+	const form = `send {"offsets": [{"partition": {"server": "<connector>"}, "offset": {...}}]}, the form GET .../offsets answers`
+	var body struct {
+		Offsets  []PartitionOffset `json:"offsets"`
+		Position string            `json:"position"`
+	}
+	if err := decodeBody(rw, r, &body); err != nil {
+		return "", false, fmt.Errorf("%v: %s", err, form)
+	}
+	switch {
+	case len(body.Offsets) == 0 && body.Position != "":
+		return body.Position, true, nil
+	case len(body.Offsets) != 1:
+		return "", false, fmt.Errorf("a pipeline has one source partition, the body has %d: %s", len(body.Offsets), form)
+	}
+	off := body.Offsets[0].Offset
+	if !isObject(off) {
+		return "", false, fmt.Errorf("the offset must be a JSON object: %s", form)
+	}
+	var legacy map[string]json.RawMessage
+	if err := json.Unmarshal(off, &legacy); err == nil && len(legacy) == 1 {
+		if p, ok := legacy["position"]; ok { // a position GET kept as text
+			var text string
+			if json.Unmarshal(p, &text) == nil {
+				return text, false, nil
+			}
+		}
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, off); err != nil {
+		return "", false, fmt.Errorf("the offset: %v: %s", err, form)
+	}
+	return compact.String(), false, nil
 }
 
 func (a *api) validate(rw http.ResponseWriter, r *http.Request) {

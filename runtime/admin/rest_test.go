@@ -680,3 +680,67 @@ func TestRestartAnswerShowsRestarting(t *testing.T) {
 		t.Errorf("restart of a paused connector: %s", out)
 	}
 }
+
+// offsetting is a Cluster with Offsets: one saved position per connector.
+type offsetting struct {
+	*fakeCluster
+	pos map[string]string
+}
+
+func (o *offsetting) Offset(_ context.Context, name string) (string, error) { return o.pos[name], nil }
+func (o *offsetting) SetOffset(_ context.Context, name, position string) error {
+	o.pos[name] = position
+	return nil
+}
+
+// TestOffsetsKafkaConnectShape: GET, PATCH and DELETE .../offsets speak
+// Kafka Connect's {"offsets": [{"partition": ..., "offset": ...}]}; what GET
+// answers can be sent back as it is; the older {"position": "..."} body is
+// still taken, with a Warning header.
+func TestOffsetsKafkaConnectShape(t *testing.T) {
+	pos := `{"v":1,"flavor":"mariadb","gtid":"0-1-42","file":"mariadb-bin.000001","pos":1234,"epoch":1796195540407670307}`
+	o := &offsetting{fakeCluster: newFake(), pos: map[string]string{"a": pos}}
+	h := NewHandler(o, "")
+	code, out := do(t, h, "GET", "/connectors/a/offsets", "")
+	var got ConnectorOffsets
+	if err := json.Unmarshal([]byte(out), &got); code != 200 || err != nil {
+		t.Fatalf("GET offsets: %d %s (%v)", code, out, err)
+	}
+	if len(got.Offsets) != 1 || got.Offsets[0].Partition["server"] != "a" || string(got.Offsets[0].Offset) != pos {
+		t.Fatalf("GET offsets: %s, want one partition {\"server\":\"a\"} with the position as its offset", out)
+	}
+	if !strings.HasPrefix(out, `{"offsets":[{"partition":{"server":"a"},"offset":{"v":1,`) {
+		t.Errorf("GET offsets: %s, not Kafka Connect's shape", out)
+	}
+
+	// What GET answered, with the offset changed, is what PATCH takes.
+	moved := strings.Replace(out, `"pos":1234`, `"pos":4`, 1)
+	code, out = do(t, h, "PATCH", "/connectors/a/offsets", moved)
+	if code != 200 || !strings.Contains(out, `"message":"The offsets for this connector have been altered successfully"`) {
+		t.Fatalf("PATCH offsets: %d %s", code, out)
+	}
+	if want := strings.Replace(pos, `"pos":1234`, `"pos":4`, 1); o.pos["a"] != want {
+		t.Fatalf("PATCH stored %s, want %s", o.pos["a"], want)
+	}
+
+	// The older body, for one release.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("PATCH", "http://127.0.0.1/connectors/a/offsets", strings.NewReader(`{"position": "`+strings.ReplaceAll(pos, `"`, `\"`)+`"}`)))
+	if rec.Code != 200 || o.pos["a"] != pos || !strings.Contains(rec.Header().Get("Warning"), "deprecated") {
+		t.Fatalf("PATCH with {\"position\"}: %d %s, stored %s, Warning %q", rec.Code, rec.Body, o.pos["a"], rec.Header().Get("Warning"))
+	}
+
+	for _, bad := range []string{`{"offsets": []}`, `{"offsets": [{"partition": {}, "offset": 5}]}`, `{"offsets": [{"offset": {}}, {"offset": {}}]}`, `[]`} {
+		if code, out := do(t, h, "PATCH", "/connectors/a/offsets", bad); code != 400 || !strings.Contains(out, `GET .../offsets answers`) {
+			t.Errorf("PATCH %s: %d %s, want 400 naming the form", bad, code, out)
+		}
+	}
+
+	code, out = do(t, h, "DELETE", "/connectors/a/offsets", "")
+	if code != 200 || o.pos["a"] != "" || !strings.Contains(out, "reset successfully") {
+		t.Fatalf("DELETE offsets: %d %s, stored %q", code, out, o.pos["a"])
+	}
+	if code, out := do(t, h, "GET", "/connectors/a/offsets", ""); code != 200 || strings.TrimSpace(out) != `{"offsets":[]}` {
+		t.Errorf("GET offsets with none saved: %d %s, want {\"offsets\":[]}", code, out)
+	}
+}

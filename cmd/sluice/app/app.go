@@ -41,6 +41,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	log := slog.New(runtime.UniqueKeys(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()})))
+	// Packages that log without a logger handed to them (the admin API's
+	// deprecation warnings) write through the same handler.
+	slog.SetDefault(log)
 	var err error
 	switch args[0] {
 	case "run":
