@@ -147,6 +147,21 @@ func TestRESTLifecycle(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want 405", c[0], c[1], code, body)
 		}
 	}
+	// Resume of a STOPPED pipeline runs it again, as Kafka Connect's does
+	// (it answered 409 before).
+	if code, body := call(t, srv, "PUT", "/connectors/p/resume", ""); code != 202 {
+		t.Fatalf("resume while stopped: %d %s", code, body)
+	}
+	rs := statusOf(t, srv)
+	for deadline := time.Now().Add(5 * time.Second); rs.State != runtime.StateRunning && time.Now().Before(deadline); rs = statusOf(t, srv) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rs.State != runtime.StateRunning {
+		t.Fatalf("after resume of a stopped pipeline: %+v", rs)
+	}
+	if code, _ := call(t, srv, "PUT", "/connectors/p/stop", ""); code != 202 {
+		t.Fatalf("stop again: %d", code)
+	}
 	if code, _ := call(t, srv, "POST", "/connectors/p/restart", ""); code != 204 {
 		t.Fatalf("restart: %d", code)
 	}

@@ -132,8 +132,19 @@ func (l *Local) Tasks(_ context.Context, name string) ([]TaskInfo, error) {
 // Pause stops reading the source.
 func (l *Local) Pause(_ context.Context, name string) error { return classify(l.W.Pause(name)) }
 
-// Resume undoes Pause.
-func (l *Local) Resume(_ context.Context, name string) error { return classify(l.W.Resume(name)) }
+// Resume undoes Pause, and runs a STOPPED pipeline again, as Kafka
+// Connect's resume does for a stopped connector (a FAILED one still needs
+// a restart).
+func (l *Local) Resume(ctx context.Context, name string) error {
+	st, err := l.W.Status(name)
+	if err != nil {
+		return classify(err)
+	}
+	if st.State == runtime.StateStopped {
+		return classify(l.W.Start(ctx, name))
+	}
+	return classify(l.W.Resume(name))
+}
 
 // Restart rebuilds the pipeline; it also starts a stopped, failed or finished one.
 func (l *Local) Restart(ctx context.Context, name string) error {
