@@ -84,6 +84,7 @@ const lifecycleTimeout = time.Minute
 //	GET    /connector-plugins                   the connector types
 //	PUT    /connector-plugins/{type}/config/validate
 //	GET    /workers                             the workers and the tasks they hold
+//	GET    /admin/loggers[/root], PUT /admin/loggers/root  the log level (WithLogLevel)
 //	GET    /metrics                             Prometheus text format
 //	GET    /health                              200, or 503
 //
@@ -91,8 +92,11 @@ const lifecycleTimeout = time.Minute
 // Every config it answers with has its secrets masked (RedactConfig).
 // With a token every request must carry Authorization: Bearer <token>;
 // without one only requests addressed to a loopback name pass.
-func NewHandler(c Cluster, token string) http.Handler {
+func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	a := &api{c: c}
+	for _, o := range opts {
+		o(a)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(rw http.ResponseWriter, r *http.Request) { writeJSON(rw, http.StatusOK, Version()) })
 	mux.HandleFunc("GET /connectors", a.list)
@@ -149,6 +153,9 @@ func NewHandler(c Cluster, token string) http.Handler {
 		ws, err := c.Workers(r.Context())
 		respond(rw, http.StatusOK, nonNil(ws), err)
 	})
+	mux.HandleFunc("GET /admin/loggers", a.listLoggers)
+	mux.HandleFunc("GET /admin/loggers/{logger}", a.getLogger)
+	mux.HandleFunc("PUT /admin/loggers/{logger}", a.putLogger)
 	mux.HandleFunc("GET /metrics", a.metrics)
 	mux.HandleFunc("GET /health", a.health)
 	h := bounded(errorBodies(mux))
@@ -222,7 +229,10 @@ func (c *codeOnly) WriteHeader(code int) {
 	}
 }
 
-type api struct{ c Cluster }
+type api struct {
+	c       Cluster
+	loggers *loggers // nil: no /admin/loggers
+}
 
 func (a *api) list(rw http.ResponseWriter, r *http.Request) {
 	names, err := a.c.Connectors(r.Context())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -742,5 +743,49 @@ func TestOffsetsKafkaConnectShape(t *testing.T) {
 	}
 	if code, out := do(t, h, "GET", "/connectors/a/offsets", ""); code != 200 || strings.TrimSpace(out) != `{"offsets":[]}` {
 		t.Errorf("GET offsets with none saved: %d %s, want {\"offsets\":[]}", code, out)
+	}
+}
+
+// TestAdminLoggers: Kafka Connect's /admin/loggers over the process's
+// level: GET lists root, PUT changes what the logger writes at once.
+func TestAdminLoggers(t *testing.T) {
+	lv := new(slog.LevelVar)
+	var out strings.Builder
+	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: lv}))
+	h := NewHandler(newFake(), "", WithLogLevel(lv))
+	if code, body := do(t, h, "GET", "/admin/loggers", ""); code != 200 || strings.TrimSpace(body) != `{"root":{"level":"INFO","last_modified":null}}` {
+		t.Fatalf("GET /admin/loggers: %d %s", code, body)
+	}
+	log.Debug("before")
+	code, body := do(t, h, "PUT", "/admin/loggers/root", `{"level": "debug"}`)
+	if code != 200 || strings.TrimSpace(body) != `["root"]` {
+		t.Fatalf("PUT root DEBUG: %d %s", code, body)
+	}
+	log.Debug("after")
+	if strings.Contains(out.String(), "before") || !strings.Contains(out.String(), "after") {
+		t.Fatalf("the level did not follow the PUT: %q", out.String())
+	}
+	if code, body := do(t, h, "GET", "/admin/loggers/root", ""); code != 200 || !strings.Contains(body, `"level":"DEBUG","last_modified":1`) {
+		t.Fatalf("GET root: %d %s", code, body)
+	}
+	for _, c := range []struct {
+		method, path, body string
+		code               int
+		contains           string
+	}{
+		{"PUT", "/admin/loggers/root", `{"level": "LOUD"}`, 400, "TRACE|DEBUG"},
+		{"PUT", "/admin/loggers/root?scope=cluster", `{"level": "INFO"}`, 400, "scope=worker"},
+		{"PUT", "/admin/loggers/org.apache.kafka", `{"level": "INFO"}`, 404, `sluice has one, \"root\"`},
+		{"GET", "/admin/loggers/org.apache.kafka", "", 404, "no logger"},
+	} {
+		if code, body := do(t, h, c.method, c.path, c.body); code != c.code || !strings.Contains(body, c.contains) {
+			t.Errorf("%s %s %s: %d %s, want %d with %q", c.method, c.path, c.body, code, body, c.code, c.contains)
+		}
+	}
+	if code, _ := do(t, h, "PUT", "/admin/loggers/root", `{"level": "OFF"}`); code != 200 || lv.Level() <= slog.LevelError {
+		t.Errorf("OFF: %d, level %v", code, lv.Level())
+	}
+	if code, body := do(t, NewHandler(newFake(), ""), "GET", "/admin/loggers", ""); code != 404 {
+		t.Errorf("without WithLogLevel: %d %s, want 404", code, body)
 	}
 }

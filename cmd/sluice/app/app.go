@@ -40,7 +40,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	log := slog.New(runtime.UniqueKeys(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()})))
+	logLevelVar.Set(logLevel())
+	log := slog.New(runtime.UniqueKeys(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevelVar})))
 	// Packages that log without a logger handed to them (the admin API's
 	// deprecation warnings) write through the same handler.
 	slog.SetDefault(log)
@@ -75,6 +76,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// logLevelVar is the level of the process's logger: SLUICE_LOG_LEVEL at
+// start, then PUT /admin/loggers/root.
+var logLevelVar = new(slog.LevelVar)
 
 func logLevel() slog.Level {
 	var l slog.Level
@@ -127,7 +132,7 @@ func cmdRun(args []string, log *slog.Logger) error {
 	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
 	if *rest != "" {
 		token := os.Getenv("SLUICE_REST_TOKEN")
-		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only]}, token)
+		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only]}, token, admin.WithLogLevel(logLevelVar))
 		addr, _, err := admin.Serve(ctx, *rest, token, api)
 		if err != nil {
 			return err

@@ -176,7 +176,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
 		CheckPosition: checkPosition}
 	n := &node{Control: control}
-	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))
+	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token, admin.WithLogLevel(logLevelVar)))
 	if err != nil {
 		return err
 	}
