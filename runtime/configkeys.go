@@ -41,14 +41,26 @@ type ConfigKey struct {
 	Doc     string
 }
 
-// ConfigKeys lists the keys of p's section: "type", then every key of
-// the struct New returns, in the struct's order, with p.Keys' docs. An
+// ConfigKeys lists the keys of p's section: "type" (documented by
+// p.Keys["type"] if given), then every key of the struct New returns, in
+// the struct's order, with p.Keys' docs. An
 // error names each key without a doc and each doc without a key, so the
 // struct and its docs cannot drift apart.
 func (p *Plugin) ConfigKeys() ([]ConfigKey, error) {
 	typ := ConfigKey{Name: "type", Type: "STRING", Required: true, Values: append(append([]string(nil), p.Types...), p.Aliases...),
 		Doc: fmt.Sprintf("Selects the %s plugin %s.", p.Kind, p.Name)}
-	keys, err := DescribeKeys(p.New(), p.Keys)
+	docs := p.Keys
+	if d, ok := p.Keys["type"]; ok {
+		// the section's type, which no config struct holds
+		typ.Doc = d.Doc
+		docs = KeyDocs{}
+		for k, v := range p.Keys {
+			if k != "type" {
+				docs[k] = v
+			}
+		}
+	}
+	keys, err := DescribeKeys(p.New(), docs)
 	return append([]ConfigKey{typ}, keys...), err
 }
 
@@ -226,4 +238,16 @@ func unknownKey(what, key string, known []string) string {
 		msg += ": did you mean " + s + "?"
 	}
 	return msg
+}
+
+// TopLevelDocs documents the keys of a pipeline document (TopLevelKeys),
+// which ParseConfig reads itself.
+var TopLevelDocs = []ConfigKey{
+	{Name: "name", Type: "STRING", Required: true, Doc: "Name of the pipeline: letters, digits, '.', '_' and '-'; it names the position, the topics and the consumer group."},
+	{Name: "memory_limit", Type: "SIZE", Default: DefaultMemoryLimit.String(), Doc: "Go memory limit of the process; off for none. GOMEMLIMIT in the environment wins."},
+	{Name: "start_retries", Type: "INT", Default: fmt.Sprint(DefaultStartRetries), Doc: "Restarts after a retriable error of a pipeline that never reached RUNNING; 0: none, negative: no bound."},
+	{Name: "source", Type: "MAP", Doc: "The source connector: its type selects the plugin (below)."},
+	{Name: "transport", Type: "MAP", Required: true, Doc: "The transport between source and sink: its type selects the plugin (below)."},
+	{Name: "sink", Type: "MAP", Doc: "The sink connector: its type selects the plugin (below). A source or a sink is required."},
+	{Name: "positions", Type: "MAP", Doc: "Where the source's position is kept: its type is file, postgres or mysql (below)."},
 }

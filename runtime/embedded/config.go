@@ -58,6 +58,6 @@ var keys = runtime.KeyDocs{
 	"depth":               {Doc: "Batches each queue holds before the source waits for the sink.", Default: "16"},
 	"max_batch":           {Doc: "Records per sink transaction at most.", Default: "2048"},
 	"linger":              {Doc: "How long the sink waits for a fuller batch before it applies a smaller one.", Default: "0s"},
-	"max_in_flight":       {Doc: "Records read from the source and not yet applied, at most.", Default: "32768"},
-	"max_in_flight_bytes": {Doc: "Estimated bytes of records read from the source and not yet applied, at most.", Default: "16MiB"},
+	"max_in_flight":       {Doc: "Records read from the source and not yet applied, at most.", Default: fmt.Sprint(DefaultMaxInFlight)},
+	"max_in_flight_bytes": {Doc: "Estimated bytes of records read from the source and not yet applied, at most.", Default: runtime.ByteSize(runtime.DefaultMaxInFlightBytes).String()},
 }

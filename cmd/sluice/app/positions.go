@@ -125,9 +125,10 @@ func (c *positionsConfig) check(sec *runtime.Section) error {
 // positionsKeys documents the positions section's keys (positionsConfig;
 // its type is the section's).
 var positionsKeys = runtime.KeyDocs{
+	"type":  {Doc: "Where the source's position is kept: files in a folder, or a table of a PostgreSQL or MySQL database (fenced per run)."},
 	"dir":   {Doc: "Type file: folder of the position files, relative to the config's folder.", Default: "positions"},
 	"dsn":   {Doc: "Type postgres or mysql: connection string of the database that keeps the positions (the sink's target is a good place)."},
-	"table": {Doc: "Type postgres or mysql: table of the positions, optionally schema-qualified.", Default: "sluice_positions"},
+	"table": {Doc: "Type postgres or mysql: table of the positions, optionally qualified by a schema (PostgreSQL) or database (MySQL).", Default: "sluice_positions"},
 }
 
 // positionsSpec describes the positions section as a plugin's spec (for

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -90,5 +92,26 @@ func TestSpecDerivedFromStruct(t *testing.T) {
 	}
 	if k := findKey(rkeys, "secret_key"); k == nil || k.Type != "PASSWORD" {
 		t.Errorf("secret_key: %+v", k)
+	}
+}
+
+// docs/configuration.md is what `sluice config-reference` prints now:
+// a key added, removed or re-documented without regenerating it fails here.
+func TestConfigReferenceCurrent(t *testing.T) {
+	var b strings.Builder
+	if code := Main([]string{"config-reference"}, &b, io.Discard); code != 0 {
+		t.Fatalf("config-reference exited %d", code)
+	}
+	committed, err := os.ReadFile("../../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(committed) != b.String() {
+		t.Fatal("docs/configuration.md is stale: run go run ./cmd/sluice config-reference > docs/configuration.md")
+	}
+	for _, k := range []string{"`mask[].salt`", "`server_name`", "`progress_table`", "`depth`", "`cluster`", "`dir`", "`memory_limit`", "postgresql, mariadb"} {
+		if !strings.Contains(b.String(), k) {
+			t.Errorf("the reference lacks %s", k)
+		}
 	}
 }
