@@ -63,7 +63,7 @@ func TestUnknownKeySuggests(t *testing.T) {
 	r := NewRegistry()
 	r.Register(Plugin{Kind: KindSource, Name: "fake", Types: []string{"fake"}, New: func() any { return &fakeConfig{} }})
 	for src, want := range map[string]string{
-		"  type: fake\n  host: h\n  cuont: 1\n": "source.cuont: unknown key (known: count, host): did you mean count?",
+		"  type: fake\n  host: h\n  cuont: 1\n":  "source.cuont: unknown key (known: count, host): did you mean count?",
 		"  type: fake\n  host: h\n  zzzzzz: 1\n": "source.zzzzzz: unknown key (known: count, host): invalid",
 	} {
 		c, err := ParseConfig([]byte("name: p\ntransport:\n  type: embedded\nsource:\n"+src), "p.yaml")

@@ -9,6 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/sluicecdc/sluice/runtime"
 )
 
 // Errors a Cluster returns; the API maps them to HTTP codes.
@@ -124,10 +127,58 @@ type Validation struct {
 	Configs    []ConfigValue `json:"configs"`
 }
 
-// Plugin is one registered connector type.
+// Plugin is one registered connector type, in Kafka Connect's shape of
+// GET /connector-plugins.
 type Plugin struct {
-	Type  string `json:"type"`  // e.g. mysql, jdbc
-	Class string `json:"class"` // "source" or "sink"
+	Class   string `json:"class"`   // the plugin's name or a section type it serves, e.g. mysql, jdbc, postgres
+	Type    string `json:"type"`    // "source", "sink" or "transport"
+	Version string `json:"version"` // the binary's version (Version)
+}
+
+// ConfigKeyInfo is one key's definition in Kafka Connect's shape of GET
+// /connector-plugins/{type}/config (its ConfigKeyInfo): the allowed values
+// end the documentation.
+type ConfigKeyInfo struct {
+	Name          string   `json:"name"`
+	Type          string   `json:"type"`
+	Required      bool     `json:"required"`
+	DefaultValue  *string  `json:"default_value"`
+	Importance    string   `json:"importance"` // HIGH for a required key, else MEDIUM
+	Documentation string   `json:"documentation"`
+	Group         *string  `json:"group"` // the section: source, sink, transport
+	Width         string   `json:"width"` // NONE
+	DisplayName   string   `json:"display_name"`
+	Dependents    []string `json:"dependents"`
+	Order         int      `json:"order"` // the key's place in its section, from 1
+}
+
+// KeyInfos are the definitions of a section's keys (runtime.ConfigKey) in
+// Kafka Connect's shape; group is the section.
+func KeyInfos(group string, keys []runtime.ConfigKey) []ConfigKeyInfo {
+	out := make([]ConfigKeyInfo, 0, len(keys))
+	for i, k := range keys {
+		info := ConfigKeyInfo{Name: k.Name, Type: k.Type, Required: k.Required, Importance: "MEDIUM", Documentation: k.Doc,
+			Group: &group, Width: "NONE", DisplayName: k.Name, Dependents: []string{}, Order: i + 1}
+		if k.Required {
+			info.Importance = "HIGH"
+		}
+		if k.Default != "" {
+			d := k.Default
+			info.DefaultValue = &d
+		}
+		if len(k.Values) > 0 {
+			info.Documentation += " Allowed values: " + strings.Join(k.Values, ", ") + "."
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// PluginConfigs is a Cluster that serves GET
+// /connector-plugins/{type}/config: the definitions of a plugin's keys
+// (ErrNotFound for a type no plugin serves).
+type PluginConfigs interface {
+	PluginConfig(ctx context.Context, pluginType string) ([]ConfigKeyInfo, error)
 }
 
 // Cluster is what the API needs from the runtime behind it.

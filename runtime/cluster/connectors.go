@@ -115,6 +115,8 @@ type Control struct {
 	Check func(cfg *runtime.Config) error
 	// PluginList is what Plugins returns.
 	PluginList []admin.Plugin
+	// PluginConfigs answers PluginConfig; nil: ErrNotFound for every type.
+	PluginConfigs func(pluginType string) ([]admin.ConfigKeyInfo, error)
 	// Validator, when set, answers Validate (the connector registry's
 	// checks, key by key); nil: Check on the whole document.
 	Validator func(pluginType string, config json.RawMessage) (admin.Validation, error)
@@ -571,6 +573,15 @@ func (c *Control) Validate(ctx context.Context, pluginType string, config json.R
 // Plugins lists the registered connector types.
 func (c *Control) Plugins(ctx context.Context) ([]admin.Plugin, error) {
 	return append([]admin.Plugin(nil), c.PluginList...), nil
+}
+
+// PluginConfig is the definitions of the keys of the plugin that serves
+// pluginType (PluginConfigs).
+func (c *Control) PluginConfig(_ context.Context, pluginType string) ([]admin.ConfigKeyInfo, error) {
+	if c.PluginConfigs == nil {
+		return nil, fmt.Errorf("connector plugin %q: %w", pluginType, admin.ErrNotFound)
+	}
+	return c.PluginConfigs(pluginType)
 }
 
 // Workers lists the workers seen, with the leases each holds now.

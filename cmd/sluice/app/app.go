@@ -127,7 +127,8 @@ func cmdRun(args []string, log *slog.Logger) error {
 	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
 	if *rest != "" {
 		token := os.Getenv("SLUICE_REST_TOKEN")
-		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only]}, token)
+		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only],
+			PluginList: clusterPlugins(), Configs: pluginConfig}, token)
 		addr, _, err := admin.Serve(ctx, *rest, token, api)
 		if err != nil {
 			return err

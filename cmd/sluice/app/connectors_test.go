@@ -160,11 +160,18 @@ func TestValidateForCluster(t *testing.T) {
 	}
 	types := map[string]string{}
 	for _, p := range clusterPlugins() {
-		types[p.Type] = p.Class
-	}
-	for typ, class := range map[string]string{"mysql": "source", "mariadb": "source", "jdbc": "sink", "postgres": "sink", "rocketmq": "transport"} {
-		if types[typ] != class && !(typ == "mysql" && types[typ] != "") {
-			t.Errorf("plugin %s: class %q, want %q (got %v)", typ, types[typ], class, types)
+		if _, dup := types[p.Class]; dup || p.Version == "" {
+			t.Errorf("plugin %+v: listed twice or without a version", p)
 		}
+		types[p.Class] = p.Type
+	}
+	for class, typ := range map[string]string{"mysql": "source", "jdbc": "sink", "embedded": "transport", "rocketmq": "transport"} {
+		if types[class] != typ {
+			t.Errorf("plugin %s: type %q, want %q (got %v)", class, types[class], typ, types)
+		}
+	}
+	// a section type is accepted where a plugin's name is
+	if _, err := validateForCluster("postgresql", []byte(`{"dsn": "postgres://u@127.0.0.1/x"}`)); err != nil {
+		t.Errorf("section type postgresql: %v", err)
 	}
 }

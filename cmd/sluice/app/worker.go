@@ -76,31 +76,39 @@ func loadClusterFile(path string) (*clusterFile, error) {
 	return &c, nil
 }
 
-// plugins are the connector types this binary registers.
 // clusterPlugins lists the registry's connector plugins for GET
-// /connector-plugins: each by its name and by every section type it serves.
+// /connector-plugins as Kafka Connect does: each once, its class the
+// plugin's name (mysql, jdbc, embedded, rocketmq), its type the section it
+// fills (source, sink, transport), and the binary's version. The plugin
+// endpoints take a section type (postgres, mariadb, ...) as well.
 func clusterPlugins() []admin.Plugin {
 	var out []admin.Plugin
+	version := admin.Version().Version
 	for _, p := range Plugins() {
-		seen := map[string]bool{}
-		for _, t := range append([]string{p.Name}, p.Types...) {
-			if !seen[t] {
-				seen[t] = true
-				out = append(out, admin.Plugin{Type: t, Class: p.Kind})
-			}
-		}
+		out = append(out, admin.Plugin{Class: p.Name, Type: p.Kind, Version: version})
 	}
 	return out
+}
+
+// pluginConfig answers GET /connector-plugins/{type}/config: the
+// definitions of the keys of the plugin named pluginType or serving that
+// section type, from its spec.
+func pluginConfig(pluginType string) ([]admin.ConfigKeyInfo, error) {
+	p, ok := connectors.Plugin(pluginType)
+	if !ok {
+		return nil, fmt.Errorf("connector plugin %q: GET /connector-plugins lists them: %w", pluginType, admin.ErrNotFound)
+	}
+	keys, err := p.ConfigKeys()
+	if err != nil {
+		return nil, err
+	}
+	return admin.KeyInfos(p.Kind, keys), nil
 }
 
 // validateForCluster answers PUT /connector-plugins/{type}/config/validate
 // with the registry's checks, one ConfigValue per key found wrong.
 func validateForCluster(pluginType string, config json.RawMessage) (admin.Validation, error) {
-	known := false
-	for _, p := range clusterPlugins() {
-		known = known || p.Type == pluginType
-	}
-	if !known {
+	if _, known := connectors.Plugin(pluginType); !known {
 		return admin.Validation{}, fmt.Errorf("connector plugin %q: GET /connector-plugins lists them: %w", pluginType, admin.ErrNotFound)
 	}
 	errs, err := ValidateConnector(pluginType, config)
@@ -173,7 +181,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), PluginConfigs: pluginConfig, Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
 		CheckPosition: checkPosition}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token))
