@@ -113,18 +113,38 @@ type WorkerInfo struct {
 	Tasks         []string `json:"tasks"` // lease task names it holds
 }
 
-// ConfigValue is one key's verdict in a validation, as Kafka Connect shapes it.
+// ConfigValue is one key's value and verdict in a validation, Kafka
+// Connect's ConfigValueInfo.
 type ConfigValue struct {
-	Name   string   `json:"name"` // dotted path, e.g. source.server_id
-	Value  any      `json:"value,omitempty"`
-	Errors []string `json:"errors"`
+	Name              string   `json:"name"`  // dotted path, e.g. source.server_id
+	Value             any      `json:"value"` // as given; null when absent
+	RecommendedValues []string `json:"recommended_values"`
+	Errors            []string `json:"errors"`
+	Visible           bool     `json:"visible"`
 }
 
-// Validation is PUT /connector-plugins/{type}/config/validate.
+// ConfigInfo is one entry of a validation, Kafka Connect's ConfigInfo:
+// the key's definition (null for an entry no key defines, such as the
+// servers' verdict) and its value.
+type ConfigInfo struct {
+	Definition *ConfigKeyInfo `json:"definition"`
+	Value      ConfigValue    `json:"value"`
+}
+
+// Validation is PUT /connector-plugins/{type}/config/validate, Kafka
+// Connect's ConfigInfos: every key of the plugin's section with its
+// definition and value, and the problems found.
 type Validation struct {
-	Name       string        `json:"name"` // the plugin type
-	ErrorCount int           `json:"error_count"`
-	Configs    []ConfigValue `json:"configs"`
+	Name       string       `json:"name"` // the plugin type
+	ErrorCount int          `json:"error_count"`
+	Groups     []string     `json:"groups"`
+	Configs    []ConfigInfo `json:"configs"`
+}
+
+// Problem is an entry of a validation that no key defines: name (such as
+// "servers" or "config") and its errors.
+func Problem(name string, errs ...string) ConfigInfo {
+	return ConfigInfo{Value: ConfigValue{Name: name, Errors: append([]string{}, errs...), RecommendedValues: []string{}, Visible: true}}
 }
 
 // Plugin is one registered connector type, in Kafka Connect's shape of

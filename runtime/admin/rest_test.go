@@ -168,12 +168,12 @@ func (f *fakeCluster) Validate(_ context.Context, typ string, cfg json.RawMessag
 	}
 	var m map[string]any
 	_ = json.Unmarshal(cfg, &m)
-	v := Validation{Name: typ, Configs: []ConfigValue{{Name: "source", Value: m["source"], Errors: []string{}}}}
+	v := Validation{Name: typ, Configs: []ConfigInfo{{Value: ConfigValue{Name: "source", Value: m["source"], Errors: []string{}}}}}
 	if sink, ok := m["sink"].(map[string]any); ok {
-		v.Configs = append(v.Configs, ConfigValue{Name: "sink.dsn", Value: sink["dsn"], Errors: []string{}})
+		v.Configs = append(v.Configs, ConfigInfo{Value: ConfigValue{Name: "sink.dsn", Value: sink["dsn"], Errors: []string{}}})
 	}
 	if err := f.check(cfg); err != nil {
-		v.ErrorCount, v.Configs[0].Errors = 1, []string{err.Error()}
+		v.ErrorCount, v.Configs[0].Value.Errors = 1, []string{err.Error()}
 	}
 	return v, nil
 }

@@ -17,7 +17,7 @@ import (
 func TestPluginRESTShapes(t *testing.T) {
 	for name, c := range map[string]admin.Cluster{
 		"run":    &admin.Local{PluginList: clusterPlugins(), Configs: pluginConfig},
-		"worker": &cluster.Control{PluginList: clusterPlugins(), PluginConfigs: pluginConfig},
+		"worker": &cluster.Control{PluginList: clusterPlugins(), PluginConfigs: pluginConfig, Validator: validateForCluster},
 	} {
 		h := admin.NewHandler(c, "")
 		get := func(path string) (int, []byte) {
@@ -81,6 +81,35 @@ func TestPluginRESTShapes(t *testing.T) {
 		}
 		if code, _ := get("/connector-plugins/oracle/config"); code != 404 {
 			t.Errorf("%s: unknown plugin: %d, want 404", name, code)
+		}
+		if name != "worker" {
+			continue
+		}
+		// validate carries the definitions, and masks a password it repeats
+		req := httptest.NewRequest(http.MethodPut, "http://127.0.0.1:8083/connector-plugins/mysql/config/validate",
+			strings.NewReader(`{"host": "h", "user": "u", "password": "pwSECRET", "server_id": 1}`))
+		req.RemoteAddr = "127.0.0.1:40000"
+		rw := httptest.NewRecorder()
+		h.ServeHTTP(rw, req)
+		var v struct {
+			Name       string
+			ErrorCount int `json:"error_count"`
+			Groups     []string
+			Configs    []struct {
+				Definition map[string]any
+				Value      map[string]any
+			}
+		}
+		if err := json.Unmarshal(rw.Body.Bytes(), &v); rw.Code != 200 || err != nil || v.ErrorCount != 0 || len(v.Configs) < 10 || strings.Contains(rw.Body.String(), "SECRET") {
+			t.Fatalf("validate: %d %s", rw.Code, rw.Body)
+		}
+		for _, c := range v.Configs {
+			if c.Definition["name"] != c.Value["name"] || c.Definition["documentation"] == "" {
+				t.Errorf("validate entry %v", c)
+			}
+			if c.Value["name"] == "source.host" && c.Value["value"] != "h" {
+				t.Errorf("source.host: %v", c.Value)
+			}
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -106,25 +108,91 @@ func pluginConfig(pluginType string) ([]admin.ConfigKeyInfo, error) {
 }
 
 // validateForCluster answers PUT /connector-plugins/{type}/config/validate
-// with the registry's checks, one ConfigValue per key found wrong.
+// with the registry's checks in Kafka Connect's shape: every key of the
+// plugin's section with its definition, the value given and its errors,
+// then an entry for each problem of no such key (a list element's key such
+// as source.mask[0].kind, with its key's definition; another section's).
 func validateForCluster(pluginType string, config json.RawMessage) (admin.Validation, error) {
-	if _, known := connectors.Plugin(pluginType); !known {
+	p, known := connectors.Plugin(pluginType)
+	if !known {
 		return admin.Validation{}, fmt.Errorf("connector plugin %q: GET /connector-plugins lists them: %w", pluginType, admin.ErrNotFound)
 	}
 	errs, err := ValidateConnector(pluginType, config)
 	if err != nil {
 		return admin.Validation{}, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
-	v := admin.Validation{Name: pluginType, Configs: []admin.ConfigValue{}}
+	keys, err := p.ConfigKeys()
+	if err != nil {
+		return admin.Validation{}, err
+	}
+	given := sectionValues(config, p.Kind)
+	v := admin.Validation{Name: pluginType, Groups: []string{p.Kind}, Configs: []admin.ConfigInfo{}}
+	byPath := map[string]int{}
+	for i, def := range admin.KeyInfos(p.Kind, keys) {
+		def.Name = p.Kind + "." + def.Name
+		cv := admin.ConfigValue{Name: def.Name, Value: given[keys[i].Name], RecommendedValues: append([]string{}, keys[i].Values...), Errors: []string{}, Visible: true}
+		byPath[def.Name] = len(v.Configs)
+		v.Configs = append(v.Configs, admin.ConfigInfo{Definition: &def, Value: cv})
+	}
 	for _, e := range errs {
 		v.ErrorCount += len(e.Errors)
-		cv := admin.ConfigValue{Name: e.Path, Errors: append([]string{}, e.Errors...)}
-		if e.Value != "" {
-			cv.Value = e.Value
+		key := listIndex.ReplaceAllString(e.Path, "[]")
+		i, defined := byPath[key]
+		if defined && key == e.Path {
+			c := &v.Configs[i].Value
+			c.Errors = append(c.Errors, e.Errors...)
+			if e.Value != "" {
+				c.Value = e.Value
+			}
+			continue
 		}
-		v.Configs = append(v.Configs, cv)
+		ci := admin.Problem(e.Path, e.Errors...)
+		if defined {
+			ci.Definition = v.Configs[i].Definition
+		}
+		if e.Value != "" {
+			ci.Value.Value = e.Value
+		}
+		v.Configs = append(v.Configs, ci)
 	}
 	return v, nil
+}
+
+// listIndex is the index of a list element in a key's path.
+var listIndex = regexp.MustCompile(`\[[0-9]+\]`)
+
+// sectionValues are the values doc (a section, or a whole document with a
+// section of kind) gives the section's keys, as text: scalars as written,
+// lists of scalars comma-separated; mappings are left out.
+func sectionValues(doc []byte, kind string) map[string]any {
+	var m map[string]any
+	if yaml.Unmarshal(doc, &m) != nil {
+		return nil
+	}
+	if sec, ok := m[kind].(map[string]any); ok {
+		m = sec
+	}
+	out := map[string]any{}
+	for k, val := range m {
+		switch x := val.(type) {
+		case map[string]any, nil:
+		case []any:
+			var parts []string
+			for _, e := range x {
+				if _, nested := e.(map[string]any); nested {
+					parts = nil
+					break
+				}
+				parts = append(parts, fmt.Sprint(e))
+			}
+			if parts != nil {
+				out[k] = strings.Join(parts, ",")
+			}
+		default:
+			out[k] = fmt.Sprint(x)
+		}
+	}
+	return out
 }
 
 // checkForCluster checks a connector's document as a worker will build
