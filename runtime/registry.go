@@ -231,7 +231,12 @@ func (r *Registry) Decode(kind string, sec *Section, doc *Config) (any, error) {
 func (r *Registry) decode(kind string, sec *Section, doc *Config, all bool) (any, error) {
 	p, ok := r.Lookup(kind, sec.Type)
 	if !ok {
-		return nil, sec.Err("type", fmt.Sprintf("unknown %s type %q (known: %s)", kind, sec.Type, r.known(kind)))
+		known := r.known(kind)
+		msg := fmt.Sprintf("unknown %s type %q (known: %s)", kind, sec.Type, known)
+		if s := suggest(sec.Type, strings.Split(known, ", ")); s != "" {
+			msg += ": did you mean " + s + "?"
+		}
+		return nil, sec.Err("type", msg)
 	}
 	c := p.New()
 	decode := sec.Decode

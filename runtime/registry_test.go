@@ -65,6 +65,7 @@ func TestUnknownKeySuggests(t *testing.T) {
 	for src, want := range map[string]string{
 		"  type: fake\n  host: h\n  cuont: 1\n":  "source.cuont: unknown key (known: count, host): did you mean count?",
 		"  type: fake\n  host: h\n  zzzzzz: 1\n": "source.zzzzzz: unknown key (known: count, host): invalid",
+		"  type: fkae\n":                         `source.type: unknown source type "fkae" (known: fake): did you mean fake?`,
 	} {
 		c, err := ParseConfig([]byte("name: p\ntransport:\n  type: embedded\nsource:\n"+src), "p.yaml")
 		if err != nil {
