@@ -57,6 +57,17 @@ messages. A key of a list's elements is written ` + "`list[].key`" + `.
 	}
 	b.WriteString("\n## positions\n\nWithout a positions section the positions are kept in files in `positions/` beside the config.\n\n")
 	writeKeys(&b, keys)
+	cluster, err := runtime.DescribeKeys(&clusterFile{}, clusterKeys)
+	if err != nil {
+		return err
+	}
+	for i := range cluster {
+		if cluster[i].Name == "memory_limit" {
+			cluster[i].Type = "SIZE" // read as text, then parsed as a size
+		}
+	}
+	b.WriteString("\n## sluice worker's cluster file\n\nThe file `sluice worker --config` reads; each connector is a pipeline document as above, sent through the REST API.\n\n")
+	writeKeys(&b, cluster)
 	_, err = w.Write(b.Bytes())
 	return err
 }

@@ -24,6 +24,9 @@ func TestSpecDocumentsEveryKey(t *testing.T) {
 			t.Errorf("%s: %d keys", p.Name, len(keys))
 		}
 	}
+	if _, err := runtime.DescribeKeys(&clusterFile{}, clusterKeys); err != nil {
+		t.Errorf("sluice worker's cluster file: %v", err)
+	}
 	// the keys the issue found undocumented are among them, with their doc
 	want := map[string][]string{"mysql": {"mask[].columns", "mask[].kind", "mask[].salt", "mask[].value", "mask[].length", "server_name", "snapshot_chunk", "flavor"},
 		"jdbc": {"progress_table"}, "rocketmq": {"cluster"}, "embedded": {"depth"}}

@@ -28,8 +28,8 @@ import (
 // clusterFile is CLUSTER.yaml, the config of `sluice worker`.
 type clusterFile struct {
 	Coordinator struct {
-		Driver      string `yaml:"driver"` // postgres or mysql
-		DSN         string `yaml:"dsn"`    // ${VAR} is expanded
+		Driver      string `yaml:"driver" sluice:"required"` // postgres or mysql
+		DSN         string `yaml:"dsn" sluice:"required"`    // ${VAR} is expanded
 		TablePrefix string `yaml:"table_prefix"`
 	} `yaml:"coordinator"`
 	ID        string        `yaml:"id"`   // default: host:port of rest
@@ -320,4 +320,19 @@ func (n *node) WriteMetrics(out io.Writer) {
 		ps, tasks := w.Pipelines()
 		runtime.WriteTaskMetrics(out, ps, tasks)
 	}
+}
+
+// clusterKeys documents the keys of `sluice worker`'s cluster file
+// (clusterFile).
+var clusterKeys = runtime.KeyDocs{
+	"coordinator":              {Doc: "The coordinator database, where the workers share connectors, leases and positions."},
+	"coordinator.driver":       {Doc: "Kind of the coordinator database.", Values: []string{"postgres", "mysql"}},
+	"coordinator.dsn":          {Doc: "Connection string of the coordinator database; ${VAR} is expanded."},
+	"coordinator.table_prefix": {Doc: "Prefix of the control tables' names: letters, digits and _.", Default: "sluice_"},
+	"id":                       {Doc: "The worker's id, unique in the cluster; default: the host's name and the REST port."},
+	"rest":                     {Doc: "Address of the REST API (non-loopback needs SLUICE_REST_TOKEN).", Default: "127.0.0.1:8083"},
+	"ttl":                      {Doc: "A lease not renewed for this long expires, and its tasks move to another worker.", Default: "10s"},
+	"heartbeat":                {Doc: "How often the worker heartbeats and looks for work, shorter than ttl; default: ttl/3."},
+	"margin":                   {Doc: "A worker stops a task's reading and writing when ttl minus margin passed since its last renewal, before another may take it; under ttl/2, default: ttl/5."},
+	"memory_limit":             {Doc: "Go memory limit of the worker process, for all its tasks; off for none. GOMEMLIMIT in the environment wins.", Default: runtime.DefaultMemoryLimit.String()},
 }
