@@ -60,6 +60,10 @@ func (c *Config) MaxStartRetries() int {
 	return *c.StartRetries
 }
 
+// TopLevelKeys are the keys of a pipeline document, as ParseConfig reads
+// them (TopLevelDocs documents each).
+var TopLevelKeys = []string{"name", "memory_limit", "start_retries", "source", "transport", "sink", "positions"}
+
 // Section is one part of the config, decoded later by the component that
 // its type selects.
 type Section struct {
@@ -161,7 +165,7 @@ func ParseConfig(data []byte, file string) (*Config, error) {
 				c.Positions = sec
 			}
 		default:
-			return nil, cfgErr(file, k.Line, k.Value, "unknown top-level key (known: name, memory_limit, start_retries, source, transport, sink, positions)")
+			return nil, cfgErr(file, k.Line, k.Value, unknownKey("top-level key", k.Value, TopLevelKeys))
 		}
 	}
 	if c.Name == "" {
@@ -379,7 +383,7 @@ func decodeStruct(file, path string, n *yaml.Node, v reflect.Value, top bool, al
 		}
 		idx, ok := fields[k.Value]
 		if !ok {
-			if err := problem(all, cfgErr(file, k.Line, key, "unknown key (known: "+strings.Join(names, ", ")+")")); err != nil {
+			if err := problem(all, cfgErr(file, k.Line, key, unknownKey("key", k.Value, names))); err != nil {
 				return err
 			}
 			continue

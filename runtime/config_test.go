@@ -235,3 +235,17 @@ func TestStartRetries(t *testing.T) {
 		t.Errorf("start_retries: often: %v, want a config error naming the key", err)
 	}
 }
+
+// Every top-level key ParseConfig reads has a doc, and every doc a key.
+func TestTopLevelKeysDocumented(t *testing.T) {
+	var names []string
+	for _, k := range TopLevelDocs {
+		names = append(names, k.Name)
+		if k.Doc == "" || k.Type == "" {
+			t.Errorf("%s: no doc or type", k.Name)
+		}
+	}
+	if strings.Join(names, ",") != strings.Join(TopLevelKeys, ",") {
+		t.Errorf("documented %v, ParseConfig reads %v", names, TopLevelKeys)
+	}
+}

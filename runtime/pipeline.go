@@ -47,6 +47,9 @@ type Pipeline struct {
 	// (TableChecker, ShapeChecker) when Source is nil or no TableLister (a
 	// sink-only process); optional.
 	Tables TableLister
+	// OnClose runs after the sink side closed, in order: what a
+	// connector's constructor opened beside it (Task.OnClose).
+	OnClose []func() error
 
 	MaxInFlight  int           // records published but not acknowledged; default 8192
 	SaveInterval time.Duration // how often a committed position is saved; default 200ms
@@ -263,6 +266,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if p.Subscriber != nil {
 		runErr = errors.Join(runErr, p.Subscriber.Close(context.Background()), p.Sink.Close())
+		for _, f := range p.OnClose {
+			runErr = errors.Join(runErr, f())
+		}
 	}
 	if runErr != nil {
 		p.setState(StateFailed, runErr)

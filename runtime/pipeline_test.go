@@ -399,3 +399,23 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// What a constructor opened beside its sink (Task.OnClose, moved to
+// Pipeline.OnClose by the command) closes once, after the sink, when the
+// pipeline stops; the sink itself is not wrapped, so it keeps its
+// optional capabilities.
+func TestOnCloseRunsAfterTheSink(t *testing.T) {
+	snk := &fakeSink{seen: map[int64][]int64{}}
+	e := newEmbedded(2, 4)
+	task := &Task{}
+	calls := 0
+	task.OnClose(func() error { calls++; return nil })
+	p := &Pipeline{Name: "p", Source: &fakeSource{n: 10, k: 3}, Publisher: e.Publisher(), Subscriber: e.Subscriber(8), Sink: snk,
+		Positions: &memStore{pos: map[string][]byte{}}, OnClose: task.Closers()}
+	if err := runUntil(t, p, func() bool { return snk.count() == 10 }); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("OnClose ran %d times, want 1", calls)
+	}
+}

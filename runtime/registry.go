@@ -55,6 +55,10 @@ type Plugin struct {
 	// checks them against the sink's control tables and its target at
 	// start (Pipeline.Tables). Optional.
 	NewTables func(c any, t *Task) (TableLister, error)
+	// Keys documents the section's keys: one line of doc for each key of
+	// New's struct (and of the structs in it), with a default and allowed
+	// values where the struct cannot say them (ConfigKeys).
+	Keys KeyDocs
 }
 
 // Runs reports whether p has the constructor of its kind, so that a task
@@ -111,6 +115,7 @@ type Task struct {
 	Sections map[string]any
 	// Source and Sink say which sides the task runs.
 	Source, Sink bool
+	closers      []func() error // OnClose
 }
 
 // Registry holds the plugins by kind and section type.
@@ -226,7 +231,12 @@ func (r *Registry) Decode(kind string, sec *Section, doc *Config) (any, error) {
 func (r *Registry) decode(kind string, sec *Section, doc *Config, all bool) (any, error) {
 	p, ok := r.Lookup(kind, sec.Type)
 	if !ok {
-		return nil, sec.Err("type", fmt.Sprintf("unknown %s type %q (known: %s)", kind, sec.Type, r.known(kind)))
+		known := r.known(kind)
+		msg := fmt.Sprintf("unknown %s type %q (known: %s)", kind, sec.Type, known)
+		if s := suggest(sec.Type, strings.Split(known, ", ")); s != "" {
+			msg += ": did you mean " + s + "?"
+		}
+		return nil, sec.Err("type", msg)
 	}
 	c := p.New()
 	decode := sec.Decode

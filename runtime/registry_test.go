@@ -56,3 +56,27 @@ func TestRegistryOneRegistration(t *testing.T) {
 	}()
 	r.Register(Plugin{Kind: KindSource, Name: "fake2", Types: []string{"fake"}, New: func() any { return &fakeConfig{} }})
 }
+
+// An unknown key close to a known one is answered with "did you mean";
+// one far from every known key is not.
+func TestUnknownKeySuggests(t *testing.T) {
+	r := NewRegistry()
+	r.Register(Plugin{Kind: KindSource, Name: "fake", Types: []string{"fake"}, New: func() any { return &fakeConfig{} }})
+	for src, want := range map[string]string{
+		"  type: fake\n  host: h\n  cuont: 1\n":  "source.cuont: unknown key (known: count, host): did you mean count?",
+		"  type: fake\n  host: h\n  zzzzzz: 1\n": "source.zzzzzz: unknown key (known: count, host): invalid",
+		"  type: fkae\n":                         `source.type: unknown source type "fkae" (known: fake): did you mean fake?`,
+	} {
+		c, err := ParseConfig([]byte("name: p\ntransport:\n  type: embedded\nsource:\n"+src), "p.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Decode(KindSource, c.Source, nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", src, err, want)
+		}
+	}
+	if _, err := ParseConfig([]byte("name: p\ntransport:\n  type: embedded\nsinks:\n  type: x\n"), "p.yaml"); err == nil ||
+		!strings.Contains(err.Error(), "sinks: unknown top-level key (known: name, memory_limit, start_retries, source, transport, sink, positions): did you mean sink?") {
+		t.Errorf("top-level: %v", err)
+	}
+}

@@ -9,6 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/sluicecdc/sluice/runtime"
 )
 
 // Errors a Cluster returns; the API maps them to HTTP codes.
@@ -110,24 +113,92 @@ type WorkerInfo struct {
 	Tasks         []string `json:"tasks"` // lease task names it holds
 }
 
-// ConfigValue is one key's verdict in a validation, as Kafka Connect shapes it.
+// ConfigValue is one key's value and verdict in a validation, Kafka
+// Connect's ConfigValueInfo.
 type ConfigValue struct {
-	Name   string   `json:"name"` // dotted path, e.g. source.server_id
-	Value  any      `json:"value,omitempty"`
-	Errors []string `json:"errors"`
+	Name              string   `json:"name"`  // dotted path, e.g. source.server_id
+	Value             any      `json:"value"` // as given; null when absent
+	RecommendedValues []string `json:"recommended_values"`
+	Errors            []string `json:"errors"`
+	Visible           bool     `json:"visible"`
 }
 
-// Validation is PUT /connector-plugins/{type}/config/validate.
+// ConfigInfo is one entry of a validation, Kafka Connect's ConfigInfo:
+// the key's definition (null for an entry no key defines, such as the
+// servers' verdict) and its value.
+type ConfigInfo struct {
+	Definition *ConfigKeyInfo `json:"definition"`
+	Value      ConfigValue    `json:"value"`
+}
+
+// Validation is PUT /connector-plugins/{type}/config/validate, Kafka
+// Connect's ConfigInfos: every key of the plugin's section with its
+// definition and value, and the problems found.
 type Validation struct {
-	Name       string        `json:"name"` // the plugin type
-	ErrorCount int           `json:"error_count"`
-	Configs    []ConfigValue `json:"configs"`
+	Name       string       `json:"name"` // the plugin type
+	ErrorCount int          `json:"error_count"`
+	Groups     []string     `json:"groups"`
+	Configs    []ConfigInfo `json:"configs"`
 }
 
-// Plugin is one registered connector type.
+// Problem is an entry of a validation that no key defines: name (such as
+// "servers" or "config") and its errors.
+func Problem(name string, errs ...string) ConfigInfo {
+	return ConfigInfo{Value: ConfigValue{Name: name, Errors: append([]string{}, errs...), RecommendedValues: []string{}, Visible: true}}
+}
+
+// Plugin is one registered connector type, in Kafka Connect's shape of
+// GET /connector-plugins.
 type Plugin struct {
-	Type  string `json:"type"`  // e.g. mysql, jdbc
-	Class string `json:"class"` // "source" or "sink"
+	Class   string `json:"class"`   // the plugin's name or a section type it serves, e.g. mysql, jdbc, postgres
+	Type    string `json:"type"`    // "source", "sink" or "transport"
+	Version string `json:"version"` // the binary's version (Version)
+}
+
+// ConfigKeyInfo is one key's definition in Kafka Connect's shape of GET
+// /connector-plugins/{type}/config (its ConfigKeyInfo): the allowed values
+// end the documentation.
+type ConfigKeyInfo struct {
+	Name          string   `json:"name"`
+	Type          string   `json:"type"`
+	Required      bool     `json:"required"`
+	DefaultValue  *string  `json:"default_value"`
+	Importance    string   `json:"importance"` // HIGH for a required key, else MEDIUM
+	Documentation string   `json:"documentation"`
+	Group         *string  `json:"group"` // the section: source, sink, transport
+	Width         string   `json:"width"` // NONE
+	DisplayName   string   `json:"display_name"`
+	Dependents    []string `json:"dependents"`
+	Order         int      `json:"order"` // the key's place in its section, from 1
+}
+
+// KeyInfos are the definitions of a section's keys (runtime.ConfigKey) in
+// Kafka Connect's shape; group is the section.
+func KeyInfos(group string, keys []runtime.ConfigKey) []ConfigKeyInfo {
+	out := make([]ConfigKeyInfo, 0, len(keys))
+	for i, k := range keys {
+		info := ConfigKeyInfo{Name: k.Name, Type: k.Type, Required: k.Required, Importance: "MEDIUM", Documentation: k.Doc,
+			Group: &group, Width: "NONE", DisplayName: k.Name, Dependents: []string{}, Order: i + 1}
+		if k.Required {
+			info.Importance = "HIGH"
+		}
+		if k.Default != "" {
+			d := k.Default
+			info.DefaultValue = &d
+		}
+		if len(k.Values) > 0 {
+			info.Documentation += " Allowed values: " + strings.Join(k.Values, ", ") + "."
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// PluginConfigs is a Cluster that serves GET
+// /connector-plugins/{type}/config: the definitions of a plugin's keys
+// (ErrNotFound for a type no plugin serves).
+type PluginConfigs interface {
+	PluginConfig(ctx context.Context, pluginType string) ([]ConfigKeyInfo, error)
 }
 
 // Cluster is what the API needs from the runtime behind it.

@@ -21,6 +21,10 @@ type Local struct {
 	// Type is the connectors' type: "source" (--only source), "sink"
 	// (--only sink) or, by default, "source_sink" (both sides in one process).
 	Type string
+	// PluginList and Configs serve GET /connector-plugins and GET
+	// /connector-plugins/{type}/config as a worker does; nil: not served.
+	PluginList []Plugin
+	Configs    func(pluginType string) ([]ConfigKeyInfo, error)
 }
 
 var (
@@ -177,9 +181,20 @@ func (l *Local) Validate(context.Context, string, json.RawMessage) (Validation, 
 	return Validation{}, fmt.Errorf("check a config file with `sluice validate --config FILE`; a `sluice worker` validates through this API: %w", ErrReadOnly)
 }
 
-// Plugins is not served here.
+// Plugins lists PluginList.
 func (l *Local) Plugins(context.Context) ([]Plugin, error) {
-	return nil, fmt.Errorf("connector plugins are listed by a `sluice worker`: %w", ErrReadOnly)
+	if l.PluginList == nil {
+		return nil, fmt.Errorf("connector plugins are listed by a `sluice worker`: %w", ErrReadOnly)
+	}
+	return l.PluginList, nil
+}
+
+// PluginConfig is Configs' answer.
+func (l *Local) PluginConfig(_ context.Context, pluginType string) ([]ConfigKeyInfo, error) {
+	if l.Configs == nil {
+		return nil, fmt.Errorf("connector plugins are listed by a `sluice worker`: %w", ErrReadOnly)
+	}
+	return l.Configs(pluginType)
 }
 
 // Workers is this process, holding its running pipelines.

@@ -116,12 +116,12 @@ func redactTasks(ts []TaskInfo) []TaskInfo {
 }
 
 func redactValidation(v Validation) Validation {
-	cs := make([]ConfigValue, len(v.Configs))
+	cs := make([]ConfigInfo, len(v.Configs))
 	for i, c := range v.Configs {
-		if s, ok := c.Value.(string); ok {
-			c.Value = redactString(c.Name, s)
-		} else if c.Value != nil {
-			c.Value = redactValue(c.Name, c.Value)
+		if s, ok := c.Value.Value.(string); ok {
+			c.Value.Value = redactString(c.Value.Name, s)
+		} else if c.Value.Value != nil {
+			c.Value.Value = redactValue(c.Value.Name, c.Value.Value)
 		}
 		cs[i] = c
 	}

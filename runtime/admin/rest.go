@@ -82,6 +82,7 @@ const lifecycleTimeout = time.Minute
 //	DELETE /connectors/{name}/offsets           reset it: 200 {"message": ...} (Offsets)
 //	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets)
 //	GET    /connector-plugins                   the connector types
+//	GET    /connector-plugins/{type}/config       the definitions of its keys
 //	PUT    /connector-plugins/{type}/config/validate
 //	GET    /workers                             the workers and the tasks they hold
 //	GET    /admin/loggers[/root], PUT /admin/loggers/root  the log level (WithLogLevel)
@@ -149,6 +150,15 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 		respond(rw, http.StatusOK, nonNil(ps), err)
 	})
 	mux.HandleFunc("PUT /connector-plugins/{type}/config/validate", a.validate)
+	mux.HandleFunc("GET /connector-plugins/{type}/config", func(rw http.ResponseWriter, r *http.Request) {
+		pc, ok := c.(PluginConfigs)
+		if !ok {
+			respond(rw, 0, nil, fmt.Errorf("plugin configs: %w", ErrReadOnly))
+			return
+		}
+		keys, err := pc.PluginConfig(r.Context(), r.PathValue("type"))
+		respond(rw, http.StatusOK, keys, err)
+	})
 	mux.HandleFunc("GET /workers", func(rw http.ResponseWriter, r *http.Request) {
 		ws, err := c.Workers(r.Context())
 		respond(rw, http.StatusOK, nonNil(ws), err)

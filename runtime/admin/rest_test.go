@@ -169,18 +169,18 @@ func (f *fakeCluster) Validate(_ context.Context, typ string, cfg json.RawMessag
 	}
 	var m map[string]any
 	_ = json.Unmarshal(cfg, &m)
-	v := Validation{Name: typ, Configs: []ConfigValue{{Name: "source", Value: m["source"], Errors: []string{}}}}
+	v := Validation{Name: typ, Configs: []ConfigInfo{{Value: ConfigValue{Name: "source", Value: m["source"], Errors: []string{}}}}}
 	if sink, ok := m["sink"].(map[string]any); ok {
-		v.Configs = append(v.Configs, ConfigValue{Name: "sink.dsn", Value: sink["dsn"], Errors: []string{}})
+		v.Configs = append(v.Configs, ConfigInfo{Value: ConfigValue{Name: "sink.dsn", Value: sink["dsn"], Errors: []string{}}})
 	}
 	if err := f.check(cfg); err != nil {
-		v.ErrorCount, v.Configs[0].Errors = 1, []string{err.Error()}
+		v.ErrorCount, v.Configs[0].Value.Errors = 1, []string{err.Error()}
 	}
 	return v, nil
 }
 
 func (f *fakeCluster) Plugins(context.Context) ([]Plugin, error) {
-	return []Plugin{{Type: "mysql", Class: "source"}, {Type: "jdbc", Class: "sink"}}, nil
+	return []Plugin{{Class: "mysql", Type: "source", Version: "1"}, {Class: "jdbc", Type: "sink", Version: "1"}}, nil
 }
 
 func (f *fakeCluster) Workers(context.Context) ([]WorkerInfo, error) {
@@ -253,7 +253,7 @@ func TestAPIConnectors(t *testing.T) {
 	}
 	expect("DELETE", "/connectors/c", "", 404)
 	expect("PUT", "/connectors/c/pause", "", 404)
-	expect("GET", "/connector-plugins", "", 200, `[{"type":"mysql","class":"source"},{"type":"jdbc","class":"sink"}]`)
+	expect("GET", "/connector-plugins", "", 200, `[{"class":"mysql","type":"source","version":"1"},{"class":"jdbc","type":"sink","version":"1"}]`)
 	expect("PUT", "/connector-plugins/mysql/config/validate", `{"source": {}}`, 200, `"error_count":0`)
 	expect("PUT", "/connector-plugins/mysql/config/validate", `{"sink": {}}`, 200, `"error_count":1`, "source: required")
 	expect("PUT", "/connector-plugins/nope/config/validate", `{}`, 404)

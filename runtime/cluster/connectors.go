@@ -115,6 +115,8 @@ type Control struct {
 	Check func(cfg *runtime.Config) error
 	// PluginList is what Plugins returns.
 	PluginList []admin.Plugin
+	// PluginConfigs answers PluginConfig; nil: ErrNotFound for every type.
+	PluginConfigs func(pluginType string) ([]admin.ConfigKeyInfo, error)
 	// Validator, when set, answers Validate (the connector registry's
 	// checks, key by key); nil: Check on the whole document.
 	Validator func(pluginType string, config json.RawMessage) (admin.Validation, error)
@@ -203,8 +205,8 @@ func (c *Control) allErrors(name string, doc json.RawMessage, first error) error
 			continue
 		}
 		for _, cv := range v.Configs {
-			for _, e := range cv.Errors {
-				msg := cv.Name + ": " + strings.TrimPrefix(e, "line 1: ")
+			for _, e := range cv.Value.Errors {
+				msg := cv.Value.Name + ": " + strings.TrimPrefix(e, "line 1: ")
 				if !seen[msg] {
 					seen[msg] = true
 					msgs = append(msgs, msg)
@@ -532,8 +534,9 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 	return st, nil
 }
 
-// Validate checks a config for a plugin type, Kafka Connect's shape: one
-// entry with the errors found (the first the decoder meets).
+// Validate checks a config for a plugin type, Kafka Connect's shape: the
+// Validator's entries (or one entry with the first error the decoder
+// meets), and an entry "servers" with what the probe found.
 func (c *Control) Validate(ctx context.Context, pluginType string, config json.RawMessage) (admin.Validation, error) {
 	name := "validate"
 	var m map[string]any
@@ -549,19 +552,19 @@ func (c *Control) Validate(ctx context.Context, pluginType string, config json.R
 			return v, err
 		}
 	} else {
-		v = admin.Validation{Name: pluginType}
-		cv := admin.ConfigValue{Name: "config", Errors: []string{}}
+		v = admin.Validation{Name: pluginType, Groups: []string{}}
+		cv := admin.Problem("config")
 		if err := c.check(name, config); err != nil {
 			msg := strings.TrimPrefix(err.Error(), admin.ErrInvalid.Error()+": ")
-			cv.Errors = append(cv.Errors, msg)
+			cv.Value.Errors = append(cv.Value.Errors, msg)
 			v.ErrorCount = 1
 		}
-		v.Configs = []admin.ConfigValue{cv}
+		v.Configs = []admin.ConfigInfo{cv}
 	}
 	if v.ErrorCount == 0 {
 		// A config that decodes is asked of its servers too.
 		if reasons := c.probeReasons(ctx, name, config); len(reasons) > 0 {
-			v.Configs = append(v.Configs, admin.ConfigValue{Name: "servers", Errors: reasons})
+			v.Configs = append(v.Configs, admin.Problem("servers", reasons...))
 			v.ErrorCount += len(reasons)
 		}
 	}
@@ -571,6 +574,15 @@ func (c *Control) Validate(ctx context.Context, pluginType string, config json.R
 // Plugins lists the registered connector types.
 func (c *Control) Plugins(ctx context.Context) ([]admin.Plugin, error) {
 	return append([]admin.Plugin(nil), c.PluginList...), nil
+}
+
+// PluginConfig is the definitions of the keys of the plugin that serves
+// pluginType (PluginConfigs).
+func (c *Control) PluginConfig(_ context.Context, pluginType string) ([]admin.ConfigKeyInfo, error) {
+	if c.PluginConfigs == nil {
+		return nil, fmt.Errorf("connector plugin %q: %w", pluginType, admin.ErrNotFound)
+	}
+	return c.PluginConfigs(pluginType)
 }
 
 // Workers lists the workers seen, with the leases each holds now.

@@ -37,19 +37,27 @@ const DefaultMaxInFlight = 32768
 
 // Plugin is the embedded transport's plugin, for the command to register.
 func Plugin() runtime.Plugin {
-	return runtime.Plugin{Kind: runtime.KindTransport, Name: "embedded", Types: []string{"embedded"},
-		New: func() any { return &Config{} },
-		Validate: func(v any, sec *runtime.Section, _ *runtime.Config) error {
-			c := v.(*Config)
+	return runtime.Spec[Config]{Kind: runtime.KindTransport, Name: "embedded", Types: []string{"embedded"},
+		Validate: func(c *Config, sec *runtime.Section, _ *runtime.Config) error {
 			if c.Linger < 0 {
 				return sec.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
 			}
 			return runtime.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes))
 		},
 		// one Transport for the task's source and sink, in one process
-		NewTransport: func(_ context.Context, v any, _ *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
-			c := v.(*Config)
+		NewTransport: func(_ context.Context, c *Config, _ *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
 			e := New(c.Queues, c.Depth)
 			return e.Publisher(), e.LingerSubscriber(c.MaxBatch, c.Linger), nil
-		}}
+		},
+		Keys: keys}.Plugin()
+}
+
+// keys documents the embedded transport's keys (runtime.KeyDocs).
+var keys = runtime.KeyDocs{
+	"queues":              {Doc: "Number of in-process queues; the changes of one row stay in order on one queue.", Default: "4"},
+	"depth":               {Doc: "Batches each queue holds before the source waits for the sink.", Default: "16"},
+	"max_batch":           {Doc: "Records per sink transaction at most.", Default: "2048"},
+	"linger":              {Doc: "How long the sink waits for a fuller batch before it applies a smaller one.", Default: "0s"},
+	"max_in_flight":       {Doc: "Records read from the source and not yet applied, at most.", Default: fmt.Sprint(DefaultMaxInFlight)},
+	"max_in_flight_bytes": {Doc: "Estimated bytes of records read from the source and not yet applied, at most.", Default: runtime.ByteSize(runtime.DefaultMaxInFlightBytes).String()},
 }

@@ -27,6 +27,7 @@ Usage:
   sluice validate --config FILE                   check the config file and exit
   sluice check --config FILE                      check the source (binlog settings, privileges, keys), the target and the broker
   sluice positions show|reset --config FILE       read or reset the saved source position
+  sluice config-reference                         print the reference of every config key (docs/configuration.md)
   sluice tail --config FILE [--from beginning|now] [--follow] [--table db.table] [--key K] [--limit N] [--schemas] [--dlq]
                                                   print the records on the pipeline's RocketMQ topics as JSON lines (sink offsets untouched)
   sluice bench [--rows N] [--txn N] [--updates F] [--transport embedded|rocketmq] [--debezium DIR] [--json FILE]
@@ -61,6 +62,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdTail(args[1:], stdout)
 	case "bench":
 		err = cmdBench(args[1:], stdout, log)
+	case "config-reference":
+		err = cmdConfigReference(args[1:], stdout)
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -132,7 +135,8 @@ func cmdRun(args []string, log *slog.Logger) error {
 	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
 	if *rest != "" {
 		token := os.Getenv("SLUICE_REST_TOKEN")
-		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only]}, token, admin.WithLogLevel(logLevelVar))
+		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only],
+			PluginList: clusterPlugins(), Configs: pluginConfig}, token, admin.WithLogLevel(logLevelVar))
 		addr, _, err := admin.Serve(ctx, *rest, token, api)
 		if err != nil {
 			return err

@@ -63,7 +63,8 @@ func (s *countSink) count() int   { s.mu.Lock(); defer s.mu.Unlock(); return s.r
 // own decoded configs, get the task (its document, logger, sections and
 // sides), and run a pipeline over the embedded transport that moves every
 // row into the sink and saves the source's position. A registered type
-// without a constructor is refused as having no runner.
+// without a constructor is refused as having no runner. What a constructor
+// opened beside its connector (Task.OnClose) closes when the pipeline stops.
 func TestBuildTaskRunsARegisteredConnector(t *testing.T) {
 	saved := connectors
 	t.Cleanup(func() { connectors = saved })
@@ -76,14 +77,17 @@ func TestBuildTaskRunsARegisteredConnector(t *testing.T) {
 			srcTask = task
 			return &genSource{rows: v.(*genConfig).Rows}, nil
 		}})
-	connectors.Register(runtime.Plugin{Kind: runtime.KindSink, Name: "count", Types: []string{"count"}, New: func() any { return &labelConfig{} },
-		NewSink: func(_ context.Context, v any, task *runtime.Task) (runtime.Sink, error) {
-			if l := v.(*labelConfig).Label; l != "x" {
-				t.Errorf("sink built from label %q, the section says x", l)
+	closed := 0
+	connectors.Register(runtime.Spec[labelConfig]{Kind: runtime.KindSink, Name: "count", Types: []string{"count"},
+		NewSink: func(_ context.Context, c *labelConfig, task *runtime.Task) (runtime.Sink, error) {
+			if c.Label != "x" {
+				t.Errorf("sink built from label %q, the section says x", c.Label)
 			}
 			sinkTask = task
+			// a resource opened beside the sink closes with it, unwrapped
+			task.OnClose(func() error { closed++; return nil })
 			return snk, nil
-		}})
+		}}.Plugin())
 	connectors.Register(runtime.Plugin{Kind: runtime.KindSink, Name: "norun", Types: []string{"norun"}, New: func() any { return &labelConfig{} }})
 	t.Chdir(t.TempDir()) // file positions
 	parse := func(sinkType string) *runtime.Config {
@@ -121,6 +125,9 @@ func TestBuildTaskRunsARegisteredConnector(t *testing.T) {
 	cancel()
 	if err := <-errc; err != nil || snk.count() != 50 {
 		t.Fatalf("run: %v, %d of 50 rows applied", err, snk.count())
+	}
+	if closed != 1 || p.Sink != runtime.Sink(snk) {
+		t.Fatalf("OnClose ran %d times (want 1 at stop); sink %T, want the connector's own", closed, p.Sink)
 	}
 	if pos, err := p.Positions.Load(ctx, "reg"); err != nil || string(runtime.SourcePosition(pos)) != "done" {
 		t.Fatalf("saved position %q, %v; want done", pos, err)

@@ -2,17 +2,10 @@ package app
 
 import (
 	"crypto/tls"
-	"fmt"
-	"log/slog"
-	"strings"
 
-	"github.com/sluicecdc/sluice/binlog"
-	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
-	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema/secure"
-	"github.com/sluicecdc/sluice/sink"
 )
 
 // connectors holds every connector type a config may name. Each owns its
@@ -59,102 +52,4 @@ func loadTLS(sec *runtime.Section, mode *string, t **tls.Config, ca, cert, key s
 	}
 	*mode, *t = m, c
 	return nil
-}
-
-// codecOptions are the event format the source's Debezium options ask for.
-func codecOptions(c *binlog.Config) converter.Options {
-	return converter.Options{Schemas: true, DecimalMode: converter.DecimalMode(c.DecimalHandlingMode),
-		BigintUnsignedMode: c.BigintUnsignedHandlingMode, TimePrecisionMode: c.TimePrecisionMode,
-		BinaryMode: c.BinaryHandlingMode, OmitTransaction: !truthy(c.ProvideTransactionMetadata, true)}
-}
-
-func truthy(b *bool, def bool) bool {
-	if b == nil {
-		return def
-	}
-	return *b
-}
-
-// mysqlPlugin is the MySQL/MariaDB binlog source: binlog.Config.
-func mysqlPlugin() runtime.Plugin {
-	return runtime.Plugin{Kind: runtime.KindSource, Name: "mysql", Types: []string{"mysql", "mariadb"},
-		New: func() any { return &binlog.Config{} },
-		Validate: func(v any, sec *runtime.Section, doc *runtime.Config) error {
-			c := v.(*binlog.Config)
-			if c.Flavor == "" {
-				c.Flavor = sec.Type
-			}
-			if c.ServerName == "" {
-				c.ServerName = doc.Name
-			}
-			c.HistoryFile = doc.Resolve(c.HistoryFile)
-			c.SSLCA, c.SSLCert, c.SSLKey = doc.Resolve(c.SSLCA), doc.Resolve(c.SSLCert), doc.Resolve(c.SSLKey)
-			if err := loadTLS(sec, &c.TLSMode, &c.TLS, c.SSLCA, c.SSLCert, c.SSLKey); err != nil {
-				return err
-			}
-			if err := codecOptions(c).Validate(); err != nil {
-				return err
-			}
-			if err := c.Validate(); err != nil {
-				return err
-			}
-			// Every check NewSource makes (it does not connect), so that
-			// validate refuses what run would.
-			_, err := binlog.NewSource(*c, slog.New(slog.DiscardHandler))
-			return err
-		},
-		NewSource: newBinlogSource,
-		NewTables: binlogTables}
-}
-
-// jdbcPlugin is the PostgreSQL and MySQL sink: sink.Config.
-func jdbcPlugin() runtime.Plugin {
-	return runtime.Plugin{Kind: runtime.KindSink, Name: "jdbc", Types: []string{"postgres", "mysql"}, Aliases: []string{"postgresql", "mariadb"},
-		// the defaults of absent boolean keys; the others' zero values
-		// mean their defaults
-		New: func() any { return &sink.Config{AutoCreate: true, AutoEvolve: true, TimeAsInterval: true} },
-		Validate: func(v any, sec *runtime.Section, doc *runtime.Config) error {
-			c := v.(*sink.Config)
-			c.Dialect = sink.DialectPostgres
-			if sec.Type == "mysql" || sec.Type == "mariadb" {
-				c.Dialect = sink.DialectMySQL
-			}
-			c.Pipeline = doc.Name
-			c.SSLCA, c.SSLCert, c.SSLKey = doc.Resolve(c.SSLCA), doc.Resolve(c.SSLCert), doc.Resolve(c.SSLKey)
-			if err := loadTLS(sec, &c.TLSMode, &c.TLS, c.SSLCA, c.SSLCert, c.SSLKey); err != nil {
-				return err
-			}
-			switch c.OnError {
-			case "", sink.OnErrorFail, sink.OnErrorSkip:
-			case sink.OnErrorDLQ:
-				if doc.Transport != nil && doc.Transport.Type != "rocketmq" {
-					return sec.Err("on_error", "dlq writes to a RocketMQ topic: it needs the rocketmq transport")
-				}
-			default:
-				return sec.Err("on_error", fmt.Sprintf("must be fail, skip or dlq, not %q", c.OnError))
-			}
-			// Every check sink.New makes before it connects.
-			return sink.Validate(*c)
-		},
-		NewSink: newJDBCSink}
-}
-
-// rocketmqPlugin is the RocketMQ transport: rocketmq.Config.
-func rocketmqPlugin() runtime.Plugin {
-	return runtime.Plugin{Kind: runtime.KindTransport, Name: "rocketmq", Types: []string{"rocketmq"},
-		New: func() any { return &rocketmq.Config{} },
-		Validate: func(v any, sec *runtime.Section, doc *runtime.Config) error {
-			c := v.(*rocketmq.Config)
-			for _, a := range c.NameServers {
-				if host, _, _ := strings.Cut(a, ":"); host != "127.0.0.1" && host != "localhost" {
-					slog.Warn("name server is not on loopback", "address", a)
-				}
-			}
-			c.Pipeline = doc.Name
-			if err := runtime.CheckInFlight(sec, c.MaxCachedRecords, int64(c.MaxCachedBytes)); err != nil {
-				return err
-			}
-			return c.Validate()
-		},
-		NewTransport: newRocketMQ}
 }

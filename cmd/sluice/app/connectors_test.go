@@ -139,6 +139,51 @@ func TestHistoryStoreConfig(t *testing.T) {
 	}
 }
 
+// findConfig is the entry of v for the key path name.
+func findConfig(v admin.Validation, name string) *admin.ConfigInfo {
+	for i := range v.Configs {
+		if v.Configs[i].Value.Name == name {
+			return &v.Configs[i]
+		}
+	}
+	return nil
+}
+
+// Validate answers as Kafka Connect's does: every key of the plugin's
+// section, each with its definition, the value given (secrets masked by
+// the API) and its errors; a list element's problem has its own entry
+// with its key's definition.
+func TestValidateCarriesDefinitions(t *testing.T) {
+	v, err := validateForCluster("jdbc", []byte(`{"type": "postgres", "dsn": "postgres://u@127.0.0.1/x", "on_error": "maybe", "batch_size": 7}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := connectors.Plugin("jdbc")
+	keys, _ := p.ConfigKeys()
+	if v.Name != "jdbc" || len(v.Groups) != 1 || v.Groups[0] != "sink" || len(v.Configs) != len(keys) {
+		t.Fatalf("validation %+v: want one entry per key (%d)", v, len(keys))
+	}
+	for _, c := range v.Configs {
+		if c.Definition == nil || c.Definition.Name != c.Value.Name || c.Definition.Documentation == "" || !c.Value.Visible {
+			t.Errorf("entry %+v", c)
+		}
+	}
+	oe := findConfig(v, "sink.on_error")
+	if oe == nil || oe.Value.Value != "maybe" || len(oe.Value.Errors) != 1 || strings.Join(oe.Value.RecommendedValues, ",") != "fail,skip,dlq" || v.ErrorCount != 1 {
+		t.Errorf("on_error: %+v (errors %d)", oe, v.ErrorCount)
+	}
+	if bs := findConfig(v, "sink.batch_size"); bs == nil || bs.Value.Value != "7" || len(bs.Value.Errors) != 0 || *bs.Definition.DefaultValue != "500" {
+		t.Errorf("batch_size: %+v", bs)
+	}
+	v, err = validateForCluster("mysql", []byte(`{"host": "h", "user": "u", "server_id": 9, "mask": [{"columns": "d.t.c", "kind": "blur"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := findConfig(v, "source.mask[0].kind"); m == nil || m.Definition == nil || m.Definition.Name != "source.mask[].kind" || len(m.Value.Errors) == 0 {
+		t.Errorf("mask[0].kind: %+v in %+v", m, v)
+	}
+}
+
 // The cluster's validate endpoint answers with the registry's checks, key
 // by key, and names an unknown plugin as not found.
 func TestValidateForCluster(t *testing.T) {
@@ -146,10 +191,17 @@ func TestValidateForCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.ErrorCount != 1 || len(v.Configs) != 1 || v.Configs[0].Name != "source.server_id" || !strings.Contains(v.Configs[0].Errors[0], "is required") {
+	var wrong []string
+	for _, c := range v.Configs {
+		if len(c.Value.Errors) > 0 {
+			wrong = append(wrong, c.Value.Name)
+		}
+	}
+	sid := findConfig(v, "source.server_id")
+	if v.ErrorCount != 1 || len(wrong) != 1 || sid == nil || !strings.Contains(sid.Value.Errors[0], "is required") {
 		t.Fatalf("missing server_id: %+v", v)
 	}
-	if v, err := validateForCluster("postgres", []byte(`{"dsn": "postgres://u@127.0.0.1/x"}`)); err != nil || v.ErrorCount != 0 || len(v.Configs) != 0 {
+	if v, err := validateForCluster("postgres", []byte(`{"dsn": "postgres://u@127.0.0.1/x"}`)); err != nil || v.ErrorCount != 0 {
 		t.Fatalf("valid sink section: %+v, %v", v, err)
 	}
 	if _, err := validateForCluster("oracle", []byte(`{}`)); !errors.Is(err, admin.ErrNotFound) {
@@ -160,11 +212,18 @@ func TestValidateForCluster(t *testing.T) {
 	}
 	types := map[string]string{}
 	for _, p := range clusterPlugins() {
-		types[p.Type] = p.Class
-	}
-	for typ, class := range map[string]string{"mysql": "source", "mariadb": "source", "jdbc": "sink", "postgres": "sink", "rocketmq": "transport"} {
-		if types[typ] != class && !(typ == "mysql" && types[typ] != "") {
-			t.Errorf("plugin %s: class %q, want %q (got %v)", typ, types[typ], class, types)
+		if _, dup := types[p.Class]; dup || p.Version == "" {
+			t.Errorf("plugin %+v: listed twice or without a version", p)
 		}
+		types[p.Class] = p.Type
+	}
+	for class, typ := range map[string]string{"mysql": "source", "jdbc": "sink", "embedded": "transport", "rocketmq": "transport"} {
+		if types[class] != typ {
+			t.Errorf("plugin %s: type %q, want %q (got %v)", class, types[class], typ, types)
+		}
+	}
+	// a section type is accepted where a plugin's name is
+	if _, err := validateForCluster("postgresql", []byte(`{"dsn": "postgres://u@127.0.0.1/x"}`)); err != nil {
+		t.Errorf("section type postgresql: %v", err)
 	}
 }

@@ -40,7 +40,7 @@ func TestClusterProbesConnectorServers(t *testing.T) {
 		}
 	}
 	v, err := c.Validate(context.Background(), "mariadb", wrong)
-	if err != nil || v.ErrorCount == 0 || len(v.Configs) == 0 || v.Configs[len(v.Configs)-1].Name != "servers" {
+	if err != nil || v.ErrorCount == 0 || len(v.Configs) == 0 || v.Configs[len(v.Configs)-1].Value.Name != "servers" {
 		t.Errorf("validate with a wrong source password: %+v, %v: want the servers' errors", v, err)
 	}
 	if reasons := probeForCluster(context.Background(), mustParse(t, doc(pass))); len(reasons) > 0 {

@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -26,8 +28,8 @@ import (
 // clusterFile is CLUSTER.yaml, the config of `sluice worker`.
 type clusterFile struct {
 	Coordinator struct {
-		Driver      string `yaml:"driver"` // postgres or mysql
-		DSN         string `yaml:"dsn"`    // ${VAR} is expanded
+		Driver      string `yaml:"driver" sluice:"required"` // postgres or mysql
+		DSN         string `yaml:"dsn" sluice:"required"`    // ${VAR} is expanded
 		TablePrefix string `yaml:"table_prefix"`
 	} `yaml:"coordinator"`
 	ID        string        `yaml:"id"`   // default: host:port of rest
@@ -76,30 +78,42 @@ func loadClusterFile(path string) (*clusterFile, error) {
 	return &c, nil
 }
 
-// plugins are the connector types this binary registers.
 // clusterPlugins lists the registry's connector plugins for GET
-// /connector-plugins: each by its name and by every section type it serves.
+// /connector-plugins as Kafka Connect does: each once, its class the
+// plugin's name (mysql, jdbc, embedded, rocketmq), its type the section it
+// fills (source, sink, transport), and the binary's version. The plugin
+// endpoints take a section type (postgres, mariadb, ...) as well.
 func clusterPlugins() []admin.Plugin {
 	var out []admin.Plugin
+	version := admin.Version().Version
 	for _, p := range Plugins() {
-		seen := map[string]bool{}
-		for _, t := range append([]string{p.Name}, p.Types...) {
-			if !seen[t] {
-				seen[t] = true
-				out = append(out, admin.Plugin{Type: t, Class: p.Kind})
-			}
-		}
+		out = append(out, admin.Plugin{Class: p.Name, Type: p.Kind, Version: version})
 	}
 	return out
 }
 
-// validateForCluster answers PUT /connector-plugins/{type}/config/validate
-// with the registry's checks, one ConfigValue per key found wrong.
-func validateForCluster(pluginType string, config json.RawMessage) (admin.Validation, error) {
-	known := false
-	for _, p := range clusterPlugins() {
-		known = known || p.Type == pluginType
+// pluginConfig answers GET /connector-plugins/{type}/config: the
+// definitions of the keys of the plugin named pluginType or serving that
+// section type, from its spec.
+func pluginConfig(pluginType string) ([]admin.ConfigKeyInfo, error) {
+	p, ok := connectors.Plugin(pluginType)
+	if !ok {
+		return nil, fmt.Errorf("connector plugin %q: GET /connector-plugins lists them: %w", pluginType, admin.ErrNotFound)
 	}
+	keys, err := p.ConfigKeys()
+	if err != nil {
+		return nil, err
+	}
+	return admin.KeyInfos(p.Kind, keys), nil
+}
+
+// validateForCluster answers PUT /connector-plugins/{type}/config/validate
+// with the registry's checks in Kafka Connect's shape: every key of the
+// plugin's section with its definition, the value given and its errors,
+// then an entry for each problem of no such key (a list element's key such
+// as source.mask[0].kind, with its key's definition; another section's).
+func validateForCluster(pluginType string, config json.RawMessage) (admin.Validation, error) {
+	p, known := connectors.Plugin(pluginType)
 	if !known {
 		return admin.Validation{}, fmt.Errorf("connector plugin %q: GET /connector-plugins lists them: %w", pluginType, admin.ErrNotFound)
 	}
@@ -107,16 +121,78 @@ func validateForCluster(pluginType string, config json.RawMessage) (admin.Valida
 	if err != nil {
 		return admin.Validation{}, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
-	v := admin.Validation{Name: pluginType, Configs: []admin.ConfigValue{}}
+	keys, err := p.ConfigKeys()
+	if err != nil {
+		return admin.Validation{}, err
+	}
+	given := sectionValues(config, p.Kind)
+	v := admin.Validation{Name: pluginType, Groups: []string{p.Kind}, Configs: []admin.ConfigInfo{}}
+	byPath := map[string]int{}
+	for i, def := range admin.KeyInfos(p.Kind, keys) {
+		def.Name = p.Kind + "." + def.Name
+		cv := admin.ConfigValue{Name: def.Name, Value: given[keys[i].Name], RecommendedValues: append([]string{}, keys[i].Values...), Errors: []string{}, Visible: true}
+		byPath[def.Name] = len(v.Configs)
+		v.Configs = append(v.Configs, admin.ConfigInfo{Definition: &def, Value: cv})
+	}
 	for _, e := range errs {
 		v.ErrorCount += len(e.Errors)
-		cv := admin.ConfigValue{Name: e.Path, Errors: append([]string{}, e.Errors...)}
-		if e.Value != "" {
-			cv.Value = e.Value
+		key := listIndex.ReplaceAllString(e.Path, "[]")
+		i, defined := byPath[key]
+		if defined && key == e.Path {
+			c := &v.Configs[i].Value
+			c.Errors = append(c.Errors, e.Errors...)
+			if e.Value != "" {
+				c.Value = e.Value
+			}
+			continue
 		}
-		v.Configs = append(v.Configs, cv)
+		ci := admin.Problem(e.Path, e.Errors...)
+		if defined {
+			ci.Definition = v.Configs[i].Definition
+		}
+		if e.Value != "" {
+			ci.Value.Value = e.Value
+		}
+		v.Configs = append(v.Configs, ci)
 	}
 	return v, nil
+}
+
+// listIndex is the index of a list element in a key's path.
+var listIndex = regexp.MustCompile(`\[[0-9]+\]`)
+
+// sectionValues are the values doc (a section, or a whole document with a
+// section of kind) gives the section's keys, as text: scalars as written,
+// lists of scalars comma-separated; mappings are left out.
+func sectionValues(doc []byte, kind string) map[string]any {
+	var m map[string]any
+	if yaml.Unmarshal(doc, &m) != nil {
+		return nil
+	}
+	if sec, ok := m[kind].(map[string]any); ok {
+		m = sec
+	}
+	out := map[string]any{}
+	for k, val := range m {
+		switch x := val.(type) {
+		case map[string]any, nil:
+		case []any:
+			var parts []string
+			for _, e := range x {
+				if _, nested := e.(map[string]any); nested {
+					parts = nil
+					break
+				}
+				parts = append(parts, fmt.Sprint(e))
+			}
+			if parts != nil {
+				out[k] = strings.Join(parts, ",")
+			}
+		default:
+			out[k] = fmt.Sprint(x)
+		}
+	}
+	return out
 }
 
 // checkForCluster checks a connector's document as a worker will build
@@ -173,7 +249,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	}
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
-	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
+	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), PluginConfigs: pluginConfig, Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
 		CheckPosition: checkPosition}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token, admin.WithLogLevel(logLevelVar)))
@@ -244,4 +320,19 @@ func (n *node) WriteMetrics(out io.Writer) {
 		ps, tasks := w.Pipelines()
 		runtime.WriteTaskMetrics(out, ps, tasks)
 	}
+}
+
+// clusterKeys documents the keys of `sluice worker`'s cluster file
+// (clusterFile).
+var clusterKeys = runtime.KeyDocs{
+	"coordinator":              {Doc: "The coordinator database, where the workers share connectors, leases and positions."},
+	"coordinator.driver":       {Doc: "Kind of the coordinator database.", Values: []string{"postgres", "mysql"}},
+	"coordinator.dsn":          {Doc: "Connection string of the coordinator database; ${VAR} is expanded."},
+	"coordinator.table_prefix": {Doc: "Prefix of the control tables' names: letters, digits and _.", Default: "sluice_"},
+	"id":                       {Doc: "The worker's id, unique in the cluster; default: the host's name and the REST port."},
+	"rest":                     {Doc: "Address of the REST API (non-loopback needs SLUICE_REST_TOKEN).", Default: "127.0.0.1:8083"},
+	"ttl":                      {Doc: "A lease not renewed for this long expires, and its tasks move to another worker.", Default: "10s"},
+	"heartbeat":                {Doc: "How often the worker heartbeats and looks for work, shorter than ttl; default: ttl/3."},
+	"margin":                   {Doc: "A worker stops a task's reading and writing when ttl minus margin passed since its last renewal, before another may take it; under ttl/2, default: ttl/5."},
+	"memory_limit":             {Doc: "Go memory limit of the worker process, for all its tasks; off for none. GOMEMLIMIT in the environment wins.", Default: runtime.DefaultMemoryLimit.String()},
 }
