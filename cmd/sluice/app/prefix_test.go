@@ -1,0 +1,32 @@
+package app
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Config errors say what they are once (issue 33, item 5): a connector's
+// own config error ("binlog: invalid config: …") was retold with the key
+// and ": invalid configuration" appended again.
+func TestConfigErrorsSayItOnce(t *testing.T) {
+	base := "name: p\nsource:\n  type: mariadb\n  host: 127.0.0.1\n  port: 3306\n  user: u\n  password: p\n  server_id: 5\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: \"postgres://u@127.0.0.1:1/x?sslmode=disable\"\n"
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"binlog port", "port: 3306", "port: 99999", "source.port: binlog: invalid config: port 99999 is out of range"},
+		{"binlog server_id", "server_id: 5", "server_id: 0", "source.server_id: binlog: invalid config: server_id must be set"},
+		{"sink template", "type: postgres\n", "type: postgres\n  schema: \"$${db\"\n", `sink.schema: sink: invalid configuration: template "${db" has an unclosed ${`},
+	} {
+		path := filepath.Join(t.TempDir(), "p.yaml")
+		writeFile(t, path, strings.Replace(base, tc.from, tc.to, 1))
+		var out, errOut bytes.Buffer
+		code := Main([]string{"validate", "--config", path}, &out, &errOut)
+		msg := errOut.String()
+		if code != 2 || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: exit %d, %q, want 2 and %q", tc.name, code, msg, tc.want)
+		}
+		if n := strings.Count(msg, "invalid config"); n != 1 {
+			t.Errorf("%s: %q says invalid config %d times", tc.name, msg, n)
+		}
+	}
+}
