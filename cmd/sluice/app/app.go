@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sluicecdc/sluice/runtime"
@@ -61,6 +62,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+	if fe := (flagError{}); errors.As(err, &fe) {
+		// The flag package's own words, once: the refusal and the flags
+		// (for -h, only the flags, on stdout).
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, fe.usage)
+			return 0
+		}
+		fmt.Fprint(stderr, fe.usage)
+		return 2
+	}
 	if err != nil {
 		if !errors.As(err, new(reportedError)) {
 			fmt.Fprintf(stderr, "sluice: %v\n", err)
@@ -95,7 +106,7 @@ func init() {
 }
 
 func loadConfig(fs *flag.FlagSet, path *string, args []string) (*runtime.Config, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if *path == "" {
@@ -165,6 +176,29 @@ func cmdRun(args []string, log *slog.Logger) error {
 			}
 		}
 	}
+}
+
+// flagError is a command line fs.Parse refused; usage is what the flag
+// package wrote about it (the refusal, then the flags), which Main prints
+// instead of the error.
+type flagError struct {
+	err   error
+	usage string
+}
+
+func (e flagError) Error() string { return e.err.Error() }
+func (e flagError) Unwrap() error { return e.err }
+
+// parseFlags is fs.Parse with the flag package's output kept for Main
+// (it wrote to the process's stderr, and Main then printed the error a
+// second time).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	if err := fs.Parse(args); err != nil {
+		return flagError{err: err, usage: b.String()}
+	}
+	return nil
 }
 
 // reportedError is an error already logged where it happened: Main ends

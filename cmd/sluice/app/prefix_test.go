@@ -30,3 +30,22 @@ func TestConfigErrorsSayItOnce(t *testing.T) {
 		}
 	}
 }
+
+// A flag the command does not know is reported once, on Main's stderr,
+// with the command's flags, and exits 2 (issue 33, item 5): the flag
+// package printed it to the process's stderr and Main printed it again.
+// -h prints the flags on stdout and exits 0.
+func TestFlagErrorPrintedOnce(t *testing.T) {
+	for _, cmd := range []string{"check", "run", "validate", "worker", "bench"} {
+		var out, errOut bytes.Buffer
+		code := Main([]string{cmd, "--bogus"}, &out, &errOut)
+		if code != 2 || strings.Count(errOut.String(), "flag provided but not defined: -bogus") != 1 || !strings.Contains(errOut.String(), "Usage of "+cmd+":") {
+			t.Errorf("%s --bogus: exit %d, stderr %q: want 2 and the refusal once with the flags", cmd, code, errOut.String())
+		}
+		out.Reset()
+		errOut.Reset()
+		if code := Main([]string{cmd, "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Usage of "+cmd+":") || errOut.Len() != 0 {
+			t.Errorf("%s -h: exit %d, stdout %q, stderr %q: want 0 and the flags on stdout", cmd, code, out.String(), errOut.String())
+		}
+	}
+}
