@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
@@ -145,11 +144,6 @@ func rocketmqPlugin() runtime.Plugin {
 		New: func() any { return &rocketmq.Config{} },
 		Validate: func(v any, sec *runtime.Section, doc *runtime.Config) error {
 			c := v.(*rocketmq.Config)
-			for _, a := range c.NameServers {
-				if host, _, _ := strings.Cut(a, ":"); host != "127.0.0.1" && host != "localhost" {
-					slog.Warn("name server is not on loopback", "address", a)
-				}
-			}
 			c.Pipeline = doc.Name
 			if err := runtime.CheckInFlight(sec, c.MaxCachedRecords, int64(c.MaxCachedBytes)); err != nil {
 				return err

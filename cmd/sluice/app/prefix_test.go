@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,5 +48,24 @@ func TestFlagErrorPrintedOnce(t *testing.T) {
 		if code := Main([]string{cmd, "-h"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "Usage of "+cmd+":") || errOut.Len() != 0 {
 			t.Errorf("%s -h: exit %d, stdout %q, stderr %q: want 0 and the flags on stdout", cmd, code, out.String(), errOut.String())
 		}
+	}
+}
+
+// A name server off loopback is no warning (issue 33, item 5): loopback is
+// a rule of sluice's tests, not of its users, and every real deployment's
+// validate and run logged "name server is not on loopback".
+func TestNoLoopbackWarning(t *testing.T) {
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	writeFile(t, path, "name: p\nsource:\n  type: mariadb\n  host: db.example.com\n  port: 3306\n  user: u\n  password: p\n  server_id: 5\ntransport:\n  type: rocketmq\n  name_servers: [\"mq.example.com:9876\"]\nsink:\n  type: postgres\n  dsn: \"postgres://u@pg.example.com:5432/x?sslmode=disable\"\n")
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"validate", "--config", path}, &out, &errOut); code != 0 {
+		t.Fatalf("validate: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if all := logs.String() + errOut.String(); strings.Contains(all, "loopback") {
+		t.Errorf("validate warned of a name server off loopback:\n%s", all)
 	}
 }
