@@ -23,6 +23,8 @@ import (
 const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and PostgreSQL/MySQL
 
 Usage:
+  sluice [--log-format text|json] COMMAND ...     logs as text lines (default) or JSON objects on stderr (also SLUICE_LOG_FORMAT)
+  sluice version                                  print the version and the commit it was built from
   sluice run --config FILE [--only source|sink]   run a pipeline until SIGTERM/SIGINT
   sluice worker --config CLUSTER.yaml             join a cluster of workers sharing connectors through a coordinator database
   sluice validate --config FILE                   check the config file and exit
@@ -37,12 +39,21 @@ Usage:
 
 // Main runs the command line and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	format, args, err := logFormat(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		return 2
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	log := slog.New(runtime.UniqueKeys(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel()})))
-	var err error
+	opts := &slog.HandlerOptions{Level: logLevel()}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if format == "json" {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	log := slog.New(runtime.UniqueKeys(h))
 	switch args[0] {
 	case "run":
 		err = cmdRun(args[1:], log)
@@ -58,6 +69,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdTail(args[1:], stdout)
 	case "bench":
 		err = cmdBench(args[1:], stdout, log)
+	case "version", "--version":
+		v := admin.Version()
+		fmt.Fprintf(stdout, "sluice %s", v.Version)
+		if v.Commit != "" {
+			fmt.Fprintf(stdout, " (commit %s)", v.Commit)
+		}
+		fmt.Fprintln(stdout)
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2
@@ -73,7 +91,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err != nil {
-		if !errors.As(err, new(reportedError)) {
+		switch {
+		case errors.As(err, new(reportedError)):
+		case format == "json": // every line of stderr is one JSON object
+			log.Error("command failed", "command", args[0], "err", err)
+		default:
 			fmt.Fprintf(stderr, "sluice: %v\n", err)
 		}
 		if errors.Is(err, schema.ErrConfig) || errors.Is(err, flag.ErrHelp) {
@@ -82,6 +104,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// logFormat takes the global --log-format text|json off the front of args
+// (before the command); SLUICE_LOG_FORMAT is its default, text when unset.
+func logFormat(args []string) (string, []string, error) {
+	format := os.Getenv("SLUICE_LOG_FORMAT")
+	for len(args) > 0 && (args[0] == "--log-format" || strings.HasPrefix(args[0], "--log-format=")) {
+		if v, ok := strings.CutPrefix(args[0], "--log-format="); ok {
+			format, args = v, args[1:]
+		} else if len(args) > 1 {
+			format, args = args[1], args[2:]
+		} else {
+			return "", nil, fmt.Errorf("--log-format needs a value: text or json: %w", runtime.ErrConfig)
+		}
+	}
+	switch format {
+	case "", "text":
+		return "text", args, nil
+	case "json":
+		return "json", args, nil
+	}
+	return "", nil, fmt.Errorf("log format %q (--log-format or SLUICE_LOG_FORMAT): use text or json: %w", format, runtime.ErrConfig)
 }
 
 func logLevel() slog.Level {

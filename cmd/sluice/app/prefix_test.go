@@ -2,10 +2,14 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluicecdc/sluice/runtime/admin"
 )
 
 // Config errors say what they are once (issue 33, item 5): a connector's
@@ -67,5 +71,48 @@ func TestNoLoopbackWarning(t *testing.T) {
 	}
 	if all := logs.String() + errOut.String(); strings.Contains(all, "loopback") {
 		t.Errorf("validate warned of a name server off loopback:\n%s", all)
+	}
+}
+
+// --log-format json (or SLUICE_LOG_FORMAT=json) makes every line sluice
+// writes on stderr one JSON object with time, level and msg, for log
+// shippers (issue 33, item 5); an unknown format is a usage error.
+func TestJSONLogs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	writeFile(t, path, "name: p\nstart_retries: 0\nsource:\n  type: mariadb\n  host: 127.0.0.1\n  port: 1\n  user: u\n  password: p\n  server_id: 5\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: \"postgres://u@127.0.0.1:1/x?sslmode=disable&connect_timeout=2\"\n")
+	for _, args := range [][]string{{"--log-format", "json", "run", "--config", path}, {"--log-format=json", "run", "--config", path}} {
+		var out, errOut bytes.Buffer
+		if code := Main(args, &out, &errOut); code != 1 {
+			t.Errorf("%v: exit %d, want 1 (the target is down)\n%s", args, code, errOut.String())
+		}
+		lines := strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n")
+		var levels []string
+		for _, l := range lines {
+			var rec struct{ Time, Level, Msg string }
+			if err := json.Unmarshal([]byte(l), &rec); err != nil || rec.Time == "" || rec.Level == "" || rec.Msg == "" {
+				t.Errorf("%v: stderr line is not a JSON log record (%v): %q", args, err, l)
+			}
+			levels = append(levels, rec.Level)
+		}
+		if len(lines) < 2 || !slices.Contains(levels, "INFO") || !slices.Contains(levels, "ERROR") {
+			t.Errorf("%v: want INFO and ERROR records, got %v", args, levels)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"--log-format", "xml", "version"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `log format "xml"`) {
+		t.Errorf("--log-format xml: exit %d, %q", code, errOut.String())
+	}
+}
+
+// `sluice version` prints the version and the commit (issue 33, item 5);
+// values set at link time (-ldflags -X …/admin.BuildVersion=…) win.
+func TestVersionCommand(t *testing.T) {
+	admin.BuildVersion, admin.BuildCommit = "v9.8.7", "0123abcd"
+	t.Cleanup(func() { admin.BuildVersion, admin.BuildCommit = "", "" })
+	for _, arg := range []string{"version", "--version"} {
+		var out, errOut bytes.Buffer
+		if code := Main([]string{arg}, &out, &errOut); code != 0 || out.String() != "sluice v9.8.7 (commit 0123abcd)\n" {
+			t.Errorf("%s: exit %d, %q %q", arg, code, out.String(), errOut.String())
+		}
 	}
 }
