@@ -117,7 +117,9 @@ func probe(ctx context.Context, d *decoded, log *slog.Logger) []schema.Problem {
 		sp := binlog.Check(ctx, *d.source)
 		problems = append(problems, sp...)
 		if d.sink != nil && !failed(sp) {
-			tables = capturedShapes(ctx, *d.source, log)
+			var ps []schema.Problem
+			tables, ps = capturedShapes(ctx, *d.source, log)
+			problems = append(problems, ps...)
 		}
 	}
 	if d.sink != nil {
@@ -139,18 +141,29 @@ func failed(ps []schema.Problem) bool {
 // capturedShapes lists the tables the source captures, for the target
 // schemas they map to, with the shapes the sink compares existing target
 // tables with; a table whose shape cannot be read comes by its name only.
-func capturedShapes(ctx context.Context, cfg binlog.Config, log *slog.Logger) []schema.Table {
+// Reading the shapes (a catalogue query per table) gets half the time
+// left, so that a large schema leaves the rest of the checks their time;
+// the problem says when the shapes were not read.
+func capturedShapes(ctx context.Context, cfg binlog.Config, log *slog.Logger) ([]schema.Table, []schema.Problem) {
 	src, err := binlog.NewSource(cfg, log)
 	if err != nil {
-		return nil
-	}
-	shapes, err := src.CapturedShapes(ctx)
-	if err != nil {
-		log.Debug("cannot read the shapes of the captured tables", "err", err)
+		return nil, nil
 	}
 	ids, err := src.CapturedTables(ctx)
 	if err != nil {
-		return shapes
+		return nil, nil // binlog.Check reached the server: it reports what fails
+	}
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		sctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+	}
+	defer cancel()
+	shapes, err := src.CapturedShapes(sctx)
+	var ps []schema.Problem
+	if err != nil {
+		ps = append(ps, schema.Problem{Check: "target_table", Warning: true,
+			Detail: fmt.Sprintf("the captured tables' shapes were not read (%v): existing target tables were not compared with them", err),
+			Fix:    "run check again with a longer --timeout"})
 	}
 	have := make(map[schema.TableID]bool, len(shapes))
 	for _, t := range shapes {
@@ -161,7 +174,7 @@ func capturedShapes(ctx context.Context, cfg binlog.Config, log *slog.Logger) []
 			shapes = append(shapes, schema.Table{ID: id})
 		}
 	}
-	return shapes
+	return shapes, ps
 }
 
 // probeTimeout bounds the server checks of a connector created over REST.
