@@ -118,7 +118,7 @@ func (s *Sink) checkShape(ctx context.Context, tb schema.Table) ([]schema.Proble
 				bad = s.uncomparable(m, c.Name, bad)
 			}
 			if err := s.keylessRefusal(t, bad); err != nil {
-				add(false, err.Error(), "see the error")
+				add(false, err.Error(), "one of the three the message names")
 			}
 		}
 	} else if err := s.checkShapeKey(ctx, t, m, tb, add); err != nil {
@@ -229,7 +229,7 @@ func (s *Sink) checkShapeType(t target, c schema.Column, key bool, tc colInfo, w
 	f := schema.Field{Name: c.Name, Schema: c.Schema}
 	if !s.cfg.AutoEvolve {
 		if err := s.d.ColumnFits(t, f, tc.Type); err != nil {
-			add(false, err.Error(), "see the error")
+			add(false, err.Error(), "change the column as the message says, or set auto_evolve: true")
 			return
 		}
 	}
