@@ -446,7 +446,7 @@ func (s *Source) syncerConfig() replication.BinlogSyncerConfig {
 		// from each event's end position, so have the client fill it in
 		// (it asks for annotate events then, to count every byte).
 		FillZeroLogPos: s.zeroLogPos,
-		Logger:         s.log.With("component", "go-mysql"),
+		Logger:         libraryLogger(s.log),
 	}
 }
 

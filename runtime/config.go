@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -213,6 +214,11 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string {
+	if errors.Is(e.err, ErrConfig) {
+		// The connector's message already says it is a config error
+		// ("binlog: invalid config: …"): say it once.
+		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)
+	}
 	return fmt.Sprintf("%s:%d: %s: %s: %s", e.File, e.Line, e.Key, e.Msg, ErrConfig)
 }
 

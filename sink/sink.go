@@ -452,7 +452,7 @@ func (x *txExtra) fn() func(tx *txn) error {
 func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]schema.ID, opts reduceOpts, extra *txExtra) error {
 	p, err := reduceWith(recs, s.cfg.target, opts)
 	if err != nil {
-		return fmt.Errorf("sink: %w", err)
+		return err // ErrSchema and ErrValue say "sink:" already
 	}
 	for _, tp := range p.tables {
 		if tp.keylessSkipped > 0 {

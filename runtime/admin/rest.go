@@ -475,20 +475,32 @@ type BuildInfo struct {
 	Commit  string `json:"commit"`  // the VCS revision the binary was built from, "" when unknown
 }
 
-// Version reads the binary's build information.
+// BuildVersion and BuildCommit, when set at link time (go build -ldflags
+// "-X github.com/sluicecdc/sluice/runtime/admin.BuildVersion=v1.2.3 -X
+// github.com/sluicecdc/sluice/runtime/admin.BuildCommit=<sha>"), win over
+// the build information Go records (a build outside a git work tree, or
+// from a source archive, has none).
+var BuildVersion, BuildCommit string
+
+// Version reads the binary's build information: the module version and
+// vcs.revision Go records, or what BuildVersion and BuildCommit say.
 func Version() BuildInfo {
 	v := BuildInfo{Version: "devel"}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return v
-	}
-	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v.Version = bi.Main.Version
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" {
-			v.Commit = s.Value
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v.Version = bi.Main.Version
 		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v.Commit = s.Value
+			}
+		}
+	}
+	if BuildVersion != "" {
+		v.Version = BuildVersion
+	}
+	if BuildCommit != "" {
+		v.Commit = BuildCommit
 	}
 	return v
 }

@@ -789,3 +789,16 @@ func TestAdminLoggers(t *testing.T) {
 		t.Errorf("without WithLogLevel: %d %s, want 404", code, body)
 	}
 }
+
+// GET / answers the version and commit set at link time when a build sets
+// them (go build -ldflags "-X …/admin.BuildVersion=… -X …/admin.BuildCommit=…"),
+// over Go's build information.
+func TestAPIRootLinkTimeVersion(t *testing.T) {
+	BuildVersion, BuildCommit = "v1.2.3", "feedbeef"
+	t.Cleanup(func() { BuildVersion, BuildCommit = "", "" })
+	code, out := do(t, NewHandler(newFake(), ""), "GET", "/", "")
+	var v BuildInfo
+	if err := json.Unmarshal([]byte(out), &v); code != 200 || err != nil || v != (BuildInfo{Version: "v1.2.3", Commit: "feedbeef"}) {
+		t.Errorf("GET /: %d %s (%v), want v1.2.3 and feedbeef", code, out, err)
+	}
+}

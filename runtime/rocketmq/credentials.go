@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -175,6 +176,32 @@ func checkSubscribe(ctx context.Context, cfg Config, topics []string) error {
 			if err := authError(cfg.AccessKey, q.addr, h); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+const reqSendMessage = 10 // SEND_MESSAGE
+
+// checkPublish sends one small message to queue 0 of topic on each broker
+// of masters and returns the fatal ErrAuth error of a broker that refuses
+// it (a user without Pub). Only with credentials (brokers with
+// authorization); the caller deletes the topic, and the message with it.
+func checkPublish(ctx context.Context, cfg Config, topic string, masters []string) error {
+	if !cfg.hasCredentials() {
+		return nil
+	}
+	for _, addr := range masters {
+		h, _, err := invokeSigned(ctx, cfg.credentials(), addr, reqSendMessage, map[string]string{
+			"producerGroup": sanitizeName(cfg.Pipeline + "-check"), "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+			"queueId": "0", "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
+			"properties": "", "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+		}, []byte("sluice check"))
+		if err != nil {
+			continue
+		}
+		if err := authError(cfg.AccessKey, addr, h); err != nil {
+			return err
 		}
 	}
 	return nil

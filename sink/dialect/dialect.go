@@ -144,9 +144,16 @@ type Catalog interface {
 	FoldCase() bool
 	// ColumnsQuery reads a table's columns. Args: schema ("" = default),
 	// table. Rows: name, full type, not null, default, extra, character
-	// set, collation, comment (the last five for MySQL's MODIFY COLUMN;
-	// NULL or '' on PostgreSQL).
+	// set, collation, comment (the last four for MySQL's MODIFY COLUMN;
+	// '' or NULL on PostgreSQL, whose default is 'default' for a column
+	// with a default, an identity or a generated value, else NULL).
 	ColumnsQuery() string
+	// UniqueKeysQuery reads the columns of a table's primary key and
+	// unique indexes that can arbitrate an upsert (no partial, expression
+	// or prefix ones). Args as ColumnsQuery; rows: index name, column
+	// name, whether the key part is the whole column (an index with a
+	// part that is not cannot arbitrate and is left out).
+	UniqueKeysQuery() string
 	// ChecksQuery reads a table's one-column CHECK constraints, "" when
 	// the dialect writes none (args as ColumnsQuery; rows: constraint
 	// name, column name, definition, standard_conforming_strings).

@@ -92,6 +92,12 @@ func (d Dialect) InsertIgnore(table string, cols []string) string {
 	return "INSERT IGNORE INTO " + d.Quote(table) + " (" + strings.Join(cols, ", ") + ") VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", len(cols)), ", ") + ")"
 }
 
+// UniqueKeysQuery reads the unique indexes on whole columns (a prefix or
+// functional key part leaves its index out).
+func (Dialect) UniqueKeysQuery() string {
+	return "SELECT INDEX_NAME, COALESCE(COLUMN_NAME, ''), SUB_PART IS NULL AND COLUMN_NAME IS NOT NULL FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND NON_UNIQUE = 0"
+}
+
 // MySQL writes no CHECK constraints of its own.
 func (Dialect) ChecksQuery() string                                        { return "" }
 func (Dialect) ParseEnumCheck(string, string, bool) ([]string, bool, bool) { return nil, false, false }

@@ -182,10 +182,20 @@ func (Dialect) TableColumns() string {
 }
 
 func (Dialect) ColumnsQuery() string {
-	return `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, NULL, '', NULL, NULL, ''
+	return `SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, CASE WHEN a.atthasdef OR a.attidentity <> '' THEN 'default' END, '', NULL, NULL, ''
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = COALESCE(NULLIF($1, ''), current_schema()) AND c.relname = $2 AND c.relkind IN ('r', 'p', 'v', 'f', 'm')
 AND a.attnum > 0 AND NOT a.attisdropped`
+}
+
+// UniqueKeysQuery reads the unique indexes ON CONFLICT can use: immediate,
+// not partial, on columns only.
+func (Dialect) UniqueKeysQuery() string {
+	return `SELECT i.relname, a.attname, true
+FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(x.indkey)
+WHERE n.nspname = COALESCE(NULLIF($1, ''), current_schema()) AND c.relname = $2
+AND x.indisunique AND x.indimmediate AND x.indpred IS NULL AND NOT 0 = ANY(x.indkey)`
 }
 
 // ChecksQuery reads a table's one-column CHECK constraints, with EnumCheck.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sluicecdc/sluice/runtime"
@@ -22,6 +23,8 @@ import (
 const usage = `sluice: change-data-capture from MySQL/MariaDB to RocketMQ and PostgreSQL/MySQL
 
 Usage:
+  sluice [--log-format text|json] COMMAND ...     logs as text lines (default) or JSON objects on stderr (also SLUICE_LOG_FORMAT)
+  sluice version                                  print the version and the commit it was built from
   sluice run --config FILE [--only source|sink]   run a pipeline until SIGTERM/SIGINT
   sluice worker --config CLUSTER.yaml             join a cluster of workers sharing connectors through a coordinator database
   sluice validate --config FILE                   check the config file and exit
@@ -37,16 +40,25 @@ Usage:
 
 // Main runs the command line and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	format, args, err := logFormat(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice: %v\n", err)
+		return 2
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
+	opts := &slog.HandlerOptions{Level: logLevelVar}
 	logLevelVar.Set(logLevel())
-	log := slog.New(runtime.UniqueKeys(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevelVar})))
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if format == "json" {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	log := slog.New(runtime.UniqueKeys(h))
 	// Packages that log without a logger handed to them (the admin API's
 	// deprecation warnings) write through the same handler.
 	slog.SetDefault(log)
-	var err error
 	switch args[0] {
 	case "run":
 		err = cmdRun(args[1:], log)
@@ -64,12 +76,33 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(args[1:], stdout, log)
 	case "config-reference":
 		err = cmdConfigReference(args[1:], stdout)
+	case "version", "--version":
+		v := admin.Version()
+		fmt.Fprintf(stdout, "sluice %s", v.Version)
+		if v.Commit != "" {
+			fmt.Fprintf(stdout, " (commit %s)", v.Commit)
+		}
+		fmt.Fprintln(stdout)
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+	if fe := (flagError{}); errors.As(err, &fe) {
+		// The flag package's own words, once: the refusal and the flags
+		// (for -h, only the flags, on stdout).
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, fe.usage)
+			return 0
+		}
+		fmt.Fprint(stderr, fe.usage)
+		return 2
+	}
 	if err != nil {
-		if !errors.As(err, new(reportedError)) {
+		switch {
+		case errors.As(err, new(reportedError)):
+		case format == "json": // every line of stderr is one JSON object
+			log.Error("command failed", "command", args[0], "err", err)
+		default:
 			fmt.Fprintf(stderr, "sluice: %v\n", err)
 		}
 		if errors.Is(err, schema.ErrConfig) || errors.Is(err, flag.ErrHelp) {
@@ -83,6 +116,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // logLevelVar is the level of the process's logger: SLUICE_LOG_LEVEL at
 // start, then PUT /admin/loggers/root.
 var logLevelVar = new(slog.LevelVar)
+
+// logFormat takes the global --log-format text|json off the front of args
+// (before the command); SLUICE_LOG_FORMAT is its default, text when unset.
+func logFormat(args []string) (string, []string, error) {
+	format := os.Getenv("SLUICE_LOG_FORMAT")
+	for len(args) > 0 && (args[0] == "--log-format" || strings.HasPrefix(args[0], "--log-format=")) {
+		if v, ok := strings.CutPrefix(args[0], "--log-format="); ok {
+			format, args = v, args[1:]
+		} else if len(args) > 1 {
+			format, args = args[1], args[2:]
+		} else {
+			return "", nil, fmt.Errorf("--log-format needs a value: text or json: %w", runtime.ErrConfig)
+		}
+	}
+	switch format {
+	case "", "text":
+		return "text", args, nil
+	case "json":
+		return "json", args, nil
+	}
+	return "", nil, fmt.Errorf("log format %q (--log-format or SLUICE_LOG_FORMAT): use text or json: %w", format, runtime.ErrConfig)
+}
 
 func logLevel() slog.Level {
 	var l slog.Level
@@ -106,7 +161,7 @@ func init() {
 }
 
 func loadConfig(fs *flag.FlagSet, path *string, args []string) (*runtime.Config, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if *path == "" {
@@ -177,6 +232,29 @@ func cmdRun(args []string, log *slog.Logger) error {
 			}
 		}
 	}
+}
+
+// flagError is a command line fs.Parse refused; usage is what the flag
+// package wrote about it (the refusal, then the flags), which Main prints
+// instead of the error.
+type flagError struct {
+	err   error
+	usage string
+}
+
+func (e flagError) Error() string { return e.err.Error() }
+func (e flagError) Unwrap() error { return e.err }
+
+// parseFlags is fs.Parse with the flag package's output kept for Main
+// (it wrote to the process's stderr, and Main then printed the error a
+// second time).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	if err := fs.Parse(args); err != nil {
+		return flagError{err: err, usage: b.String()}
+	}
+	return nil
 }
 
 // reportedError is an error already logged where it happened: Main ends

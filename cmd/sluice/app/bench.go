@@ -170,7 +170,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
 	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq: send and read back this many messages (the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; a topic of their own per round) before measuring, so that no phase meets cold brokers (0 skips)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	var err error

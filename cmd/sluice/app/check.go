@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -24,8 +25,9 @@ var errChecksFailed = errors.New("some checks failed")
 // cmdCheck verifies every side a config sets up and prints one line per
 // problem with its fix: the source server and account (binlog.Check), the
 // target (sink.Check: reachable, and the right to create and alter tables
-// in the schemas the captured tables map to) and the broker
-// (rocketmq.Check: reachable, credentials, topic creation); and a MySQL
+// in the schemas the captured tables map to, and the shapes of the mapped
+// tables that exist) and the broker (rocketmq.Check: reachable,
+// credentials, topic creation, Pub and Sub under ACL); and a MySQL
 // target's durability settings.
 func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs, path, _ := configFlag("check", args)
@@ -110,16 +112,15 @@ func reachable(problems []schema.Problem) bool {
 // captured tables map to) and the broker (rocketmq.Check).
 func probe(ctx context.Context, d *decoded, log *slog.Logger) []schema.Problem {
 	var problems []schema.Problem
-	var tables []schema.TableID
+	var tables []schema.Table
 	if d.source != nil {
 		log.Debug("checking the source", "host", d.source.Host, "port", d.source.Port, "user", d.source.User)
 		sp := binlog.Check(ctx, *d.source)
 		problems = append(problems, sp...)
-		if d.sink != nil && len(sp) == 0 {
-			// the target schemas the captured tables map to
-			if src, err := binlog.NewSource(*d.source, log); err == nil {
-				tables, _ = src.CapturedTables(ctx)
-			}
+		if d.sink != nil && !failed(sp) {
+			var ps []schema.Problem
+			tables, ps = capturedShapes(ctx, *d.source, log)
+			problems = append(problems, ps...)
 		}
 	}
 	if d.sink != nil {
@@ -128,9 +129,53 @@ func probe(ctx context.Context, d *decoded, log *slog.Logger) []schema.Problem {
 	}
 	if d.rocketmq != nil {
 		log.Debug("checking the broker", "name_servers", d.rocketmq.NameServers)
-		problems = append(problems, rocketmq.Check(ctx, *d.rocketmq)...)
+		problems = append(problems, rocketmq.Check(ctx, *d.rocketmq, rocketmq.Use{Publish: d.source != nil, Subscribe: d.sink != nil})...)
 	}
 	return problems
+}
+
+// failed reports a FAIL among ps.
+func failed(ps []schema.Problem) bool {
+	return slices.ContainsFunc(ps, func(p schema.Problem) bool { return !p.Warning })
+}
+
+// capturedShapes lists the tables the source captures, for the target
+// schemas they map to, with the shapes the sink compares existing target
+// tables with; a table whose shape cannot be read comes by its name only.
+// Reading the shapes (a catalogue query per table) gets half the time
+// left, so that a large schema leaves the rest of the checks their time;
+// the problem says when the shapes were not read.
+func capturedShapes(ctx context.Context, cfg binlog.Config, log *slog.Logger) ([]schema.Table, []schema.Problem) {
+	src, err := binlog.NewSource(cfg, log)
+	if err != nil {
+		return nil, nil
+	}
+	ids, err := src.CapturedTables(ctx)
+	if err != nil {
+		return nil, nil // binlog.Check reached the server: it reports what fails
+	}
+	sctx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		sctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+	}
+	defer cancel()
+	shapes, err := src.CapturedShapes(sctx)
+	var ps []schema.Problem
+	if err != nil {
+		ps = append(ps, schema.Problem{Check: "target_table", Warning: true,
+			Detail: fmt.Sprintf("the captured tables' shapes were not read (%v): existing target tables were not compared with them", err),
+			Fix:    "run check again with a longer --timeout"})
+	}
+	have := make(map[schema.TableID]bool, len(shapes))
+	for _, t := range shapes {
+		have[t.ID] = true
+	}
+	for _, id := range ids {
+		if !have[id] {
+			shapes = append(shapes, schema.Table{ID: id})
+		}
+	}
+	return shapes, ps
 }
 
 // probeTimeout bounds the server checks of a connector created over REST.

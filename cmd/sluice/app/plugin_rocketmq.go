@@ -3,9 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strconv"
-	"strings"
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
@@ -17,11 +15,6 @@ import (
 func rocketmqPlugin() runtime.Plugin {
 	return runtime.Spec[rocketmq.Config]{Kind: runtime.KindTransport, Name: "rocketmq", Types: []string{"rocketmq"},
 		Validate: func(c *rocketmq.Config, sec *runtime.Section, doc *runtime.Config) error {
-			for _, a := range c.NameServers {
-				if host, _, _ := strings.Cut(a, ":"); host != "127.0.0.1" && host != "localhost" {
-					slog.Warn("name server is not on loopback", "address", a)
-				}
-			}
 			c.Pipeline = doc.Name
 			if err := runtime.CheckInFlight(sec, c.MaxCachedRecords, int64(c.MaxCachedBytes)); err != nil {
 				return err

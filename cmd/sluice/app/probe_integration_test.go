@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -58,4 +60,44 @@ func mustParse(t *testing.T, doc json.RawMessage) *runtime.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// The cluster's probe compares the existing target tables too: a
+// connector whose mapped PostgreSQL table has no key on the source's
+// primary key is refused with 400 naming the table (it was created, and
+// its task stopped at the table's first upsert).
+func TestClusterRefusesATargetTableWithoutTheKey(t *testing.T) {
+	c, db := checkServer(t)
+	pg := serverEnv(t, "scripts/servers.sh start postgres", "SLUICE_PG_DSN")[0]
+	if _, err := c.Execute("CREATE TABLE " + db + ".items (id INT PRIMARY KEY, v INT)"); err != nil {
+		t.Fatal(err)
+	}
+	tdb, err := sql.Open("postgres", pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tdb.Close()
+	t.Cleanup(func() { _, _ = tdb.Exec("DROP SCHEMA " + db + " CASCADE") })
+	for _, q := range []string{"CREATE SCHEMA " + db, "CREATE TABLE " + db + ".items (id INT, v INT)"} {
+		if _, err := tdb.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := json.RawMessage(fmt.Sprintf(`{"name":"k","source":{"type":"mariadb","host":%q,"port":%s,"user":%q,"password":%q,"server_id":4712,"include":["%s.*"]},
+		"transport":{"type":"embedded"},"sink":{"type":"postgres","dsn":%q}}`,
+		os.Getenv("SLUICE_MYSQL_HOST"), os.Getenv("SLUICE_MYSQL_PORT"), os.Getenv("SLUICE_MYSQL_CDC_USER"), os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"), db, pg))
+	ctl := &cluster.Control{Check: checkForCluster, Validator: validateForCluster, Probe: probeForCluster}
+	reasons := strings.Join(probeForCluster(context.Background(), mustParse(t, doc)), "\n")
+	if !strings.Contains(reasons, "FAIL target_table: "+db+".items: no primary key or unique index") {
+		t.Fatalf("the probe of a target table without the key: %q, want a FAIL naming the table", reasons)
+	}
+	if _, err := ctl.Create(context.Background(), "k", doc); !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "FAIL target_table: "+db+".items") {
+		t.Errorf("create with a target table without the key: %v, want ErrInvalid naming the table", err)
+	}
+	if _, err := tdb.Exec("ALTER TABLE " + db + ".items ADD PRIMARY KEY (id)"); err != nil {
+		t.Fatal(err)
+	}
+	if reasons := probeForCluster(context.Background(), mustParse(t, doc)); len(reasons) > 0 {
+		t.Errorf("the table with its key: the probe refuses: %v", reasons)
+	}
 }
