@@ -77,30 +77,61 @@ rm -f "$mysql_log"
 
 # The RocketMQ client's push consumer has a known data race
 # (apache/rocketmq-client-go#1213), so its broker tests skip under -race above;
-# run them here without it.
-echo "== go test -count=1 -run Integration ./runtime/rocketmq (consumer tests, no -race)"
-go test -count=1 -run Integration "$@" ./runtime/rocketmq || status=1
+# they run without it beside the integration tests below (they mostly wait on
+# the broker), their output following.
+rmq_log="$(mktemp)"
+(
+  echo "== go test -count=1 -run Integration ./runtime/rocketmq (consumer tests, no -race)"
+  go test -count=1 -run Integration "$@" ./runtime/rocketmq
+) >"$rmq_log" 2>&1 &
+rmq_pid=$!
 
 if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
   if (($#)); then
     echo "== go test -count=1 -timeout 50m -v $* ./integration/..."
     go test -count=1 -timeout 50m -v "$@" ./integration/... || status=1
   else
-    # The fault tests (TestFault*) stop, kill and start servers of their own
-    # (integration/faults_helpers_test.go) and mostly wait on them: they run
-    # in a second process beside the others, whose output follows.
-    fault_log="$(mktemp)"
-    echo "== go test -count=1 -timeout 50m -v -run '^TestFault' ./integration/... (in the background)"
-    go test -count=1 -timeout 50m -v -run '^TestFault' ./integration/... >"$fault_log" 2>&1 &
-    fault_pid=$!
-    echo "== go test -count=1 -timeout 50m -v -skip '^TestFault' ./integration/..."
-    go test -count=1 -timeout 50m -v -skip '^TestFault' ./integration/... || status=1
-    wait "$fault_pid" || status=1
-    echo "== the fault tests (-run '^TestFault'):"
-    cat "$fault_log"
-    rm -f "$fault_log"
+    # The integration tests mostly wait on servers (a killed RocketMQ
+    # consumer's queue locks expire after a minute on the broker, fault
+    # tests stop and start servers of their own), so they run in several
+    # processes at once, split by -run patterns. Each group's tests own
+    # their databases, topics, consumer groups and position files (the
+    # contract kit names them uniqueName(...); the fault tests start their
+    # own servers), so the groups cannot meet. The last group runs every
+    # test the others do not name (-skip of all their patterns), so a new
+    # test or contract pair is never left out. The contract kit's pairs are
+    # TestContract/[<source>/]<transport>/<target> (source empty for
+    # MariaDB); a pattern's levels are split at '/', alternatives at '|'.
+    groups=(
+      # servers of their own; plus the embedded contract pairs (in-process)
+      '^TestFault|^TestContract$/^embedded$|^TestContract$/^mysql97$/^embedded$'
+      # RocketMQ into PostgreSQL
+      '^TestContract$/^rocketmq(-packed)?$/^postgres$|^TestContract$/^mysql97$/^rocketmq(-packed)?$/^postgres$'
+      # RocketMQ into MySQL/MariaDB
+      '^TestContract$/^rocketmq(-packed)?$/^mysql$|^TestContract$/^mysql97$/^rocketmq(-packed)?$/^mysql$'
+    )
+    pids=() logs=()
+    for g in "${groups[@]}"; do
+      log="$(mktemp)"
+      echo "== go test -count=1 -timeout 50m -v -run '$g' ./integration/... (in the background)"
+      go test -count=1 -timeout 50m -v -run "$g" ./integration/... >"$log" 2>&1 &
+      pids+=("$!") logs+=("$log")
+    done
+    rest="$(IFS='|'; echo "${groups[*]}")"
+    echo "== go test -count=1 -timeout 50m -v -skip '$rest' ./integration/..."
+    go test -count=1 -timeout 50m -v -skip "$rest" ./integration/... || status=1
+    for i in "${!groups[@]}"; do
+      wait "${pids[$i]}" || status=1
+      echo "== the tests of -run '${groups[$i]}':"
+      cat "${logs[$i]}"
+      rm -f "${logs[$i]}"
+    done
   fi
 fi
+
+wait "$rmq_pid" || status=1
+cat "$rmq_log"
+rm -f "$rmq_log"
 
 if ((status == 0)); then echo "== tests PASSED in $((SECONDS - t0))s"
 else echo "== tests FAILED in $((SECONDS - t0))s"; fi
