@@ -252,7 +252,7 @@ transport:
   type: file
   dir: %s
 `, k.db, k.e["SLUICE_MYSQL_FLAVOR"], k.e["SLUICE_MYSQL_HOST"], k.e["SLUICE_MYSQL_PORT"], k.e["SLUICE_MYSQL_CDC_USER"],
-		1000+rand.Intn(100000), k.db, tr, sinkType, k.targetDSN(), schemaLine, k.sink, filepath.Join(k.dir, "positions"))
+		serverID(), k.db, tr, sinkType, k.targetDSN(), schemaLine, k.sink, filepath.Join(k.dir, "positions"))
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", k.e["SLUICE_MYSQL_CDC_PASSWORD"])
 	path := filepath.Join(k.dir, "pipeline.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
