@@ -15,6 +15,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 type serverEnv struct {
@@ -27,14 +28,7 @@ type serverEnv struct {
 
 func needServer(t testing.TB) serverEnv {
 	t.Helper()
-	host := os.Getenv("SLUICE_MYSQL_HOST")
-	if host == "" {
-		msg := "SLUICE_MYSQL_HOST is not set: start the servers with scripts/servers.sh start and source /tmp/sluice-servers/servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	host := schematest.NeedServers(t, "SLUICE_MYSQL_HOST")[0]
 	port, err := strconv.Atoi(os.Getenv("SLUICE_MYSQL_PORT"))
 	if err != nil {
 		t.Fatalf("SLUICE_MYSQL_PORT: %v", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +70,7 @@ func barrierRun(b *testing.B, e env, mode string, rows, every, txn int) float64 
 	defer pg.Exec(`DROP SCHEMA IF EXISTS "` + db + `" CASCADE`)
 	exec("CREATE TABLE " + db + ".t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, note VARCHAR(40) NOT NULL)")
 	bcfg := binlog.Config{Host: e["SLUICE_MYSQL_HOST"], User: e["SLUICE_MYSQL_CDC_USER"], Password: e["SLUICE_MYSQL_CDC_PASSWORD"], Flavor: e["SLUICE_MYSQL_FLAVOR"],
-		ServerID: uint32(1000 + rand.Intn(100000)), ServerName: db}
+		ServerID: serverID(), ServerName: db}
 	fmt.Sscan(e["SLUICE_MYSQL_PORT"], &bcfg.Port)
 	start, err := binlog.CurrentPosition(ctx, bcfg)
 	if err != nil {

@@ -100,7 +100,7 @@ func TestTypeFidelityEndToEnd(t *testing.T) {
 			dir := t.TempDir()
 			cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  snapshot: initial\ntransport:\n  type: embedded\n  queues: 4\nsink:\n%spositions:\n  type: file\n  dir: %s\n",
 				db, e["SLUICE_MYSQL_FLAVOR"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], e["SLUICE_MYSQL_CDC_USER"],
-				2000+time.Now().UnixNano()%90000, db, sink, filepath.Join(dir, "positions"))
+				serverID(), db, sink, filepath.Join(dir, "positions"))
 			t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
 			path := filepath.Join(dir, "pipeline.yaml")
 			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

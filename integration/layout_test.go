@@ -43,6 +43,10 @@ func innerPackage(importPath string) string {
 	return ""
 }
 
+// testSupport is the helpers package of every package's tests (servers
+// needed or fail under CI, polling); production code never imports it.
+const testSupport = module + "/schema/schematest"
+
 // topFolder maps a package (or its test variants, "x_test", "x.test") to
 // its top-level folder.
 func topFolder(importPath string) string {
@@ -74,9 +78,15 @@ func TestImportGraph(t *testing.T) {
 		}
 		checked++
 		inner := innerPackage(pkg)
+		// a test variant is listed as "pkg [pkg.test]"; pkg_test and pkg.test are tests too
+		variant := len(fields) > 1 && strings.HasPrefix(fields[1], "[")
+		production := !variant && !strings.HasSuffix(pkg, ".test") && !strings.HasSuffix(pkg, "test")
 		for _, imp := range fields[1:] {
 			if !strings.HasPrefix(imp, module+"/") {
 				continue
+			}
+			if production && imp == testSupport {
+				t.Errorf("%s imports %s: the test-support package is for tests (and test-support packages) only", pkg, imp)
 			}
 			if inner != "" {
 				rel := strings.TrimPrefix(imp, module+"/")

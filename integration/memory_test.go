@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"database/sql"
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,7 +77,7 @@ func bigTxConfig(t *testing.T, e env, name, transport, sinkDSN string) string {
 	dir := t.TempDir()
 	cfg := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %s\n  user: %s\n  password: ${SLUICE_IT_CDC_PASSWORD}\n  server_id: %d\n  include: [\"%s.*\"]\n  snapshot: initial\ntransport:\n%ssink:\n  type: postgres\n  dsn: %s\npositions:\n  type: file\n  dir: %s\n",
 		name, e["SLUICE_MYSQL_FLAVOR"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], e["SLUICE_MYSQL_CDC_USER"],
-		1000+rand.Intn(100000), name, tr, sinkDSN, filepath.Join(dir, "positions"))
+		serverID(), name, tr, sinkDSN, filepath.Join(dir, "positions"))
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
 	if err := os.MkdirAll(filepath.Join(dir, "positions"), 0o755); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package integration
 import (
 	"database/sql"
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,7 +96,7 @@ sink:
 %spositions:
   type: file
   dir: %s
-`, db, src.flavor, src.host, src.port, src.user, 1000+rand.Intn(100000), db, snap, tg.kind, tg.dsn, tg.schema, sinkExtra, filepath.Join(dir, "positions"))
+`, db, src.flavor, src.host, src.port, src.user, serverID(), db, snap, tg.kind, tg.dsn, tg.schema, sinkExtra, filepath.Join(dir, "positions"))
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", src.password)
 	path := filepath.Join(dir, "pipeline.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

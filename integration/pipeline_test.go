@@ -372,7 +372,7 @@ positions:
   type: file
   dir: %s
 `, name, e["SLUICE_MYSQL_FLAVOR"], e["SLUICE_MYSQL_HOST"], e["SLUICE_MYSQL_PORT"], e["SLUICE_MYSQL_CDC_USER"],
-		1000+rand.Intn(100000), name, tr, e["SLUICE_PG_DSN"], filepath.Join(dir, "positions"))
+		serverID(), name, tr, e["SLUICE_PG_DSN"], filepath.Join(dir, "positions"))
 	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
 	path := filepath.Join(dir, "pipeline.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

@@ -75,32 +75,80 @@ if [[ -n "$mysql_pid" ]]; then
 fi
 rm -f "$mysql_log"
 
+# Compile the packages of the runs below once (without -race, unlike the
+# unit tests), before several go test processes would each compile them.
+go test -count=1 -run '^$' ./runtime/rocketmq ./integration/... >/dev/null || status=1
+
 # The RocketMQ client's push consumer has a known data race
 # (apache/rocketmq-client-go#1213), so its broker tests skip under -race above;
-# run them here without it.
-echo "== go test -count=1 -run Integration ./runtime/rocketmq (consumer tests, no -race)"
-go test -count=1 -run Integration "$@" ./runtime/rocketmq || status=1
+# they run without it beside the integration tests below (they mostly wait on
+# the broker), their output following.
+rmq_log="$(mktemp)"
+(
+  echo "== go test -count=1 -run Integration ./runtime/rocketmq (consumer tests, no -race)"
+  go test -count=1 -run Integration "$@" ./runtime/rocketmq
+) >"$rmq_log" 2>&1 &
+rmq_pid=$!
 
 if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
   if (($#)); then
     echo "== go test -count=1 -timeout 50m -v $* ./integration/..."
     go test -count=1 -timeout 50m -v "$@" ./integration/... || status=1
   else
-    # The fault tests (TestFault*) stop, kill and start servers of their own
-    # (integration/faults_helpers_test.go) and mostly wait on them: they run
-    # in a second process beside the others, whose output follows.
-    fault_log="$(mktemp)"
-    echo "== go test -count=1 -timeout 50m -v -run '^TestFault' ./integration/... (in the background)"
-    go test -count=1 -timeout 50m -v -run '^TestFault' ./integration/... >"$fault_log" 2>&1 &
-    fault_pid=$!
-    echo "== go test -count=1 -timeout 50m -v -skip '^TestFault' ./integration/..."
-    go test -count=1 -timeout 50m -v -skip '^TestFault' ./integration/... || status=1
-    wait "$fault_pid" || status=1
-    echo "== the fault tests (-run '^TestFault'):"
-    cat "$fault_log"
-    rm -f "$fault_log"
+    # The integration tests mostly wait on servers (a killed RocketMQ
+    # consumer's queue locks expire after a minute on the broker, fault
+    # tests stop and start servers of their own), so they run in several
+    # processes at once, split by -run patterns. Each group's tests own
+    # their databases, topics, consumer groups and position files (the
+    # contract kit names them uniqueName(...); the fault tests start their
+    # own servers), so the groups cannot meet. The last group runs every
+    # test the others do not name (-skip of all their patterns), so a new
+    # test or contract pair is never left out. The contract kit's pairs are
+    # TestContract/[<source>/]<transport>/<target> (source empty for
+    # MariaDB); a pattern's levels are split at '/', alternatives at '|'.
+    # In the CI run of December 6 (then one process beside the fault tests):
+    # the fault tests 416 s; the embedded pairs 43-55 s each; MariaDB's
+    # RocketMQ pairs 258-335 s each (sink processes killed, each kill waiting
+    # out a minute of queue locks on the broker); the rest ~550 s. A new
+    # transport's pairs fall into the last group unless named here.
+    groups=(
+      # servers of their own; plus the embedded contract pairs (in-process)
+      '^TestFault|^TestContract$/^embedded$|^TestContract$/^mysql97$/^embedded$'
+      # MariaDB over RocketMQ into PostgreSQL; MySQL into the MySQL target
+      '^TestContract$/^rocketmq(-packed)?$/^postgres$|^TestContract$/^mysql97$/^rocketmq$/^mysql$'
+      # MariaDB over RocketMQ into MariaDB; MySQL into PostgreSQL
+      '^TestContract$/^rocketmq$/^mysql$|^TestContract$/^mysql97$/^rocketmq(-packed)?$/^postgres$'
+    )
+    # The cluster tests time lease failovers against a bound of a few
+    # seconds (integration/cluster_test.go: failoverBound): they run alone,
+    # after the others, as on a machine that only runs them. On a machine
+    # loaded by other processes TestCluster failed (a task moved on a late
+    # heartbeat) before and after the split alike.
+    solo='^TestCluster'
+    pids=() logs=()
+    for g in "${groups[@]}"; do
+      log="$(mktemp)"
+      echo "== go test -count=1 -timeout 50m -v -run '$g' ./integration/... (in the background)"
+      go test -count=1 -timeout 50m -v -run "$g" ./integration/... >"$log" 2>&1 &
+      pids+=("$!") logs+=("$log")
+    done
+    rest="$(IFS='|'; echo "${groups[*]}|$solo")"
+    echo "== go test -count=1 -timeout 50m -v -skip '$rest' ./integration/..."
+    go test -count=1 -timeout 50m -v -skip "$rest" ./integration/... || status=1
+    for i in "${!groups[@]}"; do
+      wait "${pids[$i]}" || status=1
+      echo "== the tests of -run '${groups[$i]}':"
+      cat "${logs[$i]}"
+      rm -f "${logs[$i]}"
+    done
+    echo "== go test -count=1 -timeout 50m -v -run '$solo' ./integration/... (alone)"
+    go test -count=1 -timeout 50m -v -run "$solo" ./integration/... || status=1
   fi
 fi
+
+wait "$rmq_pid" || status=1
+cat "$rmq_log"
+rm -f "$rmq_log"
 
 if ((status == 0)); then echo "== tests PASSED in $((SECONDS - t0))s"
 else echo "== tests FAILED in $((SECONDS - t0))s"; fi

@@ -15,6 +15,7 @@ import (
 	mysqldrv "github.com/go-sql-driver/mysql"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 	"github.com/sluicecdc/sluice/sink/mysql"
 	"github.com/sluicecdc/sluice/sink/postgres"
 )
@@ -22,15 +23,7 @@ import (
 // requireEnv skips (or, with CI=true, fails) when a server's env var is unset.
 func requireEnv(t testing.TB, names ...string) {
 	t.Helper()
-	for _, n := range names {
-		if os.Getenv(n) == "" {
-			msg := fmt.Sprintf("%s is not set: start the servers with scripts/servers.sh start and source /tmp/sluice-servers/servers.env", n)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
+	schematest.NeedServers(t, names...)
 }
 
 // tenv is one target server with a fresh schema (PostgreSQL) or database

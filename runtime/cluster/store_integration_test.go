@@ -16,20 +16,15 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // coordinators returns driver -> DSN of the test servers; without them it
 // skips (fails in CI).
 func coordinators(t *testing.T) map[string]string {
 	t.Helper()
-	pg, host := os.Getenv("SLUICE_PG_DSN"), os.Getenv("SLUICE_MYSQL_HOST")
-	if pg == "" || host == "" {
-		msg := "SLUICE_PG_DSN and SLUICE_MYSQL_HOST are not set: start the servers with scripts/servers.sh start and source /tmp/sluice-servers/servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	s := schematest.NeedServers(t, "SLUICE_PG_DSN", "SLUICE_MYSQL_HOST")
+	pg, host := s[0], s[1]
 	my := fmt.Sprintf("%s:%s@tcp(%s:%s)/mysql", os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"), host, os.Getenv("SLUICE_MYSQL_PORT"))
 	return map[string]string{"postgres": pg, "mysql": my}
 }

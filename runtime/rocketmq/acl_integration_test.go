@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // aclServer returns the name server of the RocketMQ instance with
@@ -24,15 +24,8 @@ import (
 // rocketmq-acl) and its user's credentials, or skips (fails in CI).
 func aclServer(t testing.TB) (ns []string, accessKey, secretKey string) {
 	t.Helper()
-	v, ak, sk := os.Getenv("SLUICE_ROCKETMQ_ACL_NAMESRV"), os.Getenv("SLUICE_ROCKETMQ_ACL_ACCESS_KEY"), os.Getenv("SLUICE_ROCKETMQ_ACL_SECRET_KEY")
-	if v == "" || ak == "" || sk == "" {
-		msg := "SLUICE_ROCKETMQ_ACL_NAMESRV/ACCESS_KEY/SECRET_KEY are not set: start scripts/servers.sh start rocketmq-acl and source its servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return strings.Split(v, ","), ak, sk
+	s := schematest.NeedServers(t, "SLUICE_ROCKETMQ_ACL_NAMESRV", "SLUICE_ROCKETMQ_ACL_ACCESS_KEY", "SLUICE_ROCKETMQ_ACL_SECRET_KEY")
+	return strings.Split(s[0], ","), s[1], s[2]
 }
 
 // aclUser makes a normal user on every master broker of the ACL instance,

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,20 +17,13 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // nameServer returns SLUICE_ROCKETMQ_NAMESRV, or skips (fails in CI).
 func nameServer(t testing.TB) []string {
 	t.Helper()
-	v := os.Getenv("SLUICE_ROCKETMQ_NAMESRV")
-	if v == "" {
-		msg := "SLUICE_ROCKETMQ_NAMESRV is not set: start the servers with scripts/servers.sh start rocketmq and source /tmp/sluice-servers/servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return strings.Split(v, ",")
+	return strings.Split(schematest.NeedServers(t, "SLUICE_ROCKETMQ_NAMESRV")[0], ",")
 }
 
 // skipUnderRace skips tests that run the client's push consumer: it has a

@@ -1,5 +1,7 @@
-// Package schematest holds helpers for the tests of every package (it
-// imports nothing of sluice's, so any package's tests may use it).
+// Package schematest holds helpers for the tests of every package: the
+// servers a test needs (NeedServers, NoServer), polling (Eventually) and the
+// scratch server's lock. It imports nothing of sluice's, so any package's
+// tests may use it; production code never does (the layout test).
 package schematest
 
 import (

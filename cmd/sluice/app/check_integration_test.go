@@ -14,20 +14,15 @@ import (
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
+
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // checkServer returns an admin connection and a fresh database, or skips
 // (fails in CI) without the test servers.
 func checkServer(t *testing.T) (*client.Conn, string) {
 	t.Helper()
-	host := os.Getenv("SLUICE_MYSQL_HOST")
-	if host == "" {
-		msg := "SLUICE_MYSQL_HOST is not set: start the servers with scripts/servers.sh start and source /tmp/sluice-servers/servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	host := schematest.NeedServers(t, "SLUICE_MYSQL_HOST")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := client.ConnectWithContext(ctx, host+":"+os.Getenv("SLUICE_MYSQL_PORT"), os.Getenv("SLUICE_MYSQL_USER"), os.Getenv("SLUICE_MYSQL_PASSWORD"), "", 10*time.Second)

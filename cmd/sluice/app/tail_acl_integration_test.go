@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // TestTailCommandACL: `sluice tail` signs its reads with the transport's
@@ -20,14 +20,8 @@ import (
 // a wrong secret or none ends it with an error that names the keys to fix
 // and never the secret.
 func TestTailCommandACL(t *testing.T) {
-	ns, ak, sk := os.Getenv("SLUICE_ROCKETMQ_ACL_NAMESRV"), os.Getenv("SLUICE_ROCKETMQ_ACL_ACCESS_KEY"), os.Getenv("SLUICE_ROCKETMQ_ACL_SECRET_KEY")
-	if ns == "" || ak == "" || sk == "" {
-		msg := "SLUICE_ROCKETMQ_ACL_NAMESRV/ACCESS_KEY/SECRET_KEY are not set: start scripts/servers.sh start rocketmq-acl and source its servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	s := schematest.NeedServers(t, "SLUICE_ROCKETMQ_ACL_NAMESRV", "SLUICE_ROCKETMQ_ACL_ACCESS_KEY", "SLUICE_ROCKETMQ_ACL_SECRET_KEY")
+	ns, ak, sk := s[0], s[1], s[2]
 	name := fmt.Sprintf("tail_acl_%d", rand.IntN(1e9))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 var (
@@ -37,14 +38,7 @@ func tailRecord(db, table string, id int64, v string) schema.Record {
 // checks `sluice tail --table --key` prints exactly the matching records as
 // schemaless JSON lines, in order, and --schemas and --limit.
 func TestTailCommand(t *testing.T) {
-	ns := os.Getenv("SLUICE_ROCKETMQ_NAMESRV")
-	if ns == "" {
-		msg := "SLUICE_ROCKETMQ_NAMESRV is not set: start the servers with scripts/servers.sh start and source /tmp/sluice-servers/servers.env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	ns := schematest.NeedServers(t, "SLUICE_ROCKETMQ_NAMESRV")[0]
 	name := fmt.Sprintf("tail_it_%d", rand.IntN(1e9))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
