@@ -118,6 +118,11 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	var resume *SnapshotProgress
 	doSnapshot := false
 	if position == nil {
+		// Before the start point: a branch prepared before it and committed
+		// after it would not be captured.
+		if err := s.awaitPreparedXA(ctx, conn); err != nil {
+			return err
+		}
 		if s.cfg.Snapshot != SnapshotNever {
 			doSnapshot = true
 		} else {

@@ -1,10 +1,13 @@
 package binlog
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -178,4 +181,76 @@ func parseXAPrepare(data []byte) (onePhase bool, xid string, err error) {
 	}
 	g, b := data[13:13+gl], data[13+gl:13+gl+bl]
 	return data[0] != 0, fmt.Sprintf("X'%X',X'%X',%d", g, b, format), nil
+}
+
+// xaStartWait bounds how long a first start waits for XA branches prepared
+// on the server to be committed or rolled back; xaStartPoll is how often it
+// looks. Variables for tests.
+var (
+	xaStartWait = 30 * time.Second
+	xaStartPoll = 500 * time.Millisecond
+)
+
+// awaitPreparedXA waits, at a first start, until no XA branch is prepared
+// on the server (XA RECOVER), at most xaStartWait. A branch's rows are
+// logged at its XA PREPARE: one prepared before the start point and
+// committed after it would be in neither the snapshot nor the stream.
+// Once it is committed before the start point, the snapshot reads its rows
+// (and a start without snapshot begins after it, like after any commit).
+// Past the bound the start goes on with a warning naming the branches;
+// when it cannot list them (MySQL: without XA_RECOVER_ADMIN) it goes on
+// and says so.
+func (s *Source) awaitPreparedXA(ctx context.Context, conn *client.Conn) error {
+	deadline := time.Now().Add(xaStartWait)
+	waiting := false
+	for {
+		xids, err := preparedXA(conn)
+		if err != nil {
+			// MySQL answers a user without XA_RECOVER_ADMIN with error
+			// 1401 (XAER_RMERR), not an access error.
+			s.log.Info("binlog: cannot list prepared XA transactions at the first start (XA RECOVER): a branch prepared before it and committed after it would not be captured; grant XA_RECOVER_ADMIN (MySQL) to have the first start wait for them", "err", err)
+			return nil
+		}
+		switch {
+		case len(xids) == 0:
+			if waiting {
+				s.log.Info("binlog: no XA transaction is prepared any more: starting")
+			}
+			return nil
+		case time.Now().After(deadline):
+			s.log.Warn("binlog: XA transactions are still prepared at the first start: those that change captured tables are not captured when they commit (their rows were logged at XA PREPARE, before the start point); snapshot those tables again after their XA COMMIT, or reset the position and start again once XA RECOVER lists none",
+				"waited", xaStartWait.String(), "xids", listSome(xids))
+			return nil
+		case !waiting:
+			s.log.Warn("binlog: XA transactions are prepared on the server: the first start waits for their XA COMMIT or XA ROLLBACK, so that their rows are captured", "xids", listSome(xids), "wait", xaStartWait.String())
+			waiting = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(xaStartPoll):
+		}
+	}
+}
+
+// preparedXA lists the XA branches prepared on the server (XA RECOVER) in
+// the form the binlog names them (xaID, parseXAPrepare).
+func preparedXA(conn *client.Conn) ([]string, error) {
+	r, err := conn.Execute("XA RECOVER")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := 0; i < r.RowNumber(); i++ {
+		format, err1 := r.GetInt(i, 0)
+		gl, err2 := r.GetInt(i, 1)
+		bl, err3 := r.GetInt(i, 2)
+		data, err4 := r.GetString(i, 3)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || gl < 0 || bl < 0 || gl+bl > int64(len(data)) {
+			out = append(out, "(unreadable)")
+			continue
+		}
+		out = append(out, fmt.Sprintf("X'%X',X'%X',%d", data[:gl], data[gl:gl+bl], format))
+	}
+	return out, nil
 }

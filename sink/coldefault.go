@@ -104,10 +104,12 @@ func fieldDefault(f schema.Field) *schema.Default {
 	return &schema.Default{Value: text}
 }
 
-// warnIgnoredGenerated warns (schema_changes: ignore) of generated columns
+// warnIgnoredGenerated notes (schema_changes: ignore) the generated columns
 // the schema changes in recs add: AutoEvolve adds them with their first
-// row as plain columns, and rows written before hold NULL in the target.
-// It warns once per column (the change reaches every queue).
+// row as plain columns, and then computes them in the rows written before
+// (fillIgnoredGenerated) where their expression is integer arithmetic
+// (fillGenerated). It warns, once per column (the change reaches every
+// queue), of those it cannot compute: their older target rows hold NULL.
 func (s *Sink) warnIgnoredGenerated(recs []schema.Record) {
 	for i := range recs {
 		r := &recs[i]
@@ -122,7 +124,13 @@ func (s *Sink) warnIgnoredGenerated(recs []schema.Record) {
 				t := s.cfg.target(tc.Table)
 				k := "generated\x00" + t.String() + "\x00" + cc.Name
 				s.ddlMu.Lock() // typeWarned is warnType's, under ddlMu
-				if !s.typeWarned[k] {
+				if d := *cc.Column; computable(d) {
+					if s.ignoredGen == nil {
+						s.ignoredGen = map[string]schema.ColumnDef{}
+					}
+					d.Name = cc.Name
+					s.ignoredGen[s.genKey(t, cc.Name)] = d
+				} else if !s.typeWarned[k] {
 					if s.typeWarned == nil {
 						s.typeWarned = map[string]bool{}
 					}
@@ -164,7 +172,7 @@ func (s *Sink) addEvolvedColumn(ctx context.Context, t target, f schema.Field, t
 // table, integer literals, +, -, * and parentheses. false otherwise (the
 // caller warns), or when d is no generated integer column.
 func (s *Sink) fillGenerated(t target, tt *targetTable, d schema.ColumnDef) (ddlStatement, bool) {
-	if !d.Generated || d.Expression == "" || d.Type == nil || d.Type.Logical != schema.None || d.Type.Type < schema.Int8 || d.Type.Type > schema.Uint64 {
+	if !computable(d) {
 		return ddlStatement{}, false
 	}
 	expr, ok := s.portableExpr(d.Expression, tt)
@@ -176,6 +184,41 @@ func (s *Sink) fillGenerated(t target, tt *targetTable, d schema.ColumnDef) (ddl
 	// commits on its own, and a transaction begun before that would be
 	// refused (1412 Table definition has changed). Repeating it is harmless.
 	return ddlStatement{what: "compute generated column", sql: q, table: t}, true
+}
+
+// computable reports a generated integer column with an expression, which
+// fillGenerated may compute in older rows (when portableExpr takes it).
+func computable(d schema.ColumnDef) bool {
+	return d.Generated && d.Expression != "" && d.Type != nil && d.Type.Logical == schema.None && d.Type.Type >= schema.Int8 && d.Type.Type <= schema.Uint64
+}
+
+// genKey names a column of t in Sink.ignoredGen.
+func (s *Sink) genKey(t target, col string) string { return t.String() + "\x00" + s.fold(col) }
+
+// fillIgnoredGenerated computes, right after AutoEvolve added column col
+// to t (whose columns are now cols), a generated column a schema change
+// added under schema_changes: ignore in the rows written before, as
+// schema_changes: apply does (fillGenerated): the target's older rows then
+// read what the source computed for them. It warns where it cannot. ddlMu
+// held.
+func (s *Sink) fillIgnoredGenerated(ctx context.Context, t target, cols map[string]colInfo, col string) error {
+	k := s.genKey(t, col)
+	d, ok := s.ignoredGen[k]
+	if !ok {
+		return nil
+	}
+	fill, ok := s.fillGenerated(t, &targetTable{cols: cols}, d)
+	if !ok {
+		delete(s.ignoredGen, k)
+		s.warnGenerated(t, col)
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, fill.sql); err != nil {
+		return fmt.Errorf("sink: %s %q of %s: %w", fill.what, col, t, wrapDB(err))
+	}
+	delete(s.ignoredGen, k)
+	s.log.Info("generated column computed in the rows written before it was added", "table", t.String(), "column", col)
+	return nil
 }
 
 // portableExpr rewrites a MySQL expression of integer arithmetic on the

@@ -14,7 +14,9 @@ import (
 // schema_changes apply (from the schema change) and ignore (AutoEvolve,
 // from the first record that has the column): the DEFAULT, or for NOT
 // NULL without one the implicit value (0, ”, an ENUM's first label). A
-// generated column stays NULL in older rows, with a warning under both.
+// generated column of integer arithmetic is computed in older rows under
+// both (under ignore once AutoEvolve adds it); another stays NULL there,
+// with a warning.
 func TestAddedColumnsReadTheDefault(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
 		intCol := func(optional bool) *schema.Schema {
@@ -91,7 +93,9 @@ func TestAddedColumnsReadTheDefault(t *testing.T) {
 			v1 := structOf(schema.Field{Name: "id", Schema: schema.Primitive(schema.Int64, false)})
 			write(t, s, insertInto("ig", v1, int64(1)))
 			gen := schema.ColumnChange{Kind: schema.AddColumn, Name: "f", Column: &schema.ColumnDef{Name: "f", Type: intCol(true), Generated: true}}
-			write(t, s, ddlRec("src", "ALTER TABLE ig ADD f …", 2, alter("ig", gen)))
+			// integer arithmetic: computed in older rows once AutoEvolve adds it
+			genH := schema.ColumnChange{Kind: schema.AddColumn, Name: "h", Column: &schema.ColumnDef{Name: "h", Type: intCol(true), Generated: true, Expression: "(`id` + 1) * 2 - `id`"}}
+			write(t, s, ddlRec("src", "ALTER TABLE ig ADD f …, ADD h …", 2, alter("ig", gen, genH)))
 			if w := logs.find(slog.LevelWarn, "generated column added as a plain column"); len(w) != 1 || w[0].attrs["column"] != "f" {
 				t.Errorf("warnings about the generated column: %+v", w)
 			}
@@ -106,12 +110,13 @@ func TestAddedColumnsReadTheDefault(t *testing.T) {
 				schema.Field{Name: "s", Schema: strCol(false)},
 				schema.Field{Name: "d", Schema: withDefault(intCol(true), int32(7))},
 				schema.Field{Name: "f", Schema: intCol(true)},
+				schema.Field{Name: "h", Schema: intCol(true)},
 				// MySQL takes a TEXT default only as an expression
 				schema.Field{Name: "tx", Schema: withDefault(withParams(&schema.Schema{Type: schema.String, Optional: true}, schema.ParamSourceType, "text"), "t")},
 				// a default PostgreSQL and MySQL refuse (MariaDB's JSON is
 				// text that takes it): added without it, with a warning
 				schema.Field{Name: "jx", Schema: withDefault(&schema.Schema{Type: schema.String, Logical: schema.Json, Optional: true}, "not json")})
-			write(t, s, insertInto("ig", v2, int64(2), int32(5), "q", "x", int32(8), int32(9), "u", `{"a":1}`))
+			write(t, s, insertInto("ig", v2, int64(2), int32(5), "q", "x", int32(8), int32(9), int32(4), "u", `{"a":1}`))
 			wantJx, refused := "jx=NULL ", 1
 			if e.flavor == "mariadb" {
 				wantJx, refused = "jx='not json' ", 0
@@ -119,11 +124,11 @@ func TestAddedColumnsReadTheDefault(t *testing.T) {
 			if w := logs.find(slog.LevelWarn, "column added without the default"); len(w) != refused || refused == 1 && w[0].attrs["column"] != "jx" {
 				t.Errorf("warnings about the refused default: %+v", w)
 			}
-			jx := "jx"
+			jx, h := "jx", "h"
 			if e.dialect == DialectPostgres {
-				jx = "jx::text"
+				jx, h = "jx::text", "h::text"
 			}
-			if got, want := read("ig", cols+", tx, "+jx), want+"tx='t' "+wantJx; got != want {
+			if got, want := read("ig", cols+", "+h+", tx, "+jx), want+"h='3' tx='t' "+wantJx; got != want {
 				t.Errorf("row 1 reads %s, want %s", got, want)
 			}
 		})

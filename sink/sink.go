@@ -31,6 +31,10 @@ type Sink struct {
 	// typeWarned holds (table, column, current, wanted) already warned
 	// about (under ddlMu).
 	typeWarned map[string]bool
+	// ignoredGen holds the generated columns schema changes add under
+	// SchemaChanges "ignore", by genKey, until AutoEvolve adds them and
+	// computes them in older rows (under ddlMu).
+	ignoredGen map[string]schema.ColumnDef
 
 	bar barrierState // wakes copies of a barrier waiting here (barrier.go)
 

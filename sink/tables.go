@@ -165,6 +165,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			}
 			s.log.Info("added column", "table", t.String(), "column", f.Name, "type", typ)
 			m.cols[s.fold(f.Name)] = colInfo{Type: typ}
+			if err := s.fillIgnoredGenerated(ctx, t, m.cols, f.Name); err != nil {
+				return nil, err
+			}
 			changed = true
 		}
 		if changed {
