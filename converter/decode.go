@@ -74,7 +74,7 @@ func (r *recent[T]) exact(b []byte) (*recentEntry[T], bool) {
 }
 
 func (r *recent[T]) add(raw []byte, v T) {
-	i := r.next.Add(1) % recentLen
+	i := (r.next.Add(1) - 1) % recentLen // the first in slot 0: lookups stop at the first empty slot
 	r.slots[i].Store(&recentEntry[T]{raw: raw, v: v})
 }
 
@@ -82,6 +82,57 @@ func (r *recent[T]) add(raw []byte, v T) {
 // Events with schemas decode exactly (see the package doc); payload-only
 // events get an inferred schema.
 func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
+	r, ok := c.decodeEnvelope(value)
+	if !ok {
+		var err error
+		if r, err = c.decodeAnyValue(value); err != nil {
+			return schema.Record{}, err
+		}
+	}
+	if len(key) == 0 || r.Op == schema.OpSchemaChange {
+		return r, nil
+	}
+	if err := c.decodeKey(&r, key); err != nil {
+		return schema.Record{}, fmt.Errorf("converter: key: %w", err)
+	}
+	return r, nil
+}
+
+// decodeEnvelope decodes value when it is `{"schema":S,"payload":P}` as
+// Encode writes it, S a schema decoded lately: P is decoded straight
+// away, with neither S nor P scanned first to find where they end (P is
+// read once, by the decoder, which refuses text after it). ok false
+// leaves value to decodeAnyValue, for every other text and every error.
+func (c *JSON) decodeEnvelope(value []byte) (r schema.Record, ok bool) {
+	e, payload, ok := recentEnvelope(&c.recentValue, value)
+	if !ok || decodeValue(&r, e.v, payload) != nil {
+		return schema.Record{}, false
+	}
+	return r, true
+}
+
+// recentEnvelope splits b, when it is `{"schema":S,"payload":P}` without
+// spaces and S a schema text of rc, into S's entry and what P must be if
+// b is such an envelope (the text up to the last brace). The caller
+// decodes P as one JSON value, which proves the split: S is a whole
+// value, then comes the payload member and P, then the envelope's end.
+func recentEnvelope[T any](rc *recent[T], b []byte) (e *recentEntry[T], payload []byte, ok bool) {
+	const head, mid = `{"schema":`, `,"payload":`
+	if len(b) < len(head)+len(mid)+1 || string(b[:len(head)]) != head || b[len(b)-1] != '}' {
+		return nil, nil, false
+	}
+	if e, ok = rc.match(b[len(head):]); !ok {
+		return nil, nil, false
+	}
+	rest := b[len(head)+len(e.raw) : len(b)-1]
+	if len(rest) < len(mid) || string(rest[:len(mid)]) != mid {
+		return nil, nil, false
+	}
+	return e, rest[len(mid):], true
+}
+
+// decodeAnyValue decodes a value of any shape Decode accepts.
+func (c *JSON) decodeAnyValue(value []byte) (schema.Record, error) {
 	var r schema.Record
 	var hit *recentEntry[*envDec]
 	sch, payload, err := splitEnvelope(value, func(b []byte) int {
@@ -110,12 +161,6 @@ func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
 	}
 	if err != nil {
 		return schema.Record{}, fmt.Errorf("converter: value: %w", err)
-	}
-	if len(key) == 0 || r.Op == schema.OpSchemaChange {
-		return r, nil
-	}
-	if err := c.decodeKey(&r, key); err != nil {
-		return schema.Record{}, fmt.Errorf("converter: key: %w", err)
 	}
 	return r, nil
 }
@@ -181,6 +226,13 @@ func decodeValue(r *schema.Record, ed *envDec, payload []byte) error {
 }
 
 func (c *JSON) decodeKey(r *schema.Record, key []byte) error {
+	if e, payload, ok := recentEnvelope(&c.recentKey, key); ok {
+		kr := *r
+		if decodeKeyPayload(&kr, e.v, payload) == nil {
+			*r = kr
+			return nil
+		}
+	}
 	var hit *recentEntry[*plan]
 	sch, payload, err := splitEnvelope(key, func(b []byte) int {
 		hit = nil

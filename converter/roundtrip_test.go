@@ -322,3 +322,60 @@ func TestSchemaChangeStructureRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedEnvelopeAsScanned: an envelope whose schema was decoded lately
+// is read without scanning the schema and the payload first (Decode's
+// recentEnvelope). Whatever the text after the schema, a converter that
+// has those schemas cached returns the record or the error of one that
+// has not and scans the text member by member.
+func TestCachedEnvelopeAsScanned(t *testing.T) {
+	r := typeRecords(typeCases()[3])[0]
+	k, v, err := NewJSON(DefaultOptions()).Encode(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := func(b []byte) (head, payload []byte) {
+		i := bytes.Index(b, []byte(`,"payload":`)) + len(`,"payload":`)
+		return b[:i], b[i : len(b)-1]
+	}
+	vh, vp := cut(v)
+	kh, kp := cut(k)
+	join := func(parts ...string) []byte { return []byte(strings.Join(parts, "")) }
+	cases := map[string][2][]byte{ // key, value
+		"as written":              {k, v},
+		"no key":                  {nil, v},
+		"space before the end":    {join(string(kh), string(kp), " }"), join(string(vh), string(vp), " }")},
+		"space after the end":     {join(string(k), " "), join(string(v), " ")},
+		"member after payload":    {join(string(kh), string(kp), `,"x":1}`), join(string(vh), string(vp), `,"x":1}`)},
+		"schema after payload":    {join(string(kh), string(kp), `,"schema":null}`), join(string(vh), string(vp), `,"schema":null}`)},
+		"payload twice":           {join(string(kh), string(kp), `,"payload":`, string(kp), "}"), join(string(vh), string(vp), `,"payload":`, string(vp), "}")},
+		"two payloads in one":     {join(string(kh), string(kp), string(kp), "}"), join(string(vh), string(vp), string(vp), "}")},
+		"brace after the end":     {join(string(k), "}"), join(string(v), "}")},
+		"null payload":            {join(string(kh), "null}"), join(string(vh), "null}")},
+		"empty payload object":    {join(string(kh), "{}}"), join(string(vh), "{}}")},
+		"payload cut short":       {join(string(kh), string(kp[:len(kp)/2]), "}"), join(string(vh), string(vp[:len(vp)/2]), "}")},
+		"no payload":              {join(string(kh[:len(kh)-len(`,"payload":`)]), "}"), join(string(vh[:len(vh)-len(`,"payload":`)]), "}")},
+		"payload of another kind": {join(string(kh), `[1]}`), join(string(vh), `"x"}`)},
+	}
+	for name, kv := range cases {
+		cached := NewJSON(DefaultOptions())
+		if _, err := cached.Decode(k, v); err != nil { // caches both schemas
+			t.Fatal(err)
+		}
+		if _, _, ok := recentEnvelope(&cached.recentValue, v); !ok {
+			t.Fatal("the value's schema is not taken from the cache")
+		}
+		if _, _, ok := recentEnvelope(&cached.recentKey, k); !ok {
+			t.Fatal("the key's schema is not taken from the cache")
+		}
+		got, gotErr := cached.Decode(kv[0], kv[1])
+		want, wantErr := NewJSON(DefaultOptions()).Decode(kv[0], kv[1])
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("%s: error %v, scanned %v", name, gotErr, wantErr)
+			continue
+		}
+		if d := recordDiff(&got, &want); d != "" {
+			t.Errorf("%s: %s", name, d)
+		}
+	}
+}

@@ -122,7 +122,7 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 			_ = adm.Close()
 		}
 	}
-	p := newPublisher(cfg, log, prod, newTopicCache(cfg, adm), cleanup)
+	p := newPublisher(cfg, log, batchSender{prod}, newTopicCache(cfg, adm), cleanup)
 	if dlq != nil {
 		p.dlq = dlq
 	}
