@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,22 +233,25 @@ func TestFaultSecondRunFencesFirst(t *testing.T) {
 }
 
 // The crash-safe PostgreSQL of TestFaultPostgresCrash: its own root and
-// port (it is crashed on purpose), fsync on, synchronous_commit off as its
-// default (scripts/servers.sh, SLUICE_POSTGRES_DURABLE=1).
-const (
-	crashRoot   = "/tmp/sluice-faults-durable"
-	crashPGPort = "29532"
+// port (it is crashed on purpose), beside the fault servers' (moved with
+// them by SLUICE_IT_FAULT_ROOT and SLUICE_IT_FAULT_PORT_BASE), fsync on,
+// synchronous_commit off as its default (scripts/servers.sh,
+// SLUICE_POSTGRES_DURABLE=1).
+var (
+	crashRoot   = faultRoot + "-durable"
+	crashPGPort = strconv.Itoa(faultPortBase + 532)
 )
 
 // TestFaultPostgresCrash: the target PostgreSQL crashes (pg_ctl restart -m
-// immediate: its processes killed, its shared memory lost) three times
-// while the source is written and the pipeline streams on the embedded
+// immediate: its processes killed, its shared memory lost) while the source
+// is written and the pipeline streams, three times on the embedded
 // transport, where the source position moves once the sink's commit
-// returns. The pipeline resumes by itself each time, and the target ends
-// equal to the source with no row moved back: no acknowledged commit was
-// lost (the sink asks for synchronous_commit itself).
+// returns, and twice over RocketMQ (the fault servers' brokers), where the
+// consumer's offset does. The pipeline resumes by itself each time, and
+// the target ends equal to the source with no row moved back: no
+// acknowledged commit was lost (the sink asks for synchronous_commit
+// itself).
 func TestFaultPostgresCrash(t *testing.T) {
-	e := maps.Clone(servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"))
 	crashEnv := append(os.Environ(), "SLUICE_SERVERS_ROOT="+crashRoot, "SLUICE_POSTGRES_PORT="+crashPGPort, "SLUICE_POSTGRES_DURABLE=1")
 	script := func(verb string) {
 		t.Helper()
@@ -263,9 +267,8 @@ func TestFaultPostgresCrash(t *testing.T) {
 	if err != nil || ce["SLUICE_PG_DURABLE"] != "on" {
 		t.Fatalf("crash server: %s/servers.env says durable %q (%v)", crashRoot, ce["SLUICE_PG_DURABLE"], err)
 	}
-	e["SLUICE_PG_DSN"] = ce["SLUICE_PG_DSN"]
 	data := ce["SLUICE_PG_DATA"]
-	crash := func() {
+	crash := func(t *testing.T) {
 		t.Helper()
 		args := []string{filepath.Join(ce["SLUICE_PG_BIN"], "pg_ctl"), "-D", data, "-l", filepath.Join(filepath.Dir(data), "postgres.log"), "-m", "immediate", "-w", "restart"}
 		if os.Geteuid() == 0 {
@@ -275,21 +278,33 @@ func TestFaultPostgresCrash(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	db, my, pg := sourceAndTarget(t, e, "it_crash")
-	r := startWorker(t, writeConfig(t, e, db, "embedded"))
-	waitStreaming(t, my, pg, db, r)
-	assertNoRegressions := watchRegressions(t, pg, db)
-	w := newWorkload(my, db)
-	for round := range 3 {
-		written := make(chan struct{})
-		go func() { defer close(written); w.run(t, 2000) }()
-		time.Sleep(500 * time.Millisecond)
-		began := time.Now()
-		crash()
-		t.Logf("crash %d: PostgreSQL back after %s", round+1, time.Since(began).Round(time.Millisecond))
-		<-written
+	for _, c := range []struct {
+		transport string
+		crashes   int
+	}{{"embedded", 3}, {"rocketmq", 2}} {
+		t.Run(c.transport, func(t *testing.T) {
+			e := maps.Clone(servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"))
+			e["SLUICE_PG_DSN"] = ce["SLUICE_PG_DSN"]
+			if c.transport == "rocketmq" {
+				e["SLUICE_ROCKETMQ_NAMESRV"] = faultBroker(t)["SLUICE_ROCKETMQ_NAMESRV"]
+			}
+			db, my, pg := sourceAndTarget(t, e, "it_crash")
+			r := startWorker(t, writeConfig(t, e, db, c.transport))
+			waitStreaming(t, my, pg, db, r)
+			assertNoRegressions := watchRegressions(t, pg, db)
+			w := newWorkload(my, db)
+			for round := range c.crashes {
+				written := make(chan struct{})
+				go func() { defer close(written); w.run(t, 2000) }()
+				time.Sleep(500 * time.Millisecond)
+				began := time.Now()
+				crash(t)
+				t.Logf("crash %d: PostgreSQL back after %s", round+1, time.Since(began).Round(time.Millisecond))
+				<-written
+			}
+			waitEqual(t, my, pg, db, r)
+			r.stop(t)
+			assertNoRegressions(t)
+		})
 	}
-	waitEqual(t, my, pg, db, r)
-	r.stop(t)
-	assertNoRegressions(t)
 }

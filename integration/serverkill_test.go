@@ -11,7 +11,8 @@ import (
 // TestFaultServerKills kills, with SIGKILL, a server a pipeline depends on
 // while it streams a workload, and starts it again (each on the fault
 // servers of its own: see faultServer): the MariaDB source, the MySQL 9.7
-// source, the MySQL 9.7 target and the RocketMQ name server. The pipeline
+// source, the MySQL 9.7 target (on each transport) and the RocketMQ name
+// server. The pipeline
 // runs under the worker, as `sluice run` does, which restarts it after the
 // lost connection; the target must end equal to the source, with no row
 // ever moved back (a trigger on the target records any update that lowers
@@ -26,6 +27,9 @@ func TestFaultServerKills(t *testing.T) {
 		{name: "mysql-source", kind: "mysql", pidFile: "mysql/mysqld.pid", pair: pair{transport: "embedded", target: "postgres", source: mysql97}, sourceDown: true},
 		{name: "mysql-target", kind: "mysql", pidFile: "mysql-tgt/mysqld.pid", pair: pair{transport: "embedded", target: "mysql"}},
 		{name: "name-server", kind: "rocketmq", pidFile: "rocketmq/namesrv.pid", pair: pair{transport: "rocketmq", target: "postgres"}},
+		// Over RocketMQ the sink's progress is the consumer's offset, not
+		// the source position: the MySQL target's kill once more there.
+		{name: "mysql-target-rocketmq", kind: "mysql", pidFile: "mysql-tgt/mysqld.pid", pair: pair{transport: "rocketmq", target: "mysql"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := maps.Clone(servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"))
@@ -44,9 +48,12 @@ func TestFaultServerKills(t *testing.T) {
 				}
 				e = e.withMySQL97()
 				delete(e, "SLUICE_TARGET_MYSQL_PORT")
-			case "mysql-target":
+			case "mysql-target", "mysql-target-rocketmq":
 				fe := faultServer(t, c.kind, "SLUICE_MYSQL97_TARGET_PORT")
 				e["SLUICE_TARGET_MYSQL_PORT"] = fe["SLUICE_MYSQL97_TARGET_PORT"]
+				if c.pair.transport == "rocketmq" {
+					e["SLUICE_ROCKETMQ_NAMESRV"] = faultBroker(t)["SLUICE_ROCKETMQ_NAMESRV"]
+				}
 			case "name-server":
 				e["SLUICE_ROCKETMQ_NAMESRV"] = faultBroker(t)["SLUICE_ROCKETMQ_NAMESRV"]
 			}

@@ -116,6 +116,15 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 			return changed, fmt.Errorf("sink: apply %s to %s: %w", st.what, st.table, wrapDB(err))
 		}
 	}
+	// The identities the sink's own TRUNCATE and DDL gave the tables:
+	// with the DDL's transaction where it has one, else at once.
+	var ex execer = s.db
+	if txDDL {
+		ex = tx
+	}
+	if err := s.recordIdentities(ctx, ex, changed); err != nil {
+		return changed, err
+	}
 	if r.Op == schema.OpSchemaChange {
 		for _, st := range stmts {
 			s.log.Info("applied schema change", "action", st.what, "table", st.table.String(), "ddl", describeDDL(r))

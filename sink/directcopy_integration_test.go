@@ -65,9 +65,7 @@ func BenchmarkInsertPostgres(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		for _, tb := range []string{"ins_sink", "ins_raw"} {
-			if _, err := e.db.Exec("TRUNCATE " + e.table(tb)); err != nil {
-				b.Fatal(err)
-			}
+			e.truncate(b, tb)
 		}
 		recs := asInserts(benchRows("ins_sink", n, i), schema.OpRead)
 		rows := driverRows(recs)

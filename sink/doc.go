@@ -54,7 +54,9 @@
 // or column), Write retries once with fresh metadata: a column is added
 // again; a table the sink has written and not dropped itself (listed in
 // its table registry, registry.go) fails the Write with a fatal
-// ErrTargetChanged rather than being created empty. A permanent error in a
+// ErrTargetChanged rather than being created empty. So does one whose
+// identity (registry.go) changed behind the sink: truncated, or dropped and
+// created again, between two writes. A permanent error in a
 // multi-row statement is reported with the key of the offending row, found
 // after the failed transaction is rolled back by replaying the rows singly
 // (each under a savepoint) in a transaction that is rolled back too.

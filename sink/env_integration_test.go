@@ -1,6 +1,7 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -155,6 +156,19 @@ func (e *tenv) quote(id string) string {
 }
 
 func (e *tenv) table(name string) string { return e.quote(e.schema) + "." + e.quote(name) }
+
+// truncate empties a test table between runs of a test and accepts it in
+// the table registry (ident NULL), as README tells an operator to: a
+// TRUNCATE behind the sink is otherwise refused at its next write.
+func (e *tenv) truncate(t testing.TB, name string) {
+	t.Helper()
+	if _, err := e.db.Exec("TRUNCATE TABLE " + e.table(name)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Exec(e.rebind("UPDATE "+e.quote(cmp.Or(e.cfg.ProgressTable, "sluice_progress")+"_tables")+" SET ident = NULL WHERE tbl_name = $1"), name); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // rows reads "id -> v" of a test table with columns id, v.
 func (e *tenv) rows(t testing.TB, table string) map[int64]string {

@@ -271,6 +271,75 @@ func TestWriteRecoversFromChangedTable(t *testing.T) {
 	})
 }
 
+// A target table truncated behind the sink (by hand, not a replicated
+// TRUNCATE) after it wrote rows there is not papered over: the next write
+// fails (fatal, ErrTargetChanged) saying what to do, in this Sink and after
+// a restart, and nothing is written into it. So is a table dropped and
+// created again between two writes, and a rewrite that keeps the rows
+// (VACUUM FULL, OPTIMIZE TABLE: the documented false alarm), until the
+// table is accepted as it is (ident set to NULL in the registry). The
+// sink's own TRUNCATE (a replicated one) is not refused.
+func TestWriteRefusesTableTruncatedBehind(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		open := func() *Sink {
+			s := e.open(t, nil)
+			s.identityEvery = 0
+			return s
+		}
+		s := open()
+		write(t, s, cIns("trh", 1, "a"), cIns("trh", 2, "b"))
+		own := schema.Record{Op: schema.OpTruncate, Table: schema.TableID{Database: "src", Table: "trh"}}
+		write(t, s, own, cIns("trh", 3, "c"))
+		write(t, s, cIns("trh", 4, "d"))
+		wantRows(t, e, "trh", map[int64]string{3: "c", 4: "d"})
+		refused := func(s *Sink, what string, want map[int64]string) {
+			t.Helper()
+			err := s.Write(context.Background(), []schema.Record{cIns("trh", 9, "z")})
+			var f interface{ Fatal() bool }
+			if !errors.Is(err, ErrTargetChanged) || !asFatal(err, &f) || !f.Fatal() || !strings.Contains(err.Error(), "truncated, or dropped and created again, behind the sink") || !strings.Contains(err.Error(), "accept it as it is") {
+				t.Fatalf("write after %s: %v; want a fatal ErrTargetChanged saying what to do", what, err)
+			}
+			wantRows(t, e, "trh", want)
+		}
+		accept := func() {
+			t.Helper()
+			if _, err := e.db.Exec(e.rebind("UPDATE sluice_progress_tables SET ident = NULL WHERE pipeline = $1 AND tbl_name = 'trh'"), e.cfg.Pipeline); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.db.Exec("TRUNCATE TABLE " + e.table("trh")); err != nil {
+			t.Fatal(err)
+		}
+		refused(s, "a TRUNCATE by hand", map[int64]string{})
+		refused(open(), "a TRUNCATE by hand, after a restart", map[int64]string{})
+		accept()
+		write(t, s, cIns("trh", 5, "e"))
+		wantRows(t, e, "trh", map[int64]string{5: "e"})
+
+		if _, err := e.db.Exec("DROP TABLE " + e.table("trh")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.Exec("CREATE TABLE " + e.table("trh") + " (id BIGINT PRIMARY KEY, v TEXT)"); err != nil {
+			t.Fatal(err)
+		}
+		refused(s, "the table dropped and created again by hand", map[int64]string{})
+		accept()
+		write(t, s, cIns("trh", 6, "f"))
+
+		rewrite := "OPTIMIZE TABLE " + e.table("trh")
+		if e.dialect == DialectPostgres {
+			rewrite = "VACUUM FULL " + e.table("trh")
+		}
+		if _, err := e.db.Exec(rewrite); err != nil {
+			t.Fatal(err)
+		}
+		refused(s, rewrite, map[int64]string{6: "f"})
+		accept()
+		write(t, s, cIns("trh", 7, "g"))
+		wantRows(t, e, "trh", map[int64]string{6: "f", 7: "g"})
+	})
+}
+
 // A queue's progress row deleted while a Sink runs (by hand, or lost in a
 // crash of a target without durable commits): the next Write applies the
 // queue's records as its first and creates the row again, instead of

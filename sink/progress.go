@@ -30,24 +30,11 @@ func (s *Sink) createProgress(ctx context.Context) error {
 	if err := createTable(ctx, s.db.DB, s.d.ProgressDDL(t), s.d.Quote(t)); err != nil {
 		return fmt.Errorf("sink: create progress table %s: %w", t, wrapDB(err))
 	}
-	rows, err := s.db.QueryContext(ctx, s.d.TableColumns(), t)
+	cols, err := s.controlColumns(ctx, t)
 	if err != nil {
-		return fmt.Errorf("sink: read the columns of progress table %s: %w", t, wrapDB(err))
+		return fmt.Errorf("sink: read the columns of progress table %s: %w", t, err)
 	}
-	defer rows.Close()
-	var hasID, hasOffset bool
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return fmt.Errorf("sink: read the columns of progress table %s: %w", t, wrapDB(err))
-		}
-		hasID = hasID || strings.EqualFold(c, "last_id")
-		hasOffset = hasOffset || strings.EqualFold(c, "last_offset")
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sink: read the columns of progress table %s: %w", t, wrapDB(err))
-	}
-	rows.Close()
+	hasID, hasOffset := cols["last_id"], cols["last_offset"]
 	if hasID || !hasOffset {
 		return nil
 	}
@@ -150,4 +137,26 @@ func (s *Sink) controlCollision(id schema.TableID) error {
 		}
 	}
 	return nil
+}
+
+// controlColumns reads the column names (lower case) of a control table
+// of the default schema.
+func (s *Sink) controlColumns(ctx context.Context, table string) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.TableColumns(), table)
+	if err != nil {
+		return nil, wrapDB(err)
+	}
+	defer rows.Close()
+	cols := map[string]bool{}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return nil, wrapDB(err)
+		}
+		cols[strings.ToLower(c)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapDB(err)
+	}
+	return cols, nil
 }

@@ -336,9 +336,7 @@ func TestMergeRowsetBadRow(t *testing.T) {
 		}
 		wantText(t, e, "bad", want, "v")
 		wantRowset(t, e, skip, 0)
-		if _, err := e.db.Exec("TRUNCATE " + e.table("bad")); err != nil {
-			t.Fatal(err)
-		}
+		e.truncate(t, "bad")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -43,9 +44,13 @@ type Sink struct {
 	// registered holds the tables this Sink has listed in the table
 	// registry (registry.go).
 	registered map[target]bool
-	progress   map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
-	pending    map[progressKey][]schema.Record // Transactional: held records per queue, as committed
-	closed     bool
+	// identityChecked is when each table's identity was last checked
+	// against the registry (registry.go), at most every identityEvery.
+	identityChecked map[target]time.Time
+	identityEvery   time.Duration
+	progress        map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
+	pending         map[progressKey][]schema.Record // Transactional: held records per queue, as committed
+	closed          bool
 
 	// defaultSchema is the connection's default schema (PostgreSQL) or
 	// database (MySQL): where the control tables are.
@@ -138,7 +143,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, fatal(err)
 	}
 	s := &Sink{cfg: cfg, d: d, log: log.With("component", "sink", "dialect", cfg.Dialect),
-		tables: map[target]*tableMeta{}, registered: map[target]bool{}, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
+		tables: map[target]*tableMeta{}, registered: map[target]bool{}, identityChecked: map[target]time.Time{}, identityEvery: identityEvery, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
 	db, err := connect(ctx, d, &cfg)
 	if err != nil {
 		return nil, err
@@ -164,6 +169,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	if err := s.createRegistry(ctx); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if s.d.TableIdentity(target{Table: "t"}) == "" {
+		s.log.Warn("target tables' identities are unreadable (MySQL and MariaDB: grant the sink's user PROCESS): a table truncated behind the sink will not be noticed")
 	}
 	if s.progressCAS, err = db.PrepareContext(ctx, progressCASSQL(d, cfg.ProgressTable)); err != nil {
 		db.Close()
@@ -499,6 +507,15 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 	}
 	committing := false
 	err = s.inTx(ctx, func(tx *txn) error {
+		var written []target
+		for i, tp := range p.tables {
+			if views[i] != nil {
+				written = append(written, tp.target)
+			}
+		}
+		if err := s.checkIdentities(ctx, tx, written); err != nil {
+			return err
+		}
 		fenced, err := s.lockProgress(ctx, tx, maxOff)
 		if err != nil {
 			return err
@@ -936,6 +953,9 @@ func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan, view *tab
 	if tp.truncate != nil {
 		if _, err := tx.ExecContext(ctx, s.d.Truncate(tp.target)); err != nil {
 			return fmt.Errorf("sink: truncate %s: %w", tp.target, wrapDB(err))
+		}
+		if err := s.recordIdentity(ctx, tx, tp.target, false); err != nil {
+			return err
 		}
 	}
 	// Deletes, grouped by key columns.

@@ -178,6 +178,9 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 			if n == nil {
 				return nil, fmt.Errorf("sink: table %s vanished while its columns were changed", t)
 			}
+			if err := s.recordIdentity(ctx, s.db, t, false); err != nil { // a copying ALTER moves it
+				return nil, err
+			}
 			m.cols, m.checks = n.cols, n.checks
 			m.refreshView(s.d.IsArray)
 		}

@@ -178,6 +178,16 @@ type Control interface {
 	// TablesDDL creates the table registry: pipeline, tbl_schema,
 	// tbl_name, the three its key.
 	TablesDDL(table string) string
+	// TablesMigrate adds the ident column to a table registry made
+	// before it had one.
+	TablesMigrate(table string) string
+	// TableIdentity is a scalar SQL expression, text, naming the storage
+	// t's rows live in (NULL when t is missing): it changes when t is
+	// truncated or dropped and created again (PostgreSQL: the
+	// relfilenode; MySQL and MariaDB: InnoDB's table id), and also when
+	// its rows are rewritten (VACUUM FULL, CLUSTER, OPTIMIZE, an ALTER
+	// TABLE that copies). "" when the dialect cannot tell for t.
+	TableIdentity(t Target) string
 	// InsertIgnore is an INSERT of one row of n columns into table that
 	// does nothing when its key exists.
 	InsertIgnore(table string, cols []string) string

@@ -20,10 +20,13 @@ type Dialect struct {
 	// coll is the target's collations, read by Verify; nil in a
 	// Dialect{} literal (collation.go).
 	coll *collations
+	// ids is where InnoDB's table ids are read, found by Verify; nil in
+	// a Dialect{} literal (no identities then).
+	ids *innodbIDs
 }
 
 // New returns the MySQL dialect; it has no options.
-func New(dialect.Options) Dialect { return Dialect{coll: &collations{}} }
+func New(dialect.Options) Dialect { return Dialect{coll: &collations{}, ids: &innodbIDs{}} }
 
 var (
 	_ dialect.Dialect  = Dialect{}
@@ -85,7 +88,7 @@ func (d Dialect) BarrierDDL(b, a string) []string {
 }
 
 func (d Dialect) TablesDDL(table string) string {
-	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline VARCHAR(191) NOT NULL, tbl_schema VARCHAR(64) NOT NULL, tbl_name VARCHAR(64) NOT NULL, created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, tbl_schema, tbl_name)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline VARCHAR(191) NOT NULL, tbl_schema VARCHAR(64) NOT NULL, tbl_name VARCHAR(64) NOT NULL, ident VARCHAR(64) NULL, created_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (pipeline, tbl_schema, tbl_name)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 }
 
 func (d Dialect) InsertIgnore(table string, cols []string) string {
@@ -127,6 +130,7 @@ func (d Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (
 	if err := d.loadCollations(ctx, db); err != nil {
 		return "", err
 	}
+	d.findInnoDBIDs(ctx, db, name.String)
 	return name.String, nil
 }
 

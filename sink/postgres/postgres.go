@@ -153,7 +153,18 @@ func (d Dialect) BarrierDDL(b, a string) []string {
 }
 
 func (d Dialect) TablesDDL(table string) string {
-	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline TEXT NOT NULL, tbl_schema TEXT NOT NULL, tbl_name TEXT NOT NULL, created_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, tbl_schema, tbl_name))"
+	return "CREATE TABLE IF NOT EXISTS " + d.Quote(table) + " (pipeline TEXT NOT NULL, tbl_schema TEXT NOT NULL, tbl_name TEXT NOT NULL, ident TEXT, created_at TIMESTAMPTZ(6) NOT NULL DEFAULT now(), PRIMARY KEY (pipeline, tbl_schema, tbl_name))"
+}
+
+func (d Dialect) TablesMigrate(table string) string {
+	return "ALTER TABLE " + d.Quote(table) + " ADD COLUMN IF NOT EXISTS ident TEXT"
+}
+
+// TableIdentity is the table's relfilenode: TRUNCATE gives the table a new
+// one (also a TRUNCATE in the sink's own transaction, which then sees it).
+// A partitioned table's own is 0 whatever its partitions go through.
+func (d Dialect) TableIdentity(t target) string {
+	return "(SELECT c.relfilenode::text FROM pg_class c WHERE c.oid = to_regclass(" + d.StringLiteral(dialect.Qualified(d, t)) + "))"
 }
 
 func (d Dialect) InsertIgnore(table string, cols []string) string {
