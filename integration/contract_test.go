@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
@@ -57,7 +58,7 @@ var contract = []property{
 		truncateRounds(t, k)
 	}},
 	{name: "schema_changes", run: schemaChangeRounds},
-	{name: "sink_processes", on: func(p pair) bool { return p.transport == "rocketmq" && p.source == "" }, run: sinkProcessesShareBarrier},
+	{name: "sink_processes", on: func(p pair) bool { return (p.transport == "rocketmq" || p.transport == "kafka") && p.source == "" }, run: sinkProcessesShareBarrier},
 	{name: "snapshot_then_stream", run: initialSnapshotThenStream, workload: true},
 	{name: "redelivery", run: testReplayNeverRegresses, workload: true},
 	{name: "resume_saved_position", run: heartbeatsAndCrashWithinSaveInterval, workload: true},
@@ -109,7 +110,8 @@ func (p pair) String() string {
 // MariaDB, which the other pairs cover.
 var pairs = []pair{{"embedded", "postgres", "", ""}, {"embedded", "mysql", "", ""}, {"rocketmq", "postgres", "", ""}, {"rocketmq", "mysql", "", ""},
 	{"rocketmq", "postgres", rocketmq.FormatPacked, ""},
-	{"embedded", "postgres", "", mysql97}, {"rocketmq", "mysql", "", mysql97}}
+	{"embedded", "postgres", "", mysql97}, {"rocketmq", "mysql", "", mysql97},
+	{"kafka", "postgres", "", ""}}
 
 // mysql97 names MySQL 9.7 as a pair's source.
 const mysql97 = "mysql97"
@@ -137,6 +139,9 @@ func pairServers(t *testing.T, p pair) env {
 	need := []string{"SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"}
 	if p.transport == "rocketmq" {
 		need = append(need, "SLUICE_ROCKETMQ_NAMESRV")
+	}
+	if p.transport == "kafka" {
+		need = append(need, "SLUICE_KAFKA_BROKERS")
 	}
 	if p.source == mysql97 {
 		need = append(need, "SLUICE_MYSQL97_PORT", "SLUICE_MYSQL97_TARGET_PORT")
@@ -227,6 +232,13 @@ func (k *kit) config(t *testing.T) string {
 		if k.format != "" {
 			tr += "  format: " + k.format + "\n"
 		}
+	case "kafka":
+		var topics []string
+		for _, tb := range k.tables {
+			topics = append(topics, kafka.TopicName(k.db, k.db, tb))
+		}
+		tr = fmt.Sprintf("  type: kafka\n  brokers: [%q]\n  partitions: 4\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
+			k.e["SLUICE_KAFKA_BROKERS"], k.db, k.db+"_sink", strings.Join(topics, ", "))
 	}
 	sinkType, schemaLine := "postgres", ""
 	if k.target == "mysql" {

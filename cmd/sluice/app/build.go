@@ -14,6 +14,7 @@ import (
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
@@ -172,7 +173,7 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 	}
 	if cfg.Transport.Type == "embedded" {
 		if only != "" {
-			return nil, cfg.Transport.Err("type", "the embedded transport runs source and sink in one process: --only needs the rocketmq transport")
+			return nil, cfg.Transport.Err("type", "the embedded transport runs source and sink in one process: --only needs a broker transport (rocketmq or kafka)")
 		}
 		if cfg.Source == nil || cfg.Sink == nil {
 			return nil, cfg.Transport.Err("type", "the embedded transport needs both a source and a sink section")
@@ -202,6 +203,12 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 			// a sink alone must be told.
 			return nil, cfg.Transport.Err("topics", "a sink on rocketmq without its source in the same process needs the topics to consume: "+
 				rocketmq.TopicsHint(topicPrefix(c, cfg.Name), c.TopicMode))
+		}
+	}
+	if c, ok := v.(*kafka.Config); ok {
+		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
+		if d.source != nil && d.codec != converter.DefaultOptions() {
+			c.Codec = converter.NewJSON(d.codec) // as on rocketmq
 		}
 	}
 	if cfg.Positions != nil {
@@ -433,6 +440,36 @@ func newRocketMQ(ctx context.Context, v any, t *runtime.Task) (runtime.Publisher
 		return pub, nil, nil
 	}
 	return pub, sub, nil
+}
+
+// newKafka is the kafka plugin's constructor: a producer for the task's
+// source, a consumer for its sink. With both in one process, the consumer
+// looks for each topic the producer creates at once.
+func newKafka(ctx context.Context, v any, t *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+	c := *v.(*kafka.Config)
+	var sub *kafka.Subscriber
+	if t.Sink {
+		s, err := kafka.NewSubscriber(ctx, c, t.Log.With("component", "subscriber"))
+		if err != nil {
+			return nil, nil, err
+		}
+		sub = s
+		c.OnTopic = s.TopicAdded
+	}
+	if !t.Source {
+		return nil, sub, nil
+	}
+	p, err := kafka.NewPublisher(ctx, c, t.Log.With("component", "publisher"))
+	if err != nil {
+		if sub != nil {
+			_ = sub.Close(ctx)
+		}
+		return nil, nil, err
+	}
+	if sub == nil {
+		return p, nil, nil
+	}
+	return p, sub, nil
 }
 
 // capturedTables lists the tables the task's source captures now.

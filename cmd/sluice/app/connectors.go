@@ -10,6 +10,7 @@ import (
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
@@ -25,6 +26,7 @@ func init() {
 	connectors.Register(jdbcPlugin())
 	connectors.Register(embedded.Plugin())
 	connectors.Register(rocketmqPlugin())
+	connectors.Register(kafkaPlugin())
 	// a document validated through the REST API runs in a cluster
 	connectors.SetDocumentCheck(func(c *runtime.Config) error {
 		_, err := decodeTask(c, "", true)
@@ -34,7 +36,7 @@ func init() {
 
 // ValidateConnector checks one connector's config without connecting, as
 // `sluice validate` does, for PUT /connector-plugins/{type}/config/validate.
-// pluginType is a plugin name (mysql, jdbc, embedded, rocketmq) or a section
+// pluginType is a plugin name (mysql, jdbc, embedded, kafka, rocketmq) or a section
 // type (mariadb, postgres, ...); doc is JSON or YAML: the connector's
 // section alone (its keys; "type" optional; paths come back as
 // "source.server_id") or a whole pipeline document (name, source,
@@ -145,16 +147,34 @@ func rocketmqPlugin() runtime.Plugin {
 		New: func() any { return &rocketmq.Config{} },
 		Validate: func(v any, sec *runtime.Section, doc *runtime.Config) error {
 			c := v.(*rocketmq.Config)
-			for _, a := range c.NameServers {
-				if host, _, _ := strings.Cut(a, ":"); host != "127.0.0.1" && host != "localhost" {
-					slog.Warn("name server is not on loopback", "address", a)
-				}
-			}
 			c.Pipeline = doc.Name
-			if err := runtime.CheckInFlight(sec, c.MaxCachedRecords, int64(c.MaxCachedBytes)); err != nil {
-				return err
-			}
-			return c.Validate()
+			return checkTransport(sec, "name server", c.NameServers, c.MaxCachedRecords, int64(c.MaxCachedBytes), c.Validate)
 		},
 		NewTransport: newRocketMQ}
+}
+
+// kafkaPlugin is the Kafka transport: kafka.Config.
+func kafkaPlugin() runtime.Plugin {
+	return runtime.Plugin{Kind: runtime.KindTransport, Name: "kafka", Types: []string{"kafka"},
+		New: func() any { return &kafka.Config{} },
+		Validate: func(v any, sec *runtime.Section, doc *runtime.Config) error {
+			c := v.(*kafka.Config)
+			c.Pipeline = doc.Name
+			return checkTransport(sec, "broker", c.Brokers, c.MaxInFlight, int64(c.MaxInFlightBytes), c.Validate)
+		},
+		NewTransport: newKafka}
+}
+
+// checkTransport is a broker transport's check: a warning for each address
+// off loopback, the memory limits, then the config's own validate.
+func checkTransport(sec *runtime.Section, what string, addrs []string, records int, bytes int64, validate func() error) error {
+	for _, a := range addrs {
+		if host, _, _ := strings.Cut(a, ":"); host != "127.0.0.1" && host != "localhost" {
+			slog.Warn(what+" is not on loopback", "address", a)
+		}
+	}
+	if err := runtime.CheckInFlight(sec, records, bytes); err != nil {
+		return err
+	}
+	return validate()
 }
