@@ -135,10 +135,12 @@ func TopicName(prefix, db, table string) string {
 		parts = append(parts, prefix)
 	}
 	s := strings.Join(append(parts, db, table), ".")
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '_'
+	b := make([]byte, 0, len(s))
+	for _, c := range s { // per character, as Debezium replaces them
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b = append(b, byte(c))
+		} else {
+			b = append(b, '_')
 		}
 	}
 	if len(b) > maxTopicLen {
