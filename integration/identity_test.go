@@ -65,7 +65,11 @@ func resnapshotTruncateRemovesDeletedRows(t *testing.T, k *kit) {
 	w.run(t, 1500)
 	cfg := k.config(t)
 	editConfig(t, cfg, "  snapshot: never\n", "  snapshot: initial\n  snapshot_truncate: true\n")
-	editConfig(t, cfg, "queues: 4", "queues: 1")
+	if k.transport == "kafka" {
+		editConfig(t, cfg, "partitions: 4", "partitions: 1")
+	} else {
+		editConfig(t, cfg, "queues: 4", "queues: 1")
+	}
 	posFile := filepath.Join(filepath.Dir(cfg), "positions", db+".position")
 	r := startPipeline(t, cfg)
 	k.waitEqual(t, r)

@@ -46,7 +46,7 @@ func TestValidateReportsKeyAndLine(t *testing.T) {
 	if code := Main([]string{"validate", "--config", path}, &out, &errOut); code != 0 {
 		t.Fatalf("valid config: exit %d, %s", code, errOut.String())
 	}
-	if code := Main([]string{"run", "--config", path, "--only", "sink"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--only needs the rocketmq transport") {
+	if code := Main([]string{"run", "--config", path, "--only", "sink"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "--only needs a broker transport (rocketmq or kafka)") {
 		t.Fatalf("--only with embedded: exit %d, %s", code, errOut.String())
 	}
 }

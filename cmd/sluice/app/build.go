@@ -9,6 +9,7 @@ import (
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/sink"
 )
@@ -134,7 +135,7 @@ func (d *decoded) decodeConnectors(cfg *runtime.Config, only string, wantSource,
 	}
 	if cfg.Transport.Type == "embedded" {
 		if only != "" {
-			return cfg.Transport.Err("type", "the embedded transport runs source and sink in one process: --only needs the rocketmq transport")
+			return cfg.Transport.Err("type", "the embedded transport runs source and sink in one process: --only needs a broker transport (rocketmq or kafka)")
 		}
 		if cfg.Source == nil || cfg.Sink == nil {
 			return cfg.Transport.Err("type", "the embedded transport needs both a source and a sink section")
@@ -153,6 +154,12 @@ func (d *decoded) decodeConnectors(cfg *runtime.Config, only string, wantSource,
 	}
 	if c, ok := runtime.ConfigOf[rocketmq.Config](v); ok {
 		return d.withRocketMQ(c, cfg, wantSink)
+	}
+	if c, ok := runtime.ConfigOf[kafka.Config](v); ok {
+		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
+		if d.source != nil && d.codec != converter.DefaultOptions() {
+			c.Codec = converter.NewJSON(d.codec) // the source's event format, as on rocketmq
+		}
 	}
 	return nil
 }

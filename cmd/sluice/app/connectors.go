@@ -18,6 +18,7 @@ func init() {
 	connectors.Register(jdbcPlugin())
 	connectors.Register(embedded.Plugin())
 	connectors.Register(rocketmqPlugin())
+	connectors.Register(kafkaPlugin())
 	// a document validated through the REST API runs in a cluster
 	connectors.SetDocumentCheck(func(c *runtime.Config) error {
 		_, err := decodeTask(c, "", true)
@@ -27,7 +28,7 @@ func init() {
 
 // ValidateConnector checks one connector's config without connecting, as
 // `sluice validate` does, for PUT /connector-plugins/{type}/config/validate.
-// pluginType is a plugin name (mysql, jdbc, embedded, rocketmq) or a section
+// pluginType is a plugin name (mysql, jdbc, embedded, kafka, rocketmq) or a section
 // type (mariadb, postgres, ...); doc is JSON or YAML: the connector's
 // section alone (its keys; "type" optional; paths come back as
 // "source.server_id") or a whole pipeline document (name, source,

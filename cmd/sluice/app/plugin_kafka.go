@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/kafka"
+)
+
+// kafkaPlugin is the Kafka transport: kafka.Config.
+func kafkaPlugin() runtime.Plugin {
+	return runtime.Spec[kafka.Config]{Kind: runtime.KindTransport, Name: "kafka", Types: []string{"kafka"},
+		Validate: func(c *kafka.Config, sec *runtime.Section, doc *runtime.Config) error {
+			c.Pipeline = doc.Name
+			if err := runtime.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes)); err != nil {
+				return err
+			}
+			return c.Validate()
+		},
+		NewTransport: newKafka,
+		Keys:         kafkaKeys}.Plugin()
+}
+
+// newKafka is the kafka plugin's constructor: a producer for the task's
+// source, a consumer for its sink. With both in one process, the consumer
+// looks for each topic the producer creates at once.
+func newKafka(ctx context.Context, kc *kafka.Config, t *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+	c := *kc
+	var sub *kafka.Subscriber
+	if t.Sink {
+		s, err := kafka.NewSubscriber(ctx, c, t.Log.With("component", "subscriber"))
+		if err != nil {
+			return nil, nil, err
+		}
+		sub = s
+		c.OnTopic = s.TopicAdded
+	}
+	if !t.Source {
+		return nil, sub, nil
+	}
+	p, err := kafka.NewPublisher(ctx, c, t.Log.With("component", "publisher"))
+	if err != nil {
+		if sub != nil {
+			_ = sub.Close(ctx)
+		}
+		return nil, nil, err
+	}
+	if sub == nil {
+		return p, nil, nil
+	}
+	return p, sub, nil
+}
+
+// kafkaKeys documents the kafka transport's keys (kafka.Config).
+var kafkaKeys = runtime.KeyDocs{
+	"brokers":            {Doc: "Bootstrap broker addresses, host:port."},
+	"topic_prefix":       {Doc: "Prefix of the topic names, <prefix>.<database>.<table> as Debezium names them; default: the pipeline's name."},
+	"partitions":         {Doc: "Partitions of each topic the publisher creates; a topic that exists keeps its own count.", Default: strconv.Itoa(kafka.DefaultPartitions)},
+	"replication_factor": {Doc: "Replication factor of the topics the publisher creates; 0 takes the broker's default.", Default: "0"},
+	"group":              {Doc: "Consumer group of the sink; default: <pipeline>-sink."},
+	"topics":             {Doc: "Topics the sink consumes; default: every topic of the pipeline, <topic_prefix>.<database>.<table>."},
+	"format":             {Doc: "Message format: Debezium JSON envelopes with their schemas.", Default: kafka.FormatJSON, Values: []string{kafka.FormatJSON}},
+	"max_batch":          {Doc: "Records of one partition handed to the sink at once at most.", Default: strconv.Itoa(kafka.DefaultMaxBatch)},
+	"max_in_flight":      {Doc: "Records read from the source and not yet acknowledged (and the producer's buffer) at most.", Default: strconv.Itoa(kafka.DefaultMaxInFlight)},
+	"max_in_flight_bytes": {Doc: "Bytes of the same records, and of what the consumer fetches ahead of the sink, at most.",
+		Default: runtime.ByteSize(kafka.DefaultMaxInFlightBytes).String()},
+}

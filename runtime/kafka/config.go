@@ -1,0 +1,159 @@
+package kafka
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Defaults applied by Config.withDefaults.
+const (
+	DefaultPartitions = 4
+	DefaultMaxBatch   = 2048
+	// DefaultMaxInFlightBytes bounds the records the subscriber holds
+	// fetched and not yet applied (and the producer's buffer).
+	DefaultMaxInFlightBytes = 16 << 20
+	// DefaultMaxInFlight bounds the producer's buffered records.
+	DefaultMaxInFlight = 8192
+	// IDHeader carries the record's identity (schema.ID.String), set by the
+	// source; the sink orders and deduplicates by it.
+	IDHeader = "sluice_id"
+	// HeaderPrefix prefixes the Kafka headers that carry Record.Headers.
+	HeaderPrefix = "sluice_h_"
+	// FormatJSON is the only format: the codec's envelopes.
+	FormatJSON = "json"
+	// maxTopicLen is Kafka's limit on topic names.
+	maxTopicLen = 249
+)
+
+// ErrConfig is wrapped by every configuration error; it is fatal.
+var ErrConfig = schema.ConfigError("kafka: invalid config")
+
+// Codec turns records into Kafka keys and values and back; converter.JSON
+// satisfies it.
+type Codec interface {
+	Encode(r *schema.Record) (key, value []byte, err error)
+	Decode(key, value []byte) (schema.Record, error)
+}
+
+// Config configures both sides of the transport. Its yaml tags are the keys
+// of a pipeline's transport section of type kafka.
+type Config struct {
+	Brokers     []string `yaml:"brokers" sluice:"required"` // "127.0.0.1:9092"
+	TopicPrefix string   `yaml:"topic_prefix"`              // default: the pipeline name
+	// Partitions of the topics the publisher creates, default 4. A topic
+	// that exists keeps its own count.
+	Partitions int `yaml:"partitions"`
+	// ReplicationFactor of created topics; 0 takes the broker's default.
+	ReplicationFactor int    `yaml:"replication_factor"`
+	Group             string `yaml:"group"` // consumer group, default "<pipeline>-sink"
+	// Topics the subscriber consumes; empty: every topic of the pipeline
+	// (those named "<topic_prefix>.<db>.<table>").
+	Topics []string `yaml:"topics"`
+	Format string   `yaml:"format"` // "json" (default)
+	// MaxBatch is the most records of one partition handed to one Handler
+	// call, default 2048.
+	MaxBatch int `yaml:"max_batch"`
+	// MaxInFlight and MaxInFlightBytes are the memory limits of every
+	// transport (runtime.Pipeline's records read and not yet acknowledged);
+	// here they also bound the producer's buffer and, in bytes, what the
+	// consumer fetches ahead of the sink.
+	MaxInFlight      int              `yaml:"max_in_flight"`
+	MaxInFlightBytes runtime.ByteSize `yaml:"max_in_flight_bytes"`
+
+	Pipeline string `yaml:"-"`
+	Codec    Codec  `yaml:"-"`
+	// OnTopic, when set, is told each topic the publisher creates or first
+	// sends to: a sink in the same process looks for it at once.
+	OnTopic func(topic string) `yaml:"-"`
+}
+
+// Validate reports the first setting the constructors would refuse,
+// without contacting any server.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Brokers) == 0 {
+		return c, fmt.Errorf("%w: brokers: at least one broker address (host:port) is needed", ErrConfig)
+	}
+	for _, b := range c.Brokers {
+		if !strings.Contains(b, ":") {
+			return c, fmt.Errorf("%w: brokers: %q is not host:port", ErrConfig, b)
+		}
+	}
+	if c.Partitions < 0 || c.Partitions > 10000 {
+		return c, fmt.Errorf("%w: partitions: %d is out of range (1 to 10000)", ErrConfig, c.Partitions)
+	}
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.ReplicationFactor < 0 {
+		return c, fmt.Errorf("%w: replication_factor: %d is negative", ErrConfig, c.ReplicationFactor)
+	}
+	switch c.Format {
+	case "", FormatJSON:
+		c.Format = FormatJSON
+	default:
+		return c, fmt.Errorf("%w: format: %q is not known (known: json, Debezium's JSON with schemas)", ErrConfig, c.Format)
+	}
+	if c.MaxBatch < 0 || c.MaxInFlight < 0 || c.MaxInFlightBytes < 0 {
+		return c, fmt.Errorf("%w: max_batch, max_in_flight and max_in_flight_bytes must not be negative", ErrConfig)
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if c.TopicPrefix == "" {
+		c.TopicPrefix = c.Pipeline
+	}
+	if c.Group == "" {
+		if c.Pipeline == "" {
+			return c, fmt.Errorf("%w: group: set the consumer group (or name the pipeline)", ErrConfig)
+		}
+		c.Group = c.Pipeline + "-sink"
+	}
+	return c, nil
+}
+
+// TopicName is the topic of a table: "<prefix>.<db>.<table>", as Debezium
+// names them, with characters Kafka refuses replaced by '_'; a name longer
+// than Kafka allows is cut and given a hash of the whole.
+func TopicName(prefix, db, table string) string {
+	parts := make([]string, 0, 3)
+	if prefix != "" {
+		parts = append(parts, prefix)
+	}
+	s := strings.Join(append(parts, db, table), ".")
+	b := make([]byte, 0, len(s))
+	for _, c := range s { // per character, as Debezium replaces them
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b = append(b, byte(c))
+		} else {
+			b = append(b, '_')
+		}
+	}
+	if len(b) > maxTopicLen {
+		h := fnv.New32a()
+		h.Write([]byte(s))
+		b = fmt.Appendf(b[:maxTopicLen-9], "_%08x", h.Sum32())
+	}
+	return string(b)
+}
+
+// topicPattern is the regular expression of every topic of prefix.
+func topicPattern(prefix string) string {
+	p := TopicName("", prefix, "")
+	p = strings.TrimSuffix(p, ".")
+	return "^" + strings.ReplaceAll(p, ".", `\.`) + `\.[^.]+\..+$`
+}

@@ -1,0 +1,329 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicecdc/sluice/converter"
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+var _ runtime.Publisher = (*Publisher)(nil)
+
+// ErrClosed is returned by Publish after Close.
+var ErrClosed = errors.New("kafka: publisher closed")
+
+// Publisher sends records to their tables' topics with an idempotent
+// producer; see the package documentation for the layout.
+type Publisher struct {
+	cfg Config
+	log *slog.Logger
+	cl  *kgo.Client
+	adm *kadm.Client
+
+	topicMu sync.Mutex
+	parts   map[string]int32          // topic -> partitions
+	tables  map[string]schema.TableID // topic -> the table it was first used for
+
+	enqMu  sync.Mutex
+	closed bool
+	acks   chan *batch // in Publish order
+	failed atomic.Pointer[error]
+	done   chan struct{} // closed when the ack dispatcher ends
+}
+
+// batch is one Publish call.
+type batch struct {
+	ack     runtime.AckFunc
+	pending atomic.Int64
+	mu      sync.Mutex
+	err     error
+	sent    chan struct{} // closed when every record is confirmed or failed
+}
+
+func (b *batch) finish(err error) {
+	if err != nil {
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	if b.pending.Add(-1) == 0 {
+		close(b.sent)
+	}
+}
+
+// clientOptions are the options of every client of cfg.
+func clientOptions(cfg Config, log *slog.Logger) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.WithLogger(logAdapter{log}),
+	}
+}
+
+// NewPublisher connects an idempotent producer to cfg.Brokers.
+func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Codec == nil {
+		cfg.Codec = converter.NewJSON(converter.DefaultOptions())
+	}
+	opts := append(clientOptions(cfg, log),
+		// Partitions are chosen by runtime.QueueFor, never by the client.
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // the idempotent producer's default, said once
+		kgo.MaxBufferedRecords(cfg.MaxInFlight),
+		kgo.MaxBufferedBytes(int(cfg.MaxInFlightBytes)),
+		kgo.ProducerLinger(0),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("kafka: no broker of %v answers: %w", cfg.Brokers, err)
+	}
+	p := &Publisher{cfg: cfg, log: log, cl: cl, adm: kadm.NewClient(cl),
+		parts: map[string]int32{}, tables: map[string]schema.TableID{},
+		acks: make(chan *batch, 1<<16), done: make(chan struct{})}
+	go p.dispatchAcks()
+	return p, nil
+}
+
+// dispatchAcks calls the batches' acks in Publish order; after a failed
+// batch every later one fails too (the source restarts from the last acked
+// position, so nothing after a failure may count as delivered).
+func (p *Publisher) dispatchAcks() {
+	defer close(p.done)
+	var failed error
+	for b := range p.acks {
+		<-b.sent
+		err := b.err
+		if err == nil && failed != nil {
+			err = fmt.Errorf("kafka: an earlier batch failed: %w", failed)
+		}
+		if err != nil && failed == nil {
+			failed = err
+			p.failed.Store(&failed)
+		}
+		b.ack(err)
+	}
+}
+
+// topic returns the topic of table and its partitions, creating the topic
+// with cfg.Partitions partitions when it does not exist.
+func (p *Publisher) topic(ctx context.Context, table schema.TableID) (string, int32, error) {
+	name := TopicName(p.cfg.TopicPrefix, table.Database, table.Table)
+	p.topicMu.Lock()
+	defer p.topicMu.Unlock()
+	if prev, ok := p.tables[name]; ok && prev != table {
+		return "", 0, runtime.Fatal(fmt.Errorf("%w: tables %s and %s both map to topic %q: rename one or set another topic_prefix", ErrConfig, prev, table, name))
+	}
+	if n, ok := p.parts[name]; ok {
+		return name, n, nil
+	}
+	n, err := p.ensureTopic(ctx, name)
+	if err != nil {
+		return "", 0, err
+	}
+	p.parts[name], p.tables[name] = n, table
+	if p.cfg.OnTopic != nil {
+		p.cfg.OnTopic(name)
+	}
+	return name, n, nil
+}
+
+// ensureTopic creates topic unless it exists, and returns its partitions.
+func (p *Publisher) ensureTopic(ctx context.Context, topic string) (int32, error) {
+	return EnsureTopic(ctx, p.adm, topic, int32(p.cfg.Partitions), int16(p.cfg.ReplicationFactor))
+}
+
+// EnsureTopic creates topic with partitions partitions (replication 0: the
+// broker's default) unless it exists, and returns its partition count.
+func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replication int16) (int32, error) {
+	for attempt := 0; ; attempt++ {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return 0, fmt.Errorf("kafka: list topic %q: %w", topic, err)
+		}
+		if d, ok := td[topic]; ok && d.Err == nil && len(d.Partitions) > 0 {
+			return int32(len(d.Partitions)), nil
+		}
+		if attempt > 0 {
+			if attempt > 50 {
+				return 0, fmt.Errorf("kafka: topic %q created but not visible in metadata", topic)
+			}
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-afterRetry(attempt):
+			}
+			continue
+		}
+		rf := replication
+		if rf == 0 {
+			rf = -1
+		}
+		resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return 0, fmt.Errorf("kafka: create topic %q with %d partitions: %w", topic, partitions, err)
+		}
+	}
+}
+
+// Publish encodes recs and hands them to the producer; see
+// runtime.Publisher. It blocks while the producer's buffer is full
+// (max_in_flight records or max_in_flight_bytes). When it returns an
+// error, ack is not called.
+func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runtime.AckFunc) error {
+	if ack == nil {
+		return errors.New("kafka: Publish needs an ack function")
+	}
+	if errp := p.failed.Load(); errp != nil {
+		return fmt.Errorf("kafka: publisher stopped after a failed send, restart from the last acked position: %w", *errp)
+	}
+	type dest struct {
+		topic string
+		part  int32
+	}
+	var out []*kgo.Record
+	at := make([]int, len(recs)) // index in out of each data record's message, -1 none
+	to := make([]dest, len(recs))
+	for i := range recs {
+		at[i] = -1
+		rec := &recs[i]
+		if rec.Op.IsMarker() {
+			continue
+		}
+		if rec.ID.IsZero() {
+			return runtime.Fatal(fmt.Errorf("kafka: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
+		}
+		if rec.IsBarrier() {
+			var targets []dest
+			for _, id := range rec.BarrierTables() {
+				topic, n, err := p.topic(ctx, id)
+				if err != nil {
+					return err
+				}
+				for q := range n {
+					targets = append(targets, dest{topic, q})
+				}
+			}
+			c := runtime.BarrierCopy(*rec, len(targets))
+			key, val, err := p.encode(&c)
+			if err != nil {
+				return err
+			}
+			for _, d := range targets {
+				out = append(out, p.record(&c, d.topic, d.part, key, val))
+			}
+			continue
+		}
+		topic, n, err := p.topic(ctx, rec.Table)
+		if err != nil {
+			return err
+		}
+		key, val, err := p.encode(rec)
+		if err != nil {
+			return err
+		}
+		q := int32(runtime.QueueFor(rec, int(n)))
+		at[i], to[i] = len(out), dest{topic, q}
+		out = append(out, p.record(rec, topic, q, key, val))
+	}
+	// Mark the last record of each transaction per partition whose commit
+	// is in this batch (see runtime.TransactionEnds).
+	for i := range runtime.TransactionEnds(recs, func(i int) (dest, bool) { return to[i], at[i] >= 0 }) {
+		r := out[at[i]]
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderPrefix + schema.HeaderTxEnd, Value: []byte("true")})
+	}
+	b := &batch{ack: ack, sent: make(chan struct{})}
+	b.pending.Store(int64(len(out)) + 1)
+	p.enqMu.Lock()
+	if p.closed {
+		p.enqMu.Unlock()
+		return ErrClosed
+	}
+	select {
+	case p.acks <- b:
+	case <-ctx.Done():
+		p.enqMu.Unlock()
+		return ctx.Err()
+	}
+	p.enqMu.Unlock()
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			err = fmt.Errorf("kafka: send failed: %w", err)
+		}
+		b.finish(err)
+	}
+	for _, r := range out {
+		// Produce blocks while the buffer is full; a done ctx fails the
+		// record through its promise (and so the batch).
+		p.cl.Produce(ctx, r, promise)
+	}
+	b.finish(nil)
+	return nil
+}
+
+// encode returns rec's key and value bytes.
+func (p *Publisher) encode(rec *schema.Record) (key, val []byte, err error) {
+	if key, val, err = p.cfg.Codec.Encode(rec); err != nil {
+		return nil, nil, fmt.Errorf("kafka: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
+	}
+	return key, val, nil
+}
+
+// record is rec's Kafka record for partition part of topic.
+func (p *Publisher) record(rec *schema.Record, topic string, part int32, key, val []byte) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, 1+len(rec.Headers))
+	hs = append(hs, kgo.RecordHeader{Key: IDHeader, Value: []byte(rec.ID.String())})
+	for k, v := range rec.Headers {
+		hs = append(hs, kgo.RecordHeader{Key: HeaderPrefix + k, Value: []byte(v)})
+	}
+	return &kgo.Record{Topic: topic, Partition: part, Key: key, Value: val, Headers: hs}
+}
+
+// Close waits for outstanding acks (bounded by ctx) and closes the client.
+func (p *Publisher) Close(ctx context.Context) error {
+	p.enqMu.Lock()
+	if p.closed {
+		p.enqMu.Unlock()
+		return nil
+	}
+	p.closed = true
+	close(p.acks)
+	p.enqMu.Unlock()
+	var err error
+	if ferr := p.cl.Flush(ctx); ferr != nil {
+		err = fmt.Errorf("kafka: flush at close: %w", ferr)
+	}
+	p.cl.Close() // fails what is still buffered: its batches are acked with the error
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	return err
+}
