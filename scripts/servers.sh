@@ -592,43 +592,48 @@ JDK17_OPENS=(--add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/j
 
 rmq_libdir() { echo "$CACHE/rocketmq-$1/lib"; }
 
-rmq_fetch() { # rmq_fetch VERSION : resolves the jars into the cache (reused when complete)
-  local v="$1" lib tmp t0
-  lib="$(rmq_libdir "$v")"
+# maven_fetch NAME LIBDIR WANT DEP... : resolves the runtime closure of the
+# DEPs (group:artifact:version) with maven into LIBDIR, once (a complete
+# folder is reused); WANT lists globs of jars that must be among them.
+maven_fetch() {
+  local name="$1" lib="$2" tmp t0 d g art ver globs
+  read -ra globs <<<"$3"
+  shift 3
   [[ -f "$lib/.complete" ]] && return 0
   command -v mvn >/dev/null || ensure_apt maven
   t0="$(now)"
-  log "rocketmq: resolving rocketmq-namesrv/rocketmq-broker $v with maven into $lib"
+  log "$name: resolving $* with maven into $lib"
   mkdir -p "$CACHE"
-  tmp="$(mktemp -d "$CACHE/.fetch-rocketmq-$v.XXXXXX")"
-  cat >"$tmp/pom.xml" <<EOF
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>local.sluice</groupId>
-  <artifactId>rocketmq-fetch</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.apache.rocketmq</groupId><artifactId>rocketmq-namesrv</artifactId><version>$v</version></dependency>
-    <dependency><groupId>org.apache.rocketmq</groupId><artifactId>rocketmq-broker</artifactId><version>$v</version></dependency>
-    <dependency><groupId>org.apache.rocketmq</groupId><artifactId>rocketmq-tools</artifactId><version>$v</version></dependency>
-  </dependencies>
-</project>
-EOF
+  tmp="$(mktemp -d "$CACHE/.fetch-$name.XXXXXX")"
+  {
+    printf '<project xmlns="http://maven.apache.org/POM/4.0.0">\n  <modelVersion>4.0.0</modelVersion>\n'
+    printf '  <groupId>local.sluice</groupId>\n  <artifactId>%s-fetch</artifactId>\n  <version>1</version>\n  <packaging>pom</packaging>\n  <dependencies>\n' "$name"
+    for d in "$@"; do
+      IFS=: read -r g art ver <<<"$d"
+      printf '    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n' "$g" "$art" "$ver"
+    done
+    printf '  </dependencies>\n</project>\n'
+  } >"$tmp/pom.xml"
   if ! (cd "$tmp" && mvn -B -q dependency:copy-dependencies -DincludeScope=runtime \
         -DoutputDirectory="$tmp/lib" >"$tmp/mvn.log" 2>&1); then
     tail_log "$tmp/mvn.log"
     rm -rf "$tmp"
     return 1
   fi
-  ls "$tmp/lib"/rocketmq-broker-*.jar "$tmp/lib"/rocketmq-namesrv-*.jar "$tmp/lib"/rocketmq-tools-*.jar >/dev/null \
-    || { rm -rf "$tmp"; return 1; }
+  for d in "${globs[@]}"; do
+    compgen -G "$tmp/lib/$d" >/dev/null || { log "$name: maven resolved no $d"; rm -rf "$tmp"; return 1; }
+  done
   touch "$tmp/lib/.complete"
   rm -rf "$lib"
   mkdir -p "$(dirname "$lib")"
   mv "$tmp/lib" "$lib"
   rm -rf "$tmp"
-  log "rocketmq: jars for $v ($(du -sh "$lib" | cut -f1)) resolved in $(elapsed "$t0")s"
+  log "$name: jars ($(du -sh "$lib" | cut -f1)) resolved in $(elapsed "$t0")s"
+}
+
+rmq_fetch() { # rmq_fetch VERSION : resolves the jars into the cache (reused when complete)
+  maven_fetch rocketmq "$(rmq_libdir "$1")" "rocketmq-broker-*.jar rocketmq-namesrv-*.jar rocketmq-tools-*.jar" \
+    "org.apache.rocketmq:rocketmq-namesrv:$1" "org.apache.rocketmq:rocketmq-broker:$1" "org.apache.rocketmq:rocketmq-tools:$1"
 }
 
 rmq_resolve() { # sets RMQ_LIB; tries the requested version, then newer ones
@@ -983,44 +988,10 @@ KAFKA_BROKERS="$HOST:$KAFKA_PORT"
 kafka_libdir() { echo "$CACHE/kafka-$1/lib"; }
 
 kafka_fetch() { # kafka_fetch VERSION : resolves the jars into the cache (reused when complete)
-  local v="$1" lib tmp t0
-  lib="$(kafka_libdir "$v")"
-  [[ -f "$lib/.complete" ]] && return 0
-  command -v mvn >/dev/null || ensure_apt maven
-  t0="$(now)"
-  log "kafka: resolving kafka_2.13 $v with maven into $lib"
-  mkdir -p "$CACHE"
-  tmp="$(mktemp -d "$CACHE/.fetch-kafka-$v.XXXXXX")"
   # The broker logs through slf4j 2 to log4j2, as kafka-server-start.sh's classpath has it
   # (without slf4j-api 2, maven's nearest version is a 1.7 that binds to nothing).
-  cat >"$tmp/pom.xml" <<EOF
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>local.sluice</groupId>
-  <artifactId>kafka-fetch</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$v</version></dependency>
-    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-api</artifactId><version>2.0.17</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j2-impl</artifactId><version>2.24.3</version></dependency>
-    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-core</artifactId><version>2.24.3</version></dependency>
-  </dependencies>
-</project>
-EOF
-  if ! (cd "$tmp" && mvn -B -q dependency:copy-dependencies -DincludeScope=runtime \
-        -DoutputDirectory="$tmp/lib" >"$tmp/mvn.log" 2>&1); then
-    tail_log "$tmp/mvn.log"
-    rm -rf "$tmp"
-    return 1
-  fi
-  ls "$tmp/lib"/kafka_2.13-*.jar >/dev/null || { rm -rf "$tmp"; return 1; }
-  touch "$tmp/lib/.complete"
-  rm -rf "$lib"
-  mkdir -p "$(dirname "$lib")"
-  mv "$tmp/lib" "$lib"
-  rm -rf "$tmp"
-  log "kafka: jars for $v ($(du -sh "$lib" | cut -f1)) resolved in $(elapsed "$t0")s"
+  maven_fetch kafka "$(kafka_libdir "$1")" "kafka_2.13-*.jar" "org.apache.kafka:kafka_2.13:$1" \
+    org.slf4j:slf4j-api:2.0.17 org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3 org.apache.logging.log4j:log4j-core:2.24.3
 }
 
 kafka_java() { # kafka_java JVM_OPTS... -- MAINCLASS ARGS...
