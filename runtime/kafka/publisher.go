@@ -41,26 +41,11 @@ type Publisher struct {
 	done   chan struct{} // closed when the ack dispatcher ends
 }
 
-// batch is one Publish call.
+// batch is one Publish call: its records, and one part for Publish
+// itself, so that the batch is not done before every record was produced.
 type batch struct {
-	ack     runtime.AckFunc
-	pending atomic.Int64
-	mu      sync.Mutex
-	err     error
-	sent    chan struct{} // closed when every record is confirmed or failed
-}
-
-func (b *batch) finish(err error) {
-	if err != nil {
-		b.mu.Lock()
-		if b.err == nil {
-			b.err = err
-		}
-		b.mu.Unlock()
-	}
-	if b.pending.Add(-1) == 0 {
-		close(b.sent)
-	}
+	ack runtime.AckFunc
+	*runtime.Pending
 }
 
 // clientOptions are the options of every client of cfg.
@@ -113,8 +98,8 @@ func (p *Publisher) dispatchAcks() {
 	defer close(p.done)
 	var failed error
 	for b := range p.acks {
-		<-b.sent
-		err := b.err
+		<-b.Done()
+		err := b.Err()
 		if err == nil && failed != nil {
 			err = fmt.Errorf("kafka: an earlier batch failed: %w", failed)
 		}
@@ -256,8 +241,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		r := out[at[i]]
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderPrefix + schema.HeaderTxEnd, Value: []byte("true")})
 	}
-	b := &batch{ack: ack, sent: make(chan struct{})}
-	b.pending.Store(int64(len(out)) + 1)
+	b := &batch{ack: ack, Pending: runtime.NewPending(len(out) + 1)}
 	p.enqMu.Lock()
 	if p.closed {
 		p.enqMu.Unlock()
@@ -274,14 +258,14 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		if err != nil {
 			err = fmt.Errorf("kafka: send failed: %w", err)
 		}
-		b.finish(err)
+		b.Finish(err)
 	}
 	for _, r := range out {
 		// Produce blocks while the buffer is full; a done ctx fails the
 		// record through its promise (and so the batch).
 		p.cl.Produce(ctx, r, promise)
 	}
-	b.finish(nil)
+	b.Finish(nil)
 	return nil
 }
 

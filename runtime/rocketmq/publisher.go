@@ -173,27 +173,11 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 	return p
 }
 
-// batch is one Publish call.
+// batch is one Publish call: one part per queue it sends to.
 type batch struct {
-	ack     runtime.AckFunc
-	tokens  int
-	pending atomic.Int32
-	mu      sync.Mutex
-	err     error
-	done    chan struct{}
-}
-
-func (b *batch) finish(err error) {
-	if err != nil {
-		b.mu.Lock()
-		if b.err == nil {
-			b.err = err
-		}
-		b.mu.Unlock()
-	}
-	if b.pending.Add(-1) == 0 {
-		close(b.done)
-	}
+	ack    runtime.AckFunc
+	tokens int
+	*runtime.Pending
 }
 
 // part is the messages of one batch for one queue, in Publish order.
@@ -335,11 +319,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	if err := p.win.acquire(ctx, tokens); err != nil {
 		return err
 	}
-	b := &batch{ack: ack, tokens: tokens, done: make(chan struct{})}
-	b.pending.Store(int32(len(parts)))
-	if len(parts) == 0 {
-		close(b.done)
-	}
+	b := &batch{ack: ack, tokens: tokens, Pending: runtime.NewPending(len(parts))}
 	p.enqMu.Lock()
 	if p.closed {
 		p.enqMu.Unlock()
@@ -716,8 +696,8 @@ func (p *Publisher) dispatchAcks() {
 		if !ok {
 			return
 		}
-		<-b.done
-		err := b.err
+		<-b.Done()
+		err := b.Err()
 		if p.ackErr != nil {
 			err = fmt.Errorf("rocketmq: batch not acknowledged because an earlier batch failed: %w", p.ackErr)
 		} else if err != nil {
@@ -863,14 +843,14 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 		p.stats.messages.Add(int64(n))
 		sent += n
 		for next < len(parts) && ends[next] <= sent {
-			parts[next].b.finish(nil)
+			parts[next].b.Finish(nil)
 			next++
 		}
 	}
 	if next < len(parts) {
 		err := *p.failed.Load()
 		for ; next < len(parts); next++ {
-			parts[next].b.finish(err)
+			parts[next].b.Finish(err)
 		}
 	}
 }
