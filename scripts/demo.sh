@@ -38,6 +38,15 @@ mysql_root -e "DROP DATABASE IF EXISTS shop; CREATE DATABASE shop;
   CREATE TABLE shop.orders (id BIGINT PRIMARY KEY, customer VARCHAR(64) NOT NULL, amount DECIMAL(12,2) NOT NULL, status VARCHAR(16) NOT NULL);
   CREATE TABLE shop.items (order_id BIGINT NOT NULL, sku VARCHAR(32) NOT NULL, qty INT NOT NULL, PRIMARY KEY (order_id, sku));"
 pg -q -c 'DROP SCHEMA IF EXISTS shop CASCADE' >/dev/null
+# A fresh start: the rows an earlier demo left in the sink's control tables
+# (progress, the tables it wrote) go with the target schema, or the sink
+# would report its tables dropped behind it.
+pipeline="$(awk '$1 == "name:" { print $2; exit }' "$config")"
+pg -q -c "DO \$\$ DECLARE t text; BEGIN
+  FOR t IN SELECT table_name FROM information_schema.columns
+    WHERE table_schema = 'public' AND table_name LIKE 'sluice\\_progress%' AND column_name = 'pipeline' LOOP
+    EXECUTE format('DELETE FROM %I WHERE pipeline = %L', t, '$pipeline');
+  END LOOP; END \$\$" >/dev/null
 
 step "Running: sluice run --config $config (log: $work/sluice.log)"
 export SLUICE_POSITIONS_DIR="$work/positions"
