@@ -38,6 +38,9 @@ fi
 
 status=0
 t0=$SECONDS
+# Every go test output of the run is kept here; when something failed, the
+# failed tests' own lines are printed once more at the end (scripts/failsum.awk).
+logdir="$(mktemp -d)"
 
 echo "== go vet ./..."
 go vet ./... || status=1
@@ -46,7 +49,7 @@ go vet ./... || status=1
 # name MariaDB elsewhere; SLUICE_MYSQL97_* the MySQL servers of scripts/servers.sh).
 # They use only the MySQL servers, so they run in the background beside the unit
 # tests (which use MariaDB and PostgreSQL); their output follows the unit tests'.
-mysql_log="$(mktemp)"
+mysql_log="$logdir/binlog-mysql97.log"
 mysql_pid=""
 if [[ -n "${SLUICE_MYSQL97_PORT:-}" ]]; then
   (
@@ -66,14 +69,13 @@ fi
 mapfile -t unit_pkgs < <(go list ./... | grep -v -E '/integration(/|$)')
 if ((${#unit_pkgs[@]})); then
   echo "== go test -race -count=1 (unit, ${#unit_pkgs[@]} packages)"
-  go test -race -count=1 -timeout 30m "$@" "${unit_pkgs[@]}" || status=1
+  go test -race -count=1 -timeout 30m "$@" "${unit_pkgs[@]}" 2>&1 | tee "$logdir/unit.log" || status=1
 fi
 
 if [[ -n "$mysql_pid" ]]; then
   wait "$mysql_pid" || status=1
   cat "$mysql_log"
 fi
-rm -f "$mysql_log"
 
 # Compile the packages of the runs below once (without -race, unlike the
 # unit tests), before several go test processes would each compile them.
@@ -83,7 +85,7 @@ go test -count=1 -run '^$' ./runtime/rocketmq ./integration/... >/dev/null || st
 # (apache/rocketmq-client-go#1213), so its broker tests skip under -race above;
 # they run without it beside the integration tests below (they mostly wait on
 # the broker), their output following.
-rmq_log="$(mktemp)"
+rmq_log="$logdir/rocketmq-consumer.log"
 (
   echo "== go test -count=1 -run Integration ./runtime/rocketmq (consumer tests, no -race)"
   go test -count=1 -run Integration "$@" ./runtime/rocketmq
@@ -93,7 +95,7 @@ rmq_pid=$!
 if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
   if (($#)); then
     echo "== go test -count=1 -timeout 50m -v $* ./integration/..."
-    go test -count=1 -timeout 50m -v "$@" ./integration/... || status=1
+    go test -count=1 -timeout 50m -v "$@" ./integration/... 2>&1 | tee "$logdir/integration.log" || status=1
   else
     # The integration tests mostly wait on servers (a killed RocketMQ
     # consumer's queue locks expire after a minute on the broker, fault
@@ -130,29 +132,32 @@ if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
     solo='^TestCluster'
     pids=() logs=()
     for g in "${groups[@]}"; do
-      log="$(mktemp)"
+      log="$logdir/integration-group${#pids[@]}.log"
       echo "== go test -count=1 -timeout 50m -v -run '$g' ./integration/... (in the background)"
       go test -count=1 -timeout 50m -v -run "$g" ./integration/... >"$log" 2>&1 &
       pids+=("$!") logs+=("$log")
     done
     rest="$(IFS='|'; echo "${groups[*]}|$solo")"
     echo "== go test -count=1 -timeout 50m -v -skip '$rest' ./integration/..."
-    go test -count=1 -timeout 50m -v -skip "$rest" ./integration/... || status=1
+    go test -count=1 -timeout 50m -v -skip "$rest" ./integration/... 2>&1 | tee "$logdir/integration-rest.log" || status=1
     for i in "${!groups[@]}"; do
       wait "${pids[$i]}" || status=1
       echo "== the tests of -run '${groups[$i]}':"
       cat "${logs[$i]}"
-      rm -f "${logs[$i]}"
     done
     echo "== go test -count=1 -timeout 50m -v -run '$solo' ./integration/... (alone)"
-    go test -count=1 -timeout 50m -v -run "$solo" ./integration/... || status=1
+    go test -count=1 -timeout 50m -v -run "$solo" ./integration/... 2>&1 | tee "$logdir/integration-solo.log" || status=1
   fi
 fi
 
 wait "$rmq_pid" || status=1
 cat "$rmq_log"
-rm -f "$rmq_log"
 
+if ((status != 0)); then
+  echo "== the failed tests' own lines (from every go test run above)"
+  awk -f scripts/failsum.awk "$logdir"/*.log || true
+fi
+rm -rf "$logdir"
 if ((status == 0)); then echo "== tests PASSED in $((SECONDS - t0))s"
 else echo "== tests FAILED in $((SECONDS - t0))s"; fi
 exit "$status"
