@@ -15,6 +15,7 @@ BEGIN { if (keep == "") keep = 40 }
   next
 }
 /^ *--- (PASS|SKIP): / { next }
+/^(FAIL|ok|PASS)([ \t]|$)/ { cur = ""; next }
 cur != "" {
   n = ++count[cur]
   buf[cur, n % keep] = $0
