@@ -312,6 +312,9 @@ func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
 		}
 		// MariaDB shows "no default" as the text NULL, MySQL as NULL.
 		c.HasDefault = def.Valid && !strings.EqualFold(def.String, "NULL")
+		if c.HasDefault {
+			c.Default = def.String
+		}
 		c.Extra, c.Charset, c.Collation, c.Comment = strings.TrimSpace(extra.String), charset.String, collation.String, comment.String != ""
 		m.cols[s.fold(name)] = c
 	}
@@ -551,7 +554,17 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		if err != nil {
 			return fatal(fmt.Errorf("sink: create table %s: %w", t, err))
 		}
-		cols = append(cols, colDef{Name: f.Name, Type: typ + s.collate(typ, f.Schema, key), NotNull: key, Check: check})
+		c := colDef{Name: f.Name, Type: typ + s.collate(typ, f.Schema, key), NotNull: key, Check: check}
+		if !key {
+			// Rows of this table that reach the sink later with an older
+			// schema (from another queue, or replayed) lack the columns
+			// added since; on the source they read the column's default,
+			// and so they do here.
+			if lit, ok := s.defaultLiteral(schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: fieldDefault(f)}, typ); ok {
+				c.Default = lit
+			}
+		}
+		cols = append(cols, c)
 	}
 	for _, k := range keyCols {
 		if r.ValueSchema.FieldIndex(k) < 0 {
@@ -564,9 +577,43 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		}
 	}
 	q := s.d.CreateTable(t, cols, keyCols)
-	if _, err := s.db.ExecContext(ctx, q); err != nil && !concurrentCreate(err) {
+	_, err := s.db.ExecContext(ctx, q)
+	if err != nil && !concurrentCreate(err) && !retriableDDL(err) && ctx.Err() == nil && hasDefaults(cols) {
+		// A default the target refuses (MySQL takes none on some types):
+		// the table without defaults, then each default on its own.
+		plain := slices.Clone(cols)
+		for i := range plain {
+			plain[i].Default = ""
+		}
+		if _, err = s.db.ExecContext(ctx, s.d.CreateTable(t, plain, keyCols)); err == nil {
+			for _, c := range cols {
+				if c.Default == "" {
+					continue
+				}
+				q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.Quote(c.Name) + " SET DEFAULT " + c.Default
+				if _, err := s.db.ExecContext(ctx, q); err != nil {
+					if ctx.Err() != nil {
+						return fmt.Errorf("sink: create table %s: %w", t, wrapDB(err))
+					}
+					s.log.Warn("column created without the default older rows read on the source: the target refused it; rows that reach the table with an older schema hold NULL there",
+						"table", t.String(), "column", c.Name, "reason", err.Error())
+				}
+			}
+		}
+	}
+	if err != nil && !concurrentCreate(err) {
 		return fmt.Errorf("sink: create table %s: %w", t, wrapDB(err))
 	}
 	s.log.Info("created table", "table", t.String(), "columns", len(cols), "key", strings.Join(keyCols, ","))
 	return nil
+}
+
+// hasDefaults reports a column of cols with a default.
+func hasDefaults(cols []colDef) bool {
+	for _, c := range cols {
+		if c.Default != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -316,6 +316,7 @@ type ColInfo struct {
 	NotNull bool
 	// MySQL only: what MODIFY COLUMN would have to repeat.
 	HasDefault bool
+	Default    string // the catalogue's text of the default (COLUMN_DEFAULT), when HasDefault
 	Extra      string // EXTRA: auto_increment, on update …, generated …
 	Charset    string
 	Collation  string

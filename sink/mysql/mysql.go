@@ -7,6 +7,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,13 +257,22 @@ func (Dialect) ColumnsQuery() string {
 func (Dialect) Widen(cur, want string) dialect.TypeChange { return widenMySQL(cur, want) }
 
 // alterType is MODIFY COLUMN, which restates the whole column: NULL or NOT
-// NULL, character set and collation of text columns and AUTO_INCREMENT are
-// repeated as they were. A default, a comment or another EXTRA (generated
-// column, ON UPDATE) would have to be restated from the catalogue's text:
-// such columns are left to the operator.
+// NULL, character set and collation of text columns, AUTO_INCREMENT and a
+// default that is a plain number (the catalogue's text of it, as both
+// servers show a numeric default: digits, no quotes) are repeated as they
+// were. Another default, a comment or another EXTRA (generated column, ON
+// UPDATE) would have to be restated from the catalogue's text: such
+// columns are left to the operator.
 func (d Dialect) AlterType(t target, col, want string, c dialect.ColInfo) (string, string) {
+	def := ""
+	if c.HasDefault {
+		def = strings.Trim(c.Default, "'") // MariaDB quotes literals
+		if !plainNumber.MatchString(def) {
+			def = ""
+		}
+	}
 	switch {
-	case c.HasDefault:
+	case c.HasDefault && def == "":
 		return "", "the column has a default, which MODIFY COLUMN would have to restate"
 	case c.Comment:
 		return "", "the column has a comment, which MODIFY COLUMN would have to restate"
@@ -285,11 +295,17 @@ func (d Dialect) AlterType(t target, col, want string, c dialect.ColInfo) (strin
 	} else {
 		q += " NULL"
 	}
+	if def != "" {
+		q += " DEFAULT " + def
+	}
 	if c.Extra != "" {
 		q += " AUTO_INCREMENT"
 	}
 	return q, ""
 }
+
+// plainNumber is a numeric default as the catalogue shows it.
+var plainNumber = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 
 func isMySQLText(base string) bool {
 	switch base {
