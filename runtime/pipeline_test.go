@@ -31,7 +31,7 @@ type fakeSource struct {
 func (s *fakeSource) Open(_ context.Context, pos []byte) error { s.opened = pos; return nil }
 func (s *fakeSource) Close() error                             { return nil }
 func (s *fakeSource) Progress() map[string]float64 {
-	return map[string]float64{"rows": float64(s.read.Load())}
+	return map[string]float64{"snapshot_rows": float64(s.read.Load())}
 }
 func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
 	if s.next >= s.n {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,11 +33,6 @@ type (
 	Offsets interface {
 		Offset(ctx context.Context, name string) (string, error)
 		SetOffset(ctx context.Context, name, position string) error
-	}
-	// MetricsWriter writes the process' own series for GET /metrics in the
-	// Prometheus text format (per pipeline and per task it hosts).
-	MetricsWriter interface {
-		WriteMetrics(w io.Writer)
 	}
 	// HealthChecker decides GET /health; without it, /health is 200 while
 	// the Cluster can list its connectors.
@@ -86,7 +80,7 @@ const lifecycleTimeout = time.Minute
 //	PUT    /connector-plugins/{type}/config/validate
 //	GET    /workers                             the workers and the tasks they hold
 //	GET    /admin/loggers[/root], PUT /admin/loggers/root  the log level (WithLogLevel)
-//	GET    /metrics                             Prometheus text format
+//	GET    /metrics                             Prometheus metrics (metricsHandler)
 //	GET    /health                              200, or 503
 //
 // Errors answer {"error_code": N, "message": "..."} as Kafka Connect does.
@@ -166,7 +160,7 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("GET /admin/loggers", a.listLoggers)
 	mux.HandleFunc("GET /admin/loggers/{logger}", a.getLogger)
 	mux.HandleFunc("PUT /admin/loggers/{logger}", a.putLogger)
-	mux.HandleFunc("GET /metrics", a.metrics)
+	mux.Handle("GET /metrics", metricsHandler(c))
 	mux.HandleFunc("GET /health", a.health)
 	h := bounded(errorBodies(mux))
 	if token == "" {
@@ -615,19 +609,6 @@ func (a *api) validate(rw http.ResponseWriter, r *http.Request) {
 	}
 	v, err := a.c.Validate(r.Context(), r.PathValue("type"), cfg)
 	respond(rw, http.StatusOK, redactValidation(v), err)
-}
-
-func (a *api) metrics(rw http.ResponseWriter, r *http.Request) {
-	rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	if m, ok := a.c.(MetricsWriter); ok {
-		m.WriteMetrics(rw)
-	}
-	if m, ok := a.c.(WorkerMetricsReporter); ok {
-		WriteSelfMetrics(rw, m.WorkerMetrics())
-	}
-	if ws, err := a.c.Workers(r.Context()); err == nil && len(ws) > 0 {
-		WriteWorkerMetrics(rw, ws)
-	}
 }
 
 func (a *api) health(rw http.ResponseWriter, r *http.Request) {
