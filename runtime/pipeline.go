@@ -397,6 +397,10 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	} else {
 		pos = SourcePosition(stored)
 		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos), "store", storeWhere(p.Positions))
+		// status shows where it resumed until a newer position is saved
+		p.stats.mu.Lock()
+		p.stats.position = pos
+		p.stats.mu.Unlock()
 	}
 	if err := p.Source.Open(ctx, pos); err != nil {
 		return false, closePub(fmt.Errorf("open source: %w", err))

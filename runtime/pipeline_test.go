@@ -419,3 +419,30 @@ func TestOnCloseRunsAfterTheSink(t *testing.T) {
 		t.Fatalf("OnClose ran %d times, want 1", calls)
 	}
 }
+
+// TestStatusPositionAfterResume: a pipeline resumed from a saved position
+// reports that position before it saves a newer one, also once stopped
+// (sluice run logs it at the stop: "" read like a lost position).
+func TestStatusPositionAfterResume(t *testing.T) {
+	store := &memStore{pos: map[string][]byte{"p": []byte("tx-42")}}
+	e := newEmbedded(2, 4)
+	p := &Pipeline{Name: "p", Source: &fakeSource{n: 0, k: 1}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16),
+		Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: store}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Status().State != StateRunning && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := p.Status(); st.State != StateRunning || st.Position != "tx-42" {
+		t.Errorf("running after resuming at tx-42: %+v", st)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Status(); st.State != StateStopped || st.Position != "tx-42" {
+		t.Errorf("stopped without a newer position: %+v, want position tx-42", st)
+	}
+}

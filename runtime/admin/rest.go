@@ -120,10 +120,10 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("GET /connectors/{name}/tasks/{id}/status", a.taskStatus)
 	mux.HandleFunc("POST /connectors/{name}/tasks/{id}/restart", a.restartTask)
 	mux.HandleFunc("PUT /connectors/{name}/pause", func(rw http.ResponseWriter, r *http.Request) {
-		respond(rw, http.StatusAccepted, nil, c.Pause(r.Context(), r.PathValue("name")))
+		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "pause", c.Pause(r.Context(), r.PathValue("name"))))
 	})
 	mux.HandleFunc("PUT /connectors/{name}/resume", func(rw http.ResponseWriter, r *http.Request) {
-		respond(rw, http.StatusAccepted, nil, c.Resume(r.Context(), r.PathValue("name")))
+		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "resume", c.Resume(r.Context(), r.PathValue("name"))))
 	})
 	mux.HandleFunc("PUT /connectors/{name}/stop", func(rw http.ResponseWriter, r *http.Request) {
 		s, ok := c.(Stopper)
@@ -133,7 +133,7 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
 		defer cancel()
-		respond(rw, http.StatusAccepted, nil, s.Stop(ctx, r.PathValue("name")))
+		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "stop", s.Stop(ctx, r.PathValue("name"))))
 	})
 	mux.HandleFunc("POST /connectors/{name}/restart", a.restart)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
@@ -375,10 +375,12 @@ func (a *api) restart(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if restart {
-		if err := a.c.Restart(ctx, name); err != nil {
+		if err := logLifecycle(r, "restart", a.c.Restart(ctx, name)); err != nil {
 			respond(rw, 0, nil, err)
 			return
 		}
+	} else {
+		slog.Info("connector restart through REST: nothing FAILED, nothing restarted (onlyFailed=true)", "connector", name, "remote", r.RemoteAddr)
 	}
 	if !includeTasks && !onlyFailed {
 		rw.WriteHeader(http.StatusNoContent)
@@ -459,7 +461,20 @@ func (a *api) restartTask(rw http.ResponseWriter, r *http.Request) {
 	} else {
 		err = a.c.Restart(ctx, r.PathValue("name"))
 	}
-	respond(rw, http.StatusNoContent, nil, err)
+	respond(rw, http.StatusNoContent, nil, logLifecycle(r, "restart of task "+strconv.Itoa(t.ID), err))
+}
+
+// logLifecycle logs, at INFO, the lifecycle action a REST call asked for
+// on the connector of its path, who asked (the client's address) and,
+// when it failed, why; it returns err.
+func logLifecycle(r *http.Request, action string, err error) error {
+	args := []any{"connector", r.PathValue("name"), "remote", r.RemoteAddr}
+	if err != nil {
+		slog.Info("connector "+action+" through REST failed", append(args, "err", err)...)
+		return err
+	}
+	slog.Info("connector "+action+" through REST", args...)
+	return nil
 }
 
 // BuildInfo is GET /: what Kafka Connect's root answers (version, commit),

@@ -853,3 +853,37 @@ func TestMetricsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestLifecycleLogged: each lifecycle call through REST logs one INFO line
+// naming the action, the connector and who asked; a failed one says why.
+func TestLifecycleLogged(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	f := newFake()
+	h := NewHandler(f, "")
+	if code, body := do(t, h, "POST", "/connectors", `{"name": "c", "config": {"source": {}}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	buf.Reset()
+	for _, c := range []struct{ method, path, line string }{
+		{"PUT", "/connectors/c/pause", "connector pause through REST"},
+		{"PUT", "/connectors/c/resume", "connector resume through REST"},
+		{"POST", "/connectors/c/restart", "connector restart through REST"},
+		{"POST", "/connectors/c/tasks/0/restart", "connector restart of task 0 through REST"},
+		{"PUT", "/connectors/nope/pause", "connector pause through REST failed"},
+	} {
+		do(t, h, c.method, c.path, "")
+		out := buf.String()
+		buf.Reset()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], `msg="`+c.line+`"`) ||
+			!strings.Contains(lines[0], "remote=192.0.2.1:1234") || !strings.Contains(lines[0], "connector=") {
+			t.Errorf("%s %s logged %q, want one INFO line %q with the connector and remote=192.0.2.1:1234", c.method, c.path, out, c.line)
+		}
+		if strings.HasSuffix(c.line, "failed") && !strings.Contains(out, "err=") {
+			t.Errorf("%s %s: a failed call's line lacks its error: %s", c.method, c.path, out)
+		}
+	}
+}
