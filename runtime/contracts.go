@@ -93,7 +93,9 @@ func storeWhere(s PositionStore) string {
 
 // ProgressReporter is an optional capability of a Source: named gauges of
 // its progress (for the binlog source, snapshot_rows, snapshot_tables,
-// snapshot_tables_done, snapshot_running), exported as sluice_source_progress.
+// snapshot_tables_done, snapshot_running, snapshot_estimated_rows,
+// snapshot_elapsed_seconds). /metrics exports each key it knows
+// (progressMetrics) as the gauge sluice_<key>.
 type ProgressReporter interface {
 	Progress() map[string]float64
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// TestCountByTable: data records are counted per table, in runs or
+// TestCountByTable: data records are counted per table and op, in runs or
 // interleaved, markers not at all.
 func TestCountByTable(t *testing.T) {
 	a := schema.TableID{Database: "db", Table: "a"}
@@ -27,13 +27,13 @@ func TestCountByTable(t *testing.T) {
 	m := newMetrics()
 	countByTable(m, m.recordsIn, recs)
 	countByTable(m, m.recordsIn, recs[:3])
-	want := map[string]int64{"db.a": 7, "db.b": 2, "other.a": 4}
+	want := map[tableOp]int64{{"db.a", schema.OpCreate}: 6, {"db.b", schema.OpUpdate}: 2, {"db.a", schema.OpDelete}: 1, {"other.a", schema.OpCreate}: 4}
 	if len(m.recordsIn) != len(want) {
-		t.Fatalf("%d tables counted, want %d", len(m.recordsIn), len(want))
+		t.Fatalf("%d table/op pairs counted, want %d", len(m.recordsIn), len(want))
 	}
-	for table, n := range want {
-		if got := m.recordsIn[table]; got == nil || got.Load() != n {
-			t.Errorf("%s: counted %v, want %d", table, got, n)
+	for k, n := range want {
+		if got := m.recordsIn[k]; got == nil || got.Load() != n {
+			t.Errorf("%s %s: counted %v, want %d", k.table, k.op, got, n)
 		}
 	}
 }

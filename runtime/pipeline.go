@@ -88,6 +88,13 @@ func (p *Pipeline) metrics() *Metrics {
 	return p.m
 }
 
+// keepMetrics makes p count on in prev's Metrics: p restarts prev's task.
+// Call it before p runs.
+func (p *Pipeline) keepMetrics(prev *Pipeline) {
+	m := prev.metrics()
+	p.mOnce.Do(func() { p.m = m })
+}
+
 // Pause stops reading the source; records in flight are still delivered.
 func (p *Pipeline) Pause() {
 	p.pauseMu.Lock()
@@ -295,7 +302,7 @@ func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 	})
 	if err := p.gc.Write(ctx, recs); err != nil {
 		p.stats.BatchesFailed.Add(1)
-		m.errors.Add(1)
+		m.countError(errorApply, err)
 		return err
 	}
 	m.observeApply(time.Since(start))
@@ -312,27 +319,28 @@ func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {
 	return nil
 }
 
-// countByTable adds the data records of a batch to per-table counters,
-// taking the counter map's lock once per run of one table.
-func countByTable(m *Metrics, by map[string]*atomic.Int64, recs []schema.Record) {
-	// Runs of one table are counted together; the table's name is made
-	// once a run, not once a record.
+// countByTable adds the data records of a batch to per-table, per-op
+// counters, taking the counter map's lock once per run of one table and op.
+func countByTable(m *Metrics, by map[tableOp]*atomic.Int64, recs []schema.Record) {
+	// Runs of one table and op are counted together; the table's name is
+	// made once a run, not once a record.
 	var cur schema.TableID
+	var op schema.Op
 	var n int64
 	for i := range recs {
 		if !recs[i].Op.IsData() {
 			continue
 		}
-		if t := recs[i].Table; t != cur {
+		if t := recs[i].Table; t != cur || recs[i].Op != op {
 			if n > 0 {
-				m.counter(by, cur.String()).Add(n)
+				counter(m, by, tableOp{cur.String(), op}).Add(n)
 			}
-			cur, n = t, 0
+			cur, op, n = t, recs[i].Op, 0
 		}
 		n++
 	}
 	if n > 0 {
-		m.counter(by, cur.String()).Add(n)
+		counter(m, by, tableOp{cur.String(), op}).Add(n)
 	}
 }
 
@@ -389,6 +397,10 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	} else {
 		pos = SourcePosition(stored)
 		log.Info("resuming from saved position", "pipeline", p.Name, "position", string(pos), "store", storeWhere(p.Positions))
+		// status shows where it resumed until a newer position is saved
+		p.stats.mu.Lock()
+		p.stats.position = pos
+		p.stats.mu.Unlock()
 	}
 	if err := p.Source.Open(ctx, pos); err != nil {
 		return false, closePub(fmt.Errorf("open source: %w", err))

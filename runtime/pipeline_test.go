@@ -31,7 +31,7 @@ type fakeSource struct {
 func (s *fakeSource) Open(_ context.Context, pos []byte) error { s.opened = pos; return nil }
 func (s *fakeSource) Close() error                             { return nil }
 func (s *fakeSource) Progress() map[string]float64 {
-	return map[string]float64{"rows": float64(s.read.Load())}
+	return map[string]float64{"snapshot_rows": float64(s.read.Load())}
 }
 func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
 	if s.next >= s.n {
@@ -417,5 +417,32 @@ func TestOnCloseRunsAfterTheSink(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Fatalf("OnClose ran %d times, want 1", calls)
+	}
+}
+
+// TestStatusPositionAfterResume: a pipeline resumed from a saved position
+// reports that position before it saves a newer one, also once stopped
+// (sluice run logs it at the stop: "" read like a lost position).
+func TestStatusPositionAfterResume(t *testing.T) {
+	store := &memStore{pos: map[string][]byte{"p": []byte("tx-42")}}
+	e := newEmbedded(2, 4)
+	p := &Pipeline{Name: "p", Source: &fakeSource{n: 0, k: 1}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16),
+		Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: store}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Status().State != StateRunning && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := p.Status(); st.State != StateRunning || st.Position != "tx-42" {
+		t.Errorf("running after resuming at tx-42: %+v", st)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Status(); st.State != StateStopped || st.Position != "tx-42" {
+		t.Errorf("stopped without a newer position: %+v, want position tx-42", st)
 	}
 }

@@ -195,6 +195,9 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 		if p != nil {
 			began := time.Now()
 			err = p.Run(ctx)
+			if err != nil && ctx.Err() == nil && !IsEndOfInput(err) {
+				p.metrics().countError(errorRun, err)
+			}
 			if p.Ran() && !started {
 				started = true
 				w.mu.Lock()
@@ -237,11 +240,17 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 				if ctx.Err() != nil {
 					return nil
 				}
+				if p != nil {
+					p.metrics().countError(errorRun, ferr)
+				}
 				if IsFatal(ferr) {
 					return ferr
 				}
 				err = ferr
 				continue
+			}
+			if p != nil {
+				np.keepMetrics(p) // the task's counters go on growing
 			}
 			w.mu.Lock()
 			t.p, t.restarting = np, false

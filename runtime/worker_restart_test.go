@@ -34,21 +34,30 @@ func flakyFactory(fails int, err error, store *memStore, snk *fakeSink, builds *
 	}
 }
 
-func TestWorkerRestartsAfterRetriableFailure(t *testing.T) {
+// runFlaky runs pipeline "p" of flakyFactory(fails, a retriable error) on
+// a worker (stopped at the test's end) until its 300 records are applied
+// or 10 s passed; it returns the worker, the sink and the build count.
+func runFlaky(t *testing.T, fails int) (*Worker, *fakeSink, *atomic.Int32) {
+	t.Helper()
 	store := &memStore{pos: map[string][]byte{}}
 	snk := &fakeSink{seen: map[int64][]int64{}}
-	var builds atomic.Int32
+	builds := new(atomic.Int32)
 	w := NewWorker(nil)
 	w.RestartBackoff = 10 * time.Millisecond
-	w.Add("p", store, flakyFactory(3, errors.New("broker unreachable"), store, snk, &builds))
+	w.Add("p", store, flakyFactory(fails, errors.New("broker unreachable"), store, snk, builds))
 	if err := w.Start(context.Background(), "p"); err != nil {
 		t.Fatal(err)
 	}
-	defer w.StopAll(context.Background())
+	t.Cleanup(func() { _ = w.StopAll(context.Background()) })
 	deadline := time.Now().Add(10 * time.Second)
 	for snk.count() < 300 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
+	return w, snk, builds
+}
+
+func TestWorkerRestartsAfterRetriableFailure(t *testing.T) {
+	w, snk, builds := runFlaky(t, 3)
 	if snk.count() != 300 || builds.Load() != 4 {
 		t.Fatalf("applied %d records after %d builds, want 300 after 4 (3 failed runs, then a good one)", snk.count(), builds.Load())
 	}

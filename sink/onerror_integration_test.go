@@ -79,6 +79,9 @@ func TestWriteOnErrorSkip(t *testing.T) {
 			if got, want := e.ids(t, table), wantIDsWithout(100, 5, 37, 60, 80); !slices.Equal(got, want) {
 				t.Fatalf("copy %d: ids %v, want %v", copyThreshold, got, want)
 			}
+			if skipped, dead := s.LeftOut(); skipped != 3 || dead != 0 {
+				t.Fatalf("copy %d: LeftOut %d skipped, %d dead-lettered; want 3 (ids 37, 60, 80), 0", copyThreshold, skipped, dead)
+			}
 			if off, ok := e.progress(t, "oe", 0); !ok || off != 100 {
 				t.Fatalf("progress %d %v, want 100", off, ok)
 			}
@@ -113,6 +116,9 @@ func TestWriteOnErrorDLQ(t *testing.T) {
 		if _, ok := e.progress(t, "oe", 0); ok {
 			t.Fatal("progress saved although the dead-letter callback failed")
 		}
+		if skipped, dead := s.LeftOut(); skipped != 0 || dead != 0 {
+			t.Fatalf("a failed Write counted %d skipped, %d dead-lettered rows; its redelivery counts them", skipped, dead)
+		}
 		failDLQ = false
 		write(t, s, badBatch("dlq")...)
 		if ids, want := e.ids(t, "dlq"), wantIDsWithout(100, 5, 37, 60, 80); !slices.Equal(ids, want) {
@@ -120,6 +126,9 @@ func TestWriteOnErrorDLQ(t *testing.T) {
 		}
 		if len(got) != 3 || got[37] == "" || got[60] == "" || !strings.Contains(got[80], `"dur"`) {
 			t.Fatalf("dead letters %v, want ids 37, 60 (server errors) and 80 (naming column dur)", got)
+		}
+		if skipped, dead := s.LeftOut(); skipped != 0 || dead != 3 {
+			t.Fatalf("LeftOut %d skipped, %d dead-lettered; want 0, 3", skipped, dead)
 		}
 		if _, err := New(context.Background(), Config{Dialect: e.dialect, DSN: e.cfg.DSN, Pipeline: "p", OnError: OnErrorDLQ}, nil); !errors.Is(err, ErrConfig) {
 			t.Fatalf("dlq without callback: %v, want ErrConfig", err)

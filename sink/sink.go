@@ -39,6 +39,9 @@ type Sink struct {
 
 	bar barrierState // wakes copies of a barrier waiting here (barrier.go)
 
+	// skipped and deadLettered count the rows LeftOut reports.
+	skipped, deadLettered atomic.Int64
+
 	mu     sync.Mutex
 	tables map[target]*tableMeta
 	// registered holds the tables this Sink has listed in the table
@@ -413,8 +416,12 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 			s.log.Info("unique violation applying the reduced batch; applying it in source order", "records", len(recs), "err", err)
 			err = s.applyInOrder(ctx, recs, maxOff, opts, extra)
 		}
+		if err == nil {
+			s.countLeftOut(len(excluded))
+			return nil
+		}
 		var re *rowError
-		if err == nil || s.cfg.OnError == OnErrorFail || !errors.As(err, &re) || !isFatal(err) || ctx.Err() != nil {
+		if s.cfg.OnError == OnErrorFail || !errors.As(err, &re) || !isFatal(err) || ctx.Err() != nil {
 			return err
 		}
 		for _, b := range re.rows {
@@ -430,6 +437,25 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 			excluded[b.rec] = true
 		}
 	}
+}
+
+// countLeftOut counts n rows left out of a batch that was then applied.
+func (s *Sink) countLeftOut(n int) {
+	switch {
+	case n == 0:
+	case s.cfg.OnError == OnErrorSkip:
+		s.skipped.Add(int64(n))
+	default:
+		s.deadLettered.Add(int64(n))
+	}
+}
+
+// LeftOut returns the rows the target rejected for good that were left out
+// of applied batches: logged and skipped (OnError "skip"), or handed to
+// DeadLetter (OnError "dlq"). A row of a batch that failed anyway counts
+// when its redelivery is applied.
+func (s *Sink) LeftOut() (skipped, deadLettered int64) {
+	return s.skipped.Load(), s.deadLettered.Load()
 }
 
 // leaveOut logs a rejected row (OnError "skip") or hands it to DeadLetter

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicecdc/sluice/runtime"
 )
@@ -28,11 +29,11 @@ type Local struct {
 }
 
 var (
-	_ Cluster       = (*Local)(nil)
-	_ Stopper       = (*Local)(nil)
-	_ Offsets       = (*Local)(nil)
-	_ MetricsWriter = (*Local)(nil)
-	_ HealthChecker = (*Local)(nil)
+	_ Cluster          = (*Local)(nil)
+	_ Stopper          = (*Local)(nil)
+	_ Offsets          = (*Local)(nil)
+	_ MetricsCollector = (*Local)(nil)
+	_ HealthChecker    = (*Local)(nil)
 )
 
 // errRunReadOnly says where the operations of a cluster are.
@@ -208,8 +209,10 @@ func (l *Local) Workers(context.Context) ([]WorkerInfo, error) {
 	return []WorkerInfo{{ID: l.workerID(), LastHeartbeat: time.Now().UTC().Format(time.RFC3339), Alive: true, Tasks: tasks}}, nil
 }
 
-// WriteMetrics writes the per-pipeline series.
-func (l *Local) WriteMetrics(w io.Writer) { runtime.WritePrometheus(w, l.W.Pipelines()) }
+// MetricsCollector collects the series of the pipelines running here.
+func (l *Local) MetricsCollector() prometheus.Collector {
+	return runtime.NewCollector(func() ([]*runtime.Pipeline, []string) { return l.W.Pipelines(), nil }, false)
+}
 
 // Health is "failed" while a pipeline is FAILED, else "starting" while one
 // has not yet been RUNNING (Worker.Ran), else "ok".

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,11 +33,6 @@ type (
 	Offsets interface {
 		Offset(ctx context.Context, name string) (string, error)
 		SetOffset(ctx context.Context, name, position string) error
-	}
-	// MetricsWriter writes the process' own series for GET /metrics in the
-	// Prometheus text format (per pipeline and per task it hosts).
-	MetricsWriter interface {
-		WriteMetrics(w io.Writer)
 	}
 	// HealthChecker decides GET /health; without it, /health is 200 while
 	// the Cluster can list its connectors.
@@ -86,7 +80,7 @@ const lifecycleTimeout = time.Minute
 //	PUT    /connector-plugins/{type}/config/validate
 //	GET    /workers                             the workers and the tasks they hold
 //	GET    /admin/loggers[/root], PUT /admin/loggers/root  the log level (WithLogLevel)
-//	GET    /metrics                             Prometheus text format
+//	GET    /metrics                             Prometheus metrics (metricsHandler)
 //	GET    /health                              200, or 503
 //
 // Errors answer {"error_code": N, "message": "..."} as Kafka Connect does.
@@ -126,10 +120,10 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("GET /connectors/{name}/tasks/{id}/status", a.taskStatus)
 	mux.HandleFunc("POST /connectors/{name}/tasks/{id}/restart", a.restartTask)
 	mux.HandleFunc("PUT /connectors/{name}/pause", func(rw http.ResponseWriter, r *http.Request) {
-		respond(rw, http.StatusAccepted, nil, c.Pause(r.Context(), r.PathValue("name")))
+		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "pause", c.Pause(r.Context(), r.PathValue("name"))))
 	})
 	mux.HandleFunc("PUT /connectors/{name}/resume", func(rw http.ResponseWriter, r *http.Request) {
-		respond(rw, http.StatusAccepted, nil, c.Resume(r.Context(), r.PathValue("name")))
+		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "resume", c.Resume(r.Context(), r.PathValue("name"))))
 	})
 	mux.HandleFunc("PUT /connectors/{name}/stop", func(rw http.ResponseWriter, r *http.Request) {
 		s, ok := c.(Stopper)
@@ -139,7 +133,7 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
 		defer cancel()
-		respond(rw, http.StatusAccepted, nil, s.Stop(ctx, r.PathValue("name")))
+		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "stop", s.Stop(ctx, r.PathValue("name"))))
 	})
 	mux.HandleFunc("POST /connectors/{name}/restart", a.restart)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
@@ -166,7 +160,7 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("GET /admin/loggers", a.listLoggers)
 	mux.HandleFunc("GET /admin/loggers/{logger}", a.getLogger)
 	mux.HandleFunc("PUT /admin/loggers/{logger}", a.putLogger)
-	mux.HandleFunc("GET /metrics", a.metrics)
+	mux.Handle("GET /metrics", metricsHandler(c))
 	mux.HandleFunc("GET /health", a.health)
 	h := bounded(errorBodies(mux))
 	if token == "" {
@@ -381,10 +375,12 @@ func (a *api) restart(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if restart {
-		if err := a.c.Restart(ctx, name); err != nil {
+		if err := logLifecycle(r, "restart", a.c.Restart(ctx, name)); err != nil {
 			respond(rw, 0, nil, err)
 			return
 		}
+	} else {
+		slog.Info("connector restart through REST: nothing FAILED, nothing restarted (onlyFailed=true)", "connector", name, "remote", r.RemoteAddr)
 	}
 	if !includeTasks && !onlyFailed {
 		rw.WriteHeader(http.StatusNoContent)
@@ -465,7 +461,20 @@ func (a *api) restartTask(rw http.ResponseWriter, r *http.Request) {
 	} else {
 		err = a.c.Restart(ctx, r.PathValue("name"))
 	}
-	respond(rw, http.StatusNoContent, nil, err)
+	respond(rw, http.StatusNoContent, nil, logLifecycle(r, "restart of task "+strconv.Itoa(t.ID), err))
+}
+
+// logLifecycle logs, at INFO, the lifecycle action a REST call asked for
+// on the connector of its path, who asked (the client's address) and,
+// when it failed, why; it returns err.
+func logLifecycle(r *http.Request, action string, err error) error {
+	args := []any{"connector", r.PathValue("name"), "remote", r.RemoteAddr}
+	if err != nil {
+		slog.Info("connector "+action+" through REST failed", append(args, "err", err)...)
+		return err
+	}
+	slog.Info("connector "+action+" through REST", args...)
+	return nil
 }
 
 // BuildInfo is GET /: what Kafka Connect's root answers (version, commit),
@@ -615,19 +624,6 @@ func (a *api) validate(rw http.ResponseWriter, r *http.Request) {
 	}
 	v, err := a.c.Validate(r.Context(), r.PathValue("type"), cfg)
 	respond(rw, http.StatusOK, redactValidation(v), err)
-}
-
-func (a *api) metrics(rw http.ResponseWriter, r *http.Request) {
-	rw.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	if m, ok := a.c.(MetricsWriter); ok {
-		m.WriteMetrics(rw)
-	}
-	if m, ok := a.c.(WorkerMetricsReporter); ok {
-		WriteSelfMetrics(rw, m.WorkerMetrics())
-	}
-	if ws, err := a.c.Workers(r.Context()); err == nil && len(ws) > 0 {
-		WriteWorkerMetrics(rw, ws)
-	}
 }
 
 func (a *api) health(rw http.ResponseWriter, r *http.Request) {

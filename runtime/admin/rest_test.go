@@ -11,11 +11,16 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluicecdc/sluice/runtime"
 )
@@ -258,9 +263,9 @@ func TestAPIConnectors(t *testing.T) {
 	expect("PUT", "/connector-plugins/mysql/config/validate", `{"sink": {}}`, 200, `"error_count":1`, "source: required")
 	expect("PUT", "/connector-plugins/nope/config/validate", `{}`, 404)
 	expect("GET", "/workers", "", 200, `"id":"w1"`)
-	m := expect("GET", "/metrics", "", 200, `sluice_worker_alive{worker="w1"} 1`, `sluice_worker_alive{worker="w2"} 0`, `sluice_worker_tasks{worker="w1"} 1`, `sluice_worker_tasks{worker="w2"} 0`)
-	if strings.Index(m, `worker="w1"`) > strings.Index(m, `worker="w2"`) {
-		t.Errorf("workers not sorted:\n%s", m)
+	// Not a worker of a cluster (no WorkerMetricsReporter): no worker series.
+	if m := expect("GET", "/metrics", "", 200, "sluice_build_info{"); strings.Contains(m, "sluice_worker_") {
+		t.Errorf("metrics of a cluster without workers' figures have worker series:\n%s", m)
 	}
 	expect("GET", "/health", "", 200, `"status":"ok"`)
 	expect("GET", "/nothing", "", 404, `"error_code":404`)
@@ -494,6 +499,9 @@ func (selfReporting) WorkerMetrics() WorkerMetrics {
 	return WorkerMetrics{Worker: "w1", TasksHeld: 2, LiveWorkers: 3, FairShare: 2, LeaseRenewals: 40, LeasesLost: 1, HeartbeatAgeSeconds: 0.25}
 }
 
+// TestWorkerSelfMetrics: a cluster worker's /metrics has its own figures
+// and every worker's alive and tasks, and the whole registry (go_*,
+// process_*, sluice_build_info included) passes the client library's lint.
 func TestWorkerSelfMetrics(t *testing.T) {
 	_, m := do(t, NewHandler(selfReporting{newFake()}, ""), "GET", "/metrics", "")
 	for _, want := range []string{
@@ -501,11 +509,22 @@ func TestWorkerSelfMetrics(t *testing.T) {
 		`sluice_worker_live_workers{worker="w1"} 3`, `sluice_worker_fair_share{worker="w1"} 2`,
 		"# TYPE sluice_worker_lease_renewals_total counter\nsluice_worker_lease_renewals_total{worker=\"w1\"} 40\n",
 		`sluice_worker_leases_lost_total{worker="w1"} 1`, `sluice_worker_lease_renew_failures_total{worker="w1"} 0`,
-		`sluice_worker_heartbeat_age_seconds{worker="w1"} 0.25`, `sluice_worker_alive{worker="w1"} 1`,
+		`sluice_worker_heartbeat_age_seconds{worker="w1"} 0.25`, `sluice_worker_alive{worker="w1"} 1`, `sluice_worker_alive{worker="w2"} 0`,
+		`sluice_worker_tasks{worker="w1"} 1`, `sluice_worker_tasks{worker="w2"} 0`,
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q:\n%s", want, m)
 		}
+	}
+	if strings.Index(m, `sluice_worker_alive{worker="w1"}`) > strings.Index(m, `sluice_worker_alive{worker="w2"}`) {
+		t.Errorf("workers not sorted:\n%s", m)
+	}
+	problems, err := testutil.GatherAndLint(metricsRegistry(selfReporting{newFake()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
 
@@ -800,5 +819,71 @@ func TestAPIRootLinkTimeVersion(t *testing.T) {
 	var v BuildInfo
 	if err := json.Unmarshal([]byte(out), &v); code != 200 || err != nil || v != (BuildInfo{Version: "v1.2.3", Commit: "feedbeef"}) {
 		t.Errorf("GET /: %d %s (%v), want v1.2.3 and feedbeef", code, out, err)
+	}
+}
+
+// TestMetricsDocumented: every metric /metrics can serve, of a pipeline, a
+// task, a cluster worker and the process, is in docs/operations.md.
+func TestMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan *prometheus.Desc, 100)
+	go func() {
+		runtime.NewCollector(func() ([]*runtime.Pipeline, []string) { return nil, nil }, true).Describe(ch)
+		newWorkerCollector(newFake(), selfReporting{}).Describe(ch)
+		close(ch)
+	}()
+	names := []string{"sluice_build_info"}
+	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	for d := range ch {
+		m := fq.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("no name in %s", d)
+		}
+		names = append(names, m[1])
+	}
+	if len(names) < 30 {
+		t.Fatalf("only %d metrics described: %v", len(names), names)
+	}
+	for _, n := range names {
+		if !strings.Contains(string(doc), "| `"+n+"` |") {
+			t.Errorf("docs/operations.md has no row for %s", n)
+		}
+	}
+}
+
+// TestLifecycleLogged: each lifecycle call through REST logs one INFO line
+// naming the action, the connector and who asked; a failed one says why.
+func TestLifecycleLogged(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	f := newFake()
+	h := NewHandler(f, "")
+	if code, body := do(t, h, "POST", "/connectors", `{"name": "c", "config": {"source": {}}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	buf.Reset()
+	for _, c := range []struct{ method, path, line string }{
+		{"PUT", "/connectors/c/pause", "connector pause through REST"},
+		{"PUT", "/connectors/c/resume", "connector resume through REST"},
+		{"POST", "/connectors/c/restart", "connector restart through REST"},
+		{"POST", "/connectors/c/tasks/0/restart", "connector restart of task 0 through REST"},
+		{"PUT", "/connectors/nope/pause", "connector pause through REST failed"},
+	} {
+		do(t, h, c.method, c.path, "")
+		out := buf.String()
+		buf.Reset()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], `msg="`+c.line+`"`) ||
+			!strings.Contains(lines[0], "remote=192.0.2.1:1234") || !strings.Contains(lines[0], "connector=") {
+			t.Errorf("%s %s logged %q, want one INFO line %q with the connector and remote=192.0.2.1:1234", c.method, c.path, out, c.line)
+		}
+		if strings.HasSuffix(c.line, "failed") && !strings.Contains(out, "err=") {
+			t.Errorf("%s %s: a failed call's line lacks its error: %s", c.method, c.path, out)
+		}
 	}
 }

@@ -283,11 +283,36 @@ func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
 		}
 		return err
 	case st.State == runtime.StateFinished:
-		log.Info("pipeline finished: its input is complete", "pipeline", name, "position", st.Position)
+		logEnd(log, "pipeline finished: its input is complete", name, st.Position, hasSource(w, name))
 	default:
-		log.Info("pipeline stopped", "pipeline", name, "position", st.Position)
+		logEnd(log, "pipeline stopped", name, st.Position, hasSource(w, name))
 	}
 	return nil
+}
+
+// hasSource reports whether pipeline name reads a source (not --only sink).
+func hasSource(w *runtime.Worker, name string) bool {
+	for _, p := range w.Pipelines() {
+		if p.Name == name {
+			return p.Source != nil
+		}
+	}
+	return false
+}
+
+// logEnd logs how a pipeline ended, msg, with the source position it
+// saved; a sink-only pipeline has none (the sink keeps its progress per
+// queue in the target), and a source that saved none says where the next
+// run starts, rather than position="" reading like a lost position.
+func logEnd(log *slog.Logger, msg, name, position string, source bool) {
+	switch {
+	case position != "":
+		log.Info(msg, "pipeline", name, "position", position)
+	case !source:
+		log.Info(msg+"; the sink keeps its progress per queue in the target's progress table", "pipeline", name)
+	default:
+		log.Info(msg+" before a source position was saved: the next run starts at the source's configured start", "pipeline", name)
+	}
 }
 
 func cmdValidate(args []string, stdout io.Writer, log *slog.Logger) error {

@@ -116,3 +116,24 @@ func TestVersionCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestStopLineNamesThePosition: how sluice run logs a pipeline's end never
+// shows position="" (it read like a lost position): a sink-only pipeline
+// says where its progress is, a source that saved none where it restarts.
+func TestStopLineNamesThePosition(t *testing.T) {
+	for _, c := range []struct {
+		position string
+		source   bool
+		want     string
+	}{
+		{"mysql-bin.000003:1234", true, `msg="pipeline stopped" pipeline=p position=mysql-bin.000003:1234`},
+		{"", false, "the sink keeps its progress per queue in the target's progress table"},
+		{"", true, "before a source position was saved: the next run starts at the source's configured start"},
+	} {
+		var buf bytes.Buffer
+		logEnd(slog.New(slog.NewTextHandler(&buf, nil)), "pipeline stopped", "p", c.position, c.source)
+		if out := buf.String(); !strings.Contains(out, c.want) || strings.Contains(out, `position=""`) || strings.Count(out, "\n") != 1 {
+			t.Errorf("position %q, source %v: logged %q, want one line with %q", c.position, c.source, out, c.want)
+		}
+	}
+}

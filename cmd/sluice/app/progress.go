@@ -43,7 +43,8 @@ func isTerminal(f *os.File) bool {
 
 // showSnapshotProgress redraws a progress line on out while a source
 // snapshots, until ctx is done. Elsewhere (not a terminal) progress is in
-// the logs and in /metrics (sluice_source_progress).
+// the logs and in /metrics (sluice_snapshot_rows and the other
+// sluice_snapshot_* gauges).
 func showSnapshotProgress(ctx context.Context, out io.Writer, w *runtime.Worker) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()

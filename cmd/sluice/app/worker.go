@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
 	"github.com/sluicecdc/sluice/binlog"
@@ -302,7 +302,7 @@ type node struct {
 
 var (
 	_ admin.WorkerMetricsReporter = (*node)(nil)
-	_ admin.MetricsWriter         = (*node)(nil)
+	_ admin.MetricsCollector      = (*node)(nil)
 )
 
 // WorkerMetrics reports this worker's leases and membership.
@@ -314,12 +314,15 @@ func (n *node) WorkerMetrics() admin.WorkerMetrics {
 	return admin.WorkerMetrics(w.Metrics())
 }
 
-// WriteMetrics writes the series of the pipelines of the tasks held here.
-func (n *node) WriteMetrics(out io.Writer) {
-	if w := n.w.Load(); w != nil {
-		ps, tasks := w.Pipelines()
-		runtime.WriteTaskMetrics(out, ps, tasks)
-	}
+// MetricsCollector collects the series of the pipelines of the tasks held
+// here, labelled by task.
+func (n *node) MetricsCollector() prometheus.Collector {
+	return runtime.NewCollector(func() ([]*runtime.Pipeline, []string) {
+		if w := n.w.Load(); w != nil {
+			return w.Pipelines()
+		}
+		return nil, nil
+	}, true)
 }
 
 // clusterKeys documents the keys of `sluice worker`'s cluster file
