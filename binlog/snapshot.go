@@ -289,7 +289,7 @@ func (sn *snapshotter) listTables(ctx context.Context) ([]schema.TableID, error)
 		if err := rows.Scan(&id.Database, &id.Table); err != nil {
 			return nil, err
 		}
-		if f.match(id.Database, id.Table) {
+		if f.match(id.Database, id.Table) && !strings.EqualFold(id.String(), sn.s.cfg.SignalTable) { // signals are not data
 			out = append(out, id)
 		}
 	}
@@ -798,6 +798,23 @@ func (st *snapTable) chunkQuery(key [][]byte, limit int) (string, error) {
 	return q + " ORDER BY " + st.orderBy + " LIMIT " + strconv.Itoa(limit), nil
 }
 
+// row decodes one row a chunk query read (raw, in selectList's order) into
+// the record's row, with the notes of its zero dates when keepZero is set.
+func (st *snapTable) row(raw []sql.RawBytes, zeroAsNull, keepZero bool) (schema.Row, []string, error) {
+	row := make(schema.Row, len(raw))
+	var zeros []string
+	for i := range raw {
+		var err error
+		if row[i], err = textValue(&st.ti.cols[i], st.charsets[i], raw[i], zeroAsNull); err != nil {
+			return nil, nil, err
+		}
+		if keepZero && raw[i] != nil {
+			zeros = zeroDateNote(zeros, st.ti, i, string(raw[i]))
+		}
+	}
+	return st.ti.project(row), zeros, nil
+}
+
 // run reads every table and sends OpRead records; the last one carries the
 // plain streaming position.
 func (sn *snapshotter) run(ctx context.Context) error {
@@ -888,18 +905,12 @@ func (sn *snapshotter) run(ctx context.Context) error {
 					rows.Close()
 					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
 				}
-				row := make(schema.Row, len(raw))
-				var zeros []string
-				for i := range raw {
-					if row[i], err = textValue(&st.ti.cols[i], st.charsets[i], raw[i], zeroAsNull); err != nil {
-						rows.Close()
-						return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
-					}
-					if s.cfg.KeepZeroDates && raw[i] != nil {
-						zeros = zeroDateNote(zeros, st.ti, i, string(raw[i]))
-					}
+				row, zeros, err := st.row(raw, zeroAsNull, s.cfg.KeepZeroDates)
+				if err != nil {
+					rows.Close()
+					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
 				}
-				rec := sn.record(st.ti, st.ti.project(row), first, tableFirst)
+				rec := sn.record(st.ti, row, first, tableFirst)
 				tableFirst = false
 				if len(zeros) > 0 {
 					rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(zeros, ";")}
