@@ -231,6 +231,12 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		if len(include) > 0 { // the signals are read from the binlog
 			include = append(slices.Clip(include), s.cfg.SignalTable)
 		}
+		if !newFilter(include, s.cfg.Exclude).match(s.incr.signal.Database, s.incr.signal.Table) {
+			if snap != nil {
+				snap.close()
+			}
+			return fmt.Errorf("%w: exclude leaves out signal_table %s: its signals are read from the binlog", ErrConfig, s.cfg.SignalTable)
+		}
 	}
 	s.hints = &typeHints{cfg: s.cfg}
 	m, err := newMapper(mapperConfig{
