@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -372,5 +373,81 @@ func TestIncrementalSnapshotPauseResumeStop(t *testing.T) {
 	defer cancel()
 	if err := bad.Open(ctx, nil); err == nil || !strings.Contains(err.Error(), "exclude leaves out signal_table") {
 		t.Fatalf("Open with the signal table excluded: %v, want a config error", err)
+	}
+}
+
+// TestIncrementalSnapshotRereadsChunkAfterDDL: an ALTER TABLE between a
+// chunk's watermarks (after the chunk was read) makes the source read the
+// chunk again: its rows come with the new column.
+func TestIncrementalSnapshotRereadsChunkAfterDDL(t *testing.T) {
+	k, s := newIncrKit(t, 120, 50)
+	side := sideConn(t, k.env, k.db)
+	var hooked atomic.Bool
+	incrAfterRead = func(table schema.TableID, rows int) {
+		if table.Table == "t" && table.Database == k.db && !hooked.Swap(true) {
+			if _, err := side.Execute("ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 5"); err != nil {
+				t.Errorf("ALTER: %v", err)
+			}
+		}
+	}
+	t.Cleanup(func() { incrAfterRead = nil })
+	var reads []schema.Record
+	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('d1', 'execute-snapshot', '{"data-collections": ["%s.t"]}')`, k.db))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for !k.done {
+		recs, err := s.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.apply(t, recs)
+		for _, r := range recs {
+			if r.Op == schema.OpRead {
+				reads = append(reads, r)
+			}
+		}
+	}
+	if !hooked.Load() || len(reads) != 120 {
+		t.Fatalf("hook ran %v, %d rows read, want 120", hooked.Load(), len(reads))
+	}
+	for _, r := range reads {
+		if len(r.After) != 4 || r.After[3] != int64(5) {
+			t.Fatalf("key %v read with %v: want the column added after the chunk was read (c = 5)", r.Key, r.After)
+		}
+	}
+}
+
+// TestIncrementalSnapshotSignalTableNotSnapshotted: an initial snapshot of
+// a database holding the signal table leaves the signal table out.
+func TestIncrementalSnapshotSignalTableNotSnapshotted(t *testing.T) {
+	k, s := newIncrKit(t, 10, 50)
+	s.Close()
+	side := sideConn(t, k.env, k.db)
+	exec(t, side, "INSERT INTO sig VALUES ('old', 'execute-snapshot', '{}')")
+	cfg := k.cfg
+	cfg.Snapshot = SnapshotInitialOnly
+	s2 := openSource(t, cfg, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for {
+		recs, err := s2.Read(ctx)
+		if errors.Is(err, ErrSnapshotDone) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Table.Table == "sig" && r.Op.IsData() {
+				t.Fatalf("the signal table was snapshotted: %v", r.After)
+			}
+			if r.Op == schema.OpRead {
+				n++
+			}
+		}
+	}
+	if n != 10 {
+		t.Fatalf("%d rows snapshotted, want the 10 of t", n)
 	}
 }
