@@ -67,7 +67,8 @@ type incrRequest struct {
 	chunk  string // the chunk's id: its watermarks' ids are chunk+"-open" and chunk+"-close"
 	table  schema.TableID
 	key    [][]byte
-	reload bool // read the table's columns again (a DDL passed)
+	max    [][]byte // the table's greatest key at its first chunk; nil: read it now
+	reload bool     // read the table's columns again (a DDL passed)
 }
 
 // incrResult is a chunk as the worker read it.
@@ -78,6 +79,7 @@ type incrResult struct {
 	rows  []schema.Row
 	zeros [][]string // per row, the zero-date notes (Config.KeepZeroDates)
 	key   [][]byte   // the last row's primary key; nil: no row
+	max   [][]byte   // the bound the chunk was read with
 	done  bool       // fewer rows than a chunk: the table's last
 	err   error
 }
@@ -319,7 +321,7 @@ func (in *incremental) next(ctx context.Context) {
 		in.started = true
 		go in.work(ctx)
 	}
-	in.reqs <- incrRequest{chunk: in.chunk, table: t, key: in.prog.Key, reload: in.reload[t]}
+	in.reqs <- incrRequest{chunk: in.chunk, table: t, key: in.prog.Key, max: in.prog.Max, reload: in.reload[t]}
 	delete(in.reload, t)
 }
 
@@ -362,6 +364,7 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 		recs = append(recs, rec)
 	}
 	in.s.snap.rows.Add(int64(len(recs)))
+	in.prog.Max = r.max
 	in.advance(m, r.done, r.key)
 	return in.savePosition(ctx, m, recs)
 }
@@ -371,7 +374,7 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 func (in *incremental) advance(m *mapper, done bool, key [][]byte) {
 	if done {
 		in.s.log.Info("binlog: incremental snapshot of table done", "table", in.prog.Tables[0])
-		in.prog.Tables, in.prog.Key = in.prog.Tables[1:], nil
+		in.prog.Tables, in.prog.Key, in.prog.Max = in.prog.Tables[1:], nil, nil
 		if len(in.prog.Tables) == 0 {
 			in.s.log.Info("binlog: incremental snapshot done", "signal", in.prog.ID)
 			in.prog = nil
@@ -462,16 +465,36 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 		}
 		tables[req.table] = st
 	}
-	q, err := st.chunkQuery(req.key, in.limit)
-	if err != nil {
-		return fail(err)
-	}
 	mark := func(typ, suffix string) error {
 		data := fmt.Sprintf(`{"chunk":%q,"table":%q}`, req.chunk, req.table.String())
 		if _, err := sn.conn.ExecContext(ctx, "INSERT INTO "+in.from+" (id, type, data) VALUES (?, ?, ?)", req.chunk+suffix, typ, data); err != nil {
 			return fmt.Errorf("binlog: incremental snapshot: write the %s watermark into %s (grant INSERT, DELETE on it): %w", typ, in.signal, err)
 		}
 		return nil
+	}
+	res.max = req.max
+	if res.max == nil {
+		// Debezium's maximum key at the start: rows inserted above it
+		// later are the stream's, so the snapshot does not chase inserts
+		max, empty, err := in.maxKey(ctx, sn, st)
+		if err != nil {
+			return fail(err)
+		}
+		if empty { // no chunk; the window closes all the same
+			res.ti, res.done = st.ti, true
+			if err := mark(signalWindowOpen, "-open"); err != nil {
+				return fail(err)
+			}
+			if err := mark(signalWindowClose, "-close"); err != nil {
+				return fail(err)
+			}
+			return res
+		}
+		res.max = max
+	}
+	q, err := st.boundedChunkQuery(req.key, res.max, in.limit)
+	if err != nil {
+		return fail(err)
 	}
 	if err := mark(signalWindowOpen, "-open"); err != nil {
 		return fail(err)
@@ -513,4 +536,33 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 		return fail(err)
 	}
 	return res
+}
+
+// maxKey reads the greatest primary key of st (empty: the table has no row).
+func (in *incremental) maxKey(ctx context.Context, sn *snapshotter, st *snapTable) ([][]byte, bool, error) {
+	desc := make([]string, len(st.ti.keyIdx))
+	for i, k := range st.ti.keyIdx {
+		desc[i] = quoteIdent(st.ti.cols[k].name) + " DESC"
+	}
+	rows, err := sn.conn.QueryContext(ctx, "SELECT "+st.selectList+" FROM "+st.from+" ORDER BY "+strings.Join(desc, ", ")+" LIMIT 1")
+	if err != nil {
+		return nil, false, fmt.Errorf("binlog: incremental snapshot: greatest key of %s: %w", st.ti.id, err)
+	}
+	defer rows.Close()
+	raw := make([]sql.RawBytes, len(st.ti.cols))
+	ptrs := make([]any, len(raw))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	if !rows.Next() {
+		return nil, true, rows.Err()
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, false, err
+	}
+	key := make([][]byte, len(st.ti.keyIdx))
+	for i, k := range st.ti.keyIdx {
+		key[i] = bytes.Clone(raw[k])
+	}
+	return key, false, nil
 }

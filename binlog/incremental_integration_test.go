@@ -248,7 +248,8 @@ func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
 // while an incremental snapshot of 3,000 rows runs in chunks of 100; the
 // source is closed mid-snapshot and reopened at the last saved position,
 // which resumes after the last chunk delivered (keys at or below it are not
-// read again). The records end equal to the source and no row goes back.
+// read again), and up to the greatest key at the start only (the writers
+// move rows to ever greater keys: those are the stream's). The records end equal to the source and no row goes back.
 func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	k, s := newIncrKit(t, 3000, 100)
 	var counter atomic.Int64
@@ -282,6 +283,10 @@ func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	})
 	s.Close()
 	savedKey, _ := strconv.ParseInt(string(saved.Incremental.Key[0]), 10, 64)
+	if len(saved.Incremental.Max) != 1 {
+		t.Fatalf("the progress carries no greatest key: %s", saved.String())
+	}
+	maxKey, _ := strconv.ParseInt(string(saved.Incremental.Max[0]), 10, 64)
 	t.Logf("restarting at %s", saved.String())
 	clear(k.reads)
 	s2 := openSource(t, k.cfg, k.pos)
@@ -294,6 +299,9 @@ func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	for id, n := range k.reads {
 		if id <= savedKey {
 			t.Fatalf("key %d (at or below the saved chunk key %d) was read again after the restart", id, savedKey)
+		}
+		if id > maxKey {
+			t.Fatalf("key %d, above the greatest key %d when the snapshot began, was read: chunks must leave later inserts to the stream", id, maxKey)
 		}
 		if n > 1 {
 			t.Fatalf("key %d was read %d times in one snapshot", id, n)

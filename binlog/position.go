@@ -65,6 +65,10 @@ type IncrementalProgress struct {
 	ID     string   `json:"id"` // the execute-snapshot signal's id
 	Tables []string `json:"tables"`
 	Key    [][]byte `json:"key,omitempty"`
+	// Max is the greatest primary key of the first table when its first
+	// chunk was read: chunks stop there, rows inserted above it later are
+	// the stream's (nil: not read yet).
+	Max [][]byte `json:"max,omitempty"`
 	// Paused: a pause-snapshot signal holds the chunks until resume-snapshot.
 	Paused bool `json:"paused,omitempty"`
 }

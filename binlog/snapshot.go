@@ -767,35 +767,64 @@ func isName(s string) bool {
 
 // chunkQuery builds the query of the next chunk after key (nil: the first).
 func (st *snapTable) chunkQuery(key [][]byte, limit int) (string, error) {
+	return st.boundedChunkQuery(key, nil, limit)
+}
+
+// boundedChunkQuery is chunkQuery for the rows whose key is also at most
+// upTo (nil: no bound).
+func (st *snapTable) boundedChunkQuery(key, upTo [][]byte, limit int) (string, error) {
 	q := "SELECT " + st.selectList + " FROM " + st.from
 	if !st.keyable {
 		return q, nil
 	}
+	var where []string
 	if key != nil {
-		if len(key) != len(st.ti.keyIdx) {
-			return "", fmt.Errorf("%w: snapshot key of %s has %d values, the primary key has %d columns", ErrBadPosition, st.ti.id, len(key), len(st.ti.keyIdx))
+		c, err := st.keyAfter(key)
+		if err != nil {
+			return "", err
 		}
-		lits := make([]string, len(key))
-		for i, k := range st.ti.keyIdx {
-			l, err := keyLiteral(&st.ti.cols[k], st.charsets[k], st.collations[k], key[i])
-			if err != nil {
-				return "", err
-			}
-			lits[i] = l
+		where = append(where, c)
+	}
+	if upTo != nil {
+		c, err := st.keyAfter(upTo)
+		if err != nil {
+			return "", err
 		}
-		// (a, b) > (x, y) spelled out, which every optimizer turns into a range
-		var ors []string
-		for i := range key {
-			var ands []string
-			for j := 0; j < i; j++ {
-				ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[j]].name)+" = "+lits[j])
-			}
-			ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[i]].name)+" > "+lits[i])
-			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
-		}
-		q += " WHERE " + strings.Join(ors, " OR ")
+		where = append(where, "NOT ("+c+")")
+	}
+	if len(where) == 2 {
+		where[0] = "(" + where[0] + ")"
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	return q + " ORDER BY " + st.orderBy + " LIMIT " + strconv.Itoa(limit), nil
+}
+
+// keyAfter is the condition "the primary key is greater than key", with
+// (a, b) > (x, y) spelled out, which every optimizer turns into a range.
+func (st *snapTable) keyAfter(key [][]byte) (string, error) {
+	if len(key) != len(st.ti.keyIdx) {
+		return "", fmt.Errorf("%w: snapshot key of %s has %d values, the primary key has %d columns", ErrBadPosition, st.ti.id, len(key), len(st.ti.keyIdx))
+	}
+	lits := make([]string, len(key))
+	for i, k := range st.ti.keyIdx {
+		l, err := keyLiteral(&st.ti.cols[k], st.charsets[k], st.collations[k], key[i])
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	var ors []string
+	for i := range key {
+		var ands []string
+		for j := 0; j < i; j++ {
+			ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[j]].name)+" = "+lits[j])
+		}
+		ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[i]].name)+" > "+lits[i])
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return strings.Join(ors, " OR "), nil
 }
 
 // row decodes one row a chunk query read (raw, in selectList's order) into
