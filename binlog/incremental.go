@@ -120,7 +120,8 @@ func newIncremental(s *Source, prog *IncrementalProgress) (*incremental, error) 
 // acts on the signal table's inserts and drops its rows, and notes the keys
 // changed inside an open window.
 func (in *incremental) observe(m *mapper, recs []schema.Record) []schema.Record {
-	out := recs[:0:0]
+	out := recs // copied only when a signal row leaves it
+	dropped := false
 	var cur schema.TableID
 	if in.chunk != "" && in.prog != nil {
 		cur, _ = tableName(in.prog.Tables[0])
@@ -131,8 +132,11 @@ func (in *incremental) observe(m *mapper, recs []schema.Record) []schema.Record 
 			if r.Op == schema.OpCreate || r.Op == schema.OpRead {
 				in.signalRow(m, r)
 			}
-			if r.Op.IsData() {
-				continue // signals are not data
+			if r.Op.IsData() { // signals are not data
+				if !dropped {
+					out, dropped = slices.Clone(recs[:i]), true
+				}
+				continue
 			}
 		}
 		if in.open && !in.closing && r.Table == cur {
@@ -143,7 +147,9 @@ func (in *incremental) observe(m *mapper, recs []schema.Record) []schema.Record 
 				in.reread = true
 			}
 		}
-		out = append(out, *r)
+		if dropped {
+			out = append(out, *r)
+		}
 	}
 	return out
 }
