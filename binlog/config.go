@@ -67,6 +67,13 @@ type Config struct {
 	// SnapshotChunk is the number of rows read per query during a snapshot
 	// (default 2048).
 	SnapshotChunk int `yaml:"snapshot_chunk"`
+	// SignalTable, "db.table", names a table of the source with Debezium's
+	// signal columns (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32), data
+	// TEXT): an INSERT of an execute-snapshot, stop-snapshot,
+	// pause-snapshot or resume-snapshot row acts on an incremental
+	// snapshot, and the source writes its chunk watermarks there
+	// (incremental.go). Its rows are not emitted. "": no signals.
+	SignalTable string `yaml:"signal_table"`
 	// SnapshotTruncate makes a snapshot send a TRUNCATE record for each
 	// table before its rows (one it starts reading; not a table a resumed
 	// snapshot is in the middle of), so that rows deleted from the source
@@ -287,6 +294,11 @@ func (c *Config) validate() error {
 		case "c", "u", "d", "t", "none":
 		default:
 			return fmt.Errorf("%w: skipped.operations %q: use a list of c, u, d and t (create, update, delete, truncate), or none", ErrConfig, op)
+		}
+	}
+	if c.SignalTable != "" {
+		if _, err := tableName(c.SignalTable); err != nil {
+			return fmt.Errorf("%w: signal_table: %v", ErrConfig, err)
 		}
 	}
 	if c.SnapshotChunk < 0 {

@@ -69,6 +69,15 @@
 // carries it. Tables without a primary key are read in one pass (a crash
 // reads them again). "initial_only" ends with ErrSnapshotDone.
 //
+// Incremental snapshots (Config.SignalTable; incremental.go and
+// docs/incremental-snapshots.md): an execute-snapshot row inserted into the
+// signal table makes the source read the named tables while it streams, in
+// chunks between a low and a high watermark it writes into that table (DBLog).
+// Chunk rows whose key changed between the watermarks are dropped; the rest
+// are emitted at the high watermark's commit as OpRead records with
+// source.snapshot "incremental" and PhaseSnapshot IDs at that commit's
+// position. Positions carry the progress (IncrementalProgress).
+//
 // Column exclusion and masking (Config.ExcludeColumns, Config.Mask, for
 // audit and PII): excluded columns disappear from the value schema and from
 // every row; masked columns keep their type and carry a hex SHA-256 of salt

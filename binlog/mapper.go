@@ -59,6 +59,9 @@ type mapper struct {
 	// consistent point, is added to every position handed on, so that a
 	// restart from one resumes the snapshot again.
 	snapshot *SnapshotProgress
+	// incremental is the progress of a running incremental snapshot
+	// (incremental.go), added to every position handed on.
+	incremental *IncrementalProgress
 
 	tables map[uint64]*tableInfo // by table id; nil value: table not captured
 
@@ -137,6 +140,7 @@ func newMapper(cfg mapperConfig, start Position) (*mapper, error) {
 		tables:    map[uint64]*tableInfo{}, tableOrder: map[schema.TableID]int64{}, xaPrepared: map[string]*xaBranch{},
 	}
 	m.committed.Version, m.committed.Flavor, m.committed.Snapshot = PositionVersion, cfg.Flavor, nil
+	m.incremental, m.committed.Incremental = start.Incremental, nil
 	if m.collations == nil {
 		m.collations = charset.BuiltinCollations()
 	}
@@ -186,7 +190,7 @@ func (m *mapper) encodeCommitted() []byte {
 	if len(m.xaOrder) > 0 {
 		p = m.heldPosition()
 	}
-	p.Snapshot = m.snapshot
+	p.Snapshot, p.Incremental = m.snapshot, m.incremental
 	return EncodePosition(p)
 }
 

@@ -53,6 +53,24 @@ type Position struct {
 	Epoch uint64 `json:"epoch,omitempty"`
 	// Snapshot is set while an initial snapshot is in progress (version 2).
 	Snapshot *SnapshotProgress `json:"snapshot,omitempty"`
+	// Incremental is set while an incremental snapshot is in progress
+	// (incremental.go): a restart resumes it after its last chunk.
+	Incremental *IncrementalProgress `json:"incremental,omitempty"`
+}
+
+// IncrementalProgress is the incremental-snapshot-in-progress part of a
+// Position: the tables still to read, in order, the first being read, and
+// the primary key of the last row delivered from it (nil: from its start).
+type IncrementalProgress struct {
+	ID     string   `json:"id"` // the execute-snapshot signal's id
+	Tables []string `json:"tables"`
+	Key    [][]byte `json:"key,omitempty"`
+	// Max is the greatest primary key of the first table when its first
+	// chunk was read: chunks stop there, rows inserted above it later are
+	// the stream's (nil: not read yet).
+	Max [][]byte `json:"max,omitempty"`
+	// Paused: a pause-snapshot signal holds the chunks until resume-snapshot.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // newEpoch returns a new epoch from the clock: greater than every epoch
@@ -94,6 +112,12 @@ func (p Position) String() string {
 	fmt.Fprintf(&b, "file=%s pos=%d", p.File, p.Pos)
 	if p.Epoch != 0 {
 		fmt.Fprintf(&b, " epoch=%x", p.Epoch)
+	}
+	if p.Incremental != nil {
+		fmt.Fprintf(&b, " incremental=%s", strings.Join(p.Incremental.Tables, ","))
+		if p.Incremental.Key != nil {
+			fmt.Fprintf(&b, " after key %q", p.Incremental.Key)
+		}
 	}
 	if p.Snapshot != nil {
 		fmt.Fprintf(&b, " snapshot=%s.%s", p.Snapshot.Database, p.Snapshot.Table)
@@ -143,6 +167,16 @@ func ParsePosition(b []byte) (Position, error) {
 		return Position{}, fmt.Errorf("%w: version %d with snapshot block %v", ErrBadPosition, p.Version, p.Snapshot != nil)
 	default:
 		return Position{}, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrBadPosition, p.Version, PositionVersion, PositionVersionSnapshot)
+	}
+	if p.Incremental != nil {
+		if len(p.Incremental.Tables) == 0 {
+			return Position{}, fmt.Errorf("%w: incremental snapshot progress names no table", ErrBadPosition)
+		}
+		for _, t := range p.Incremental.Tables {
+			if _, err := tableName(t); err != nil {
+				return Position{}, fmt.Errorf("%w: incremental snapshot progress: %v", ErrBadPosition, err)
+			}
+		}
 	}
 	if p.Flavor != FlavorMariaDB && p.Flavor != FlavorMySQL {
 		return Position{}, fmt.Errorf("%w: flavor %q, want %q or %q", ErrBadPosition, p.Flavor, FlavorMariaDB, FlavorMySQL)

@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/go-mysql-org/go-mysql/mysql"
@@ -83,6 +84,32 @@ func TestPreviousGTIDsWithTagOnlyUUID(t *testing.T) {
 		got, err := previousGTIDs(&replication.BinlogEvent{RawData: raw})
 		if err != nil || got.String() != want.String() {
 			t.Errorf("checksum %d bytes: %v, %v, want %s", checksum, got, err, want)
+		}
+	}
+}
+
+// A position with incremental snapshot progress round-trips, and progress
+// naming no table, or something that is not a db.table name, is refused.
+func TestPositionIncrementalProgress(t *testing.T) {
+	p := Position{Flavor: FlavorMariaDB, GTIDSet: "0-1-42", File: "mysql-bin.000001", Pos: 1234, Epoch: 7,
+		Incremental: &IncrementalProgress{ID: "adhoc-1", Tables: []string{"db.t", "db.u"}, Key: [][]byte{[]byte("1024"), []byte("x")}, Paused: true}}
+	b := EncodePosition(p)
+	back, err := ParsePosition(b)
+	if err != nil {
+		t.Fatalf("ParsePosition(%s): %v", b, err)
+	}
+	p.Version = PositionVersion
+	if !reflect.DeepEqual(back, p) {
+		t.Fatalf("round trip of %s gave %+v", b, back)
+	}
+	for _, s := range []string{
+		`{"v":1,"flavor":"mariadb","gtid":"0-1-1","incremental":{"id":"a","tables":[]}}`,
+		`{"v":1,"flavor":"mariadb","gtid":"0-1-1","incremental":{"id":"a","tables":["nodot"]}}`,
+		`{"v":1,"flavor":"mariadb","gtid":"0-1-1","incremental":{"id":"a","tables":["a.b.c"]}}`,
+		`{"v":1,"flavor":"mariadb","gtid":"0-1-1","incremental":{"id":"a","tables":["a.b"],"other":1}}`,
+	} {
+		if _, err := ParsePosition([]byte(s)); !errors.Is(err, ErrBadPosition) {
+			t.Errorf("ParsePosition(%q) = %v, want ErrBadPosition", s, err)
 		}
 	}
 }

@@ -289,7 +289,7 @@ func (sn *snapshotter) listTables(ctx context.Context) ([]schema.TableID, error)
 		if err := rows.Scan(&id.Database, &id.Table); err != nil {
 			return nil, err
 		}
-		if f.match(id.Database, id.Table) {
+		if f.match(id.Database, id.Table) && !strings.EqualFold(id.String(), sn.s.cfg.SignalTable) { // signals are not data
 			out = append(out, id)
 		}
 	}
@@ -767,35 +767,81 @@ func isName(s string) bool {
 
 // chunkQuery builds the query of the next chunk after key (nil: the first).
 func (st *snapTable) chunkQuery(key [][]byte, limit int) (string, error) {
+	return st.boundedChunkQuery(key, nil, limit)
+}
+
+// boundedChunkQuery is chunkQuery for the rows whose key is also at most
+// upTo (nil: no bound).
+func (st *snapTable) boundedChunkQuery(key, upTo [][]byte, limit int) (string, error) {
 	q := "SELECT " + st.selectList + " FROM " + st.from
 	if !st.keyable {
 		return q, nil
 	}
+	var where []string
 	if key != nil {
-		if len(key) != len(st.ti.keyIdx) {
-			return "", fmt.Errorf("%w: snapshot key of %s has %d values, the primary key has %d columns", ErrBadPosition, st.ti.id, len(key), len(st.ti.keyIdx))
+		c, err := st.keyAfter(key)
+		if err != nil {
+			return "", err
 		}
-		lits := make([]string, len(key))
-		for i, k := range st.ti.keyIdx {
-			l, err := keyLiteral(&st.ti.cols[k], st.charsets[k], st.collations[k], key[i])
-			if err != nil {
-				return "", err
-			}
-			lits[i] = l
+		where = append(where, c)
+	}
+	if upTo != nil {
+		c, err := st.keyAfter(upTo)
+		if err != nil {
+			return "", err
 		}
-		// (a, b) > (x, y) spelled out, which every optimizer turns into a range
-		var ors []string
-		for i := range key {
-			var ands []string
-			for j := 0; j < i; j++ {
-				ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[j]].name)+" = "+lits[j])
-			}
-			ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[i]].name)+" > "+lits[i])
-			ors = append(ors, "("+strings.Join(ands, " AND ")+")")
-		}
-		q += " WHERE " + strings.Join(ors, " OR ")
+		where = append(where, "NOT ("+c+")")
+	}
+	if len(where) == 2 {
+		where[0] = "(" + where[0] + ")"
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	return q + " ORDER BY " + st.orderBy + " LIMIT " + strconv.Itoa(limit), nil
+}
+
+// keyAfter is the condition "the primary key is greater than key", with
+// (a, b) > (x, y) spelled out, which every optimizer turns into a range.
+func (st *snapTable) keyAfter(key [][]byte) (string, error) {
+	if len(key) != len(st.ti.keyIdx) {
+		return "", fmt.Errorf("%w: snapshot key of %s has %d values, the primary key has %d columns", ErrBadPosition, st.ti.id, len(key), len(st.ti.keyIdx))
+	}
+	lits := make([]string, len(key))
+	for i, k := range st.ti.keyIdx {
+		l, err := keyLiteral(&st.ti.cols[k], st.charsets[k], st.collations[k], key[i])
+		if err != nil {
+			return "", err
+		}
+		lits[i] = l
+	}
+	var ors []string
+	for i := range key {
+		var ands []string
+		for j := 0; j < i; j++ {
+			ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[j]].name)+" = "+lits[j])
+		}
+		ands = append(ands, quoteIdent(st.ti.cols[st.ti.keyIdx[i]].name)+" > "+lits[i])
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return strings.Join(ors, " OR "), nil
+}
+
+// row decodes one row a chunk query read (raw, in selectList's order) into
+// the record's row, with the notes of its zero dates when keepZero is set.
+func (st *snapTable) row(raw []sql.RawBytes, zeroAsNull, keepZero bool) (schema.Row, []string, error) {
+	row := make(schema.Row, len(raw))
+	var zeros []string
+	for i := range raw {
+		var err error
+		if row[i], err = textValue(&st.ti.cols[i], st.charsets[i], raw[i], zeroAsNull); err != nil {
+			return nil, nil, err
+		}
+		if keepZero && raw[i] != nil {
+			zeros = zeroDateNote(zeros, st.ti, i, string(raw[i]))
+		}
+	}
+	return st.ti.project(row), zeros, nil
 }
 
 // run reads every table and sends OpRead records; the last one carries the
@@ -888,18 +934,12 @@ func (sn *snapshotter) run(ctx context.Context) error {
 					rows.Close()
 					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
 				}
-				row := make(schema.Row, len(raw))
-				var zeros []string
-				for i := range raw {
-					if row[i], err = textValue(&st.ti.cols[i], st.charsets[i], raw[i], zeroAsNull); err != nil {
-						rows.Close()
-						return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
-					}
-					if s.cfg.KeepZeroDates && raw[i] != nil {
-						zeros = zeroDateNote(zeros, st.ti, i, string(raw[i]))
-					}
+				row, zeros, err := st.row(raw, zeroAsNull, s.cfg.KeepZeroDates)
+				if err != nil {
+					rows.Close()
+					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
 				}
-				rec := sn.record(st.ti, st.ti.project(row), first, tableFirst)
+				rec := sn.record(st.ti, row, first, tableFirst)
 				tableFirst = false
 				if len(zeros) > 0 {
 					rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(zeros, ";")}

@@ -59,6 +59,8 @@ type Source struct {
 	// startPos is what StartPosition returns: set by Open when it begins
 	// somewhere no saved position says (see StartPosition).
 	startPos []byte
+	// incr runs incremental snapshots (Config.SignalTable); nil: none.
+	incr *incremental
 }
 
 type batch struct {
@@ -218,9 +220,27 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 			return err
 		}
 	}
+	include := s.cfg.Include
+	if s.cfg.SignalTable != "" {
+		if s.incr, err = newIncremental(s, start.Incremental); err != nil {
+			if snap != nil {
+				snap.close()
+			}
+			return err
+		}
+		if len(include) > 0 { // the signals are read from the binlog
+			include = append(slices.Clip(include), s.cfg.SignalTable)
+		}
+		if !newFilter(include, s.cfg.Exclude).match(s.incr.signal.Database, s.incr.signal.Table) {
+			if snap != nil {
+				snap.close()
+			}
+			return fmt.Errorf("%w: exclude leaves out signal_table %s: its signals are read from the binlog", ErrConfig, s.cfg.SignalTable)
+		}
+	}
 	s.hints = &typeHints{cfg: s.cfg}
 	m, err := newMapper(mapperConfig{
-		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: s.cfg.Include, Exclude: s.cfg.Exclude,
+		Flavor: s.cfg.Flavor, ServerName: s.cfg.ServerName, Include: include, Exclude: s.cfg.Exclude,
 		ZeroAsNull: s.cfg.zeroDateAsNull(), KeepZero: s.cfg.KeepZeroDates, Collations: collations, CollationNames: collationNames, Heartbeats: s.cfg.Heartbeat > 0,
 		GTIDKnown: position == nil || snap != nil && snap.from == nil,
 		Columns:   s.columns, History: hist, HistoryFile: s.cfg.historyFile(), SkipDDL: s.cfg.SkipDDL, Log: s.log, Hints: s.hints.get, ShowCreate: s.hints.showCreate,
@@ -646,6 +666,9 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 			syncer.Close()
 		}
 	}()
+	if s.incr != nil {
+		s.incr.next(ctx) // a snapshot the saved position was in the middle of
+	}
 	failures := 0
 	for {
 		err := s.pump(ctx, m, stream, &failures)
@@ -732,8 +755,14 @@ func (s *Source) handOn(ctx context.Context, m *mapper, recs []schema.Record) er
 		}
 		m.hist.pending = m.hist.pending[:0]
 	}
+	if s.incr != nil {
+		recs = s.incr.observe(m, recs)
+	}
 	if len(recs) > 0 && !s.send(ctx, batch{recs: recs}) {
 		return ctx.Err()
+	}
+	if s.incr != nil {
+		return s.incr.step(ctx, m)
 	}
 	return nil
 }

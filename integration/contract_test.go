@@ -57,6 +57,9 @@ func onTransport(tr string) func(pair) bool { return func(p pair) bool { return 
 //     the Kafka pair): kill_source_and_sink's round 0 failed with "chdir
 //     <kit dir>: no such file or directory" (rounds 1 and 2 passed), and
 //     keyless_at_start's good table reached 1,499 of 3,000 rows in 3 min.
+//   - incremental_snapshot runs on the embedded transport into PostgreSQL
+//     from both sources: it tests the source's part (the transports and
+//     sinks see op r records as after any snapshot).
 //   - control_tables is a start check of the sink side: the embedded
 //     pairs and a RocketMQ sink-only process (on one target; the check is
 //     the same code on both) cover it.
@@ -79,6 +82,8 @@ var contract = []property{
 	{name: "control_tables", on: func(p pair) bool { return p.transport == "embedded" || p.target == "postgres" }, run: controlTablesRefusedAtStart},
 	{name: "keyless_at_start", on: func(p pair) bool { return p.transport != "kafka" }, run: keylessRefusedAtStart},
 	{name: "two_brokers", on: onTransport("rocketmq"), run: twoBrokersKeepTheirQueuesApart, workload: true},
+	{name: "incremental_snapshot", on: func(p pair) bool { return p.transport == "embedded" && p.target == "postgres" },
+		run: incrementalSnapshotWhileStreaming, workload: true},
 }
 
 // TestContract runs every property of the contract on every pair.

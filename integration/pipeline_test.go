@@ -47,24 +47,32 @@ func createSourceTables(t *testing.T, db *sql.DB, name string) {
 
 func (w *workload) run(t *testing.T, n int) {
 	t.Helper()
+	if err := w.runErr(n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runErr is run for a goroutine other than the test's.
+func (w *workload) runErr(n int) error {
 	for done := 0; done < n; {
 		tx, err := w.db.Begin()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		size := 1 + w.rnd.Intn(8)
 		for i := 0; i < size && done < n; i++ {
 			if err := w.step(tx); err != nil {
 				tx.Rollback()
-				t.Fatalf("workload op %d: %v", w.ops, err)
+				return fmt.Errorf("workload op %d: %w", w.ops, err)
 			}
 			done++
 			w.ops++
 		}
 		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 func (w *workload) step(tx *sql.Tx) error {

@@ -1,0 +1,574 @@
+package binlog
+
+// Incremental snapshots, DBLog's algorithm as Debezium runs it: a table is
+// read while the binlog streams on, in primary-key-ordered chunks, each read
+// between a low and a high watermark the source writes into the signal
+// table (Config.SignalTable), so that both appear in the binlog:
+//
+//  1. the chunk worker inserts the low watermark row, reads the chunk
+//     (keyset pagination after the last key delivered), inserts the high
+//     watermark row and hands the chunk to the streamer;
+//  2. the streamer, passing the changes between the two watermarks on as
+//     usual, notes the key of every change of the table (old and new key of
+//     a key change: the mapper makes those a delete and a create);
+//  3. at the high watermark's commit it drops every chunk row whose key it
+//     noted (the change is newer than the row, or as new) and emits the
+//     others as OpRead records (source.snapshot "incremental"), with IDs
+//     of the PhaseSnapshot at that commit's position: after every change
+//     before it, before every change after it. The last one carries the
+//     position with the snapshot's progress, so a restart resumes after
+//     the chunk.
+//
+// The streamer never waits for a chunk's query: it waits only, at the high
+// watermark, for the worker to hand over the rows it has already read.
+// Everything the streamer owns (incremental's fields but reqs and res) is
+// touched by the streaming goroutine only.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// Signal and watermark types, Debezium's.
+const (
+	signalExecuteSnapshot = "execute-snapshot"
+	signalStopSnapshot    = "stop-snapshot"
+	signalPauseSnapshot   = "pause-snapshot"
+	signalResumeSnapshot  = "resume-snapshot"
+	signalWindowOpen      = "snapshot-window-open"
+	signalWindowClose     = "snapshot-window-close"
+)
+
+// incrAfterRead, when set (by tests), runs in the chunk worker after a
+// chunk's query and before its high watermark is written.
+var incrAfterRead func(table schema.TableID, rows int)
+
+// tableName parses a "db.table" name.
+func tableName(s string) (schema.TableID, error) {
+	db, t, ok := strings.Cut(s, ".")
+	if !ok || db == "" || t == "" || strings.Contains(t, ".") {
+		return schema.TableID{}, fmt.Errorf("%q is not a db.table name", s)
+	}
+	return schema.TableID{Database: db, Table: t}, nil
+}
+
+// incrRequest asks the chunk worker for the chunk of table after key.
+type incrRequest struct {
+	chunk  string // the chunk's id: its watermarks' ids are chunk+"-open" and chunk+"-close"
+	table  schema.TableID
+	key    [][]byte
+	max    [][]byte // the table's greatest key at its first chunk; nil: read it now
+	reload bool     // read the table's columns again (a DDL passed)
+}
+
+// incrResult is a chunk as the worker read it.
+type incrResult struct {
+	chunk string
+	table schema.TableID
+	ti    *tableInfo
+	rows  []schema.Row
+	zeros [][]string // per row, the zero-date notes (Config.KeepZeroDates)
+	key   [][]byte   // the last row's primary key; nil: no row
+	max   [][]byte   // the bound the chunk was read with
+	done  bool       // fewer rows than a chunk: the table's last
+	err   error
+}
+
+// incremental runs the incremental snapshots of a Source.
+type incremental struct {
+	s      *Source
+	signal schema.TableID
+	from   string // the signal table, quoted
+	limit  int
+	filter filter
+
+	prog    *IncrementalProgress // nil: none running
+	chunk   string               // the chunk in flight; "": none
+	open    bool                 // its low watermark passed
+	closing bool                 // its high watermark passed: emit at that transaction's end
+	reread  bool                 // its table's shape changed or it was truncated in the window
+	dirty   map[string]bool      // keys changed since the low watermark
+	got     *incrResult          // the worker's answer, once taken
+	reload  map[schema.TableID]bool
+
+	started bool
+	reqs    chan incrRequest
+	res     chan incrResult
+}
+
+func newIncremental(s *Source, prog *IncrementalProgress) (*incremental, error) {
+	id, err := tableName(s.cfg.SignalTable)
+	if err != nil {
+		return nil, fmt.Errorf("%w: signal_table: %v", ErrConfig, err)
+	}
+	return &incremental{s: s, signal: id, from: quoteIdent(id.Database) + "." + quoteIdent(id.Table), limit: s.cfg.SnapshotChunk,
+		filter: newFilter(s.cfg.Include, s.cfg.Exclude), prog: prog, reload: map[schema.TableID]bool{},
+		reqs: make(chan incrRequest, 1), res: make(chan incrResult, 1)}, nil
+}
+
+// observe takes the records the mapper made before they are handed on: it
+// acts on the signal table's inserts and drops its rows, and notes the keys
+// changed inside an open window.
+func (in *incremental) observe(m *mapper, recs []schema.Record) []schema.Record {
+	out := recs // copied only when a signal row leaves it
+	dropped := false
+	var cur schema.TableID
+	if in.chunk != "" && in.prog != nil {
+		cur, _ = tableName(in.prog.Tables[0])
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Table == in.signal {
+			if r.Op == schema.OpCreate || r.Op == schema.OpRead {
+				in.signalRow(m, r)
+			}
+			if r.Op.IsData() { // signals are not data
+				if !dropped {
+					out, dropped = slices.Clone(recs[:i]), true
+				}
+				continue
+			}
+		}
+		if in.open && !in.closing && r.Table == cur {
+			switch r.Op {
+			case schema.OpCreate, schema.OpUpdate, schema.OpDelete:
+				in.dirty[r.KeyString()] = true
+			case schema.OpTruncate, schema.OpSchemaChange:
+				in.reread = true
+			}
+		}
+		if dropped {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// field returns the text of r's column name ("" when absent or NULL).
+func field(r *schema.Record, name string) string {
+	if r.ValueSchema == nil {
+		return ""
+	}
+	for i, f := range r.ValueSchema.Fields {
+		if strings.EqualFold(f.Name, name) && i < len(r.After) {
+			switch v := r.After[i].(type) {
+			case string:
+				return v
+			case []byte:
+				return string(v)
+			case nil:
+				return ""
+			default:
+				return fmt.Sprint(v)
+			}
+		}
+	}
+	return ""
+}
+
+// signalData is the data of a snapshot signal (Debezium's JSON).
+type signalData struct {
+	DataCollections      []string          `json:"data-collections"`
+	Type                 string            `json:"type"`
+	AdditionalConditions []json.RawMessage `json:"additional-conditions"`
+	SurrogateKey         string            `json:"surrogate-key"`
+}
+
+// signalRow acts on one row inserted into the signal table.
+func (in *incremental) signalRow(m *mapper, r *schema.Record) {
+	id, typ, data := field(r, "id"), field(r, "type"), field(r, "data")
+	log := in.s.log.With("signal", id, "type", typ)
+	switch typ {
+	case signalWindowOpen:
+		if in.chunk != "" && id == in.chunk+"-open" {
+			in.open, in.dirty = true, map[string]bool{}
+		}
+		return
+	case signalWindowClose:
+		if in.open && id == in.chunk+"-close" {
+			in.closing = true
+		}
+		return
+	}
+	var d signalData
+	if strings.TrimSpace(data) != "" {
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			log.Error("binlog: signal: data is not JSON: ignored", "err", err)
+			return
+		}
+	}
+	switch typ {
+	case signalExecuteSnapshot:
+		switch {
+		case d.Type != "" && !strings.EqualFold(d.Type, "incremental"):
+			log.Error("binlog: signal: only incremental snapshots are supported: ignored", "snapshot_type", d.Type)
+			return
+		case len(d.AdditionalConditions) > 0 || d.SurrogateKey != "":
+			log.Error("binlog: signal: additional-conditions and surrogate-key are not supported: ignored")
+			return
+		case len(d.DataCollections) == 0:
+			log.Error("binlog: signal: execute-snapshot names no data-collections: ignored")
+			return
+		}
+		var add []string
+		for _, c := range d.DataCollections {
+			t, err := tableName(c)
+			if err != nil {
+				log.Error("binlog: signal: data-collections must be db.table names (patterns are not supported): ignored", "collection", c)
+				return
+			}
+			if !in.filter.match(t.Database, t.Table) || t == in.signal {
+				log.Error("binlog: signal: the table is not captured (include/exclude): ignored", "collection", c)
+				return
+			}
+			add = append(add, t.String())
+		}
+		if in.prog == nil {
+			in.prog = &IncrementalProgress{ID: id}
+		}
+		for _, t := range add {
+			if !slices.Contains(in.prog.Tables, t) {
+				in.prog.Tables = append(in.prog.Tables, t)
+			}
+		}
+		log.Info("binlog: incremental snapshot requested", "tables", add, "queue", in.prog.Tables)
+	case signalStopSnapshot:
+		if in.prog == nil {
+			return
+		}
+		if len(d.DataCollections) == 0 {
+			in.prog = nil
+		} else {
+			first := in.prog.Tables[0]
+			in.prog.Tables = slices.DeleteFunc(in.prog.Tables, func(t string) bool { return slices.Contains(d.DataCollections, t) })
+			if len(in.prog.Tables) == 0 {
+				in.prog = nil
+			} else if in.prog.Tables[0] != first {
+				in.prog.Key = nil
+			}
+		}
+		log.Info("binlog: incremental snapshot stopped", "tables", d.DataCollections)
+	case signalPauseSnapshot, signalResumeSnapshot:
+		if in.prog != nil {
+			in.prog.Paused = typ == signalPauseSnapshot
+			log.Info("binlog: incremental snapshot " + strings.TrimSuffix(typ, "-snapshot") + "d")
+		}
+	default:
+		return
+	}
+	m.incremental = in.prog.clone()
+}
+
+func (p *IncrementalProgress) clone() *IncrementalProgress {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Tables = slices.Clone(p.Tables)
+	return &c
+}
+
+// step runs after records were handed on: at the end of the transaction
+// of a chunk's high watermark it emits the chunk, and it asks the worker
+// for the next chunk when none is in flight.
+func (in *incremental) step(ctx context.Context, m *mapper) error {
+	if in.chunk != "" && in.got == nil {
+		select {
+		case r := <-in.res:
+			in.got = &r
+		default:
+		}
+	}
+	if in.chunk != "" && in.got != nil && in.got.err != nil {
+		in.finish(ctx, m) // the watermarks may never come
+	}
+	if in.closing && !m.inTx {
+		if in.got == nil {
+			select { // the worker hands the rows over right after the high watermark's commit
+			case r := <-in.res:
+				in.got = &r
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err := in.finish(ctx, m); err != nil {
+			return err
+		}
+	}
+	in.next(ctx)
+	return nil
+}
+
+// next asks the worker for the next chunk, when a snapshot runs, is not
+// paused and has no chunk in flight.
+func (in *incremental) next(ctx context.Context) {
+	if in.prog == nil || in.prog.Paused || in.chunk != "" {
+		return
+	}
+	t, err := tableName(in.prog.Tables[0])
+	if err != nil { // checked when the table was added
+		in.prog = nil
+		return
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	in.chunk, in.open, in.closing, in.reread, in.got, in.dirty = hex.EncodeToString(b[:]), false, false, false, nil, nil
+	if !in.started {
+		in.started = true
+		go in.work(ctx)
+	}
+	in.reqs <- incrRequest{chunk: in.chunk, table: t, key: in.prog.Key, max: in.prog.Max, reload: in.reload[t]}
+	delete(in.reload, t)
+}
+
+// finish ends the chunk in flight with the worker's answer: it emits the
+// rows no change in the window touched and moves the progress on.
+func (in *incremental) finish(ctx context.Context, m *mapper) error {
+	r := in.got
+	reread, dirty := in.reread, in.dirty
+	in.chunk, in.open, in.closing, in.reread, in.got, in.dirty = "", false, false, false, nil, nil
+	if in.prog == nil || in.prog.Tables[0] != r.table.String() {
+		return nil // stopped meanwhile
+	}
+	log := in.s.log.With("table", r.table.String())
+	if r.err != nil {
+		log.Error("binlog: incremental snapshot: the table cannot be read: left out", "err", r.err)
+		in.advance(m, true, nil)
+		return in.savePosition(ctx, m, nil)
+	}
+	if reread {
+		// the table's shape changed (or it was truncated) in the window:
+		// the rows may be of either shape; read the chunk again
+		in.reload[r.table] = true
+		return nil
+	}
+	var recs []schema.Record
+	now := time.Now().UnixMilli()
+	c := m.committed
+	for i, row := range r.rows {
+		rec := schema.Record{Op: schema.OpRead, Table: r.ti.id, KeySchema: r.ti.keySchema, Key: keyOf(r.ti, row), ValueSchema: r.ti.valueSchema, After: row}
+		if dirty[rec.KeyString()] {
+			continue // a change in the window is as new or newer
+		}
+		rec.Source = schema.Source{Version: Version, Connector: in.s.cfg.Flavor, Name: in.s.cfg.ServerName, TsMs: now, Snapshot: "incremental",
+			File: c.File, Pos: uint64(c.Pos)}
+		rec.TsMs = now
+		rec.ID = schema.ID{Epoch: m.epoch, File: fileSeq(c.File), Pos: uint64(c.Pos), Phase: schema.PhaseSnapshot, Index: uint64(len(recs))}
+		if len(r.zeros[i]) > 0 {
+			rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(r.zeros[i], ";")}
+		}
+		recs = append(recs, rec)
+	}
+	in.s.snap.rows.Add(int64(len(recs)))
+	in.prog.Max = r.max
+	in.advance(m, r.done, r.key)
+	return in.savePosition(ctx, m, recs)
+}
+
+// advance moves the progress past a chunk that ended at key (done: the
+// table's last).
+func (in *incremental) advance(m *mapper, done bool, key [][]byte) {
+	if done {
+		in.s.log.Info("binlog: incremental snapshot of table done", "table", in.prog.Tables[0])
+		in.prog.Tables, in.prog.Key, in.prog.Max = in.prog.Tables[1:], nil, nil
+		if len(in.prog.Tables) == 0 {
+			in.s.log.Info("binlog: incremental snapshot done", "signal", in.prog.ID)
+			in.prog = nil
+		}
+	} else if key != nil {
+		in.prog.Key = key
+	}
+	m.incremental = in.prog.clone()
+}
+
+// savePosition hands recs on, the last carrying the committed position
+// with the new progress; with no record, a heartbeat carries it.
+func (in *incremental) savePosition(ctx context.Context, m *mapper, recs []schema.Record) error {
+	if len(recs) > 0 {
+		recs[len(recs)-1].Position = m.encodeCommitted()
+	} else {
+		recs = []schema.Record{m.heartbeat()}
+	}
+	if !in.s.send(ctx, batch{recs: recs}) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// work is the chunk worker: it reads the chunks the streamer asks for, on
+// its own connection.
+func (in *incremental) work(ctx context.Context) {
+	var sn *snapshotter
+	defer func() {
+		if sn != nil {
+			sn.close()
+		}
+	}()
+	tables := map[schema.TableID]*snapTable{}
+	for {
+		var req incrRequest
+		select {
+		case req = <-in.reqs:
+		case <-ctx.Done():
+			return
+		}
+		res := in.readChunk(ctx, &sn, tables, req)
+		if res.err != nil && sn != nil {
+			sn.close() // a new connection for the next chunk
+			sn = nil
+		}
+		select {
+		case in.res <- res:
+		case <-ctx.Done():
+			return
+		}
+		if sn != nil && res.err == nil {
+			if _, err := sn.conn.ExecContext(ctx, "DELETE FROM "+in.from+" WHERE id IN (?, ?)", req.chunk+"-open", req.chunk+"-close"); err != nil {
+				in.s.log.Warn("binlog: incremental snapshot: cannot delete the watermark rows", "err", err)
+			}
+		}
+	}
+}
+
+// readChunk writes the low watermark, reads the chunk, writes the high
+// watermark.
+func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables map[schema.TableID]*snapTable, req incrRequest) incrResult {
+	res := incrResult{chunk: req.chunk, table: req.table}
+	fail := func(err error) incrResult {
+		res.err = err
+		return res
+	}
+	s := in.s
+	if *snp == nil {
+		sn, err := s.openSnapshotter(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		*snp = sn
+	}
+	sn := *snp
+	st := tables[req.table]
+	if st == nil || req.reload {
+		var err error
+		if st, err = sn.loadTable(ctx, req.table); err != nil {
+			return fail(err)
+		}
+		if st == nil {
+			return fail(fmt.Errorf("binlog: incremental snapshot: table %s does not exist", req.table))
+		}
+		if len(st.ti.keyIdx) == 0 || !st.keyable {
+			return fail(fmt.Errorf("%w: incremental snapshot: table %s has no primary key that can be paged", ErrUnsupported, req.table))
+		}
+		tables[req.table] = st
+	}
+	mark := func(typ, suffix string) error {
+		data := fmt.Sprintf(`{"chunk":%q,"table":%q}`, req.chunk, req.table.String())
+		if _, err := sn.conn.ExecContext(ctx, "INSERT INTO "+in.from+" (id, type, data) VALUES (?, ?, ?)", req.chunk+suffix, typ, data); err != nil {
+			return fmt.Errorf("binlog: incremental snapshot: write the %s watermark into %s (grant INSERT, DELETE on it): %w", typ, in.signal, err)
+		}
+		return nil
+	}
+	res.max = req.max
+	if res.max == nil {
+		// Debezium's maximum key at the start: rows inserted above it
+		// later are the stream's, so the snapshot does not chase inserts
+		max, empty, err := in.maxKey(ctx, sn, st)
+		if err != nil {
+			return fail(err)
+		}
+		if empty { // no chunk; the window closes all the same
+			res.ti, res.done = st.ti, true
+			if err := mark(signalWindowOpen, "-open"); err != nil {
+				return fail(err)
+			}
+			if err := mark(signalWindowClose, "-close"); err != nil {
+				return fail(err)
+			}
+			return res
+		}
+		res.max = max
+	}
+	q, err := st.boundedChunkQuery(req.key, res.max, in.limit)
+	if err != nil {
+		return fail(err)
+	}
+	if err := mark(signalWindowOpen, "-open"); err != nil {
+		return fail(err)
+	}
+	rows, err := sn.conn.QueryContext(ctx, q)
+	if err != nil {
+		return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
+	}
+	raw := make([]sql.RawBytes, len(st.ti.cols))
+	ptrs := make([]any, len(raw))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			rows.Close()
+			return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
+		}
+		row, zeros, err := st.row(raw, s.cfg.zeroDateAsNull(), s.cfg.KeepZeroDates)
+		if err != nil {
+			rows.Close()
+			return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
+		}
+		res.rows, res.zeros = append(res.rows, row), append(res.zeros, zeros)
+		res.key = make([][]byte, len(st.ti.keyIdx))
+		for i, k := range st.ti.keyIdx {
+			res.key[i] = bytes.Clone(raw[k])
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
+	}
+	res.ti, res.done = st.ti, len(res.rows) < in.limit
+	if incrAfterRead != nil {
+		incrAfterRead(req.table, len(res.rows))
+	}
+	if err := mark(signalWindowClose, "-close"); err != nil {
+		return fail(err)
+	}
+	return res
+}
+
+// maxKey reads the greatest primary key of st (empty: the table has no row).
+func (in *incremental) maxKey(ctx context.Context, sn *snapshotter, st *snapTable) ([][]byte, bool, error) {
+	desc := make([]string, len(st.ti.keyIdx))
+	for i, k := range st.ti.keyIdx {
+		desc[i] = quoteIdent(st.ti.cols[k].name) + " DESC"
+	}
+	rows, err := sn.conn.QueryContext(ctx, "SELECT "+st.selectList+" FROM "+st.from+" ORDER BY "+strings.Join(desc, ", ")+" LIMIT 1")
+	if err != nil {
+		return nil, false, fmt.Errorf("binlog: incremental snapshot: greatest key of %s: %w", st.ti.id, err)
+	}
+	defer rows.Close()
+	raw := make([]sql.RawBytes, len(st.ti.cols))
+	ptrs := make([]any, len(raw))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	if !rows.Next() {
+		return nil, true, rows.Err()
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, false, err
+	}
+	key := make([][]byte, len(st.ti.keyIdx))
+	for i, k := range st.ti.keyIdx {
+		key[i] = bytes.Clone(raw[k])
+	}
+	return key, false, nil
+}
