@@ -74,6 +74,14 @@ func TestCheckReportsProblems(t *testing.T) {
 	if !warned {
 		t.Errorf("problems %v do not warn of %s.loose without a primary key", all, db)
 	}
+	if env.flavor == FlavorMySQL {
+		// A MySQL snapshot needs RELOAD (FLUSH TABLES WITH READ LOCK).
+		snap := cfg
+		snap.Snapshot = SnapshotInitial
+		if text := fmt.Sprint(failures(checkNow(t, snap))); !strings.Contains(text, "lacks RELOAD") {
+			t.Errorf("problems %s of a snapshotting MySQL source do not mention RELOAD", text)
+		}
+	}
 	// The fixes give the whole list (SourcePrivileges); what a problem
 	// says is lacking names only what is.
 	for _, p := range failures(all) {
