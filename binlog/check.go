@@ -17,6 +17,20 @@ import (
 // (schema.Problem, which the sink's and the transport's checks share).
 type Problem = schema.Problem
 
+// SourcePrivileges is the one list of privileges a source's account needs
+// (RELOAD only for a MySQL snapshot's FLUSH TABLES WITH READ LOCK; SELECT
+// may be granted per database or table instead). README's GRANT,
+// docs/source-setup.md, the examples, scripts/servers.sh's accounts and
+// Check's advice give this list; TestSourceGrantListIsOne fails when one
+// of them differs.
+const SourcePrivileges = "SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT"
+
+// grantAdvice is Check's fix for a missing global privilege: the whole list,
+// so an account fixed by it lacks nothing else.
+func grantAdvice(account string) string {
+	return "GRANT " + SourcePrivileges + " ON *.* TO " + account
+}
+
 // Check verifies, without changing anything, that a source with cfg can
 // run: the server is reachable and the login works, the binlog is on with
 // ROW format, FULL row image and FULL row metadata, cfg.ServerID is neither
@@ -107,13 +121,12 @@ func Check(ctx context.Context, cfg Config) []Problem {
 	}
 	for _, p := range []struct{ name, alias string }{{"REPLICATION SLAVE", "REPLICATION REPLICA"}, {"REPLICATION CLIENT", "BINLOG MONITOR"}} {
 		if !grants.global(p.name) && !grants.global(p.alias) {
-			add("privileges", fmt.Sprintf("user %s lacks %s", cfg.User, p.name),
-				fmt.Sprintf("GRANT %s ON *.* TO %s", p.name, account))
+			add("privileges", fmt.Sprintf("user %s lacks %s", cfg.User, p.name), grantAdvice(account))
 		}
 	}
 	if cfg.Flavor == FlavorMySQL && cfg.Snapshot != SnapshotNever && !grants.global("RELOAD") {
 		add("privileges", fmt.Sprintf("user %s lacks RELOAD, which the snapshot needs for FLUSH TABLES WITH READ LOCK", cfg.User),
-			"GRANT RELOAD ON *.* TO "+account)
+			grantAdvice(account))
 	}
 	out = append(out, checkTables(conn, cfg, grants, account)...)
 	cr, _ := compileColumnRules(cfg.ExcludeColumns, cfg.Mask)

@@ -462,7 +462,7 @@ func TestCluster(t *testing.T) {
 		// writer's epoch, kept by a trigger.
 		// A RocketMQ source task: its durable writes are its positions.
 		// (An embedded task's sink transaction open at the SIGSTOP holds
-		// its target row locks until the process wakes: README, failure
+		// its target row locks until the process wakes: docs/cluster.md, failure
 		// modes.)
 		k := kits[0]
 		mustExec(t, c.coord, "CREATE TABLE "+c.prefix+"poshist (pipeline TEXT, epoch BIGINT, at TIMESTAMPTZ DEFAULT clock_timestamp())")

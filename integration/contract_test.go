@@ -47,8 +47,8 @@ func onTransport(tr string) func(pair) bool { return func(p pair) bool { return 
 //     while an open failure is found: in one CI run of December 6 (of four
 //     runs of it that day), after the sink process and then the source were
 //     killed while streaming, 674 of 30,000 target rows kept an older
-//     amount and the target stood still for 3 minutes (README, Known
-//     limits). It runs on every other pair, MySQL → RocketMQ → PostgreSQL
+//     amount and the target stood still for 3 minutes (docs/known-limits.md).
+//     It runs on every other pair, MySQL → RocketMQ → PostgreSQL
 //     included. Not reproduced in 21 runs of it on December 6 (by hand,
 //     -short, at load 60-90); a failure now logs the differing rows by
 //     queue with each queue's progress row (logStaleByQueue).

@@ -194,7 +194,7 @@ func waitForOr(t *testing.T, r *running, cond func() bool, msg func() string) {
 	}
 }
 
-// TestDDLUnderIgnore checks what the README says the target looks like
+// TestDDLUnderIgnore checks what docs/usage.md says the target looks like
 // under the default schema_changes: ignore: a renamed column comes in as a
 // new, empty column beside the old one; an added column with a DEFAULT
 // reads it in older target rows (#28 item 7); a dropped table stays.

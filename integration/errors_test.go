@@ -24,7 +24,7 @@ import (
 
 // TestFaultClassesEndTheProcess is the proof of the error vocabulary: the
 // sluice binary, started against each class of fault on the real servers,
-// ends (or reports) the way the README's error table says, with the state,
+// ends (or reports) the way the error table of docs/operations.md says, with the state,
 // /health, exit code and message it promises.
 func TestFaultClassesEndTheProcess(t *testing.T) {
 	bin := buildSluice(t)

@@ -40,7 +40,7 @@ func resnapshotAfterPositionsReset(t *testing.T, k *kit) {
 	// Changed while no pipeline runs, then the positions are reset: only
 	// the new snapshot can bring these changes over. (Updates and
 	// inserts only: rows deleted meanwhile stay in the target, as the
-	// README says of re-snapshots.)
+	// docs/guarantees.md says of re-snapshots.)
 	mustExec(t, my, "UPDATE "+db+".orders SET amount = amount + 1000, status = 'resnap'")
 	mustExec(t, my, "UPDATE "+db+".items SET qty = qty + 7")
 	mustExec(t, my, "INSERT INTO "+db+".orders VALUES (99999999, 'late', 1, 'new', '2024-01-01 00:00:00', NULL)")

@@ -14,7 +14,7 @@ import (
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
-// memoryBoundMiB is the peak RSS README promises for a sluice process at
+// memoryBoundMiB is the peak RSS docs/operations.md promises for a sluice process at
 // the default memory settings (max_in_flight_bytes and its derived limits).
 const memoryBoundMiB = 200
 
@@ -135,7 +135,7 @@ func waitTargetRows(t *testing.T, pg *sql.DB, name string, want int, limit time.
 // TestBigTransactionMemoryBound: one source transaction of 1,000,000 rows
 // (SLUICE_BIGTX_ROWS) streams through a sluice process on each transport
 // with its peak RSS, as the kernel measured it (VmHWM), under the bound
-// README states, at the default settings; every row arrives.
+// docs/operations.md states, at the default settings; every row arrives.
 func TestBigTransactionMemoryBound(t *testing.T) {
 	bin := buildSluice(t)
 	rows := bigTxRows(t)
@@ -216,7 +216,7 @@ func sinkBacklogMemoryBound(t *testing.T, bin string, e env, transport string) {
 // bigRowMiB is the size of the one row of TestBigRowMemoryBound.
 const bigRowMiB = 50
 
-// bigRowFactor is what README states one row of S MiB may add to a
+// bigRowFactor is what docs/operations.md states one row of S MiB may add to a
 // process's peak RSS, in multiples of S, per transport: the row is held
 // whole, lib/pq hex-encodes a bytea parameter (twice its size) and copies
 // that into its message buffer; over RocketMQ (source and sink in one
@@ -224,7 +224,7 @@ const bigRowMiB = 50
 // held too.
 var bigRowFactor = map[string]int{"embedded": 6, "rocketmq": 8}
 
-// bigRowBoundMiB is the peak RSS README states for a process that applies
+// bigRowBoundMiB is the peak RSS docs/operations.md states for a process that applies
 // one row of S MiB: the bound of small rows plus bigRowFactor times S.
 func bigRowBoundMiB(transport string, sMiB int) int {
 	return memoryBoundMiB + bigRowFactor[transport]*sMiB
@@ -234,7 +234,7 @@ func bigRowBoundMiB(transport string, sMiB int) int {
 // type on PostgreSQL) streams through a sluice process on each transport,
 // under bigRowBoundMiB of peak RSS (VmHWM), and the row adds no more than
 // bigRowFactor times its size to the peak the process had before it. Over RocketMQ the transport's
-// max_message_bytes is raised past the row's message (README: oversize
+// max_message_bytes is raised past the row's message (docs/usage.md: oversize
 // rows); the broker keeps its 4 MiB maxMessageSize, as the client
 // compresses message bodies over 4 KiB and this row compresses well (an
 // incompressible one needs the broker's limit raised too).

@@ -69,7 +69,7 @@ type gcOutcome struct {
 // batch only once the previous one committed, so a batch waiting for a
 // lane also holds back every row behind it on its queue. Measured with
 // sluice bench over RocketMQ on a loaded machine (load 12-45), 4 lanes
-// against 2: see README (RocketMQ figures).
+// against 2: see docs/performance.md (Figures).
 const (
 	groupLanes    = 2
 	maxGroupLanes = 4

@@ -261,7 +261,7 @@ start_mariadb() {
 SET SESSION sql_log_bin = 0;
 DROP USER IF EXISTS ''@'localhost';
 CREATE USER IF NOT EXISTS 'sluice'@'127.0.0.1' IDENTIFIED BY 'sluice';
--- Exactly the grants README lists for a source (the same list for MySQL).
+-- Exactly the grants README lists for a source, binlog.SourcePrivileges (the same list for MySQL; TestSourceGrantListIsOne).
 REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'sluice'@'127.0.0.1';
 GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO 'sluice'@'127.0.0.1';
 CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY 'root';
@@ -413,7 +413,7 @@ my_start_instance() { # my_start_instance NAME PORT ROLE(source|scratch|target)
   done
   ((ok)) || { tail_log "$MY_ERR" "$MY_DIR/mysqld.out"; die "$MY_NAME did not answer on its socket within ${START_TIMEOUT}s"; }
   # Accounts (idempotent), kept out of the binlog. The CDC account has exactly
-  # the grants README lists for a source.
+  # the grants README lists for a source (binlog.SourcePrivileges; TestSourceGrantListIsOne).
   my_root_sql <<'SQL' || { tail_log "$MY_ERR"; die "$MY_NAME: creating accounts failed"; }
 SET SESSION sql_log_bin = 0;
 CREATE USER IF NOT EXISTS 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';

@@ -158,7 +158,7 @@ func (e *tenv) quote(id string) string {
 func (e *tenv) table(name string) string { return e.quote(e.schema) + "." + e.quote(name) }
 
 // truncate empties a test table between runs of a test and accepts it in
-// the table registry (ident NULL), as README tells an operator to: a
+// the table registry (ident NULL), as docs/guarantees.md tells an operator to: a
 // TRUNCATE behind the sink is otherwise refused at its next write.
 func (e *tenv) truncate(t testing.TB, name string) {
 	t.Helper()

@@ -12,10 +12,10 @@ import (
 	"github.com/sluicecdc/sluice/sink/postgres"
 )
 
-// The README's type tables ("Type mapping", the target half) against each
+// The type tables of docs/type-mapping.md (the target half) against each
 // dialect's type registry: every row's schema type goes through the
 // dialect's ColumnType and must give the type the row names. Placeholders
-// in the README are filled from the schemas built here: (p,s) is (10,2),
+// in the tables are filled from the schemas built here: (p,s) is (10,2),
 // (n) is (5), (fsp) is (3).
 
 // readmeTable returns the rows (cells, trimmed) of the Markdown table that
@@ -24,7 +24,7 @@ func readmeTable(t *testing.T, readme, heading string) [][]string {
 	t.Helper()
 	i := strings.Index(readme, heading)
 	if i < 0 {
-		t.Fatalf("README has no %q", heading)
+		t.Fatalf("docs/type-mapping.md has no %q", heading)
 	}
 	var rows [][]string
 	started := false
@@ -47,7 +47,7 @@ func readmeTable(t *testing.T, readme, heading string) [][]string {
 		rows = append(rows, cells)
 	}
 	if len(rows) < 2 {
-		t.Fatalf("README table after %q has no rows", heading)
+		t.Fatalf("docs/type-mapping.md: the table after %q has no rows", heading)
 	}
 	return rows[1:] // without the header
 }
@@ -63,7 +63,7 @@ func readmeType(cell string) string {
 	return strings.NewReplacer("(p,s)", "(10,2)", "(n)", "(5)", "(fsp)", "(3)").Replace(m[1])
 }
 
-// readmeSchema builds the schema a README schema name stands for; source
+// readmeSchema builds the schema a table's schema name stands for; source
 // is the source type to give it ("" for none). ok is false for names the
 // test does not know, which fails the test: a new row needs a schema here.
 func readmeSchema(name, source string) (*schema.Schema, bool) {
@@ -113,7 +113,7 @@ func readmeSchema(name, source string) (*schema.Schema, bool) {
 var readmeSources = map[string]string{"time": "time(3)", "timestamp": "datetime(3)", "zoned_timestamp": "timestamp(3)"}
 
 func TestReadmeTypeTables(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/type-mapping.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestReadmeTypeTables(t *testing.T) {
 		t.Helper()
 		got, err := d.ColumnType("c", s, key)
 		if err != nil || got != want {
-			t.Errorf("README %s row %q (key %v): the registry gives %q (%v), the README %q", d.Name(), row, key, got, err, want)
+			t.Errorf("docs/type-mapping.md %s row %q (key %v): the registry gives %q (%v), the table %q", d.Name(), row, key, got, err, want)
 		}
 	}
 
@@ -205,6 +205,6 @@ func TestReadmeTypeTables(t *testing.T) {
 		}
 	}
 	if n < 35 {
-		t.Fatalf("checked only %d README type rows", n)
+		t.Fatalf("checked only %d type rows of docs/type-mapping.md", n)
 	}
 }

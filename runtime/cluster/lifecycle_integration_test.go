@@ -71,7 +71,7 @@ func (s *openRecorder) Open(_ context.Context, pos []byte) error {
 }
 
 // A connector deleted and created again under its name resumes from the
-// position its last task saved (README: the positions row outlives the
+// position its last task saved (docs/cluster.md: the positions row outlives the
 // connector, as Kafka Connect's offsets do); one that was paused and had
 // its offsets reset (DELETE .../offsets) before the delete starts afresh.
 func TestRecreatedConnectorResumes(t *testing.T) {

@@ -161,7 +161,7 @@ func TestWorkersShareAndFailOver(t *testing.T) {
 			})
 			// The excess over the new share is 2; a live count seen
 			// differently for a heartbeat (c's first row not yet seen by b)
-			// may add moves, at most doubling them (README's bound).
+			// may add moves, at most doubling them (docs/cluster.md's bound).
 			if m := b.Metrics(); m.Handoffs < 2 || m.Handoffs > 4 {
 				t.Fatalf("b handed off %d tasks; the excess over the share was 2 (bound 2..4)", m.Handoffs)
 			}
