@@ -134,14 +134,15 @@ func heartbeatsAndCrashWithinSaveInterval(t *testing.T, k *kit) {
 // consistent point and the stream then replayed older changes over them
 // from the interrupted run's start. A trigger records any write moving an
 // amount backwards (the writer only increases amounts). Several rounds, on
-// both transports. Each round kills the source three times in the snapshot
-// and once at a random point of the stream after it; over RocketMQ, where
-// the sink is a process of its own, the last round also kills the sink
-// process at a random point of the stream (and starts a new one), the
-// writer going on throughout. The waits go on while the target changes
-// (waitProgress): after the sink kill the target stands still for about a
-// minute (the dead consumer's queue locks expire on the broker), then takes
-// the backlog at once, and under load no fixed time fits.
+// every transport. Each round kills the source three times in the snapshot
+// and once at a random point of the stream after it; over a broker
+// (RocketMQ, Kafka), where the sink is a process of its own, the last round
+// also kills the sink process at a random point of the stream (and starts a
+// new one), the writer going on throughout. The waits go on while the
+// target changes (waitProgress): after the sink kill the target stands
+// still for a while (RocketMQ: about a minute, until the dead consumer's
+// queue locks expire on the broker; Kafka: the group's session timeout),
+// then takes the backlog at once, and under load no fixed time fits.
 func killDuringSnapshotRounds(t *testing.T, k *kit) {
 	bin := buildSluice(t)
 	rounds := 3
@@ -184,14 +185,15 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 
 	targetRows := func() int { return k.targetCount("orders", "") }
 	transport := k.transport
+	broker := transport != "embedded" // the sink runs in its own process
 	start := func() *process {
-		if transport == "rocketmq" {
+		if broker {
 			return startProcess(t, bin, "source", cfg)
 		}
 		return startWhole(t, bin, cfg)
 	}
 	var sinkProc *process
-	if transport == "rocketmq" {
+	if broker {
 		sinkProc = startProcess(t, bin, "sink", cfg)
 	}
 	kills := 0

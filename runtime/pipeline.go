@@ -211,6 +211,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	ctx = WithLogger(ctx, p.log())
 	if err := p.checkTables(ctx); err != nil {
+		// Nothing ran, but the constructors opened the transport's sides
+		// and the sink: a restarted or rebuilt pipeline makes new ones, so
+		// these are closed here (a Kafka consumer left open stays in its
+		// group, heartbeating, and keeps half the partitions from the next
+		// run's consumer).
+		if cerr := p.closeUnstarted(ctx); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		p.setState(StateFailed, err)
 		return err
 	}
@@ -288,6 +296,25 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.setState(StateStopped, nil)
 	return nil
+}
+
+// closeUnstarted closes what Run would have closed, for a pipeline that
+// stops before either side started: the publisher of the source side, the
+// subscriber, the sink and the OnClose functions of the sink side.
+func (p *Pipeline) closeUnstarted(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var err error
+	if p.Source != nil {
+		err = p.Publisher.Close(cctx)
+	}
+	if p.Subscriber != nil {
+		err = errors.Join(err, p.Subscriber.Close(cctx), p.Sink.Close())
+		for _, f := range p.OnClose {
+			err = errors.Join(err, f())
+		}
+	}
+	return err
 }
 
 func (p *Pipeline) apply(ctx context.Context, recs []schema.Record) error {

@@ -33,9 +33,27 @@ func (s *shapeSink) CheckShapes(_ context.Context, tables []schema.Table) error 
 	return s.err
 }
 
+// closedSub is a Subscriber that counts its Close calls.
+type closedSub struct {
+	Subscriber
+	closed int
+}
+
+func (s *closedSub) Close(ctx context.Context) error { s.closed++; return s.Subscriber.Close(ctx) }
+
+// closedSink is a shapeSink that counts its Close calls.
+type closedSink struct {
+	*shapeSink
+	closed int
+}
+
+func (s *closedSink) Close() error { s.closed++; return s.shapeSink.Close() }
+
 // A fatal refusal of the sink's shape check stops the start, state FAILED,
-// before the sink writes; any other error of it, or a lister that cannot
-// read the shapes, lets the pipeline start.
+// before the sink writes, and closes the subscriber and the sink (a run
+// refused at start must not leave a consumer in its group); any other
+// error of it, or a lister that cannot read the shapes, lets the pipeline
+// start.
 func TestShapeCheckAtStart(t *testing.T) {
 	refusal := schema.Fatal(errors.New("table d.k cannot be compared: keyless_mode"))
 	for _, c := range []struct {
@@ -51,8 +69,10 @@ func TestShapeCheckAtStart(t *testing.T) {
 			src := &fakeSource{n: 30, k: 3}
 			snk := &shapeSink{fakeSink: &fakeSink{seen: map[int64][]int64{}}, err: c.checkErr}
 			e := newEmbedded(4, 4)
+			sub := &closedSub{Subscriber: e.Subscriber(64)}
+			cs := &closedSink{shapeSink: snk}
 			// the sink side alone, with the source's tables from a lister
-			p := &Pipeline{Name: "p", Subscriber: e.Subscriber(64), Sink: snk, Tables: shapeLister{c.listErr}}
+			p := &Pipeline{Name: "p", Subscriber: sub, Sink: cs, Tables: shapeLister{c.listErr}}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
@@ -79,6 +99,9 @@ func TestShapeCheckAtStart(t *testing.T) {
 			}
 			if snk.count() != 0 {
 				t.Fatalf("%d records applied before the refusal", snk.count())
+			}
+			if sub.closed != 1 || cs.closed != 1 {
+				t.Fatalf("the refused pipeline closed its subscriber %d times and its sink %d times, want once each", sub.closed, cs.closed)
 			}
 		})
 	}

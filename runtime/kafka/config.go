@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
@@ -18,6 +19,12 @@ const (
 	DefaultMaxInFlightBytes = 16 << 20
 	// DefaultMaxInFlight bounds the producer's buffered records.
 	DefaultMaxInFlight = 8192
+	// DefaultSessionTimeout is how long the group waits for a sink process
+	// that stopped heartbeating (killed) before it hands the process's
+	// partitions to the others: the group stands still that long. Kafka's
+	// consumers default to 45s; its brokers accept 6s to 30 min
+	// (group.min.session.timeout.ms, group.max.session.timeout.ms).
+	DefaultSessionTimeout = 10 * time.Second
 	// IDHeader carries the record's identity (schema.ID.String), set by the
 	// source; the sink orders and deduplicates by it.
 	IDHeader = "sluice_id"
@@ -63,6 +70,9 @@ type Config struct {
 	// consumer fetches ahead of the sink.
 	MaxInFlight      int              `yaml:"max_in_flight"`
 	MaxInFlightBytes runtime.ByteSize `yaml:"max_in_flight_bytes"`
+	// SessionTimeout is the consumer group's session timeout, default
+	// DefaultSessionTimeout; members heartbeat every tenth of it.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
 
 	Pipeline string `yaml:"-"`
 	Codec    Codec  `yaml:"-"`
@@ -104,6 +114,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxBatch < 0 || c.MaxInFlight < 0 || c.MaxInFlightBytes < 0 {
 		return c, fmt.Errorf("%w: max_batch, max_in_flight and max_in_flight_bytes must not be negative", ErrConfig)
+	}
+	if c.SessionTimeout < 0 {
+		return c, fmt.Errorf("%w: session_timeout: %s is negative", ErrConfig, c.SessionTimeout)
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = DefaultMaxBatch

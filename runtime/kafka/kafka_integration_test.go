@@ -193,3 +193,111 @@ func TestIntegrationOrderBarriersAndCommit(t *testing.T) {
 		t.Fatalf("a second subscriber of the group got %d records: the first one's offsets were not committed", n)
 	}
 }
+
+// TestIntegrationPausedPartitionComesBack: a subscriber whose sink is slow
+// pauses the fetches of a partition holding more than its share of
+// max_in_flight_bytes; when a second member takes that partition and then
+// leaves, the partition comes back to the first member, which must fetch it
+// again (franz-go keeps a partition paused until resumed, across
+// rebalances) and apply every record.
+func TestIntegrationPausedPartitionComesBack(t *testing.T) {
+	name := "it-" + suffix()
+	id := schema.TableID{Database: "db", Table: "t"}
+	cfg := Config{Brokers: brokers(t), Pipeline: name, Partitions: 2, MaxInFlightBytes: 512 << 10, SessionTimeout: 6 * time.Second}
+	topic := TopicName(name, id.Database, id.Table)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	pub, err := NewPublisher(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4000 // ~2.4 MB of envelopes: each partition far over its 256 KiB share
+	recs := make([]schema.Record, n)
+	for k := range recs {
+		recs[k] = update(id, int64(k), 1)
+	}
+	acked := make(chan error, 1)
+	if err := pub.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Topics = []string{topic}
+
+	// member a: its handler waits for release, then records what it applied
+	release := make(chan struct{})
+	var mu sync.Mutex
+	applied := map[[2]int64]bool{} // partition, offset
+	a, err := NewSubscriber(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithCancel(ctx)
+	adone := make(chan error, 1)
+	go func() {
+		adone <- a.Consume(actx, func(hctx context.Context, rs []schema.Record) error {
+			select {
+			case <-release:
+			case <-hctx.Done():
+				return hctx.Err()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range rs {
+				applied[[2]int64{int64(r.Delivery.Queue), r.Delivery.Offset}] = true
+			}
+			return nil
+		})
+	}()
+	defer func() { acancel(); <-adone; _ = a.Close(context.Background()) }()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				t.Fatalf("gave up waiting until %s", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	paused := func() int { return len(a.cl.PauseFetchPartitions(nil)[topic]) }
+	assigned := func() int { a.mu.Lock(); defer a.mu.Unlock(); return len(a.assigned) }
+	waitFor("member a paused both partitions", func() bool { return paused() == 2 })
+
+	// member b joins (a gives it one partition), then leaves (it comes back)
+	b, err := NewSubscriber(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bctx, bcancel := context.WithCancel(ctx)
+	bdone := make(chan error, 1)
+	go func() {
+		bdone <- b.Consume(bctx, func(hctx context.Context, _ []schema.Record) error { <-hctx.Done(); return hctx.Err() })
+	}()
+	waitFor("member b took a partition", func() bool { return assigned() == 1 })
+	bcancel()
+	if err := <-bdone; err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close(ctx)
+	waitFor("the partition came back to member a", func() bool { return assigned() == 2 })
+
+	close(release)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mu.Lock()
+		got := len(applied)
+		mu.Unlock()
+		if got == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member a applied %d of %d records; paused partitions: %v", got, n, a.cl.PauseFetchPartitions(nil))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -95,6 +95,8 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 	opts := append(clientOptions(cfg, log),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(cfg.SessionTimeout),
+		kgo.HeartbeatInterval(cfg.SessionTimeout/10),
 		kgo.AutoCommitMarks(),
 		kgo.AutoCommitInterval(time.Second),
 		kgo.OnPartitionsAssigned(s.assign),
@@ -299,8 +301,21 @@ func (s *Subscriber) stopWorkers(parts map[string][]int32) {
 	for _, w := range stop {
 		w.cancel()
 	}
+	resume := map[string][]int32{}
 	for _, w := range stop {
 		<-w.done
+		// The client keeps a partition paused until resumed, across
+		// rebalances: one given back to this member later would never be
+		// fetched again.
+		w.mu.Lock()
+		if w.paused {
+			w.paused = false
+			resume[w.at.topic] = append(resume[w.at.topic], w.at.part)
+		}
+		w.mu.Unlock()
+	}
+	if len(resume) > 0 {
+		s.cl.ResumeFetchPartitions(resume)
 	}
 }
 

@@ -20,6 +20,7 @@ type decoded struct {
 	sink      *sink.Config
 	embedded  *embedded.Config
 	rocketmq  *rocketmq.Config
+	kafka     *kafka.Config
 	positions positionsConfig
 	maxFlight int
 	// maxFlightBytes: the transport's max_in_flight_bytes (0: default).
@@ -156,6 +157,7 @@ func (d *decoded) decodeConnectors(cfg *runtime.Config, only string, wantSource,
 		return d.withRocketMQ(c, cfg, wantSink)
 	}
 	if c, ok := runtime.ConfigOf[kafka.Config](v); ok {
+		d.kafka = c
 		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
 		if d.source != nil && d.codec != converter.DefaultOptions() {
 			c.Codec = converter.NewJSON(d.codec) // the source's event format, as on rocketmq

@@ -63,6 +63,8 @@ var kafkaKeys = runtime.KeyDocs{
 	"format":             {Doc: "Message format: Debezium JSON envelopes with their schemas.", Default: kafka.FormatJSON, Values: []string{kafka.FormatJSON}},
 	"max_batch":          {Doc: "Records of one partition handed to the sink at once at most.", Default: strconv.Itoa(kafka.DefaultMaxBatch)},
 	"max_in_flight":      {Doc: "Records read from the source and not yet acknowledged (and the producer's buffer) at most.", Default: strconv.Itoa(kafka.DefaultMaxInFlight)},
+	"session_timeout": {Doc: "How long the sink's consumer group waits for a sink process that stopped answering (killed) before it gives that process's partitions to the others; the broker accepts 6s to 30m by default.",
+		Default: kafka.DefaultSessionTimeout.String()},
 	"max_in_flight_bytes": {Doc: "Bytes of the same records, and of what the consumer fetches ahead of the sink, at most.",
 		Default: runtime.ByteSize(kafka.DefaultMaxInFlightBytes).String()},
 }

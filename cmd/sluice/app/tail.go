@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
@@ -29,8 +30,8 @@ type tailLine struct {
 	Error string `json:"error,omitempty"`
 }
 
-// cmdTail prints the records on a pipeline's RocketMQ topics as JSON lines,
-// without a consumer group: the sink's offsets do not move.
+// cmdTail prints the records on a pipeline's RocketMQ or Kafka topics as
+// JSON lines, without a consumer group: the sink's offsets do not move.
 func cmdTail(args []string, stdout io.Writer) error {
 	fs, path, _ := configFlag("tail", args)
 	from := fs.String("from", rocketmq.TailFromBeginning, "where to start: beginning (oldest stored record) or now")
@@ -52,8 +53,12 @@ func cmdTail(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if d.kafka != nil {
+		return tailKafka(*d.kafka, cfg.File, kafka.TailOptions{From: *from, Follow: *follow || *from == kafka.TailFromNow, Key: *key, Limit: *limit},
+			*table, *dlq, *schemas, stdout)
+	}
 	if d.rocketmq == nil {
-		return fmt.Errorf("tail reads RocketMQ topics: the transport of %s is %q: %w", cfg.File, cfg.Transport.Type, runtime.ErrConfig)
+		return fmt.Errorf("tail reads RocketMQ and Kafka topics: the transport of %s is %q: %w", cfg.File, cfg.Transport.Type, runtime.ErrConfig)
 	}
 	rc := *d.rocketmq
 	prefix := rc.TopicPrefix
@@ -78,24 +83,71 @@ func cmdTail(args []string, stdout io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	out := bufio.NewWriter(stdout)
-	defer out.Flush()
-	enc := json.NewEncoder(out)
-	enc.SetEscapeHTML(false)
+	w := newTailWriter(stdout, opts.Follow)
+	defer w.out.Flush()
 	return rocketmq.Tail(ctx, rc, opts, func(m rocketmq.TailMessage) error {
 		l := tailLine{Topic: m.Topic, Queue: m.Queue, Offset: m.Offset, Key: tailJSON(m.Key, *schemas), Value: tailJSON(m.Value, *schemas),
 			Error: m.Properties[rocketmq.DeadLetterErrorProperty]}
 		if m.Properties[rocketmq.FormatProperty] == rocketmq.FormatPacked {
 			l.Index = &m.Index
 		}
-		if err := enc.Encode(l); err != nil {
-			return err
-		}
-		if opts.Follow {
-			return out.Flush() // a follower wants each line at once
-		}
-		return nil
+		return w.line(l)
 	})
+}
+
+// tailKafka is cmdTail over the Kafka transport kc: its topics (or those of
+// --table), read outside the sink's consumer group; "queue" in the lines is
+// the partition. Kafka has no dead-letter topic of sluice's yet.
+func tailKafka(kc kafka.Config, file string, opts kafka.TailOptions, table string, dlq, schemas bool, stdout io.Writer) error {
+	if dlq {
+		return fmt.Errorf("tail --dlq: the kafka transport has no dead-letter topic: %w", runtime.ErrConfig)
+	}
+	opts.Topics = kc.Topics
+	if table != "" {
+		db, tbl, ok := strings.Cut(table, ".")
+		if !ok || db == "" || tbl == "" {
+			return fmt.Errorf("--table %q: write it as db.table: %w", table, runtime.ErrConfig)
+		}
+		prefix := kc.TopicPrefix
+		if prefix == "" {
+			prefix = kc.Pipeline
+		}
+		opts.Topics = []string{kafka.TopicName(prefix, db, tbl)}
+	}
+	if len(opts.Topics) == 0 {
+		return fmt.Errorf("tail: no topics: set transport.topics in %s or pass --table db.table: %w", file, runtime.ErrConfig)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	w := newTailWriter(stdout, opts.Follow)
+	defer w.out.Flush()
+	return kafka.Tail(ctx, kc, opts, func(m kafka.TailMessage) error {
+		return w.line(tailLine{Topic: m.Topic, Queue: int(m.Partition), Offset: m.Offset, Key: tailJSON(m.Key, schemas), Value: tailJSON(m.Value, schemas)})
+	})
+}
+
+// tailWriter writes tail's JSON lines, each at once when following.
+type tailWriter struct {
+	out    *bufio.Writer
+	enc    *json.Encoder
+	follow bool
+}
+
+func newTailWriter(stdout io.Writer, follow bool) *tailWriter {
+	out := bufio.NewWriter(stdout)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	return &tailWriter{out: out, enc: enc, follow: follow}
+}
+
+func (w *tailWriter) line(l tailLine) error {
+	if err := w.enc.Encode(l); err != nil {
+		return err
+	}
+	if w.follow {
+		return w.out.Flush() // a follower wants each line at once
+	}
+	return nil
 }
 
 // tailJSON returns b as JSON: without schemas, the payload of a

@@ -35,16 +35,7 @@ func TestTailCommandACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acked := make(chan error, 1)
-	if err := pub.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-acked; err != nil {
-		t.Fatal(err)
-	}
-	if err := pub.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishTail(ctx, t, pub, recs)
 
 	dir := t.TempDir()
 	tail := func(credentials string) (int, string, string) {

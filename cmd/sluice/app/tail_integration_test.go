@@ -14,6 +14,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/schematest"
@@ -32,6 +33,33 @@ func tailRecord(db, table string, id int64, v string) schema.Record {
 		ValueSchema: tailValueSchema, Before: schema.Row{id, "old"}, After: schema.Row{id, v}, TsMs: 1700000000000,
 		Source: schema.Source{Connector: "mariadb", Name: "tailtest", Snapshot: "false", TsMs: 1700000000000},
 		ID:     schema.ID{Epoch: 1, Pos: uint64(id)}}
+}
+
+// tailRecords are three updates of keys 1 to 3 of shop.orders and of
+// shop.items, in turn.
+func tailRecords() []schema.Record {
+	var recs []schema.Record
+	for i := range 3 {
+		for id := int64(1); id <= 3; id++ {
+			recs = append(recs, tailRecord("shop", "orders", id, fmt.Sprintf("o%d-%d", id, i)), tailRecord("shop", "items", id, fmt.Sprintf("i%d-%d", id, i)))
+		}
+	}
+	return recs
+}
+
+// publishTail publishes recs with pub, waits for their ack and closes pub.
+func publishTail(ctx context.Context, t *testing.T, pub runtime.Publisher, recs []schema.Record) {
+	t.Helper()
+	acked := make(chan error, 1)
+	if err := pub.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTailCommand publishes records of two tables through the Publisher and
@@ -54,26 +82,12 @@ func TestTailCommand(t *testing.T) {
 			_ = adm.DeleteTopic(context.Background(), admin.WithTopicDelete(tp), admin.WithBrokerAddrDelete(os.Getenv("SLUICE_ROCKETMQ_BROKER_ADDR")), admin.WithNameSrvAddr([]string{ns}))
 		}
 	})
-	var recs []schema.Record
-	for i := range 3 {
-		for id := int64(1); id <= 3; id++ {
-			recs = append(recs, tailRecord("shop", "orders", id, fmt.Sprintf("o%d-%d", id, i)), tailRecord("shop", "items", id, fmt.Sprintf("i%d-%d", id, i)))
-		}
-	}
+	recs := tailRecords()
 	pub, err := rocketmq.NewPublisher(ctx, rc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	acked := make(chan error, 1)
-	if err := pub.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-acked; err != nil {
-		t.Fatal(err)
-	}
-	if err := pub.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishTail(ctx, t, pub, recs)
 
 	cfgPath := filepath.Join(t.TempDir(), "p.yaml")
 	writeFile(t, cfgPath, fmt.Sprintf(`name: %s
@@ -85,6 +99,13 @@ sink:
   type: postgres
   dsn: postgres://unused@127.0.0.1:1/x
 `, name, ns, strings.Join(topics, ", ")))
+	checkTail(t, cfgPath, topics, len(recs))
+}
+
+// checkTail runs `sluice tail` on the config at cfgPath, whose topics
+// (orders', items') hold the n records of tailRecords.
+func checkTail(t *testing.T, cfgPath string, topics []string, n int) {
+	t.Helper()
 	tail := func(args ...string) []string {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -123,8 +144,8 @@ sink:
 	}
 
 	all := tail()
-	if len(all) != len(recs) {
-		t.Fatalf("tail of both topics: %d lines, want %d", len(all), len(recs))
+	if len(all) != n {
+		t.Fatalf("tail of both topics: %d lines, want %d", len(all), n)
 	}
 	if got := tail("--table", "shop.items", "--limit", "4"); len(got) != 4 || !strings.Contains(got[0], `"topic":"`+topics[1]+`"`) {
 		t.Fatalf("--limit 4 on items: %d lines: %v", len(got), got)
