@@ -102,8 +102,10 @@ func TestUnwritablePositionsFail(t *testing.T) {
 	if st, _ := w.Status("pos"); st.State != StateRunning {
 		t.Fatalf("after 300 ms of an unwritable folder: %s (%s), want RUNNING", st.State, st.LastError)
 	}
-	// Unwritable for good: FAILED after SaveRetry.
-	if err := os.RemoveAll(dir); err != nil {
+	// Unwritable for good: FAILED after SaveRetry. The folder is moved
+	// away in one step: a RemoveAll would race the saves still writing
+	// into it ("directory not empty").
+	if err := os.Rename(dir, dir+".gone"); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(dir, nil, 0o644); err != nil {
