@@ -43,6 +43,15 @@ func innerPackage(importPath string) string {
 	return ""
 }
 
+// harness lists the benchmark packages, each with the one package whose
+// production code may import it (its entry): the benchmark harness stays
+// out of the binary's production packages (`sluice bench` is a thin entry
+// in cmd/sluice/app). Tests may import them.
+var harness = map[string]string{
+	module + "/cmd/sluice/internal/bench": module + "/cmd/sluice/app",
+	module + "/runtime/rocketmq/rawbench": module + "/cmd/sluice/internal/bench",
+}
+
 // testSupport is the helpers package of every package's tests (servers
 // needed or fail under CI, polling); production code never imports it.
 const testSupport = module + "/schema/schematest"
@@ -64,6 +73,7 @@ func TestImportGraph(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	checked := 0
+	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) == 0 {
@@ -77,6 +87,7 @@ func TestImportGraph(t *testing.T) {
 			continue
 		}
 		checked++
+		seen[pkg] = true
 		inner := innerPackage(pkg)
 		// a test variant is listed as "pkg [pkg.test]"; pkg_test and pkg.test are tests too
 		variant := len(fields) > 1 && strings.HasPrefix(fields[1], "[")
@@ -87,6 +98,9 @@ func TestImportGraph(t *testing.T) {
 			}
 			if production && imp == testSupport {
 				t.Errorf("%s imports %s: the test-support package is for tests (and test-support packages) only", pkg, imp)
+			}
+			if entry, ok := harness[imp]; ok && production && pkg != entry {
+				t.Errorf("%s imports %s: the benchmark harness is imported only by its entry %s (and tests)", pkg, imp, entry)
 			}
 			if inner != "" {
 				rel := strings.TrimPrefix(imp, module+"/")
@@ -110,6 +124,11 @@ func TestImportGraph(t *testing.T) {
 	}
 	if checked < 5 {
 		t.Fatalf("checked only %d packages; go list output:\n%s", checked, out)
+	}
+	for h := range harness {
+		if !seen[h] {
+			t.Errorf("benchmark package %s is missing: move it back or update the harness rule", h)
+		}
 	}
 }
 

@@ -7,13 +7,11 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// Fatal marks err as not retriable: the task stops with state FAILED. It is
-// schema.Fatal, for code of the runtime and its transports.
-func Fatal(err error) error { return schema.Fatal(err) }
-
-// ClassOf is the one classifier the runtime reads: schema.ClassOf. A
-// configuration error of any package is fatal where it is made
-// (schema.ConfigError), so it needs no case here.
+// ClassOf is the one classifier the runtime reads: schema.ClassOf, the
+// contract's vocabulary (schema.Fatal, schema.Retriable,
+// schema.ErrEndOfInput), set once where an error is made. A configuration
+// error of any package wraps schema.ErrConfig, which is fatal, so it needs
+// no case here.
 func ClassOf(err error) schema.Class { return schema.ClassOf(err) }
 
 // IsFatal reports whether retrying cannot fix err (ClassOf is ClassFatal).

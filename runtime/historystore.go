@@ -167,7 +167,7 @@ func (h *SQLHistory) Append(ctx context.Context, rows ...HistoryRow) error {
 			return h.appendFailed(ctx, rows, err)
 		}
 		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			return Fatal(h.fenced(ctx))
+			return schema.Fatal(h.fenced(ctx))
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -223,7 +223,7 @@ func (h *SQLHistory) appendFailed(ctx context.Context, rows []HistoryRow, cause 
 			break
 		}
 		if i >= len(rows) || seq != h.next+int64(i) || entry != string(rows[i].Entry) {
-			return Fatal(fmt.Errorf("schema history: %s has another writer's entry at seq %d: another process runs this pipeline's source (give each pipeline one source, or run it in a cluster under a lease): %w", h, seq, cause))
+			return schema.Fatal(fmt.Errorf("schema history: %s has another writer's entry at seq %d: another process runs this pipeline's source (give each pipeline one source, or run it in a cluster under a lease): %w", h, seq, cause))
 		}
 		i++
 	}

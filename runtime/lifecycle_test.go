@@ -126,7 +126,7 @@ func TestStartRetriesARetriableBuildFailure(t *testing.T) {
 	}
 
 	f := NewWorker(nil)
-	f.Add("q", store, func(context.Context) (*Pipeline, error) { return nil, Fatal(errors.New("bad password")) })
+	f.Add("q", store, func(context.Context) (*Pipeline, error) { return nil, schema.Fatal(errors.New("bad password")) })
 	if err := f.Start(context.Background(), "q"); err == nil || !IsFatal(err) {
 		t.Fatalf("fatal build error: %v", err)
 	}

@@ -28,7 +28,7 @@ func TestMetricsCollector(t *testing.T) {
 	}
 
 	// A sink-only pipeline whose batch fails for good, once.
-	q := &Pipeline{Name: "q", Sink: leftOutSink{Fatal(errors.New("row refused"))}}
+	q := &Pipeline{Name: "q", Sink: leftOutSink{schema.Fatal(errors.New("row refused"))}}
 	rec := schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "d", Table: "t"}}
 	if err := q.apply(context.Background(), []schema.Record{rec}); err == nil {
 		t.Fatal("apply of a failing sink succeeded")

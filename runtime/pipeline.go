@@ -486,7 +486,7 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 					if time.Since(failing) < saveRetry {
 						continue
 					}
-					err = Fatal(fmt.Errorf("%w (failed for %s: make the position store writable, then start the pipeline again)", err, saveRetry.Round(time.Second)))
+					err = schema.Fatal(fmt.Errorf("%w (failed for %s: make the position store writable, then start the pipeline again)", err, saveRetry.Round(time.Second)))
 				} else if err == nil && !failing.IsZero() {
 					failing = time.Time{}
 					log.Info("position saved again", "pipeline", p.Name)

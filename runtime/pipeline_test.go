@@ -172,7 +172,7 @@ func TestEmbeddedBackpressureBoundsInFlight(t *testing.T) {
 type fatalSink struct{ fakeSink }
 
 func (s *fatalSink) Write(context.Context, []schema.Record) error {
-	return Fatal(errors.New("column does not exist"))
+	return schema.Fatal(errors.New("column does not exist"))
 }
 
 func TestFatalSinkErrorFailsPipelineWithoutSavingPastIt(t *testing.T) {
@@ -271,7 +271,7 @@ func (f failingStore) Save(context.Context, string, []byte) error   { return f.e
 // A position that cannot be saved stops the pipeline (with the store's
 // error) instead of letting it read on without positions.
 func TestPipelineStopsWhenPositionsCannotBeSaved(t *testing.T) {
-	fenced := Fatal(fmt.Errorf("%w: test", ErrFenced))
+	fenced := schema.Fatal(fmt.Errorf("%w: test", ErrFenced))
 	e := newEmbedded(2, 4)
 	p := &Pipeline{Name: "p", Source: &fakeSource{n: 1 << 30, k: 7}, Publisher: e.Publisher(), Subscriber: e.Subscriber(16),
 		Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: failingStore{fenced}, SaveInterval: 10 * time.Millisecond}
@@ -296,7 +296,7 @@ func (s *slowFatalSink) Write(ctx context.Context, _ []schema.Record) error {
 	case <-time.After(200 * time.Millisecond):
 	case <-ctx.Done():
 	}
-	return Fatal(errors.New("check constraint violated"))
+	return schema.Fatal(errors.New("check constraint violated"))
 }
 
 // A fatal sink error ends the pipeline even while the source is blocked
@@ -325,7 +325,9 @@ type msgSink struct {
 	msg string
 }
 
-func (s *msgSink) Write(context.Context, []schema.Record) error { return Fatal(errors.New(s.msg)) }
+func (s *msgSink) Write(context.Context, []schema.Record) error {
+	return schema.Fatal(errors.New(s.msg))
+}
 
 // A sink error is said "sink: …" once: the runtime adds the prefix only to
 // errors that do not carry it already (the sink's own do).

@@ -7,13 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // ErrPipelineLocked is returned by FileStore.Claim when another process
 // (or another run in this one) holds the pipeline's lock file: two runs of
 // one pipeline would take the source stream from each other and save
 // positions over each other. It is fatal.
-var ErrPipelineLocked = Fatal(errors.New("runtime: another sluice process runs this pipeline"))
+var ErrPipelineLocked = schema.Fatal(errors.New("runtime: another sluice process runs this pipeline"))
 
 var _ Claimer = (*FileStore)(nil)
 

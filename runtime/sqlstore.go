@@ -28,9 +28,9 @@ type Claimer interface {
 }
 
 // Errors of the database are marked retriable where they are made: a
-// driver error may expose its own Fatal() (lib/pq's *Error: severity FATAL,
-// which is a terminated connection) that schema.ClassOf would take for the
-// contract's fatal class.
+// server down, a lost connection or a lock is worth another try. (lib/pq's
+// *Error says "severity FATAL" for a terminated connection; schema.ClassOf
+// does not read it.)
 
 // SQLStore keeps positions in a table of a PostgreSQL or MySQL/MariaDB
 // database (typically the sink's target, so no local disk is needed), one
@@ -236,7 +236,7 @@ func (c *claimedStore) Held(ctx context.Context, pipeline string) error {
 		return schema.Retriable(fmt.Errorf("position store: check the claim on %s: %w", pipeline, err))
 	}
 	if cur != c.epoch {
-		return Fatal(fmt.Errorf("%w: %s (epoch %d, now %d): stop this process; the other run continues from its own positions", ErrFenced, pipeline, c.epoch, cur))
+		return schema.Fatal(fmt.Errorf("%w: %s (epoch %d, now %d): stop this process; the other run continues from its own positions", ErrFenced, pipeline, c.epoch, cur))
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func TestWorkerDoesNotRestartFatalOrBeyondBound(t *testing.T) {
 		maxRestarts int
 		wantBuilds  int32
 	}{
-		{"fatal", Fatal(errors.New("retrying cannot help")), 0, 1},
+		{"fatal", schema.Fatal(errors.New("retrying cannot help")), 0, 1},
 		{"never", errors.New("transient"), -1, 1},
 		{"bounded", errors.New("transient"), 2, 3},
 	} {

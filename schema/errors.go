@@ -41,22 +41,24 @@ func (c Class) String() string {
 // Wrap it to say why: fmt.Errorf("snapshot complete: %w", ErrEndOfInput).
 var ErrEndOfInput = errors.New("end of input")
 
-// ErrConfig is matched (errors.Is) by every configuration error, whichever
-// package makes it: the runtime's own, and each connector's ErrConfig made
-// with ConfigError. It is fatal: retrying the same configuration cannot
-// help, so the task stops as FAILED and `sluice` exits with code 2.
+// ErrConfig is the one configuration error: every configuration error,
+// whichever package makes it, wraps it (errors.Is(err, ErrConfig)). It is
+// fatal: retrying the same configuration cannot help, so the task stops as
+// FAILED and `sluice` exits with code 2.
 var ErrConfig = Fatal(errors.New("invalid configuration"))
 
-// ConfigError returns a package's configuration sentinel with the given
-// text: it is classified fatal where it is made (so is every error
-// wrapping it) and matches both itself and ErrConfig with errors.Is.
-// Wrap it to say which key is wrong and how to fix it.
-func ConfigError(text string) error { return Fatal(configError(text)) }
+// ConfigError returns a package's configuration sentinel: an error whose
+// message is text (the package's prefix, "binlog: invalid config") and
+// which wraps ErrConfig, so it and every error wrapping it match ErrConfig
+// and are fatal, classified by ErrConfig's own mark. Each package's
+// sentinel matches itself and ErrConfig, not another package's. Wrap it to
+// say which key is wrong and how to fix it.
+func ConfigError(text string) error { return &configError{text} }
 
-type configError string
+type configError struct{ text string }
 
-func (e configError) Error() string        { return string(e) }
-func (e configError) Is(target error) bool { return target == ErrConfig }
+func (e *configError) Error() string { return e.text }
+func (e *configError) Unwrap() error { return ErrConfig }
 
 type classified struct {
 	err   error
@@ -84,9 +86,11 @@ func Retriable(err error) error {
 
 // ClassOf returns the class of err: the outermost mark set by Fatal or
 // Retriable in its chain (a wrapper may reclassify what it wraps), else
-// ClassEndOfInput when the chain holds ErrEndOfInput, else an error that
-// exposes `Fatal() bool` (a connector's own typed error) by that answer,
-// else ClassUnknown. ClassOf(nil) is ClassUnknown.
+// ClassEndOfInput when the chain holds ErrEndOfInput, else ClassUnknown.
+// Nothing else is read: a driver's own notion of "fatal" (lib/pq's
+// *Error has a Fatal method meaning severity FATAL, a terminated
+// connection) is not the contract's, so connectors classify driver errors
+// where they meet them. ClassOf(nil) is ClassUnknown.
 func ClassOf(err error) Class {
 	if err == nil {
 		return ClassUnknown
@@ -97,13 +101,6 @@ func ClassOf(err error) Class {
 	}
 	if errors.Is(err, ErrEndOfInput) {
 		return ClassEndOfInput
-	}
-	var f interface{ Fatal() bool }
-	if errors.As(err, &f) {
-		if f.Fatal() {
-			return ClassFatal
-		}
-		return ClassRetriable
 	}
 	return ClassUnknown
 }

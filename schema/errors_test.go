@@ -6,10 +6,12 @@ import (
 	"testing"
 )
 
-type typedFatal bool
+// driverFatal is an error of a driver with its own Fatal method (lib/pq's
+// *Error has one: severity FATAL, a terminated connection).
+type driverFatal bool
 
-func (t typedFatal) Error() string { return "typed" }
-func (t typedFatal) Fatal() bool   { return bool(t) }
+func (t driverFatal) Error() string { return "driver" }
+func (t driverFatal) Fatal() bool   { return bool(t) }
 
 func TestClassOf(t *testing.T) {
 	base := errors.New("boom")
@@ -26,8 +28,11 @@ func TestClassOf(t *testing.T) {
 		{"outermost wins", Retriable(fmt.Errorf("x: %w", Fatal(base))), ClassRetriable},
 		{"end of input", fmt.Errorf("snapshot done: %w", ErrEndOfInput), ClassEndOfInput},
 		{"marked end of input stays marked", Fatal(ErrEndOfInput), ClassFatal},
-		{"typed fatal", fmt.Errorf("w: %w", typedFatal(true)), ClassFatal},
-		{"typed retriable", typedFatal(false), ClassRetriable},
+		// A driver's notion of fatal is not the contract's: only the marks
+		// of this package classify.
+		{"driver's own Fatal method", fmt.Errorf("w: %w", driverFatal(true)), ClassUnknown},
+		{"driver's own Fatal false", driverFatal(false), ClassUnknown},
+		{"driver error marked retriable", Retriable(driverFatal(true)), ClassRetriable},
 		{"joined", errors.Join(base, Fatal(base)), ClassFatal},
 	}
 	for _, c := range cases {

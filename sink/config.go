@@ -116,8 +116,8 @@ type Config struct {
 	// errors are never skipped.
 	OnError string `yaml:"on_error"`
 	// DeadLetter receives the rows OnError "dlq" leaves out, before the
-	// batch commits; an error from it fails the Write (retriable unless the
-	// error says Fatal() == true). A retried Write may hand the same row
+	// batch commits; an error from it fails the Write (retriable unless
+	// schema.ClassOf says it is fatal). A retried Write may hand the same row
 	// again: make the callback idempotent or accept duplicates. Required with
 	// "dlq".
 	DeadLetter func(ctx context.Context, rec schema.Record, cause error) error

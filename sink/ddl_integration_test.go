@@ -146,8 +146,7 @@ func TestWriteSchemaChangesFailAndIgnore(t *testing.T) {
 		fail := e.open(t, func(c *Config) { c.SchemaChanges = SchemaChangesFail })
 		write(t, fail, at(cIns("f", 1, "a"), 1))
 		err := fail.Write(context.Background(), []schema.Record{at(cIns("f", 2, "b"), 2), ddlRec("src", "TRUNCATE f", 3)})
-		var fe interface{ Fatal() bool }
-		if !errors.Is(err, ErrSchemaChange) || !errors.As(err, &fe) || !fe.Fatal() {
+		if !errors.Is(err, ErrSchemaChange) || !isFatal(err) {
 			t.Fatalf("SchemaChanges fail: %v, want fatal ErrSchemaChange", err)
 		}
 		wantRows(t, e, "f", map[int64]string{1: "a"}) // nothing of the batch applied

@@ -43,7 +43,6 @@ type (
 	colDef     = dialect.ColDef
 	colInfo    = dialect.ColInfo
 	typeChange = dialect.TypeChange
-	fatalError = dialect.FatalError
 )
 
 const (
@@ -62,8 +61,6 @@ var (
 	isKey      = dialect.IsKey
 	valueErr   = dialect.ValueErr
 )
-
-func fatal(err error) error { return dialect.Fatal(err) }
 
 // explainers are the dialects' readings of driver errors. A driver error
 // is of one driver's type, so the dialect that knows it answers and the

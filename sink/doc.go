@@ -166,8 +166,8 @@
 //
 //  1. Give each pipeline its own Config.Pipeline name; two pipelines sharing
 //     one would skip each other's records.
-//  2. Retry a failed Write with the same records unless the error exposes
-//     Fatal() bool returning true (bad data under OnError "fail", missing
+//  2. Retry a failed Write with the same records unless the error is
+//     classified fatal (schema.ClassOf; bad data under OnError "fail", missing
 //     column with AutoEvolve off, update/delete on a table without key,
 //     a refused schema change): then stop and report. A failed Write has
 //     applied nothing, except the committed steps of a batch with applied

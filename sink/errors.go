@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
 // Sentinel errors callers may test with errors.Is. Errors wrapping them are
-// also marked fatal (they expose Fatal() bool): retrying the same records
-// cannot succeed, the configuration or the target must change first.
+// also marked fatal (schema.ClassOf is schema.ClassFatal): retrying the
+// same records cannot succeed, the configuration or the target must change
+// first.
 var (
 	// ErrConfig marks an invalid Config.
 	ErrConfig = dialect.ErrConfig
@@ -34,6 +36,10 @@ var (
 	// there (registry.go).
 	ErrTargetChanged = errors.New("sink: target table changed behind the sink")
 )
+
+// fatal is schema.Fatal: the sink's errors are classified in the
+// contract's one vocabulary, where they are made.
+func fatal(err error) error { return schema.Fatal(err) }
 
 // connectError classifies a failed connection to the target: a refused
 // login or a missing database is fatal (fix the DSN or the grants), a

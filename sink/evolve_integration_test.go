@@ -3,7 +3,6 @@ package sink
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -221,8 +220,7 @@ func TestWriteEnumCheck(t *testing.T) {
 	// OnError fail: the rejected row fails the Write, naming the constraint.
 	fail := e.open(t, func(c *Config) { c.EnumCheck = true })
 	err := fail.Write(context.Background(), []schema.Record{insertInto("enum_0", val, int64(8), "zzz", nil)})
-	var fe interface{ Fatal() bool }
-	if err == nil || !errors.As(err, &fe) || !fe.Fatal() || !strings.Contains(err.Error(), postgres.EnumCheckName("e")) || !strings.Contains(err.Error(), "id=8") {
+	if err == nil || !isFatal(err) || !strings.Contains(err.Error(), postgres.EnumCheckName("e")) || !strings.Contains(err.Error(), "id=8") {
 		t.Fatalf("rejected label with OnError fail: %v, want a fatal error naming the constraint and the key", err)
 	}
 	// An added ENUM column gets its constraint.

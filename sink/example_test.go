@@ -37,6 +37,6 @@ func ExampleNew() {
 		Delivery: &schema.Delivery{Topic: "shop-orders", Queue: 0, Offset: 42}, ID: schema.ID{Epoch: 1, Pos: 42},
 	}
 	if err := s.Write(ctx, []schema.Record{rec}); err != nil {
-		slog.Error("write failed", "err", err) // retry unless the error says Fatal() == true
+		slog.Error("write failed", "err", err) // retry unless schema.ClassOf(err) is schema.ClassFatal
 	}
 }

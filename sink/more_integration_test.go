@@ -250,8 +250,7 @@ func TestWriteRecoversFromChangedTable(t *testing.T) {
 		refused := func(s *Sink, recs ...schema.Record) {
 			t.Helper()
 			err := s.Write(context.Background(), recs)
-			var f interface{ Fatal() bool }
-			if !errors.Is(err, ErrTargetChanged) || !asFatal(err, &f) || !f.Fatal() || !strings.Contains(err.Error(), "dropped behind the sink") || !strings.Contains(err.Error(), "Restore the table") {
+			if !errors.Is(err, ErrTargetChanged) || !isFatal(err) || !strings.Contains(err.Error(), "dropped behind the sink") || !strings.Contains(err.Error(), "Restore the table") {
 				t.Fatalf("write after the table was dropped by hand: %v; want a fatal ErrTargetChanged saying what to do", err)
 			}
 			var n int
@@ -295,8 +294,7 @@ func TestWriteRefusesTableTruncatedBehind(t *testing.T) {
 		refused := func(s *Sink, what string, want map[int64]string) {
 			t.Helper()
 			err := s.Write(context.Background(), []schema.Record{cIns("trh", 9, "z")})
-			var f interface{ Fatal() bool }
-			if !errors.Is(err, ErrTargetChanged) || !asFatal(err, &f) || !f.Fatal() || !strings.Contains(err.Error(), "truncated, or dropped and created again, behind the sink") || !strings.Contains(err.Error(), "accept it as it is") {
+			if !errors.Is(err, ErrTargetChanged) || !isFatal(err) || !strings.Contains(err.Error(), "truncated, or dropped and created again, behind the sink") || !strings.Contains(err.Error(), "accept it as it is") {
 				t.Fatalf("write after %s: %v; want a fatal ErrTargetChanged saying what to do", what, err)
 			}
 			wantRows(t, e, "trh", want)
@@ -400,8 +398,7 @@ func TestWriteNamesKeyOfBadRow(t *testing.T) {
 				recs = append(recs, schema.Record{Op: schema.OpCreate, Table: schema.TableID{Database: "src", Table: table}, KeySchema: tKey, Key: schema.Row{i}, ValueSchema: val, After: schema.Row{i, doc}})
 			}
 			err := s.Write(context.Background(), recs)
-			var f interface{ Fatal() bool }
-			if err == nil || !strings.Contains(err.Error(), "id=37") || !errors.As(err, &f) || !f.Fatal() {
+			if err == nil || !strings.Contains(err.Error(), "id=37") || !isFatal(err) {
 				t.Fatalf("copy %d: error %v; want a fatal error naming id=37", copyThreshold, err)
 			}
 			var n int

@@ -121,8 +121,7 @@ func TestReduceErrors(t *testing.T) {
 			t.Errorf("%s: no error", name)
 			continue
 		}
-		var f interface{ Fatal() bool }
-		if !asFatal(err, &f) || !f.Fatal() {
+		if !isFatal(err) {
 			t.Errorf("%s: error %v is not marked fatal", name, err)
 		}
 	}

@@ -224,8 +224,9 @@ func (s *Sink) Close() error {
 // Write applies recs in one database transaction and returns nil once it is
 // committed. Records whose ID is at or below the last applied ID of their
 // queue are skipped (as are replays inside recs); the progress table
-// advances in the same transaction. On error nothing of recs is applied; errors that retrying
-// cannot fix expose Fatal() bool returning true.
+// advances in the same transaction. On error nothing of recs is applied;
+// errors that retrying cannot fix are classified fatal (schema.ClassOf),
+// the others retriable.
 func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 	s.mu.Lock()
 	closed := s.closed
@@ -1274,10 +1275,7 @@ func newRowError(r *schema.Record, t target, err error, msg string) error {
 	return &rowError{rows: []badRow{{rec: r, table: t, err: err}}, err: werr}
 }
 
-func isFatal(err error) bool {
-	var f interface{ Fatal() bool }
-	return errors.As(err, &f) && f.Fatal()
-}
+func isFatal(err error) bool { return schema.ClassOf(err) == schema.ClassFatal }
 
 func approxSize(v any) int {
 	switch x := v.(type) {
@@ -1386,27 +1384,24 @@ func (s *Sink) deleteAny(ctx context.Context, tx *txn, t target, col string, g [
 
 // ---- errors from the database ----
 
-// dbError carries a driver error with the sink's verdict on retrying. It
-// stops errors.As at this level: lib/pq's *Error has its own Fatal method
-// meaning "severity FATAL" (a terminated connection, which is retriable).
-type dbError struct {
-	err      error
-	terminal bool
-}
-
-func (e dbError) Error() string { return e.err.Error() }
-func (e dbError) Unwrap() error { return e.err }
-func (e dbError) Fatal() bool   { return e.terminal }
-
+// wrapDB classifies a driver error where the sink meets it: fatal when the
+// same statement would fail the same way (permanentDBError), else
+// retriable. The driver's own words are not the verdict: lib/pq's *Error
+// has a Fatal method meaning "severity FATAL" (a terminated connection,
+// which is retriable). An error classified already keeps its class.
 func wrapDB(err error) error {
-	if err == nil {
-		return nil
-	}
-	var f fatalError
-	if errors.As(err, &f) {
+	if err == nil || schema.ClassOf(err) != schema.ClassUnknown {
 		return err
 	}
-	return dbError{err: err, terminal: permanentDBError(err)}
+	return classifyDB(err, permanentDBError(err))
+}
+
+// classifyDB marks a driver error fatal when terminal, else retriable.
+func classifyDB(err error, terminal bool) error {
+	if terminal {
+		return schema.Fatal(err)
+	}
+	return schema.Retriable(err)
 }
 
 // permanentDBError reports errors that the same statement would hit again:

@@ -196,8 +196,7 @@ func TestWriteRollsBackOnLostConnection(t *testing.T) {
 		if err == nil {
 			t.Fatal("Write succeeded although its connection was killed")
 		}
-		var f interface{ Fatal() bool }
-		if errors.As(err, &f) && f.Fatal() {
+		if isFatal(err) {
 			t.Fatalf("lost connection classified as fatal: %v", err)
 		}
 		wantRows(t, e, "lc", map[int64]string{1: "before"})

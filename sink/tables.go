@@ -433,15 +433,16 @@ func (s *Sink) widenColumn(ctx context.Context, t target, name string, c colInfo
 	return true, nil
 }
 
-// ddl runs a statement that changes a table for AutoEvolve. The error says
-// Fatal() when the server refused it for good (a view depends on the
-// column, a value does not fit, …): retrying the Write would not help.
+// ddl runs a statement that changes a table for AutoEvolve. The error is
+// fatal when the server refused it for good (a view depends on the
+// column, a value does not fit, …): retrying the Write would not help;
+// else retriable.
 func (s *Sink) ddl(ctx context.Context, q string) error {
 	_, err := s.db.ExecContext(ctx, q)
 	if err == nil {
 		return nil
 	}
-	return dbError{err: err, terminal: !retriableDDL(err) && ctx.Err() == nil}
+	return classifyDB(err, !retriableDDL(err) && ctx.Err() == nil)
 }
 
 // warnType logs once per (table, column, current, wanted) that a column

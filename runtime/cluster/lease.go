@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Acquire takes task for holder when its lease is expired, missing or
@@ -144,7 +145,7 @@ func (f *FencedPositions) Fenced() <-chan struct{} { return f.fenced }
 
 func (f *FencedPositions) fence(why string) error {
 	f.once.Do(func() { close(f.fenced) })
-	return runtime.Fatal(fmt.Errorf("%w: task %s (lease epoch %d of %s): %s; this worker drops the task, its new holder continues from the saved positions", runtime.ErrFenced, f.lease.Task, f.lease.Epoch, f.lease.Holder, why))
+	return schema.Fatal(fmt.Errorf("%w: task %s (lease epoch %d of %s): %s; this worker drops the task, its new holder continues from the saved positions", runtime.ErrFenced, f.lease.Task, f.lease.Epoch, f.lease.Holder, why))
 }
 
 // Load reads the saved position (nil when none).

@@ -362,7 +362,7 @@ func (w *Worker) take(ctx context.Context, d desired) (*hosted, error) {
 	h.rw = rw
 	rw.Add(d.cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) {
 		if !w.valid(h) {
-			return nil, runtime.Fatal(fmt.Errorf("%w: task %s: the lease ran out before the task was built", runtime.ErrFenced, d.t.Name))
+			return nil, schema.Fatal(fmt.Errorf("%w: task %s: the lease ran out before the task was built", runtime.ErrFenced, d.t.Name))
 		}
 		p, err := w.cfg.Build(ctx, d.cfg, d.t.Only, l, log)
 		if err != nil {
@@ -566,7 +566,7 @@ type gatedPublisher struct {
 
 func (g gatedPublisher) Publish(ctx context.Context, recs []schema.Record, ack runtime.AckFunc) error {
 	if !g.valid() {
-		return runtime.Fatal(fmt.Errorf("%w: task %s: its lease ran out on this worker's clock; not publishing", runtime.ErrFenced, g.task))
+		return schema.Fatal(fmt.Errorf("%w: task %s: its lease ran out on this worker's clock; not publishing", runtime.ErrFenced, g.task))
 	}
 	return g.Publisher.Publish(ctx, recs, ack)
 }

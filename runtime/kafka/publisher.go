@@ -118,7 +118,7 @@ func (p *Publisher) topic(ctx context.Context, table schema.TableID) (string, in
 	p.topicMu.Lock()
 	defer p.topicMu.Unlock()
 	if prev, ok := p.tables[name]; ok && prev != table {
-		return "", 0, runtime.Fatal(fmt.Errorf("%w: tables %s and %s both map to topic %q: rename one or set another topic_prefix", ErrConfig, prev, table, name))
+		return "", 0, schema.Fatal(fmt.Errorf("%w: tables %s and %s both map to topic %q: rename one or set another topic_prefix", ErrConfig, prev, table, name))
 	}
 	if n, ok := p.parts[name]; ok {
 		return name, n, nil
@@ -200,7 +200,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 			continue
 		}
 		if rec.ID.IsZero() {
-			return runtime.Fatal(fmt.Errorf("kafka: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
+			return schema.Fatal(fmt.Errorf("kafka: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
 		}
 		if rec.IsBarrier() {
 			var targets []dest

@@ -345,7 +345,7 @@ func (s *Subscriber) apply(ctx context.Context, rs []*kgo.Record, h runtime.Hand
 	for i, r := range rs {
 		rec, err := s.decode(r)
 		if err != nil {
-			return runtime.Fatal(err)
+			return schema.Fatal(err)
 		}
 		dels[i] = schema.Delivery{Topic: r.Topic, Queue: int(r.Partition), Offset: r.Offset}
 		rec.Delivery = &dels[i]

@@ -195,35 +195,3 @@ func BenchmarkIntegrationConsume(b *testing.B) {
 	b.ReportMetric(float64(b.N)/end.Sub(firstAt).Seconds(), "records/s")
 	_ = s.Close(ctx)
 }
-
-// PipelineRoundTrip (the bench's warm-up) publishes records of several
-// tables through a Publisher, at full speed and paced, and returns once a
-// Subscriber has read every one back; without data records it refuses.
-func TestIntegrationPipelineRoundTrip(t *testing.T) {
-	skipUnderRace(t)
-	a, b := schema.TableID{Database: "db", Table: "wa"}, schema.TableID{Database: "db", Table: "wb"}
-	cfg := itConfig(t)
-	cfg.Format = FormatPacked
-	var recs []schema.Record
-	for i := range 3000 {
-		id := a
-		if i%3 == 0 {
-			id = b
-		}
-		recs = append(recs, testRecord(id, int64(i%700), int64(i)))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for _, rate := range []int{0, 10000} { // as fast as it goes; paced
-		n, err := PipelineRoundTrip(ctx, cfg, "it_warm_"+suffix(), recs, rate, quietLog())
-		if err != nil {
-			t.Fatalf("rate %d: %v", rate, err)
-		}
-		if n < len(recs) {
-			t.Fatalf("rate %d: %d of %d records read back", rate, n, len(recs))
-		}
-	}
-	if _, err := PipelineRoundTrip(ctx, cfg, "it_warm_"+suffix(), []schema.Record{{Op: schema.OpCommit}}, 0, quietLog()); err == nil {
-		t.Fatal("no data record: PipelineRoundTrip returned nil")
-	}
-}

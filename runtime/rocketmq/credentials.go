@@ -15,7 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Broker authentication. A broker with authentication on (RocketMQ 5.x
@@ -75,10 +75,10 @@ func authError(accessKey, addr string, h remotingHeader) error {
 	}
 	remark := strings.TrimRight(strings.TrimSpace(h.Remark), ".")
 	if accessKey == "" {
-		return runtime.Fatal(fmt.Errorf("%w: %s says %q: the broker requires authentication: set transport.access_key and transport.secret_key to a user of the broker",
+		return schema.Fatal(fmt.Errorf("%w: %s says %q: the broker requires authentication: set transport.access_key and transport.secret_key to a user of the broker",
 			ErrAuth, addr, remark))
 	}
-	return runtime.Fatal(fmt.Errorf("%w: %s says %q for access key %q: check transport.access_key and transport.secret_key against the broker's users, and the user's permissions on the topics and groups",
+	return schema.Fatal(fmt.Errorf("%w: %s says %q for access key %q: check transport.access_key and transport.secret_key against the broker's users, and the user's permissions on the topics and groups",
 		ErrAuth, addr, remark, accessKey))
 }
 

@@ -487,7 +487,7 @@ func (p *Publisher) fields(ctx context.Context, rec *schema.Record, topic string
 		return f, fmt.Errorf("rocketmq: %s record of %s key %q encodes to an empty value, which RocketMQ refuses", rec.Op, rec.Table, rec.KeyString())
 	}
 	if rec.ID.IsZero() {
-		return f, runtime.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
+		return f, schema.Fatal(fmt.Errorf("rocketmq: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
 	}
 	f.key, f.val, f.schemaRef, f.tag, f.id = key, val, schemaRef, rec.Table.Table, rec.ID.String()
 	// KEYS feeds the broker's message index; a long key is left out of it
@@ -593,7 +593,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 	switch p.cfg.OversizePolicy {
 	case OversizeDLQ:
 		if p.dlq == nil {
-			return nil, 0, runtime.Fatal(fmt.Errorf("%w; no dead-letter sender is set up", tooBig))
+			return nil, 0, schema.Fatal(fmt.Errorf("%w; no dead-letter sender is set up", tooBig))
 		}
 		if err := p.dlq.Send(ctx, *rec, tooBig); err != nil {
 			return nil, 0, fmt.Errorf("rocketmq: oversize record of %s key %q to the dead-letter topic: %w", rec.Table, rec.KeyString(), err)
@@ -607,7 +607,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 		}
 		return msg, messageSize(msg), nil
 	default:
-		return nil, 0, runtime.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and the transport's max_message_bytes, exclude or mask the column at the source, or set oversize_policy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
+		return nil, 0, schema.Fatal(fmt.Errorf("%w: raise the broker's maxMessageSize and the transport's max_message_bytes, exclude or mask the column at the source, or set oversize_policy to %q or %q", tooBig, OversizeDLQ, OversizeTruncateColumns))
 	}
 }
 
@@ -616,7 +616,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 // fits.
 func (p *Publisher) truncateColumns(ctx context.Context, orig *schema.Record, topic string, tooBig error) (*primitive.Message, error) {
 	if orig.ValueSchema == nil {
-		return nil, runtime.Fatal(fmt.Errorf("%w; the record has no value schema, so no column can be dropped", tooBig))
+		return nil, schema.Fatal(fmt.Errorf("%w; the record has no value schema, so no column can be dropped", tooBig))
 	}
 	rec := *orig
 	rec.Before = slices.Clone(orig.Before)
@@ -651,7 +651,7 @@ func (p *Publisher) truncateColumns(ctx context.Context, orig *schema.Record, to
 			}
 		}
 		if best < 0 {
-			return nil, runtime.Fatal(fmt.Errorf("%w; still too large with columns %v set to NULL and no nullable string or bytes column left", tooBig, dropped))
+			return nil, schema.Fatal(fmt.Errorf("%w; still too large with columns %v set to NULL and no nullable string or bytes column left", tooBig, dropped))
 		}
 		if best < len(rec.Before) {
 			rec.Before[best] = nil

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // A topic's queue set is what the publisher hashes keys over: every write
@@ -123,7 +123,7 @@ func (recorded queueSet) changedFrom(topic string, route queueSet) error {
 		}
 	}
 	slices.SortFunc(merged, func(a, b brokerQueues) int { return strings.Compare(a.Broker, b.Broker) })
-	return runtime.Fatal(fmt.Errorf("%w: topic %q: %s; the queue set recorded on the name servers is %s: "+
+	return schema.Fatal(fmt.Errorf("%w: topic %q: %s; the queue set recorded on the name servers is %s: "+
 		"sluice does not hash keys over another set, which would apply a key's older changes after its newer ones. "+
 		"Undo the change, or drain and record the new set: stop the source, wait until the sinks have applied everything, "+
 		"run `"+orderConfAdminUsage+" -v '%s'` against every name server, and start again",

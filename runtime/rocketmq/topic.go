@@ -11,7 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // topicCreator is what ensureTopic needs from the admin client.
@@ -115,7 +115,7 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 func recordedQueueSet(ctx context.Context, cfg Config, topic, conf string, missing []string) (queueSet, error) {
 	set, err := parseQueueSet(conf)
 	if err != nil {
-		return nil, runtime.Fatal(fmt.Errorf("%w: topic %q: the queue set recorded on the name servers (ORDER_TOPIC_CONFIG) is not one: %w; fix it with `"+orderConfAdminUsage+"`",
+		return nil, schema.Fatal(fmt.Errorf("%w: topic %q: the queue set recorded on the name servers (ORDER_TOPIC_CONFIG) is not one: %w; fix it with `"+orderConfAdminUsage+"`",
 			ErrConfig, topic, err, topic, "put -v 'broker-a:4;broker-b:4'"))
 	}
 	route, err := fetchRoute(ctx, cfg.NameServers, topic)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/secure"
 )
 
@@ -22,7 +23,7 @@ func CheckDSNError(dialect, dsn, example string, parseErr error) error {
 // when opening, its text redacted (secure.RedactDSN); db names the
 // database ("MySQL", "PostgreSQL").
 func DSNError(db, dsn string, err error) error {
-	return Fatal(fmt.Errorf("%w: %s DSN: %v", ErrConfig, db, secure.RedactDSN(err.Error(), dsn)))
+	return schema.Fatal(fmt.Errorf("%w: %s DSN: %v", ErrConfig, db, secure.RedactDSN(err.Error(), dsn)))
 }
 
 // OpenChecked opens a pool on conn and checks it with c.Ping; the pool is

@@ -8,8 +8,8 @@ import (
 
 // Sentinel errors callers may test with errors.Is (package sink exports
 // them under the same names). Errors wrapping them are also marked fatal
-// (they expose Fatal() bool): retrying the same records cannot succeed,
-// the configuration or the target must change first.
+// (schema.Fatal; ErrConfig is fatal itself): retrying the same records
+// cannot succeed, the configuration or the target must change first.
 var (
 	// ErrConfig marks an invalid configuration.
 	ErrConfig = schema.ConfigError("sink: invalid configuration")
@@ -23,22 +23,6 @@ var (
 	// table's shape (an update or delete on a table without primary key).
 	ErrSchema = errors.New("sink: record does not fit the target table")
 )
-
-// FatalError marks an error that retrying cannot fix; the runtime's
-// classifier recognises it through the Fatal method (schema.ClassOf).
-type FatalError struct{ Err error }
-
-func (f FatalError) Error() string { return f.Err.Error() }
-func (f FatalError) Unwrap() error { return f.Err }
-func (f FatalError) Fatal() bool   { return true }
-
-// Fatal marks err as not retriable; nil stays nil.
-func Fatal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return FatalError{err}
-}
 
 // Cond is what a driver error says happened, in the core's words.
 type Cond uint8

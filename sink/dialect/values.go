@@ -13,7 +13,7 @@ import (
 
 // ValueErr is a value of column col the target cannot take, and why.
 func ValueErr(col string, s *schema.Schema, v any, why string) error {
-	return Fatal(fmt.Errorf("%w: column %q (%s): %s (value %v of Go type %T)", ErrValue, col, s, why, v, v))
+	return schema.Fatal(fmt.Errorf("%w: column %q (%s): %s (value %v of Go type %T)", ErrValue, col, s, why, v, v))
 }
 
 // Micros reads a time, timestamp or zoned timestamp of the schema model:

@@ -11,6 +11,7 @@ import (
 
 	mysqldrv "github.com/go-sql-driver/mysql"
 
+	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
@@ -74,7 +75,7 @@ func config(c dialect.ConnConfig, mariadb bool) (*mysqldrv.Config, error) {
 	}
 	if c.TLSMode != "" {
 		if mc.TLSConfig != "" {
-			return nil, dialect.Fatal(fmt.Errorf("%w: the DSN sets tls and the config sets ssl_mode: keep one", dialect.ErrConfig))
+			return nil, schema.Fatal(fmt.Errorf("%w: the DSN sets tls and the config sets ssl_mode: keep one", dialect.ErrConfig))
 		}
 		if c.TLSMode == dialect.TLSDisabled {
 			mc.TLS = nil

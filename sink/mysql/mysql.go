@@ -126,7 +126,7 @@ func (d Dialect) Verify(ctx context.Context, db *sql.DB, progressTable string) (
 		return "", fmt.Errorf("sink: query default database: %w", err)
 	}
 	if !name.Valid || name.String == "" {
-		return "", dialect.Fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", dialect.ErrConfig, progressTable))
+		return "", schema.Fatal(fmt.Errorf("%w: the MySQL DSN must name a database (it holds the progress table %s)", dialect.ErrConfig, progressTable))
 	}
 	if err := d.loadCollations(ctx, db); err != nil {
 		return "", err

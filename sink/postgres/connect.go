@@ -11,6 +11,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
@@ -50,7 +51,7 @@ func (Dialect) Open(ctx context.Context, c dialect.ConnConfig) (*sql.DB, error) 
 	setDefault("statement_timeout", c.StatementTimeout)
 	if c.TLSMode != "" {
 		if strings.Contains(strings.ToLower(c.DSN), "sslmode") {
-			return nil, dialect.Fatal(fmt.Errorf("%w: the DSN sets sslmode and the config sets ssl_mode: keep one", dialect.ErrConfig))
+			return nil, schema.Fatal(fmt.Errorf("%w: the DSN sets sslmode and the config sets ssl_mode: keep one", dialect.ErrConfig))
 		}
 		switch c.TLSMode {
 		case dialect.TLSDisabled:
@@ -64,7 +65,7 @@ func (Dialect) Open(ctx context.Context, c dialect.ConnConfig) (*sql.DB, error) 
 				host = host[:i]
 			}
 			if err := pq.RegisterTLSConfig(key, dialect.TLSFor(c.TLSMode, c.TLS, host)); err != nil {
-				return nil, dialect.Fatal(fmt.Errorf("%w: TLS: %v", dialect.ErrConfig, err))
+				return nil, schema.Fatal(fmt.Errorf("%w: TLS: %v", dialect.ErrConfig, err))
 			}
 			pc.SSLMode = pq.SSLMode("pqgo-" + key)
 		}

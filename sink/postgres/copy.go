@@ -9,6 +9,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
 
@@ -33,7 +34,7 @@ func (d Dialect) UpsertFromSelect(t target, cols, keyCols []string, stage string
 func (d Dialect) CopyIn(ctx context.Context, dc any, into string, cols []string, n int, row func(i int) ([]any, error)) error {
 	pc, ok := dc.(driver.ConnPrepareContext)
 	if !ok {
-		return dialect.Fatal(fmt.Errorf("sink: the PostgreSQL driver %T cannot prepare COPY with a context (sluice needs lib/pq)", dc))
+		return schema.Fatal(fmt.Errorf("sink: the PostgreSQL driver %T cannot prepare COPY with a context (sluice needs lib/pq)", dc))
 	}
 	st, err := pc.PrepareContext(ctx, "COPY "+into+" ("+dialect.ColumnList(d, cols)+") FROM STDIN")
 	if err != nil {
@@ -42,7 +43,7 @@ func (d Dialect) CopyIn(ctx context.Context, dc any, into string, cols []string,
 	defer st.Close()
 	w, ok := st.(copyDataWriter)
 	if !ok {
-		return dialect.Fatal(fmt.Errorf("sink: the PostgreSQL driver's COPY statement %T takes no raw data (sluice needs the lib/pq version its go.mod names)", st))
+		return schema.Fatal(fmt.Errorf("sink: the PostgreSQL driver's COPY statement %T takes no raw data (sluice needs the lib/pq version its go.mod names)", st))
 	}
 	buf := make([]byte, 0, copyChunk+4096)
 	for i := 0; i < n; i++ {

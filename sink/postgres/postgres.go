@@ -286,7 +286,7 @@ func (d Dialect) ColumnFits(t target, f schema.Field, typ string) error {
 	if ct, ok := parsePGType(typ); !ok || ct.Base != "time" {
 		return nil
 	}
-	return dialect.Fatal(fmt.Errorf("%w: column %q of %s is %s, made before time_as_interval was set; run ALTER TABLE %s ALTER COLUMN %s TYPE INTERVAL, or turn auto_evolve on to let the sink do it",
+	return schema.Fatal(fmt.Errorf("%w: column %q of %s is %s, made before time_as_interval was set; run ALTER TABLE %s ALTER COLUMN %s TYPE INTERVAL, or turn auto_evolve on to let the sink do it",
 		dialect.ErrSchema, f.Name, t, typ, dialect.Qualified(d, t), d.Quote(f.Name)))
 }
 
@@ -298,7 +298,7 @@ func (Dialect) Verify(ctx context.Context, db *sql.DB, _ string) (string, error)
 		return "", fmt.Errorf("sink: query server version: %w", err)
 	}
 	if v < 90500 {
-		return "", dialect.Fatal(fmt.Errorf("%w: PostgreSQL %d is too old: INSERT … ON CONFLICT needs 9.5 or newer", dialect.ErrConfig, v))
+		return "", schema.Fatal(fmt.Errorf("%w: PostgreSQL %d is too old: INSERT … ON CONFLICT needs 9.5 or newer", dialect.ErrConfig, v))
 	}
 	var name string
 	if err := db.QueryRowContext(ctx, "SELECT current_schema()").Scan(&name); err != nil {

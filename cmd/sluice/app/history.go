@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/secure"
 )
 
@@ -31,7 +32,7 @@ func (h dbHistory) Load(ctx context.Context) ([]binlog.HistoryEntry, error) {
 		dec := json.NewDecoder(bytes.NewReader(r.Entry))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			return nil, runtime.Fatal(fmt.Errorf("schema history %s, seq %d: %v; fix or delete the row: %w", h, r.Seq, err, runtime.ErrConfig))
+			return nil, schema.Fatal(fmt.Errorf("schema history %s, seq %d: %v; fix or delete the row: %w", h, r.Seq, err, runtime.ErrConfig))
 		}
 		out = append(out, e)
 	}
@@ -43,7 +44,7 @@ func (h dbHistory) Append(ctx context.Context, entries ...binlog.HistoryEntry) e
 	for i, e := range entries {
 		b, err := json.Marshal(e)
 		if err != nil {
-			return runtime.Fatal(fmt.Errorf("schema history %s: %w", h, err))
+			return schema.Fatal(fmt.Errorf("schema history %s: %w", h, err))
 		}
 		rows[i] = runtime.HistoryRow{Position: e.Position.String(), Entry: b}
 	}

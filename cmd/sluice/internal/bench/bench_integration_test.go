@@ -1,4 +1,4 @@
-package app
+package bench_test
 
 import (
 	"bytes"
@@ -6,25 +6,31 @@ import (
 	"database/sql"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/cmd/sluice/app"
+	"github.com/sluicecdc/sluice/cmd/sluice/internal/bench"
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // sluice bench on the test servers, small: every phase runs, the target
 // ends equal to the source, lag is measured, and the digest comparison
 // does catch a changed row.
 func TestBenchSmall(t *testing.T) {
-	checkServer(t) // skips (fails in CI) without servers
-	env, err := benchEnvFromOS()
+	schematest.NeedServers(t, "SLUICE_MYSQL_HOST", "SLUICE_PG_DSN") // skips (fails in CI) without servers
+	env, err := bench.EnvFromOS()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := benchOpts{rows: 3000, txn: 50, updates: 0.5, queues: 2, transport: "embedded", liveRates: []int{500}, liveFor: time.Second}
-	rep, err := runBench(ctx, env, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	o := bench.SmallOptions(func(ctx context.Context, cfg *runtime.Config, log *slog.Logger) (*runtime.Pipeline, error) {
+		return app.Build(ctx, cfg, "", log)
+	})
+	rep, err := bench.RunBench(ctx, env, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,31 +54,32 @@ func TestBenchSmall(t *testing.T) {
 			rep.RawAtOnceTargetSeconds, rep.CPU["raw at once"])
 	}
 	var out bytes.Buffer
-	printBenchReport(&out, rep)
+	bench.PrintReport(&out, rep)
 	if !strings.Contains(out.String(), "sluice end to end (catch-up)") || !strings.Contains(out.String(), "verified: ") ||
 		!strings.Contains(out.String(), "of the raw sides at once") {
 		t.Errorf("report text:\n%s", out.String())
 	}
 
-	src, err := sql.Open("mysql", env.user+":"+env.password+"@tcp("+env.host+":"+strconv.Itoa(env.port)+")/")
+	srcDSN, tgtDSN := env.DSNs()
+	src, err := sql.Open("mysql", srcDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	tgt, err := sql.Open("postgres", env.pgDSN)
+	tgt, err := sql.Open("postgres", tgtDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tgt.Close()
 	// The raw target at once wrote every row again into its emptied table.
 	var rawRows int
-	if err := tgt.QueryRow("SELECT count(*) FROM " + benchDB + "_raw.events").Scan(&rawRows); err != nil || rawRows != o.rows {
-		t.Errorf("raw table after the raw sides at once: %d rows (%v), want %d", rawRows, err, o.rows)
+	if err := tgt.QueryRow("SELECT count(*) FROM " + bench.DB + "_raw.events").Scan(&rawRows); err != nil || rawRows != o.Rows() {
+		t.Errorf("raw table after the raw sides at once: %d rows (%v), want %d", rawRows, err, o.Rows())
 	}
-	if _, err := tgt.Exec("UPDATE " + benchDB + "." + benchTable + " SET note = 'changed' WHERE id = 7"); err != nil {
+	if _, err := tgt.Exec("UPDATE " + bench.DB + "." + bench.Table + " SET note = 'changed' WHERE id = 7"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := benchVerify(ctx, src, tgt); err == nil || !strings.Contains(err.Error(), "differs") {
+	if _, err := bench.Verify(ctx, src, tgt); err == nil || !strings.Contains(err.Error(), "differs") {
 		t.Fatalf("a changed target row was not noticed: %v", err)
 	}
 }

@@ -1,4 +1,9 @@
-package rocketmq
+// Package rawbench holds the RocketMQ halves of `sluice bench`'s
+// baselines: the plain Go client's round trip of the messages sluice would
+// send (RawRoundTrip), and the brokers' warm-up through a publisher and a
+// subscriber of sluice's (PipelineRoundTrip). It is a benchmark harness,
+// not part of a pipeline: only the bench imports it.
+package rawbench
 
 import (
 	"context"
@@ -14,6 +19,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -51,92 +57,20 @@ const ConsumerStartWait = 4 * time.Second
 // pulls of a few messages) runs as often as under sluice's streaming.
 // atClock, when not nil, is called right before the clock starts: `sluice
 // bench` starts the other raw sides with it, to measure them at once.
-func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.Record, maxPerSend int, atClock func(), log *slog.Logger) (RoundTrip, error) {
+func RawRoundTrip(ctx context.Context, cfg rocketmq.Config, topic string, recs []schema.Record, maxPerSend int, atClock func(), log *slog.Logger) (RoundTrip, error) {
 	var res RoundTrip
-	cfg.Pipeline = sanitizeName(topic)
-	cfg.Group = ""
-	cfg, log, adm, err := setup(ctx, cfg, log)
+	rs, err := rocketmq.NewRawSender(ctx, cfg, topic, log)
 	if err != nil {
 		return res, err
 	}
-	defer adm.Close()
-	set, err := ensureTopic(ctx, adm, cfg, topic)
+	defer rs.Close()
+	bs, err := rs.Batches(ctx, recs, maxPerSend)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("rocketmq: raw round trip: %w", err)
 	}
-	qs := set.queues()
-	prod, err := startProducer(cfg, "raw", "raw")
-	if err != nil {
-		return res, err
-	}
-	defer prod.Shutdown()
-	// The messages, grouped per queue, marked as Publish marks them.
-	p := &Publisher{cfg: cfg, log: log, send: prod, topics: newTopicCache(cfg, adm), sendCtx: ctx}
-	if cfg.Format == FormatCompact || cfg.Format == FormatPacked {
-		p.compact = newCompactEncoder(SchemaTopic(cfg.TopicPrefix), p.storeSchema)
-	}
-	perQueue := make([][]*primitive.Message, len(qs))
-	dest := make([]*primitive.Message, len(recs))
-	for i := range recs {
-		rec := &recs[i]
-		if !rec.Op.IsData() {
-			continue
-		}
-		m, _, err := p.message(ctx, rec, topic)
-		if err != nil {
-			return res, err
-		}
-		q := runtime.QueueFor(rec, len(qs))
-		m.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: qs[q].Broker, QueueId: qs[q].ID}
-		perQueue[q] = append(perQueue[q], m)
-		dest[i] = m
-	}
-	for i := range runtime.TransactionEnds(recs, func(i int) (*primitive.MessageQueue, bool) {
-		if dest[i] == nil {
-			return nil, false
-		}
-		return dest[i].Queue, true
-	}) {
-		dest[i].WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
-	}
-	dest = nil
-	if cfg.Format == FormatPacked { // as the publisher packs a queue's backlog
-		for q, msgs := range perQueue {
-			if len(msgs) > 0 {
-				perQueue[q], _, _ = packMessages(topic, msgs, min(PackBytes, cfg.MaxMessageBytes))
-			}
-		}
-	}
-	var batches [][][]*primitive.Message // per queue, the batches sent
-	for _, msgs := range perQueue {
-		var bs [][]*primitive.Message
-		for start := 0; start < len(msgs); {
-			n, size := 0, 0
-			limit := maxBatchMsgs
-			if maxPerSend > 0 {
-				limit = min(limit, maxPerSend)
-			}
-			for start+n < len(msgs) && n < limit {
-				sz := messageSize(msgs[start+n]) + 64
-				if n > 0 && size+sz > maxBatchBytes {
-					break
-				}
-				size += sz
-				n++
-			}
-			bs = append(bs, msgs[start:start+n])
-			res.Bytes += int64(size - 64*n)
-			start += n
-		}
-		res.Messages += len(msgs)
-		res.Sends += len(bs)
-		batches = append(batches, bs)
-	}
-	if res.Messages == 0 {
-		return res, fmt.Errorf("rocketmq: raw round trip: no data record to send")
-	}
+	res.Messages, res.Sends, res.Bytes = bs.Messages, bs.Sends, bs.Bytes
 
-	pc, err := rmq.NewPushConsumer(consumerOptions(cfg)...)
+	pc, err := rmq.NewPushConsumer(rs.ConsumerOptions()...)
 	if err != nil {
 		return res, fmt.Errorf("rocketmq: raw round trip consumer: %w", err)
 	}
@@ -170,15 +104,14 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 	t0 := time.Now()
 	sendCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(batches))
+	errs := make(chan error, len(bs.PerQueue))
 	var wg sync.WaitGroup
-	w := &worker{p: p}
-	p.sendCtx = sendCtx
-	for q, bs := range batches {
+	send := rs.Sender(sendCtx)
+	for q, batches := range bs.PerQueue {
 		wg.Go(func() {
-			for _, b := range bs {
+			for _, b := range batches {
 				// As the publisher sends: retried with its backoff.
-				if err := w.sendRetry(topic, qs[q], b); err != nil {
+				if err := send(q, b); err != nil {
 					errs <- fmt.Errorf("rocketmq: raw round trip send: %w", err)
 					cancel()
 					return
@@ -211,10 +144,11 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 // sends, pulls and offset commits), with no source or sink beside. `sluice bench` warms fresh brokers up with it: a
 // raw round trip alone leaves the brokers compiling the code of the
 // pipeline's requests through the first measured phase. The topic and group
-// are named after prefix, which should be fresh.
-func PipelineRoundTrip(ctx context.Context, cfg Config, prefix string, recs []schema.Record, rate int, log *slog.Logger) (int, error) {
-	cfg.TopicPrefix = sanitizeName(prefix)
-	cfg.Pipeline = sanitizeName(prefix)
+// are named after prefix, which should be fresh and a valid name (letters,
+// digits, '_' and '-').
+func PipelineRoundTrip(ctx context.Context, cfg rocketmq.Config, prefix string, recs []schema.Record, rate int, log *slog.Logger) (int, error) {
+	cfg.TopicPrefix = prefix
+	cfg.Pipeline = prefix
 	cfg.Group, cfg.Topics, cfg.Tables = "", nil, nil
 	want := 0
 	for i := range recs {
@@ -229,12 +163,12 @@ func PipelineRoundTrip(ctx context.Context, cfg Config, prefix string, recs []sc
 	if want == 0 {
 		return 0, fmt.Errorf("rocketmq: pipeline round trip: no data record to send")
 	}
-	pub, err := NewPublisher(ctx, cfg, log)
+	pub, err := rocketmq.NewPublisher(ctx, cfg, log)
 	if err != nil {
 		return 0, err
 	}
 	defer pub.Close(context.WithoutCancel(ctx))
-	sub, err := NewSubscriber(ctx, cfg, log)
+	sub, err := rocketmq.NewSubscriber(ctx, cfg, log)
 	if err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package app
+package bench
 
 import (
 	"context"
@@ -20,11 +20,12 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/runtime/rocketmq/rawbench"
 	"github.com/sluicecdc/sluice/schema"
 )
 
 // rawBroker measures the broker's raw round trip: sluice's source reads the
-// first events of the load (before the clock), then rocketmq.RawRoundTrip
+// first events of the load (before the clock), then rawbench.RawRoundTrip
 // sends the messages sluice would send to a fresh topic and reads them
 // back. With rep nil it measures nothing (the brokers' warm-up). perSend
 // is RawRoundTrip's maxPerSend: 0 sends batches as the publisher does.
@@ -57,7 +58,7 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 		// nor the consumer's start wait.
 		clock = func() { done = cpuPhase(try) }
 	}
-	rt, err := rocketmq.RawRoundTrip(ctx, cfg, topic, recs, perSend, clock, log.With("component", "bench-raw-broker"))
+	rt, err := rawbench.RawRoundTrip(ctx, cfg, topic, recs, perSend, clock, log.With("component", "bench-raw-broker"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 
 // pipelineWarmUp sends the load's first events through a publisher and a
 // subscriber of sluice's to fresh topics, at rate records a second (0: at
-// once), and reads them back (rocketmq.PipelineRoundTrip): a round of the
+// once), and reads them back (rawbench.PipelineRoundTrip): a round of the
 // brokers' warm-up.
 func pipelineWarmUp(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Config, start []byte, events, rate int, log *slog.Logger) error {
 	defer withoutMemoryLimit()()
@@ -95,7 +96,7 @@ func pipelineWarmUp(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.
 	}
 	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format, SendRetries: 12}
 	prefix := fmt.Sprintf("sluice_bench_warm_%d", rand.Uint32())
-	if _, err := rocketmq.PipelineRoundTrip(ctx, cfg, prefix, recs, rate, log.With("component", "bench-warm-up")); err != nil {
+	if _, err := rawbench.PipelineRoundTrip(ctx, cfg, prefix, recs, rate, log.With("component", "bench-warm-up")); err != nil {
 		return err
 	}
 	recs = nil
