@@ -175,7 +175,7 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 		err := s.inTx(ctx, func(tx *txn) error {
 			if passed {
 				applied = true
-				return s.saveProgress(ctx, tx, maxOff)
+				return s.progress.save(ctx, tx, maxOff)
 			}
 			var done bool
 			if err := tx.QueryRowContext(ctx, lock, s.cfg.Pipeline, id).Scan(&done); err != nil {
@@ -208,15 +208,15 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 				appliedHere = true
 			}
 			applied = true
-			return s.saveProgress(ctx, tx, maxOff)
+			return s.progress.save(ctx, tx, maxOff)
 		})
 		s.forgetTargets(changed)
 		if err != nil {
-			s.forgetProgress(maxOff)
+			s.progress.forget(maxOff)
 			return err
 		}
 		if applied {
-			s.noteProgress(maxOff)
+			s.progress.note(maxOff)
 			s.bar.kick()
 			if appliedHere {
 				s.log.Debug("barrier applied", "barrier", key, "copies", copies)

@@ -72,7 +72,7 @@ func Check(ctx context.Context, cfg Config, tables []schema.Table) []schema.Prob
 				"grant the sink's user the right to create tables (and schemas, under auto_create) there and to alter them, or change sink.schema")
 		}
 	}
-	sk := &Sink{cfg: cfg, db: db, d: d}
+	sk := &Sink{backend: backend{cfg: &cfg, db: db, d: d}}
 	for _, tb := range tables {
 		if len(tb.Columns) == 0 {
 			continue

@@ -51,14 +51,14 @@ func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
 		if changed, err = s.schemaChangeIn(ctx, tx, r); err != nil {
 			return err
 		}
-		return s.saveProgress(ctx, tx, maxOff)
+		return s.progress.save(ctx, tx, maxOff)
 	})
 	s.forgetTargets(changed)
 	if err != nil {
-		s.forgetProgress(maxOff)
+		s.progress.forget(maxOff)
 		return err
 	}
-	s.noteProgress(maxOff)
+	s.progress.note(maxOff)
 	return nil
 }
 

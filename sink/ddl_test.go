@@ -38,7 +38,7 @@ func TestDefaultLiteral(t *testing.T) {
 		for _, d := range []struct {
 			s    *Sink
 			want string
-		}{{&Sink{d: postgres.Dialect{}}, tc.pg}, {&Sink{d: mysql.Dialect{}}, tc.mysql}} {
+		}{{&Sink{backend: backend{d: postgres.Dialect{}}}, tc.pg}, {&Sink{backend: backend{d: mysql.Dialect{}}}, tc.mysql}} {
 			typ, err := d.s.d.ColumnType("c", tc.typ, false)
 			if err != nil {
 				t.Fatal(err)
@@ -77,7 +77,7 @@ func TestPortableExpr(t *testing.T) {
 		for _, d := range []struct {
 			s    *Sink
 			want string
-		}{{&Sink{d: mysql.Dialect{}}, tc.mysql}, {&Sink{d: postgres.Dialect{}}, tc.pg}} {
+		}{{&Sink{backend: backend{d: mysql.Dialect{}}}, tc.mysql}, {&Sink{backend: backend{d: postgres.Dialect{}}}, tc.pg}} {
 			got, ok := d.s.portableExpr(tc.expr, tt)
 			if !ok {
 				got = "-"

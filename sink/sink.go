@@ -1,20 +1,15 @@
 package sink
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
@@ -23,10 +18,8 @@ import (
 // Sink applies change records to PostgreSQL or MySQL/MariaDB. It is safe for
 // concurrent use: the runtime may call Write for several queues at once.
 type Sink struct {
-	cfg Config
-	db  *sqlx.DB
-	d   dialect.Dialect
-	log *slog.Logger
+	backend
+	progress *progress // what is applied per queue, and the fence (progress.go)
 
 	ddlMu sync.Mutex // serialises table creation and evolution
 	// typeWarned holds (table, column, current, wanted) already warned
@@ -48,8 +41,6 @@ type Sink struct {
 	// against the registry (registry.go), at most every identityEvery.
 	identityChecked map[target]time.Time
 	identityEvery   time.Duration
-	progress        map[progressKey]schema.ID       // last applied IDs per queue, as read or written by this Sink
-	pending         map[progressKey][]schema.Record // Transactional: held records per queue, as committed
 	closed          bool
 
 	// defaultSchema is the connection's default schema (PostgreSQL) or
@@ -58,7 +49,6 @@ type Sink struct {
 	mapped        sync.Map // schema.TableID -> error (nil: maps onto no control table)
 
 	stmts        sync.Map        // stmtKey -> statement text
-	progressCAS  *sql.Stmt       // progressCASSQL, prepared on each connection once
 	noDirectCopy map[target]bool // tables where a direct COPY met existing keys (under mu)
 	noRowset     map[target]bool // tables whose rowset merge statement refused them (under mu)
 
@@ -142,13 +132,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	if err != nil {
 		return nil, fatal(err)
 	}
-	s := &Sink{cfg: cfg, d: d, log: log.With("component", "sink", "dialect", cfg.Dialect),
-		tables: map[target]*tableMeta{}, registered: map[target]bool{}, identityChecked: map[target]time.Time{}, identityEvery: identityEvery, progress: map[progressKey]schema.ID{}, pending: map[progressKey][]schema.Record{}}
 	db, err := connect(ctx, d, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.db = db
+	b := backend{cfg: &cfg, db: db, d: d, log: log.With("component", "sink", "dialect", cfg.Dialect)}
+	s := &Sink{backend: b, progress: newProgress(b),
+		tables: map[target]*tableMeta{}, registered: map[target]bool{}, identityChecked: map[target]time.Time{}, identityEvery: identityEvery}
 	if s.defaultSchema, err = d.Verify(ctx, db.DB, cfg.ProgressTable); err != nil {
 		db.Close()
 		return nil, wrapDB(err)
@@ -158,7 +148,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	} else if msg != "" {
 		s.log.Warn("sink: the target's commits are not durable: " + msg)
 	}
-	if err := s.createProgress(ctx); err != nil {
+	if err := s.progress.create(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -173,15 +163,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 	if s.d.TableIdentity(target{Table: "t"}) == "" {
 		s.log.Warn("target tables' identities are unreadable (MySQL and MariaDB: grant the sink's user PROCESS): a table truncated behind the sink will not be noticed")
 	}
-	if s.progressCAS, err = db.PrepareContext(ctx, progressCASSQL(d, cfg.ProgressTable)); err != nil {
+	if err := s.progress.prepare(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sink: prepare the progress update: %w", wrapDB(err))
-	}
-	if cfg.Transactional {
-		if err := createTable(ctx, db.DB, s.pendingDDL(), s.d.Quote(cfg.PendingTable)); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("sink: create pending table %s: %w", cfg.PendingTable, wrapDB(err))
-		}
+		return nil, err
 	}
 	return s, nil
 }
@@ -214,7 +198,7 @@ func (s *Sink) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	_ = s.progressCAS.Close() // the pool's close says what matters
+	_ = s.progress.close() // the pool's close says what matters
 	return s.db.Close()
 }
 
@@ -288,7 +272,7 @@ func (s *Sink) undelivered(ctx context.Context, recs []schema.Record) ([]schema.
 	if err := s.checkControl(recs); err != nil {
 		return nil, err
 	}
-	last, err := s.lastOffsets(ctx, recs)
+	last, err := s.progress.lastApplied(ctx, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +500,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 		if err := s.checkIdentities(ctx, tx, written); err != nil {
 			return err
 		}
-		fenced, err := s.lockProgress(ctx, tx, maxOff)
+		fenced, err := s.progress.lock(ctx, tx, maxOff)
 		if err != nil {
 			return err
 		}
@@ -541,7 +525,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 				return err
 			}
 		}
-		if err := s.saveFenced(ctx, tx, maxOff, fenced); err != nil {
+		if err := s.progress.saveFenced(ctx, tx, maxOff, fenced); err != nil {
 			return err
 		}
 		committing = true
@@ -549,314 +533,25 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 	})
 	var moved *progressMoved
 	if errors.As(err, &moved) {
-		// Another writer applied this queue meanwhile: what it applied must
-		// not be written again over it. Refilter from its progress.
-		s.mu.Lock()
-		if moved.gone {
-			// Believing it at nothing applied would fence on a row that
-			// is not there, and every retry would fail the same way.
-			delete(s.progress, moved.k)
-		} else {
-			s.progress[moved.k] = moved.id
-		}
-		delete(s.pending, moved.k)
-		s.mu.Unlock()
+		s.progress.moved(moved)
 		return err
 	}
 	if err != nil && !committing {
 		err = s.diagnose(ctx, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil {
 		if committing {
 			// The commit may have happened: read the progress again next time.
-			for k := range maxOff {
-				delete(s.progress, k)
-			}
+			s.progress.forget(maxOff)
 		}
-		for _, tp := range p.tables {
-			delete(s.tables, tp.target)
-		}
+		s.forgetTables(p)
 		return err
 	}
-	for k, off := range maxOff {
-		if cur, ok := s.progress[k]; !ok || off.Compare(cur) > 0 {
-			s.progress[k] = off
-		}
-	}
+	s.progress.note(maxOff)
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		s.log.Debug("applied", "tables", len(p.tables), "queues", len(maxOff))
 	}
 	return nil
-}
-
-// progressMoved reports that a queue's progress in the target is not what
-// this Sink filtered the batch against: another writer (a second consumer
-// of the queue during a rebalance, a process the runtime believes dead)
-// applied records of it meanwhile, or the progress was reset by hand.
-type progressMoved struct {
-	k  progressKey
-	id schema.ID
-	// gone: the queue's progress row is missing (deleted by hand, or lost
-	// with commits a crash of a target without durable commits dropped):
-	// the queue is read as new, and lockProgress creates the row again.
-	gone bool
-}
-
-func (e *progressMoved) Error() string {
-	return fmt.Sprintf("sink: progress of %s moved to %s under this writer (another writer applied the queue meanwhile); the batch is filtered again", e.k, e.id)
-}
-
-// lockProgress fences a stale writer of the queues a transaction writes:
-// without the fence a writer that read the progress before another
-// applied newer records would write its older versions over them. For a
-// queue whose progress this Sink knows, the fence is the transaction's
-// last statement (saveFenced: the progress row moves only from the ID the
-// batch was filtered against, in one statement that also takes the row's
-// lock, and the whole transaction rolls back when it moved); lockProgress
-// returns those queues with that ID. It locks the rows of the other
-// queues now, in a fixed order, creating missing ones, and checks them.
-func (s *Sink) lockProgress(ctx context.Context, tx *txn, queues map[progressKey]schema.ID) (map[progressKey]schema.ID, error) {
-	var fenced map[progressKey]schema.ID
-	var keys []progressKey
-	s.mu.Lock()
-	for k := range queues {
-		if believed, known := s.progress[k]; known {
-			if fenced == nil {
-				fenced = map[progressKey]schema.ID{}
-			}
-			fenced[k] = believed
-		} else {
-			keys = append(keys, k)
-		}
-	}
-	s.mu.Unlock()
-	slices.SortFunc(keys, func(a, b progressKey) int {
-		return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Broker, b.Broker), cmp.Compare(a.Queue, b.Queue))
-	})
-	sel := s.d.ProgressSelect(s.cfg.ProgressTable) + " FOR UPDATE"
-	for _, k := range keys {
-		var believed schema.ID // not known: nothing applied as far as this Sink knows
-		// A queue without a progress row gets one first ('': nothing
-		// applied), so the lock is on a row: locking a missing row takes a
-		// gap lock on MySQL, and two first writers then deadlock.
-		var text string
-		_, err := tx.ExecContext(ctx, s.d.ProgressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, "")
-		if err == nil {
-			err = tx.QueryRowContext(ctx, sel, s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sink: lock progress of %s: %w", k, wrapDB(err))
-		}
-		id, err := s.parseProgress(k, text)
-		if err != nil {
-			return nil, err
-		}
-		if id != believed {
-			return nil, &progressMoved{k: k, id: id}
-		}
-	}
-	return fenced, nil
-}
-
-// saveFenced saves the progress of maxOff; a queue in fenced moves only
-// from the ID given there (see lockProgress), else the transaction fails
-// with *progressMoved. One prepared statement a queue: a round trip, where
-// locking first and saving last took four with the driver's unnamed
-// statements.
-func (s *Sink) saveFenced(ctx context.Context, tx *txn, maxOff, fenced map[progressKey]schema.ID) error {
-	if len(fenced) == 0 {
-		return s.saveProgress(ctx, tx, maxOff)
-	}
-	rest := map[progressKey]schema.ID{}
-	for k, id := range maxOff {
-		believed, ok := fenced[k]
-		if !ok {
-			rest[k] = id
-			continue
-		}
-		res, err := tx.StmtContext(ctx, s.progressCAS).ExecContext(ctx, id.String(), s.cfg.Pipeline, k.stored(), k.Queue, believed.String())
-		var n int64
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
-		if err != nil {
-			return fmt.Errorf("sink: save progress of %s: %w", k, wrapDB(err))
-		}
-		if n == 1 {
-			continue
-		}
-		// Not moved from believed: read what the row holds (with its lock).
-		// The same ID in another spelling (a new row's '') is no move.
-		var text string
-		err = tx.QueryRowContext(ctx, s.d.ProgressSelect(s.cfg.ProgressTable)+" FOR UPDATE", s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
-		if errors.Is(err, sql.ErrNoRows) {
-			return &progressMoved{k: k, gone: true} // reset by hand meanwhile
-		}
-		if err != nil {
-			return fmt.Errorf("sink: lock progress of %s: %w", k, wrapDB(err))
-		}
-		cur, err := s.parseProgress(k, text)
-		if err != nil {
-			return err
-		}
-		if cur != believed {
-			return &progressMoved{k: k, id: cur}
-		}
-		rest[k] = id
-	}
-	return s.saveProgress(ctx, tx, rest)
-}
-
-// progressCASSQL moves a queue's progress row ($4 ... in the order new ID,
-// pipeline, topic, queue, believed ID) only from the believed ID.
-func progressCASSQL(d dialect.Dialect, table string) string {
-	return "UPDATE " + d.Quote(table) + " SET last_id = " + d.Placeholder(1) + ", updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = " +
-		d.Placeholder(2) + " AND topic = " + d.Placeholder(3) + " AND queue = " + d.Placeholder(4) + " AND last_id = " + d.Placeholder(5)
-}
-
-func (s *Sink) saveProgress(ctx context.Context, tx *txn, maxOff map[progressKey]schema.ID) error {
-	for k, id := range maxOff {
-		if _, err := tx.ExecContext(ctx, s.d.ProgressUpsert(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue, id.String()); err != nil {
-			return fmt.Errorf("sink: save progress of %s: %w", k, wrapDB(err))
-		}
-	}
-	return nil
-}
-
-// noteProgress records committed offsets in the cache.
-func (s *Sink) noteProgress(maxOff map[progressKey]schema.ID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, off := range maxOff {
-		if cur, ok := s.progress[k]; !ok || off.Compare(cur) > 0 {
-			s.progress[k] = off
-		}
-	}
-}
-
-// forgetProgress drops cached offsets after a commit of unknown outcome.
-func (s *Sink) forgetProgress(maxOff map[progressKey]schema.ID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range maxOff {
-		delete(s.progress, k)
-	}
-}
-
-func (s *Sink) inTx(ctx context.Context, f func(tx *txn) error) error {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return fmt.Errorf("sink: begin transaction: %w", wrapDB(err))
-	}
-	if err := f(tx); err != nil {
-		_ = tx.Rollback() // the error that matters is err; a dead connection fails both
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sink: commit: %w", wrapDB(err))
-	}
-	return nil
-}
-
-// txn is a transaction pinned to one connection: the embedded Tx runs
-// statements, and conn reaches the driver itself for streaming COPY data
-// (copy.go) without database/sql's per-row work.
-type txn struct {
-	*sqlx.Tx
-	conn *sqlx.Conn
-}
-
-func (s *Sink) begin(ctx context.Context) (*txn, error) {
-	conn, err := s.db.Connx(ctx)
-	if err != nil {
-		return nil, err
-	}
-	tx, err := conn.BeginTxx(ctx, nil)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	// Its commit acknowledges records (the progress row moves with it):
-	// it must be on disk when Commit returns.
-	if q := s.d.DurableTx(); q != "" {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			_ = tx.Rollback() // the error that matters is err
-			conn.Close()
-			return nil, err
-		}
-	}
-	return &txn{Tx: tx, conn: conn}, nil
-}
-
-// Commit commits and returns the connection to the pool.
-func (t *txn) Commit() error {
-	defer t.conn.Close()
-	return t.Tx.Commit()
-}
-
-// Rollback rolls back (a no-op after Commit) and returns the connection.
-func (t *txn) Rollback() error {
-	defer t.conn.Close()
-	return t.Tx.Rollback()
-}
-
-// lastOffsets returns the committed offsets of the queues recs come from,
-// reading those not yet cached.
-func (s *Sink) lastOffsets(ctx context.Context, recs []schema.Record) (map[progressKey]schema.ID, error) {
-	out := map[progressKey]schema.ID{}
-	var missing []progressKey
-	s.mu.Lock()
-	for i := range recs {
-		d := recs[i].Delivery
-		if d == nil {
-			continue
-		}
-		k := deliveryKey(d)
-		if i > 0 && recs[i-1].Delivery != nil && deliveryKey(recs[i-1].Delivery) == k {
-			continue // a run of one queue: looked up at its first record
-		}
-		if _, seen := out[k]; seen {
-			continue
-		}
-		if off, ok := s.progress[k]; ok {
-			out[k] = off
-		} else if !containsKey(missing, k) {
-			missing = append(missing, k)
-		}
-	}
-	s.mu.Unlock()
-	for _, k := range missing {
-		var text string
-		err := s.db.QueryRowContext(ctx, s.d.ProgressSelect(s.cfg.ProgressTable), s.cfg.Pipeline, k.stored(), k.Queue).Scan(&text)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			continue // nothing applied yet from this queue
-		case err != nil:
-			return nil, fmt.Errorf("sink: read progress of %s: %w", k, wrapDB(err))
-		}
-		off, err := s.parseProgress(k, text)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = off
-		s.mu.Lock()
-		if cur, ok := s.progress[k]; !ok || off.Compare(cur) > 0 {
-			s.progress[k] = off
-		}
-		s.mu.Unlock()
-	}
-	return out, nil
-}
-
-func containsKey(ks []progressKey, k progressKey) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Sink) forgetTables(p *plan) {

@@ -287,13 +287,6 @@ func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
 	return fatal(errors.Join(errs...))
 }
 
-func (s *Sink) fold(name string) string {
-	if s.d.FoldCase() {
-		return strings.ToLower(name)
-	}
-	return name
-}
-
 // loadMeta reads the table's columns (and, for PostgreSQL with EnumCheck,
 // the ENUM CHECK constraints); nil when the table does not exist.
 func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
