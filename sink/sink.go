@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
@@ -20,28 +19,12 @@ import (
 type Sink struct {
 	backend
 	progress *progress // what is applied per queue, and the fence (progress.go)
-
-	ddlMu sync.Mutex // serialises table creation and evolution
-	// typeWarned holds (table, column, current, wanted) already warned
-	// about (under ddlMu).
-	typeWarned map[string]bool
-	// ignoredGen holds the generated columns schema changes add under
-	// SchemaChanges "ignore", by genKey, until AutoEvolve adds them and
-	// computes them in older rows (under ddlMu).
-	ignoredGen map[string]schema.ColumnDef
+	catalog  *catalog  // the target tables as the sink knows them, and their evolution (tables.go)
 
 	bar barrierState // wakes copies of a barrier waiting here (barrier.go)
 
 	mu     sync.Mutex
-	tables map[target]*tableMeta
-	// registered holds the tables this Sink has listed in the table
-	// registry (registry.go).
-	registered map[target]bool
-	// identityChecked is when each table's identity was last checked
-	// against the registry (registry.go), at most every identityEvery.
-	identityChecked map[target]time.Time
-	identityEvery   time.Duration
-	closed          bool
+	closed bool
 
 	// defaultSchema is the connection's default schema (PostgreSQL) or
 	// database (MySQL): where the control tables are.
@@ -60,59 +43,6 @@ type Sink struct {
 	// testHook, when set by tests, runs at named stages inside Write's
 	// transaction ("applied": after the data statements, before progress).
 	testHook func(ctx context.Context, stage string, tx *txn) error
-}
-
-// tableMeta is the sink's picture of a target table, read and changed under
-// ddlMu.
-type tableMeta struct {
-	cols    map[string]colInfo // column name (lower-cased where the dialect folds case) -> column
-	checked map[*schema.Schema]bool
-	// typed holds (column, current type, wanted type) already compared,
-	// and the ENUM labels already compared with a column's CHECK.
-	typed map[string]bool
-	// checks: PostgreSQL with EnumCheck, the ENUM CHECK constraint of a
-	// column (by folded name), as the sink names them.
-	checks map[string]enumCheckInfo
-	view   *tableView // rebuilt whenever cols change; never modified
-}
-
-// enumCheckInfo is an ENUM column's CHECK constraint: its name and labels
-// (ok false when its definition is not one the sink writes).
-type enumCheckInfo struct {
-	name   string
-	labels []string
-	ok     bool
-}
-
-// tableView is what writing rows needs to know of a table's columns. It is
-// immutable, so writers use it without locks while DDL replaces it.
-type tableView struct {
-	arrays map[string]bool   // folded names of array columns (PostgreSQL SET columns as TEXT[])
-	types  map[string]string // folded name -> full column type
-}
-
-func (v *tableView) array(col string) bool { return v != nil && v.arrays[col] }
-
-// colType is a column's full type ("" when unknown).
-func (v *tableView) colType(col string) string {
-	if v == nil {
-		return ""
-	}
-	return v.types[col]
-}
-
-func (m *tableMeta) refreshView(isArray func(typ string) bool) {
-	v := &tableView{types: make(map[string]string, len(m.cols))}
-	for name, c := range m.cols {
-		v.types[name] = c.Type
-		if isArray(c.Type) {
-			if v.arrays == nil {
-				v.arrays = map[string]bool{}
-			}
-			v.arrays[name] = true
-		}
-	}
-	m.view = v
 }
 
 // New connects to the target, verifies it and creates the progress table.
@@ -137,8 +67,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		return nil, err
 	}
 	b := backend{cfg: &cfg, db: db, d: d, log: log.With("component", "sink", "dialect", cfg.Dialect)}
-	s := &Sink{backend: b, progress: newProgress(b),
-		tables: map[target]*tableMeta{}, registered: map[target]bool{}, identityChecked: map[target]time.Time{}, identityEvery: identityEvery}
+	s := &Sink{backend: b, progress: newProgress(b), catalog: newCatalog(b)}
 	if s.defaultSchema, err = d.Verify(ctx, db.DB, cfg.ProgressTable); err != nil {
 		db.Close()
 		return nil, wrapDB(err)
@@ -156,7 +85,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Sink, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := s.createRegistry(ctx); err != nil {
+	if err := s.catalog.createRegistry(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -239,7 +168,7 @@ const maxFenceRetries = 5
 
 func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 	if s.cfg.SchemaChanges == SchemaChangesIgnore {
-		s.warnIgnoredGenerated(recs)
+		s.catalog.warnIgnoredGenerated(recs)
 	}
 	if s.cfg.Transactional {
 		return s.writeTransactional(ctx, recs)
@@ -484,9 +413,9 @@ func (s *Sink) apply(ctx context.Context, p *plan, maxOff map[progressKey]schema
 // applyWith is apply with extra work done inside the transaction, before
 // the progress rows.
 func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]schema.ID, extra func(tx *txn) error) error {
-	views, err := s.prepareTables(ctx, p)
+	views, err := s.catalog.prepareTables(ctx, p)
 	if err != nil {
-		s.forgetTables(p)
+		s.catalog.forgetTables(p)
 		return err
 	}
 	committing := false
@@ -497,7 +426,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 				written = append(written, tp.target)
 			}
 		}
-		if err := s.checkIdentities(ctx, tx, written); err != nil {
+		if err := s.catalog.checkIdentities(ctx, tx, written); err != nil {
 			return err
 		}
 		fenced, err := s.progress.lock(ctx, tx, maxOff)
@@ -544,7 +473,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 			// The commit may have happened: read the progress again next time.
 			s.progress.forget(maxOff)
 		}
-		s.forgetTables(p)
+		s.catalog.forgetTables(p)
 		return err
 	}
 	s.progress.note(maxOff)
@@ -552,14 +481,6 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 		s.log.Debug("applied", "tables", len(p.tables), "queues", len(maxOff))
 	}
 	return nil
-}
-
-func (s *Sink) forgetTables(p *plan) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, tp := range p.tables {
-		delete(s.tables, tp.target)
-	}
 }
 
 // ---- applying ----
@@ -649,7 +570,7 @@ func (s *Sink) applyTable(ctx context.Context, tx *txn, tp *tablePlan, view *tab
 		if _, err := tx.ExecContext(ctx, s.d.Truncate(tp.target)); err != nil {
 			return fmt.Errorf("sink: truncate %s: %w", tp.target, wrapDB(err))
 		}
-		if err := s.recordIdentity(ctx, tx, tp.target, false); err != nil {
+		if err := s.catalog.recordIdentity(ctx, tx, tp.target, false); err != nil {
 			return err
 		}
 	}
@@ -1082,4 +1003,27 @@ func wrapDB(err error) error {
 // bad data, constraint violations, syntax, missing privileges.
 func permanentDBError(err error) bool {
 	return explainErr(err).Class == schema.ClassFatal
+}
+
+// applySchemaChange applies one schema-change record (SchemaChanges
+// "apply") that is not a barrier (one without a table: the transport did
+// not copy it to every queue) and saves its progress in the same
+// transaction.
+func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
+	maxOff := offsetsOf([]schema.Record{*r})
+	var changed []target
+	err := s.inTx(ctx, func(tx *txn) error {
+		var err error
+		if changed, err = s.catalog.schemaChangeIn(ctx, tx, r); err != nil {
+			return err
+		}
+		return s.progress.save(ctx, tx, maxOff)
+	})
+	s.catalog.forgetTargets(changed)
+	if err != nil {
+		s.progress.forget(maxOff)
+		return err
+	}
+	s.progress.note(maxOff)
+	return nil
 }
