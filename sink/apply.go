@@ -526,6 +526,21 @@ func (ap *applier) deleteAny(ctx context.Context, tx *txn, t target, col string,
 	return true, nil
 }
 
+// apply writes the rows of plan p inside tx; views are the tables' of
+// p.tables (nil: the table is absent and p only deletes from or truncates
+// it, which is then a no-op).
+func (ap *applier) apply(ctx context.Context, tx *txn, p *plan, views []*tableView) error {
+	for i, tp := range p.tables {
+		if views[i] == nil || p.inOrder != nil {
+			continue // table absent and nothing to write into it, or applied record by record below
+		}
+		if err := ap.applyTable(ctx, tx, tp, views[i]); err != nil {
+			return err
+		}
+	}
+	return ap.applyInOrderIn(ctx, tx, p, views)
+}
+
 // applyInOrderIn applies p.inOrder inside tx; views are those of p.tables.
 func (ap *applier) applyInOrderIn(ctx context.Context, tx *txn, p *plan, views []*tableView) error {
 	if p.inOrder == nil {

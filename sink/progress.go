@@ -17,9 +17,9 @@ import (
 // progress is the sink's record of what it applied: per queue, the last
 // applied record ID in the progress table, and in transactional mode the
 // held-back records of an unfinished source transaction in the pending
-// table. It reads them, fences a stale writer of a queue (lock,
-// saveFenced), saves them inside the transaction that applies the records,
-// and caches what was committed. Its lock guards only the caches.
+// table. It reads them, fences a stale writer of a queue (fence, record),
+// records them inside the transaction that applies the records, and caches
+// what was committed. Its lock guards only the caches.
 type progress struct {
 	backend
 	cas *sql.Stmt // progressCASSQL, prepared on each connection once
@@ -141,7 +141,7 @@ type progressMoved struct {
 	id schema.ID
 	// gone: the queue's progress row is missing (deleted by hand, or lost
 	// with commits a crash of a target without durable commits dropped):
-	// the queue is read as new, and lock creates the row again.
+	// the queue is read as new, and fence creates the row again.
 	gone bool
 }
 
@@ -149,16 +149,16 @@ func (e *progressMoved) Error() string {
 	return fmt.Sprintf("sink: progress of %s moved to %s under this writer (another writer applied the queue meanwhile); the batch is filtered again", e.k, e.id)
 }
 
-// lock fences a stale writer of the queues a transaction writes:
+// fence stops a stale writer of the queues a transaction writes:
 // without the fence a writer that read the progress before another
 // applied newer records would write its older versions over them. For a
 // queue whose progress this Sink knows, the fence is the transaction's
-// last statement (saveFenced: the progress row moves only from the ID the
+// last statement (record: the progress row moves only from the ID the
 // batch was filtered against, in one statement that also takes the row's
-// lock, and the whole transaction rolls back when it moved); lock
+// lock, and the whole transaction rolls back when it moved); fence
 // returns those queues with that ID. It locks the rows of the other
 // queues now, in a fixed order, creating missing ones, and checks them.
-func (pr *progress) lock(ctx context.Context, tx *txn, queues map[progressKey]schema.ID) (map[progressKey]schema.ID, error) {
+func (pr *progress) fence(ctx context.Context, tx *txn, queues map[progressKey]schema.ID) (map[progressKey]schema.ID, error) {
 	var fenced map[progressKey]schema.ID
 	var keys []progressKey
 	pr.mu.Lock()
@@ -201,12 +201,12 @@ func (pr *progress) lock(ctx context.Context, tx *txn, queues map[progressKey]sc
 	return fenced, nil
 }
 
-// saveFenced saves the progress of maxOff; a queue in fenced moves only
-// from the ID given there (see lock), else the transaction fails
+// record saves the progress of maxOff; a queue in fenced moves only
+// from the ID given there (see fence), else the transaction fails
 // with *progressMoved. One prepared statement a queue: a round trip, where
 // locking first and saving last took four with the driver's unnamed
 // statements.
-func (pr *progress) saveFenced(ctx context.Context, tx *txn, maxOff, fenced map[progressKey]schema.ID) error {
+func (pr *progress) record(ctx context.Context, tx *txn, maxOff, fenced map[progressKey]schema.ID) error {
 	if len(fenced) == 0 {
 		return pr.save(ctx, tx, maxOff)
 	}

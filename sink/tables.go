@@ -277,25 +277,6 @@ func (cat *catalog) keylessRefusal(t target, bad []string) error {
 		ErrSchema, t, cat.d.Name(), strings.Join(bad, ", "), KeylessAppend, KeylessFail))
 }
 
-// CheckShapes makes checkKeyless's check at start (runtime.ShapeChecker),
-// before anything is written, for the source tables without primary key
-// whose target table exists: the runtime calls it with the shapes the
-// source captures. A table the sink would create is checked when it is
-// created, at its first row: the server decides the types it stores
-// (MariaDB makes JSON a LONGTEXT, MySQL keeps a JSON the dialect cannot
-// compare), and every type the sink creates on PostgreSQL compares
-// exactly. The error names every refused
-// table and is fatal; another error says a target table's columns could
-// not be read.
-func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
-	return s.catalog.checkShapes(ctx, tables)
-}
-
-// WantsShapes reports whether CheckShapes checks anything: only under
-// keyless_mode before_image, so the source need not read its catalogue
-// at start otherwise.
-func (s *Sink) WantsShapes() bool { return s.cfg.KeylessMode == KeylessBeforeImage }
-
 // checkShapes is CheckShapes.
 func (cat *catalog) checkShapes(ctx context.Context, tables []schema.Table) error {
 	if cat.cfg.KeylessMode != KeylessBeforeImage {
