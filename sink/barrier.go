@@ -175,7 +175,7 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 		err := s.inTx(ctx, func(tx *txn) error {
 			if passed {
 				applied = true
-				return s.saveProgress(ctx, tx, maxOff)
+				return s.progress.save(ctx, tx, maxOff)
 			}
 			var done bool
 			if err := tx.QueryRowContext(ctx, lock, s.cfg.Pipeline, id).Scan(&done); err != nil {
@@ -196,7 +196,7 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 					return nil // the others are still to come: commit the arrival, wait
 				}
 				var err error
-				if changed, err = s.schemaChangeIn(ctx, tx, r); err != nil {
+				if changed, err = s.catalog.schemaChangeIn(ctx, tx, r); err != nil {
 					return err
 				}
 				if _, err := tx.ExecContext(ctx, mark, s.cfg.Pipeline, id); err != nil {
@@ -208,21 +208,21 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 				appliedHere = true
 			}
 			applied = true
-			return s.saveProgress(ctx, tx, maxOff)
+			return s.progress.save(ctx, tx, maxOff)
 		})
-		s.forgetTargets(changed)
+		s.catalog.forgetTargets(changed)
 		if err != nil {
-			s.forgetProgress(maxOff)
+			s.progress.forget(maxOff)
 			return err
 		}
 		if applied {
-			s.noteProgress(maxOff)
+			s.progress.note(maxOff)
 			s.bar.kick()
 			if appliedHere {
 				s.log.Debug("barrier applied", "barrier", key, "copies", copies)
 			}
 			if waited && r.Op == schema.OpSchemaChange {
-				s.forgetAllTables() // another process may have changed the tables
+				s.catalog.forgetAllTables() // another process may have changed the tables
 			}
 			return nil
 		}
@@ -245,11 +245,4 @@ func barrierSleep(ctx context.Context, moved <-chan struct{}, delay *time.Durati
 		*delay = min(2**delay, barrierPollMax)
 	}
 	return nil
-}
-
-// forgetAllTables drops all cached table metadata.
-func (s *Sink) forgetAllTables() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.tables)
 }

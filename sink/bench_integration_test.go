@@ -439,7 +439,7 @@ func BenchmarkMergePostgres(b *testing.B) {
 			for k := range sides {
 				sd := &sides[k]
 				sd.s = e.open(b, app(sd.name))
-				sd.s.stagingMerge = sd.name == "staging"
+				sd.s.applier.stagingMerge = sd.name == "staging"
 				if err := sd.s.Write(ctx, benchRows("m_"+sd.name, n, 0)); err != nil {
 					b.Fatal(err)
 				}

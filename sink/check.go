@@ -72,7 +72,7 @@ func Check(ctx context.Context, cfg Config, tables []schema.Table) []schema.Prob
 				"grant the sink's user the right to create tables (and schemas, under auto_create) there and to alter them, or change sink.schema")
 		}
 	}
-	sk := &Sink{cfg: cfg, db: db, d: d}
+	sk := newCatalog(backend{cfg: &cfg, db: db, d: d})
 	for _, tb := range tables {
 		if len(tb.Columns) == 0 {
 			continue
@@ -97,9 +97,9 @@ func Check(ctx context.Context, cfg Config, tables []schema.Table) []schema.Prob
 // table the sink cannot match), WARN for what runs (a column the sink adds
 // or widens at its first row, a type that differs otherwise, NOT NULL
 // where the source has NULLs).
-func (s *Sink) checkShape(ctx context.Context, tb schema.Table) ([]schema.Problem, error) {
-	t := s.cfg.target(tb.ID)
-	m, err := s.loadMeta(ctx, t)
+func (cat *catalog) checkShape(ctx context.Context, tb schema.Table) ([]schema.Problem, error) {
+	t := cat.cfg.target(tb.ID)
+	m, err := cat.loadMeta(ctx, t)
 	if err != nil || m == nil {
 		return nil, err // absent: the sink creates it, as probed above
 	}
@@ -111,44 +111,44 @@ func (s *Sink) checkShape(ctx context.Context, tb schema.Table) ([]schema.Proble
 	add := func(warn bool, detail, fix string) {
 		out = append(out, schema.Problem{Check: "target_table", Warning: warn, Detail: name + ": " + detail, Fix: fix})
 	}
-	q := qualified(s.d, t)
+	q := qualified(cat.d, t)
 	if len(tb.PrimaryKey) == 0 {
-		if s.cfg.KeylessMode == KeylessBeforeImage {
+		if cat.cfg.KeylessMode == KeylessBeforeImage {
 			var bad []string
 			for _, c := range tb.Columns {
-				bad = s.uncomparable(m, c.Name, bad)
+				bad = cat.uncomparable(m, c.Name, bad)
 			}
-			if err := s.keylessRefusal(t, bad); err != nil {
+			if err := cat.keylessRefusal(t, bad); err != nil {
 				add(false, err.Error(), "one of the three the message names")
 			}
 		}
-	} else if err := s.checkShapeKey(ctx, t, m, tb, add); err != nil {
+	} else if err := cat.checkShapeKey(ctx, t, m, tb, add); err != nil {
 		return nil, err
 	}
 	src := map[string]bool{}
 	for _, c := range tb.Columns {
-		src[s.fold(c.Name)] = true
+		src[cat.fold(c.Name)] = true
 		key := slices.Contains(tb.PrimaryKey, c.Name)
-		want, err := s.d.ColumnType(c.Name, c.Schema, key)
+		want, err := cat.d.ColumnType(c.Name, c.Schema, key)
 		if err != nil {
 			continue // the source names a column it cannot send
 		}
-		tc, ok := m.cols[s.fold(c.Name)]
+		tc, ok := m.cols[cat.fold(c.Name)]
 		switch {
-		case !ok && !s.cfg.AutoEvolve:
+		case !ok && !cat.cfg.AutoEvolve:
 			add(false, fmt.Sprintf("no column %q, and auto_evolve is off: the first row stops the pipeline", c.Name),
-				fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s, or set auto_evolve: true", q, s.d.Quote(c.Name), want))
+				fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s, or set auto_evolve: true", q, cat.d.Quote(c.Name), want))
 		case !ok:
 			add(true, fmt.Sprintf("no column %q: the sink adds it as %s at the table's first row, and rows already in the target get its default, not the source's values", c.Name, want),
 				"none needed if the target's rows are all written by this pipeline; else snapshot the table again")
 		default:
-			s.checkShapeType(t, c, key, tc, want, add)
+			cat.checkShapeType(t, c, key, tc, want, add)
 		}
 	}
 	for name, tc := range m.cols {
 		if !src[name] && tc.NotNull && !tc.HasDefault && !strings.Contains(strings.ToLower(tc.Extra), "auto_increment") && !strings.Contains(strings.ToLower(tc.Extra), "generated") {
 			add(false, fmt.Sprintf("column %q is NOT NULL without a default and the source has no such column: every insert fails", name),
-				fmt.Sprintf("give %s.%s a DEFAULT, drop its NOT NULL, or map another table", q, s.d.Quote(name)))
+				fmt.Sprintf("give %s.%s a DEFAULT, drop its NOT NULL, or map another table", q, cat.d.Quote(name)))
 		}
 	}
 	return out, nil
@@ -160,27 +160,27 @@ func (s *Sink) checkShape(ctx context.Context, tb schema.Table) ([]schema.Proble
 // MySQL's ON DUPLICATE KEY UPDATE inserts a second row for an update), no
 // unique index covers part of them (rows of different keys would be one),
 // and their collation keeps apart what the source's does.
-func (s *Sink) checkShapeKey(ctx context.Context, t target, m *tableMeta, tb schema.Table, add func(bool, string, string)) error {
-	q := qualified(s.d, t)
+func (cat *catalog) checkShapeKey(ctx context.Context, t target, m *tableMeta, tb schema.Table, add func(bool, string, string)) error {
+	q := qualified(cat.d, t)
 	var missing []string
 	for _, k := range tb.PrimaryKey {
-		if _, ok := m.cols[s.fold(k)]; !ok {
+		if _, ok := m.cols[cat.fold(k)]; !ok {
 			missing = append(missing, k)
 		}
 	}
-	keyList := columnList(s.d, tb.PrimaryKey)
+	keyList := columnList(cat.d, tb.PrimaryKey)
 	if len(missing) > 0 {
 		add(false, fmt.Sprintf("no column %s of the source's primary key (%s): its rows cannot be matched", strings.Join(missing, ", "), strings.Join(tb.PrimaryKey, ", ")),
 			"drop the table and let the sink create it, or add the columns and ALTER TABLE "+q+" ADD PRIMARY KEY ("+keyList+")")
 		return nil
 	}
-	idx, err := s.uniqueKeys(ctx, t)
+	idx, err := cat.uniqueKeys(ctx, t)
 	if err != nil {
 		return err
 	}
 	key := map[string]bool{}
 	for _, k := range tb.PrimaryKey {
-		key[s.fold(k)] = true
+		key[cat.fold(k)] = true
 	}
 	exact := false
 	for _, name := range slices.Sorted(maps.Keys(idx)) {
@@ -201,24 +201,24 @@ func (s *Sink) checkShapeKey(ctx context.Context, t target, m *tableMeta, tb sch
 	}
 	if !exact {
 		what := "ON CONFLICT refuses every upsert"
-		if s.cfg.Dialect == DialectMySQL {
+		if cat.cfg.Dialect == DialectMySQL {
 			what = "ON DUPLICATE KEY UPDATE would insert a second row for each update"
 		}
 		add(false, fmt.Sprintf("no primary key or unique index on exactly the source's primary key (%s): %s", strings.Join(tb.PrimaryKey, ", "), what),
 			"ALTER TABLE "+q+" ADD PRIMARY KEY ("+keyList+") (or a UNIQUE index on them), or drop the table and let the sink create it")
 	}
-	c, ok := s.d.(dialect.Collator)
+	c, ok := cat.d.(dialect.Collator)
 	if !ok {
 		return nil
 	}
 	for _, col := range tb.Columns {
-		tc := m.cols[s.fold(col.Name)]
-		if !key[s.fold(col.Name)] || tc.Collation == "" || col.Schema == nil {
+		tc := m.cols[cat.fold(col.Name)]
+		if !key[cat.fold(col.Name)] || tc.Collation == "" || col.Schema == nil {
 			continue
 		}
 		if want, merges := c.KeyMerges(col.Schema, tc.Collation); merges {
 			add(false, fmt.Sprintf("key column %q has collation %s, which takes keys that the source's %s keeps apart as one: their rows would merge", col.Name, tc.Collation, col.Schema.Param(schema.ParamCollation)),
-				fmt.Sprintf("ALTER TABLE %s MODIFY %s with COLLATE %s, or drop the table and let the sink create it", q, s.d.Quote(col.Name), want))
+				fmt.Sprintf("ALTER TABLE %s MODIFY %s with COLLATE %s, or drop the table and let the sink create it", q, cat.d.Quote(col.Name), want))
 		}
 	}
 	return nil
@@ -226,24 +226,24 @@ func (s *Sink) checkShapeKey(ctx context.Context, t target, m *tableMeta, tb sch
 
 // checkShapeType is checkShape's part for column c of the source, which
 // the target has as tc and the sink would create as want.
-func (s *Sink) checkShapeType(t target, c schema.Column, key bool, tc colInfo, want string, add func(bool, string, string)) {
+func (cat *catalog) checkShapeType(t target, c schema.Column, key bool, tc colInfo, want string, add func(bool, string, string)) {
 	f := schema.Field{Name: c.Name, Schema: c.Schema}
-	if !s.cfg.AutoEvolve {
-		if err := s.d.ColumnFits(t, f, tc.Type); err != nil {
+	if !cat.cfg.AutoEvolve {
+		if err := cat.d.ColumnFits(t, f, tc.Type); err != nil {
 			add(false, err.Error(), "change the column as the message says, or set auto_evolve: true")
 			return
 		}
 	}
 	if tc.NotNull && !key && c.Schema.Optional {
 		add(true, fmt.Sprintf("column %q is NOT NULL but the source's may hold NULL: such a row is refused (on_error decides)", c.Name),
-			fmt.Sprintf("ALTER TABLE %s ALTER or MODIFY %s to allow NULL", qualified(s.d, t), s.d.Quote(c.Name)))
+			fmt.Sprintf("ALTER TABLE %s ALTER or MODIFY %s to allow NULL", qualified(cat.d, t), cat.d.Quote(c.Name)))
 	}
-	switch s.d.Widen(tc.Type, want) {
+	switch cat.d.Widen(tc.Type, want) {
 	case typeSame, typeKeep:
 		return
 	case typeWiden:
-		stmt, why := s.d.AlterType(t, c.Name, want, tc)
-		if s.cfg.AutoEvolve && why == "" {
+		stmt, why := cat.d.AlterType(t, c.Name, want, tc)
+		if cat.cfg.AutoEvolve && why == "" {
 			add(true, fmt.Sprintf("column %q is %s, narrower than the source's %s: the sink widens it at the table's first row (%s)", c.Name, tc.Type, want, stmt), "none needed")
 			return
 		}
@@ -254,7 +254,7 @@ func (s *Sink) checkShapeType(t target, c schema.Column, key bool, tc colInfo, w
 		}
 		add(false, fmt.Sprintf("column %q is %s, narrower than the source's %s: a value that does not fit is refused or cut", c.Name, tc.Type, want), stmt)
 	default:
-		if s.d.Widen(want, tc.Type) == typeWiden {
+		if cat.d.Widen(want, tc.Type) == typeWiden {
 			return // wider than needed: every value fits
 		}
 		add(true, fmt.Sprintf("column %q is %s where the sink makes %s: values are converted by the target, and one it refuses stops the pipeline or is skipped (on_error)", c.Name, tc.Type, want),
@@ -264,8 +264,8 @@ func (s *Sink) checkShapeType(t target, c schema.Column, key bool, tc colInfo, w
 
 // uniqueKeys reads the columns (folded) of the unique indexes of t that
 // can arbitrate an upsert, by index name.
-func (s *Sink) uniqueKeys(ctx context.Context, t target) (map[string][]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.d.UniqueKeysQuery(), t.Schema, t.Table)
+func (cat *catalog) uniqueKeys(ctx context.Context, t target) (map[string][]string, error) {
+	rows, err := cat.db.QueryContext(ctx, cat.d.UniqueKeysQuery(), t.Schema, t.Table)
 	if err != nil {
 		return nil, fmt.Errorf("sink: read the unique indexes of %s: %w", t, wrapDB(err))
 	}
@@ -279,7 +279,7 @@ func (s *Sink) uniqueKeys(ctx context.Context, t target) (map[string][]string, e
 			return nil, fmt.Errorf("sink: read the unique indexes of %s: %w", t, wrapDB(err))
 		}
 		partial[name] = partial[name] || !whole
-		out[name] = append(out[name], s.fold(col))
+		out[name] = append(out[name], cat.fold(col))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sink: read the unique indexes of %s: %w", t, wrapDB(err))

@@ -110,7 +110,7 @@ func fieldDefault(f schema.Field) *schema.Default {
 // (fillIgnoredGenerated) where their expression is integer arithmetic
 // (fillGenerated). It warns, once per column (the change reaches every
 // queue), of those it cannot compute: their older target rows hold NULL.
-func (s *Sink) warnIgnoredGenerated(recs []schema.Record) {
+func (cat *catalog) warnIgnoredGenerated(recs []schema.Record) {
 	for i := range recs {
 		r := &recs[i]
 		if r.Op != schema.OpSchemaChange || r.Change == nil {
@@ -121,23 +121,23 @@ func (s *Sink) warnIgnoredGenerated(recs []schema.Record) {
 				if cc.Kind != schema.AddColumn || cc.Column == nil || !cc.Column.Generated {
 					continue
 				}
-				t := s.cfg.target(tc.Table)
+				t := cat.cfg.target(tc.Table)
 				k := "generated\x00" + t.String() + "\x00" + cc.Name
-				s.ddlMu.Lock() // typeWarned is warnType's, under ddlMu
+				cat.ddlMu.Lock() // typeWarned is warnType's, under ddlMu
 				if d := *cc.Column; computable(d) {
-					if s.ignoredGen == nil {
-						s.ignoredGen = map[string]schema.ColumnDef{}
+					if cat.ignoredGen == nil {
+						cat.ignoredGen = map[string]schema.ColumnDef{}
 					}
 					d.Name = cc.Name
-					s.ignoredGen[s.genKey(t, cc.Name)] = d
-				} else if !s.typeWarned[k] {
-					if s.typeWarned == nil {
-						s.typeWarned = map[string]bool{}
+					cat.ignoredGen[cat.genKey(t, cc.Name)] = d
+				} else if !cat.typeWarned[k] {
+					if cat.typeWarned == nil {
+						cat.typeWarned = map[string]bool{}
 					}
-					s.typeWarned[k] = true
-					s.warnGenerated(t, cc.Name)
+					cat.typeWarned[k] = true
+					cat.warnGenerated(t, cc.Name)
 				}
-				s.ddlMu.Unlock()
+				cat.ddlMu.Unlock()
 			}
 		}
 	}
@@ -147,18 +147,18 @@ func (s *Sink) warnIgnoredGenerated(recs []schema.Record) {
 // default older rows read on the source (fieldDefault). Where the target
 // refuses that default (MySQL takes none on TEXT, BLOB and JSON columns)
 // it adds the column without one and warns.
-func (s *Sink) addEvolvedColumn(ctx context.Context, t target, f schema.Field, typ string, c colDef) error {
+func (cat *catalog) addEvolvedColumn(ctx context.Context, t target, f schema.Field, typ string, c colDef) error {
 	plain := c
 	def := fieldDefault(f)
-	lit, ok := s.defaultLiteral(schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: def}, typ)
+	lit, ok := cat.defaultLiteral(schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: def}, typ)
 	if ok {
 		c.Default = lit
 	}
-	_, err := s.db.ExecContext(ctx, s.d.AddColumn(t, c))
+	_, err := cat.db.ExecContext(ctx, cat.d.AddColumn(t, c))
 	if err != nil && ok && !errIs(err, dialect.CondColumnExists) && !retriableDDL(err) && ctx.Err() == nil {
-		s.log.Warn("column added without the default older rows read on the source: the target refused it; older target rows hold NULL",
+		cat.log.Warn("column added without the default older rows read on the source: the target refused it; older target rows hold NULL",
 			"table", t.String(), "column", f.Name, "default", def.Value, "reason", err.Error())
-		_, err = s.db.ExecContext(ctx, s.d.AddColumn(t, plain))
+		_, err = cat.db.ExecContext(ctx, cat.d.AddColumn(t, plain))
 	}
 	if err != nil && !errIs(err, dialect.CondColumnExists) { // added meanwhile
 		return fmt.Errorf("sink: add column %q to %s: %w", f.Name, t, wrapDB(err))
@@ -171,15 +171,15 @@ func (s *Sink) addEvolvedColumn(ctx context.Context, t target, f schema.Field, t
 // integer arithmetic both dialects evaluate alike: integer columns of the
 // table, integer literals, +, -, * and parentheses. false otherwise (the
 // caller warns), or when d is no generated integer column.
-func (s *Sink) fillGenerated(t target, tt *targetTable, d schema.ColumnDef) (ddlStatement, bool) {
+func (cat *catalog) fillGenerated(t target, tt *targetTable, d schema.ColumnDef) (ddlStatement, bool) {
 	if !computable(d) {
 		return ddlStatement{}, false
 	}
-	expr, ok := s.portableExpr(d.Expression, tt)
+	expr, ok := cat.portableExpr(d.Expression, tt)
 	if !ok {
 		return ddlStatement{}, false
 	}
-	q := "UPDATE " + qualified(s.d, t) + " SET " + s.d.Quote(d.Name) + " = (" + expr + ")"
+	q := "UPDATE " + qualified(cat.d, t) + " SET " + cat.d.Quote(d.Name) + " = (" + expr + ")"
 	// Not in the transaction on MySQL: it runs after the ADD COLUMN, which
 	// commits on its own, and a transaction begun before that would be
 	// refused (1412 Table definition has changed). Repeating it is harmless.
@@ -193,7 +193,7 @@ func computable(d schema.ColumnDef) bool {
 }
 
 // genKey names a column of t in Sink.ignoredGen.
-func (s *Sink) genKey(t target, col string) string { return t.String() + "\x00" + s.fold(col) }
+func (cat *catalog) genKey(t target, col string) string { return t.String() + "\x00" + cat.fold(col) }
 
 // fillIgnoredGenerated computes, right after AutoEvolve added column col
 // to t (whose columns are now cols), a generated column a schema change
@@ -201,23 +201,23 @@ func (s *Sink) genKey(t target, col string) string { return t.String() + "\x00" 
 // schema_changes: apply does (fillGenerated): the target's older rows then
 // read what the source computed for them. It warns where it cannot. ddlMu
 // held.
-func (s *Sink) fillIgnoredGenerated(ctx context.Context, t target, cols map[string]colInfo, col string) error {
-	k := s.genKey(t, col)
-	d, ok := s.ignoredGen[k]
+func (cat *catalog) fillIgnoredGenerated(ctx context.Context, t target, cols map[string]colInfo, col string) error {
+	k := cat.genKey(t, col)
+	d, ok := cat.ignoredGen[k]
 	if !ok {
 		return nil
 	}
-	fill, ok := s.fillGenerated(t, &targetTable{cols: cols}, d)
+	fill, ok := cat.fillGenerated(t, &targetTable{cols: cols}, d)
 	if !ok {
-		delete(s.ignoredGen, k)
-		s.warnGenerated(t, col)
+		delete(cat.ignoredGen, k)
+		cat.warnGenerated(t, col)
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, fill.sql); err != nil {
+	if _, err := cat.db.ExecContext(ctx, fill.sql); err != nil {
 		return fmt.Errorf("sink: %s %q of %s: %w", fill.what, col, t, wrapDB(err))
 	}
-	delete(s.ignoredGen, k)
-	s.log.Info("generated column computed in the rows written before it was added", "table", t.String(), "column", col)
+	delete(cat.ignoredGen, k)
+	cat.log.Info("generated column computed in the rows written before it was added", "table", t.String(), "column", col)
 	return nil
 }
 
@@ -225,13 +225,13 @@ func (s *Sink) fillIgnoredGenerated(ctx context.Context, t target, cols map[stri
 // integer columns of tt for the target (identifiers quoted by the
 // dialect); false for anything else: a function, a string, a division
 // (integer on PostgreSQL, decimal on MySQL), an unknown column.
-func (s *Sink) portableExpr(expr string, tt *targetTable) (string, bool) {
+func (cat *catalog) portableExpr(expr string, tt *targetTable) (string, bool) {
 	var b strings.Builder
 	isIdent := func(c byte) bool {
 		return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 	}
 	column := func(name string) bool {
-		c, ok := tt.cols[s.fold(name)]
+		c, ok := tt.cols[cat.fold(name)]
 		if !ok {
 			return false
 		}
@@ -277,7 +277,7 @@ func (s *Sink) portableExpr(expr string, tt *targetTable) (string, bool) {
 			if !column(name.String()) {
 				return "", false
 			}
-			b.WriteString(s.d.Quote(name.String()))
+			b.WriteString(cat.d.Quote(name.String()))
 			i = j + 1
 		case isIdent(c):
 			j := i
@@ -287,7 +287,7 @@ func (s *Sink) portableExpr(expr string, tt *targetTable) (string, bool) {
 			if !column(expr[i:j]) {
 				return "", false // a function, a keyword, another table's column
 			}
-			b.WriteString(s.d.Quote(expr[i:j]))
+			b.WriteString(cat.d.Quote(expr[i:j]))
 			i = j
 		default:
 			return "", false

@@ -11,8 +11,8 @@ import (
 // type typ for field schema f on a dialect that has them
 // (dialect.Collator): the source's collation, so that the target keeps
 // apart what the source keeps apart.
-func (s *Sink) collate(typ string, f *schema.Schema, key bool) string {
-	if c, ok := s.d.(dialect.Collator); ok && f != nil {
+func (cat *catalog) collate(typ string, f *schema.Schema, key bool) string {
+	if c, ok := cat.d.(dialect.Collator); ok && f != nil {
 		return c.Collate(typ, f, key)
 	}
 	return ""
@@ -23,8 +23,8 @@ func (s *Sink) collate(typ string, f *schema.Schema, key bool) string {
 // source keeps apart as one (utf8mb4_0900_ai_ci for utf8mb4_bin): its rows
 // would merge. It looks at every record of the plan, deletes included, once
 // per key column, target collation and source collation.
-func (s *Sink) checkKeyCollations(t target, m *tableMeta, tp *tablePlan) error {
-	c, ok := s.d.(dialect.Collator)
+func (cat *catalog) checkKeyCollations(t target, m *tableMeta, tp *tablePlan) error {
+	c, ok := cat.d.(dialect.Collator)
 	if !ok {
 		return nil
 	}
@@ -42,22 +42,22 @@ func (s *Sink) checkKeyCollations(t target, m *tableMeta, tp *tablePlan) error {
 					f = r.ValueSchema.Fields[i].Schema
 				}
 			}
-			col, ok := m.cols[s.fold(kf.Name)]
+			col, ok := m.cols[cat.fold(kf.Name)]
 			if !ok || col.Collation == "" || f == nil {
 				continue
 			}
-			seen := s.fold(kf.Name) + "\x00collation\x00" + col.Collation + "\x00" + f.Param(schema.ParamCollation)
+			seen := cat.fold(kf.Name) + "\x00collation\x00" + col.Collation + "\x00" + f.Param(schema.ParamCollation)
 			if m.typed[seen] {
 				continue
 			}
 			if want, merges := c.KeyMerges(f, col.Collation); merges {
 				fix := "MODIFY the column with COLLATE " + want
-				if cs := s.collate(col.Type, f, true); cs != "" {
+				if cs := cat.collate(col.Type, f, true); cs != "" {
 					nn := ""
 					if col.NotNull {
 						nn = " NOT NULL"
 					}
-					fix = fmt.Sprintf("ALTER TABLE %s MODIFY %s %s%s%s", qualified(s.d, t), s.d.Quote(kf.Name), col.Type, cs, nn)
+					fix = fmt.Sprintf("ALTER TABLE %s MODIFY %s %s%s%s", qualified(cat.d, t), cat.d.Quote(kf.Name), col.Type, cs, nn)
 				}
 				return fatal(fmt.Errorf("%w: table %s, key column %s: the target column's collation %s takes keys that the source's collation %s keeps apart (such as 'a' and 'A', or 'a' and 'ä') as one, so their rows would merge; nothing was written. Change the column: %s (or drop the table and let the sink create it)",
 					ErrSchema, t, kf.Name, col.Collation, f.Param(schema.ParamCollation), fix))

@@ -39,52 +39,29 @@ type ddlStatement struct {
 	alone bool   // run outside the transaction on every dialect (CREATE, which may race AutoCreate)
 }
 
-// applySchemaChange applies one schema-change record (SchemaChanges
-// "apply") that is not a barrier (one without a table: the transport did
-// not copy it to every queue) and saves its progress in the same
-// transaction.
-func (s *Sink) applySchemaChange(ctx context.Context, r *schema.Record) error {
-	maxOff := offsetsOf([]schema.Record{*r})
-	var changed []target
-	err := s.inTx(ctx, func(tx *txn) error {
-		var err error
-		if changed, err = s.schemaChangeIn(ctx, tx, r); err != nil {
-			return err
-		}
-		return s.saveProgress(ctx, tx, maxOff)
-	})
-	s.forgetTargets(changed)
-	if err != nil {
-		s.forgetProgress(maxOff)
-		return err
-	}
-	s.noteProgress(maxOff)
-	return nil
-}
-
 // schemaChangeIn applies one schema-change (or, for a barrier, TRUNCATE)
 // record from its structure: on PostgreSQL inside tx, on MySQL the DDL on a
 // connection of its own first (it commits implicitly) and what is
 // transactional inside tx; CREATE (which may race AutoCreate) runs alone on
 // both. Every statement is harmless when repeated. It returns the tables
 // changed, whose cached metadata the caller drops once tx has ended.
-func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([]target, error) {
+func (cat *catalog) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([]target, error) {
 	var stmts []ddlStatement
 	switch {
 	case r.Op == schema.OpTruncate:
-		t := s.cfg.target(r.Table)
-		m, err := s.loadMeta(ctx, t)
+		t := cat.cfg.target(r.Table)
+		m, err := cat.loadMeta(ctx, t)
 		if err != nil {
 			return nil, err
 		}
 		if m != nil {
-			stmts = append(stmts, ddlStatement{what: "truncate", sql: s.d.Truncate(t), inTx: true, table: t})
+			stmts = append(stmts, ddlStatement{what: "truncate", sql: cat.d.Truncate(t), inTx: true, table: t})
 		}
 	case r.Change == nil || len(r.Change.Tables) == 0:
-		s.log.Info("schema change not applied: it carries no table change (an index, a view, or a statement the source left out)", "ddl", describeDDL(r))
+		cat.log.Info("schema change not applied: it carries no table change (an index, a view, or a statement the source left out)", "ddl", describeDDL(r))
 	default:
 		var err error
-		if stmts, err = s.ddlStatements(ctx, r.Change.Tables); err != nil {
+		if stmts, err = cat.ddlStatements(ctx, r.Change.Tables); err != nil {
 			return nil, err
 		}
 	}
@@ -95,16 +72,16 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 			changed = append(changed, st.also)
 		}
 	}
-	s.forgetTargets(changed)
-	if err := s.unregisterTables(ctx, droppedBy(s.cfg.target, r)); err != nil {
+	cat.forgetTargets(changed)
+	if err := cat.unregisterTables(ctx, droppedBy(cat.cfg.target, r)); err != nil {
 		return nil, err
 	}
-	txDDL := s.d.TransactionalDDL()
+	txDDL := cat.d.TransactionalDDL()
 	for _, st := range stmts {
 		if !st.alone && (st.inTx || txDDL) {
 			continue
 		}
-		if _, err := s.db.ExecContext(ctx, st.sql); err != nil && (st.ok == nil || !st.ok(err)) {
+		if _, err := cat.db.ExecContext(ctx, st.sql); err != nil && (st.ok == nil || !st.ok(err)) {
 			return changed, fmt.Errorf("sink: apply %s to %s: %w", st.what, st.table, wrapDB(err))
 		}
 	}
@@ -118,16 +95,16 @@ func (s *Sink) schemaChangeIn(ctx context.Context, tx *txn, r *schema.Record) ([
 	}
 	// The identities the sink's own TRUNCATE and DDL gave the tables:
 	// with the DDL's transaction where it has one, else at once.
-	var ex execer = s.db
+	var ex execer = cat.db
 	if txDDL {
 		ex = tx
 	}
-	if err := s.recordIdentities(ctx, ex, changed); err != nil {
+	if err := cat.recordIdentities(ctx, ex, changed); err != nil {
 		return changed, err
 	}
 	if r.Op == schema.OpSchemaChange {
 		for _, st := range stmts {
-			s.log.Info("applied schema change", "action", st.what, "table", st.table.String(), "ddl", describeDDL(r))
+			cat.log.Info("applied schema change", "action", st.what, "table", st.table.String(), "ddl", describeDDL(r))
 		}
 	}
 	return changed, nil
@@ -149,11 +126,11 @@ func droppedBy(mapping func(schema.TableID) target, r *schema.Record) []target {
 }
 
 // forgetTargets drops the cached metadata of ts.
-func (s *Sink) forgetTargets(ts []target) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (cat *catalog) forgetTargets(ts []target) {
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
 	for _, t := range ts {
-		delete(s.tables, t)
+		delete(cat.tables, t)
 	}
 }
 
@@ -167,13 +144,13 @@ type targetTable struct {
 // looking at the target's current tables and columns (and at what the
 // statements before do to them) so that a repeated change is a no-op: a
 // missing table or column is skipped, a rename already done is not redone.
-func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) ([]ddlStatement, error) {
+func (cat *catalog) ddlStatements(ctx context.Context, changes []schema.TableChange) ([]ddlStatement, error) {
 	known := map[target]*targetTable{}
 	look := func(t target) (*targetTable, error) {
 		if tt, ok := known[t]; ok {
 			return tt, nil
 		}
-		m, err := s.loadMeta(ctx, t)
+		m, err := cat.loadMeta(ctx, t)
 		if err != nil {
 			return nil, err
 		}
@@ -185,15 +162,15 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 		return tt, nil
 	}
 	valid := func(t target) bool {
-		if s.checkIdent("table", t.Table) != nil || (t.Schema != "" && s.checkIdent("schema", t.Schema) != nil) {
-			s.log.Warn("schema change names a table the target cannot have; ignored", "table", t.String())
+		if cat.checkIdent("table", t.Table) != nil || (t.Schema != "" && cat.checkIdent("schema", t.Schema) != nil) {
+			cat.log.Warn("schema change names a table the target cannot have; ignored", "table", t.String())
 			return false
 		}
 		return true
 	}
 	var out []ddlStatement
 	for _, c := range changes {
-		t := s.cfg.target(c.Table)
+		t := cat.cfg.target(c.Table)
 		if !valid(t) {
 			continue
 		}
@@ -201,7 +178,7 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 		if err != nil {
 			return nil, err
 		}
-		q := qualified(s.d, t)
+		q := qualified(cat.d, t)
 		switch c.Kind {
 		case schema.DropTable:
 			if tt != nil {
@@ -216,13 +193,13 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 			if tt != nil {
 				continue // it exists already (IF NOT EXISTS, or a redelivery)
 			}
-			st, cols, ok := s.createFromChange(t, c)
+			st, cols, ok := cat.createFromChange(t, c)
 			if ok {
 				out = append(out, st...)
 				known[t] = &targetTable{cols: cols}
 			}
 		case schema.RenameTable:
-			to := s.cfg.target(c.NewTable)
+			to := cat.cfg.target(c.NewTable)
 			if !valid(to) || to == t {
 				continue
 			}
@@ -232,11 +209,11 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 			}
 			if tt == nil || dst != nil {
 				if tt != nil {
-					s.log.Warn("rename table not applied: the target already has both tables", "from", t.String(), "to", to.String())
+					cat.log.Warn("rename table not applied: the target already has both tables", "from", t.String(), "to", to.String())
 				}
 				continue
 			}
-			for _, q := range s.d.RenameTable(t, to) {
+			for _, q := range cat.d.RenameTable(t, to) {
 				out = append(out, ddlStatement{what: "rename table", sql: q, table: t, also: to,
 					ok: func(err error) bool { return errIs(err, dialect.CondUndefinedTable) || errIs(err, dialect.CondExists) }})
 			}
@@ -246,12 +223,12 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 				continue // nothing to alter: records arriving later create it
 			}
 			for _, cc := range c.Columns {
-				if st, ok := s.columnStatement(t, tt, cc); ok {
+				if st, ok := cat.columnStatement(t, tt, cc); ok {
 					out = append(out, st...)
 				}
 			}
 			if c.DropPrimaryKey || c.PrimaryKey != nil {
-				s.log.Warn("primary key change not applied to the target: change its key by hand if it must follow", "table", t.String(), "key", strings.Join(c.PrimaryKey, ","))
+				cat.log.Warn("primary key change not applied to the target: change its key by hand if it must follow", "table", t.String(), "key", strings.Join(c.PrimaryKey, ","))
 			}
 		}
 	}
@@ -261,7 +238,7 @@ func (s *Sink) ddlStatements(ctx context.Context, changes []schema.TableChange) 
 // createFromChange builds CREATE TABLE from a table's structure. A change
 // without its columns (CREATE TABLE … LIKE without a schema history) is
 // left to AutoCreate, at the table's first record.
-func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement, map[string]colInfo, bool) {
+func (cat *catalog) createFromChange(t target, c schema.TableChange) ([]ddlStatement, map[string]colInfo, bool) {
 	var defs []schema.ColumnDef
 	keys := c.PrimaryKey
 	if c.Shape != nil {
@@ -274,25 +251,25 @@ func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement,
 		}
 	}
 	if len(defs) == 0 {
-		s.log.Info("create table not applied: the change lists no columns; the table is created with its first record (AutoCreate)", "table", t.String())
+		cat.log.Info("create table not applied: the change lists no columns; the table is created with its first record (AutoCreate)", "table", t.String())
 		return nil, nil, false
 	}
 	cols := make([]colDef, 0, len(defs))
 	infos := map[string]colInfo{}
 	for _, d := range defs {
 		key := isKey(keys, d.Name)
-		cd, ok := s.columnFromDef(t, d, key)
+		cd, ok := cat.columnFromDef(t, d, key)
 		if !ok {
 			return nil, nil, false
 		}
 		cols = append(cols, cd)
-		infos[s.fold(d.Name)] = colInfo{Type: cd.Type}
+		infos[cat.fold(d.Name)] = colInfo{Type: cd.Type}
 	}
 	var out []ddlStatement
 	if t.Schema != "" {
-		out = append(out, ddlStatement{what: "create schema", sql: s.d.CreateSchema(t.Schema), table: t, alone: true, ok: concurrentCreate})
+		out = append(out, ddlStatement{what: "create schema", sql: cat.d.CreateSchema(t.Schema), table: t, alone: true, ok: concurrentCreate})
 	}
-	out = append(out, ddlStatement{what: "create table", sql: s.d.CreateTable(t, cols, keys), table: t, alone: true, ok: concurrentCreate})
+	out = append(out, ddlStatement{what: "create table", sql: cat.d.CreateTable(t, cols, keys), table: t, alone: true, ok: concurrentCreate})
 	return out, infos, true
 }
 
@@ -301,27 +278,27 @@ func (s *Sink) createFromChange(t target, c schema.TableChange) ([]ddlStatement,
 // default (older target rows must be able to hold it), the default (for a
 // NOT NULL column without one, its implicit value: what older rows read
 // on the source).
-func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bool) {
-	if s.checkIdent("column", d.Name) != nil || d.Type == nil {
-		s.log.Warn("schema change names a column the target cannot have; ignored", "table", t.String(), "column", d.Name)
+func (cat *catalog) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bool) {
+	if cat.checkIdent("column", d.Name) != nil || d.Type == nil {
+		cat.log.Warn("schema change names a column the target cannot have; ignored", "table", t.String(), "column", d.Name)
 		return colDef{}, false
 	}
 	f := schema.Field{Name: d.Name, Schema: d.Type}
-	typ, err := s.d.ColumnType(d.Name, d.Type, key)
+	typ, err := cat.d.ColumnType(d.Name, d.Type, key)
 	if err != nil {
-		s.log.Warn("schema change not applied: no target type for the column", "table", t.String(), "column", d.Name, "error", err.Error())
+		cat.log.Warn("schema change not applied: no target type for the column", "table", t.String(), "column", d.Name, "error", err.Error())
 		return colDef{}, false
 	}
-	check, err := s.enumCheck(f)
+	check, err := cat.enumCheck(f)
 	if err != nil {
-		s.log.Warn("schema change not applied: no CHECK for the column", "table", t.String(), "column", d.Name, "error", err.Error())
+		cat.log.Warn("schema change not applied: no CHECK for the column", "table", t.String(), "column", d.Name, "error", err.Error())
 		return colDef{}, false
 	}
-	cd := colDef{Name: d.Name, Type: typ + s.collate(typ, d.Type, key), NotNull: key, Check: check}
+	cd := colDef{Name: d.Name, Type: typ + cat.collate(typ, d.Type, key), NotNull: key, Check: check}
 	def, implicit := addedDefault(d, key)
 	withDef := d
 	withDef.Default = def
-	if lit, ok := s.defaultLiteral(withDef, typ); ok {
+	if lit, ok := cat.defaultLiteral(withDef, typ); ok {
 		cd.Default = lit
 		// MySQL's TIMESTAMP type is written "… NULL" (no implicit default)
 		cd.NotNull = cd.NotNull || !d.Type.Optional && !strings.HasSuffix(typ, " NULL")
@@ -330,7 +307,7 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 		if implicit {
 			what = "column added without the value older rows read on the source (NOT NULL without DEFAULT): older target rows hold NULL"
 		}
-		s.log.Warn(what, "table", t.String(), "column", d.Name, "default", def.Value)
+		cat.log.Warn(what, "table", t.String(), "column", d.Name, "default", def.Value)
 	}
 	return cd, true
 }
@@ -338,15 +315,15 @@ func (s *Sink) columnFromDef(t target, d schema.ColumnDef, key bool) (colDef, bo
 // warnGenerated says that a generated column becomes a plain column whose
 // older target rows hold NULL where the source computes a value: the
 // sink does not evaluate the source's expression.
-func (s *Sink) warnGenerated(t target, col string) {
-	s.log.Warn("generated column added as a plain column: rows written before it hold NULL in the target where the source computes a value; new and changed rows carry the value. Fill the older rows by hand (UPDATE with the column's expression) or snapshot the table again",
+func (cat *catalog) warnGenerated(t target, col string) {
+	cat.log.Warn("generated column added as a plain column: rows written before it hold NULL in the target where the source computes a value; new and changed rows carry the value. Fill the older rows by hand (UPDATE with the column's expression) or snapshot the table again",
 		"table", t.String(), "column", col)
 }
 
 // columnStatement plans one column change on an existing target table.
-func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange) ([]ddlStatement, bool) {
-	q := qualified(s.d, t)
-	cur, has := tt.cols[s.fold(cc.Name)]
+func (cat *catalog) columnStatement(t target, tt *targetTable, cc schema.ColumnChange) ([]ddlStatement, bool) {
+	q := qualified(cat.d, t)
+	cur, has := tt.cols[cat.fold(cc.Name)]
 	switch cc.Kind {
 	case schema.AddColumn:
 		if cc.Column == nil {
@@ -355,100 +332,100 @@ func (s *Sink) columnStatement(t target, tt *targetTable, cc schema.ColumnChange
 		d := *cc.Column
 		d.Name = cc.Name
 		if has { // added already (redelivery, or AutoEvolve); a generated column's values are computed again
-			if fill, ok := s.fillGenerated(t, tt, d); ok {
+			if fill, ok := cat.fillGenerated(t, tt, d); ok {
 				return []ddlStatement{fill}, true
 			}
 			return nil, false
 		}
-		cd, ok := s.columnFromDef(t, d, false)
+		cd, ok := cat.columnFromDef(t, d, false)
 		if !ok {
 			return nil, false
 		}
-		st := ddlStatement{what: "add column", sql: s.d.AddColumn(t, cd), table: t,
+		st := ddlStatement{what: "add column", sql: cat.d.AddColumn(t, cd), table: t,
 			ok: func(err error) bool { return errIs(err, dialect.CondColumnExists) }} // added already
-		tt.cols[s.fold(cc.Name)] = colInfo{Type: cd.Type}
-		if fill, ok := s.fillGenerated(t, tt, d); ok {
+		tt.cols[cat.fold(cc.Name)] = colInfo{Type: cd.Type}
+		if fill, ok := cat.fillGenerated(t, tt, d); ok {
 			return []ddlStatement{st, fill}, true
 		} else if d.Generated {
-			s.warnGenerated(t, d.Name)
+			cat.warnGenerated(t, d.Name)
 		}
 		return []ddlStatement{st}, true
 	case schema.DropColumn:
 		if !has {
 			return nil, false
 		}
-		st := ddlStatement{what: "drop column", sql: s.d.DropColumn(t, cc.Name), table: t,
+		st := ddlStatement{what: "drop column", sql: cat.d.DropColumn(t, cc.Name), table: t,
 			ok: func(err error) bool { return errIs(err, dialect.CondUndefinedColumn) }} // already gone
-		delete(tt.cols, s.fold(cc.Name))
+		delete(tt.cols, cat.fold(cc.Name))
 		return []ddlStatement{st}, true
 	case schema.RenameColumn, schema.ModifyColumn:
 		var out []ddlStatement
 		name := cc.Name
-		if cc.NewName != "" && s.fold(cc.NewName) != s.fold(cc.Name) {
-			_, hasNew := tt.cols[s.fold(cc.NewName)]
+		if cc.NewName != "" && cat.fold(cc.NewName) != cat.fold(cc.Name) {
+			_, hasNew := tt.cols[cat.fold(cc.NewName)]
 			switch {
-			case s.checkIdent("column", cc.NewName) != nil:
-				s.log.Warn("rename column not applied: the new name does not fit the target", "table", t.String(), "to", cc.NewName)
+			case cat.checkIdent("column", cc.NewName) != nil:
+				cat.log.Warn("rename column not applied: the new name does not fit the target", "table", t.String(), "to", cc.NewName)
 				return nil, false
 			case has && hasNew:
-				s.log.Warn("rename column not applied: the target already has both columns", "table", t.String(), "from", cc.Name, "to", cc.NewName)
+				cat.log.Warn("rename column not applied: the target already has both columns", "table", t.String(), "from", cc.Name, "to", cc.NewName)
 				return nil, false
 			case has:
-				out = append(out, ddlStatement{what: "rename column", sql: "ALTER TABLE " + q + " RENAME COLUMN " + s.d.Quote(cc.Name) + " TO " + s.d.Quote(cc.NewName), table: t})
-				delete(tt.cols, s.fold(cc.Name))
-				tt.cols[s.fold(cc.NewName)] = cur
+				out = append(out, ddlStatement{what: "rename column", sql: "ALTER TABLE " + q + " RENAME COLUMN " + cat.d.Quote(cc.Name) + " TO " + cat.d.Quote(cc.NewName), table: t})
+				delete(tt.cols, cat.fold(cc.Name))
+				tt.cols[cat.fold(cc.NewName)] = cur
 			case !hasNew:
 				return nil, false // neither: nothing to rename
 			}
 			name = cc.NewName
-			cur = tt.cols[s.fold(name)]
+			cur = tt.cols[cat.fold(name)]
 			has = true
 		}
 		if cc.Kind == schema.ModifyColumn && has && cc.Column != nil {
-			out = append(out, s.modifyStatements(t, name, cur, *cc.Column)...)
+			out = append(out, cat.modifyStatements(t, name, cur, *cc.Column)...)
 		}
 		return out, len(out) > 0
 	case schema.AlterDefault:
 		if !has || cc.Column == nil {
 			return nil, false
 		}
-		return []ddlStatement{s.defaultStatement(t, cc.Name, cur.Type, *cc.Column)}, true
+		return []ddlStatement{cat.defaultStatement(t, cc.Name, cur.Type, *cc.Column)}, true
 	}
 	return nil, false
 }
 
 // modifyStatements follows MODIFY/CHANGE: the type when the target's is a
 // safe widening of it (as AutoEvolve), nullability relaxed, the default.
-func (s *Sink) modifyStatements(t target, name string, cur colInfo, d schema.ColumnDef) []ddlStatement {
+func (cat *catalog) modifyStatements(t target, name string, cur colInfo, d schema.ColumnDef) []ddlStatement {
 	var out []ddlStatement
 	if d.Type != nil {
-		if want, err := s.d.ColumnType(name, d.Type, false); err == nil && cur.Type != "" {
-			switch s.d.Widen(cur.Type, want) {
+		if want, err := cat.d.ColumnType(name, d.Type, false); err == nil && cur.Type != "" {
+			switch cat.d.Widen(cur.Type, want) {
 			case typeWiden:
-				if sql, why := s.d.AlterType(t, name, want, cur); why == "" {
+				if sql, why := cat.d.AlterType(t, name, want, cur); why == "" {
 					out = append(out, ddlStatement{what: "modify column", sql: sql, table: t})
 				} else {
-					s.warnType(t, name, cur.Type, want, why)
+					cat.warnType(t, name, cur.Type, want, why)
 				}
 			case typeDiffer:
-				s.warnType(t, name, cur.Type, want, "not a safe widening")
+				cat.warnType(t, name, cur.Type, want, "not a safe widening")
 			}
 		}
 		if d.Type.Optional && cur.NotNull {
-			if q, ok := s.d.DropNotNull(t, name); ok {
+			if q, ok := cat.d.DropNotNull(t, name); ok {
 				out = append(out, ddlStatement{what: "modify column", sql: q, table: t})
 			} else {
-				s.log.Warn("column stays NOT NULL in the target: MODIFY it by hand to follow the source", "table", t.String(), "column", name)
+				cat.log.Warn("column stays NOT NULL in the target: MODIFY it by hand to follow the source", "table", t.String(), "column", name)
 			}
 		}
 	}
-	return append(out, s.defaultStatement(t, name, cur.Type, d))
+	return append(out, cat.defaultStatement(t, name, cur.Type, d))
 }
 
 // defaultStatement sets (or drops) the default of a column of type typ.
-func (s *Sink) defaultStatement(t target, name, typ string, d schema.ColumnDef) ddlStatement {
-	q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.Quote(name)
-	if lit, ok := s.defaultLiteral(d, typ); ok {
+func (cat *catalog) defaultStatement(t target, name, typ string, d schema.ColumnDef) ddlStatement {
+	q := "ALTER TABLE " + qualified(cat.d, t) + " ALTER COLUMN " + cat.d.Quote(name)
+	if lit, ok := cat.defaultLiteral(d, typ); ok {
 		return ddlStatement{what: "set default", sql: q + " SET DEFAULT " + lit, table: t}
 	}
 	return ddlStatement{what: "drop default", sql: q + " DROP DEFAULT", table: t}
@@ -464,7 +441,7 @@ var (
 // digits, text, ENUM, SET, JSON and temporal values quoted,
 // CURRENT_TIMESTAMP on temporal columns; other expressions and binary
 // values are not carried.
-func (s *Sink) defaultLiteral(d schema.ColumnDef, typ string) (string, bool) {
+func (cat *catalog) defaultLiteral(d schema.ColumnDef, typ string) (string, bool) {
 	if d.Default == nil || d.Type == nil {
 		return "", false
 	}
@@ -474,7 +451,7 @@ func (s *Sink) defaultLiteral(d schema.ColumnDef, typ string) (string, bool) {
 		u := strings.ToUpper(strings.TrimSpace(v))
 		stamp := d.Type.Logical == schema.Timestamp || d.Type.Logical == schema.ZonedTimestamp
 		if stamp && (strings.HasPrefix(u, "CURRENT_TIMESTAMP") || strings.HasPrefix(u, "NOW(") || strings.HasPrefix(u, "LOCALTIMESTAMP")) {
-			return s.d.CurrentTimestamp(typ), true
+			return cat.d.CurrentTimestamp(typ), true
 		}
 		return "", false
 	}
@@ -492,7 +469,7 @@ func (s *Sink) defaultLiteral(d schema.ColumnDef, typ string) (string, bool) {
 		if strings.IndexByte(v, 0) >= 0 {
 			return "", false
 		}
-		return s.d.StringLiteral(v), true
+		return cat.d.StringLiteral(v), true
 	}
 	return "", false
 }

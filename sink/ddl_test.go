@@ -36,9 +36,9 @@ func TestDefaultLiteral(t *testing.T) {
 		{str, nil, "-", "-"},
 	} {
 		for _, d := range []struct {
-			s    *Sink
+			s    *catalog
 			want string
-		}{{&Sink{d: postgres.Dialect{}}, tc.pg}, {&Sink{d: mysql.Dialect{}}, tc.mysql}} {
+		}{{newCatalog(backend{d: postgres.Dialect{}}), tc.pg}, {newCatalog(backend{d: mysql.Dialect{}}), tc.mysql}} {
 			typ, err := d.s.d.ColumnType("c", tc.typ, false)
 			if err != nil {
 				t.Fatal(err)
@@ -75,9 +75,9 @@ func TestPortableExpr(t *testing.T) {
 		{"", "-", "-"},
 	} {
 		for _, d := range []struct {
-			s    *Sink
+			s    *catalog
 			want string
-		}{{&Sink{d: mysql.Dialect{}}, tc.mysql}, {&Sink{d: postgres.Dialect{}}, tc.pg}} {
+		}{{newCatalog(backend{d: mysql.Dialect{}}), tc.mysql}, {newCatalog(backend{d: postgres.Dialect{}}), tc.pg}} {
 			got, ok := d.s.portableExpr(tc.expr, tt)
 			if !ok {
 				got = "-"

@@ -28,13 +28,13 @@ func TestDirectCopyFallsBackOnExistingKeys(t *testing.T) {
 	if err := s.Write(ctx, asInserts(benchRows("dc", 500, 1), schema.OpRead)); err != nil {
 		t.Fatal(err)
 	}
-	if s.noDirectCopy[s.cfg.target(schema.TableID{Database: "src", Table: "dc"})] {
+	if s.applier.noDirectCopy[s.cfg.target(schema.TableID{Database: "src", Table: "dc"})] {
 		t.Fatal("the first load into an empty table did not take the direct path")
 	}
 	if err := s.Write(ctx, asInserts(benchRows("dc", 500, 2), schema.OpCreate)); err != nil {
 		t.Fatalf("replayed inserts: %v", err)
 	}
-	if !s.noDirectCopy[s.cfg.target(schema.TableID{Database: "src", Table: "dc"})] {
+	if !s.applier.noDirectCopy[s.cfg.target(schema.TableID{Database: "src", Table: "dc"})] {
 		t.Fatal("a conflict did not turn the direct path off for the table")
 	}
 	var n, stale int

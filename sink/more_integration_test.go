@@ -282,7 +282,7 @@ func TestWriteRefusesTableTruncatedBehind(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, e *tenv) {
 		open := func() *Sink {
 			s := e.open(t, nil)
-			s.identityEvery = 0
+			s.catalog.identityEvery = 0
 			return s
 		}
 		s := open()

@@ -13,7 +13,8 @@ import (
 // item 5): ErrSchema and ErrValue carry it already, and applyOnce wrapped
 // them in another ("sink: sink: record does not fit the target table").
 func TestSinkErrorsSayTheirPrefixOnce(t *testing.T) {
-	s := &Sink{cfg: DefaultConfig()}
+	cfg := DefaultConfig()
+	s := &Sink{backend: backend{cfg: &cfg}}
 	id := schema.TableID{Database: "db", Table: "t"}
 	for name, recs := range map[string][]schema.Record{
 		"no value schema": {{Op: schema.OpCreate, Table: id}},

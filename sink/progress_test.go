@@ -28,8 +28,8 @@ func TestControlCollision(t *testing.T) {
 		{mysql.Dialect{}, "${db}", schema.TableID{Database: "Public", Table: "SLUICE_Progress"}, "progress table"},
 		{mysql.Dialect{}, "x_${db}", schema.TableID{Database: "public", Table: "sluice_progress"}, ""},
 	} {
-		s := &Sink{d: c.dialect, defaultSchema: "public", cfg: Config{ProgressTable: "sluice_progress", PendingTable: "sluice_pending",
-			ControlTables: []string{"app.positions"}, SchemaTemplate: c.template, TableTemplate: "${table}"}}
+		s := &Sink{defaultSchema: "public", backend: backend{d: c.dialect, cfg: &Config{ProgressTable: "sluice_progress", PendingTable: "sluice_pending",
+			ControlTables: []string{"app.positions"}, SchemaTemplate: c.template, TableTemplate: "${table}"}}}
 		err := s.controlCollision(c.id)
 		switch {
 		case c.want == "" && err != nil:

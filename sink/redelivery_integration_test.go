@@ -152,7 +152,7 @@ func TestWriteStaleWriterIsFenced(t *testing.T) {
 			return r
 		}
 		write(t, b, at(0, "v0")) // B knows the progress: 0
-		if _, ok := b.progress[progressKey{"fence", "", 0}]; !ok {
+		if _, ok := b.progress.applied[progressKey{"fence", "", 0}]; !ok {
 			t.Fatal("B did not keep the progress it committed: it would not be stale")
 		}
 		var newer []schema.Record

@@ -31,20 +31,20 @@ import (
 // accept the table as it is (ident set to NULL: the next write records
 // the current one).
 
-func (s *Sink) registryTable() string { return s.cfg.ProgressTable + "_tables" }
+func (b *backend) registryTable() string { return b.cfg.ProgressTable + "_tables" }
 
 // createRegistry makes the registry table (at New).
-func (s *Sink) createRegistry(ctx context.Context) error {
-	t := s.registryTable()
-	if err := createTable(ctx, s.db.DB, s.d.TablesDDL(t), s.d.Quote(t)); err != nil {
+func (cat *catalog) createRegistry(ctx context.Context) error {
+	t := cat.registryTable()
+	if err := createTable(ctx, cat.db.DB, cat.d.TablesDDL(t), cat.d.Quote(t)); err != nil {
 		return fmt.Errorf("sink: create table registry %s: %w", t, wrapDB(err))
 	}
-	cols, err := s.controlColumns(ctx, t)
+	cols, err := cat.controlColumns(ctx, t)
 	if err != nil {
 		return fmt.Errorf("sink: read the columns of table registry %s: %w", t, err)
 	}
 	if !cols["ident"] {
-		if _, err := s.db.ExecContext(ctx, s.d.TablesMigrate(t)); err != nil {
+		if _, err := cat.db.ExecContext(ctx, cat.d.TablesMigrate(t)); err != nil {
 			return fmt.Errorf("sink: add the ident column to table registry %s: %w", t, wrapDB(err))
 		}
 	}
@@ -53,32 +53,32 @@ func (s *Sink) createRegistry(ctx context.Context) error {
 
 // registryWhere is the registry's condition on one table of the pipeline,
 // its placeholders numbered from n.
-func (s *Sink) registryWhere(n int) string {
-	return " WHERE pipeline = " + s.d.Placeholder(n) + " AND tbl_schema = " + s.d.Placeholder(n+1) + " AND tbl_name = " + s.d.Placeholder(n+2)
+func (cat *catalog) registryWhere(n int) string {
+	return " WHERE pipeline = " + cat.d.Placeholder(n) + " AND tbl_schema = " + cat.d.Placeholder(n+1) + " AND tbl_name = " + cat.d.Placeholder(n+2)
 }
 
 // recordIdentity stores t's current identity in the registry, through ex
 // (the transaction that changed the table, when it is transactional), after
 // a change the sink made itself; onlyUnknown keeps one already stored.
-func (s *Sink) recordIdentity(ctx context.Context, ex execer, t target, onlyUnknown bool) error {
-	id := s.d.TableIdentity(t)
+func (cat *catalog) recordIdentity(ctx context.Context, ex execer, t target, onlyUnknown bool) error {
+	id := cat.d.TableIdentity(t)
 	if id == "" {
 		return nil
 	}
-	q := "UPDATE " + s.d.Quote(s.registryTable()) + " SET ident = " + id + s.registryWhere(1)
+	q := "UPDATE " + cat.d.Quote(cat.registryTable()) + " SET ident = " + id + cat.registryWhere(1)
 	if onlyUnknown {
 		q += " AND ident IS NULL"
 	}
-	if _, err := ex.ExecContext(ctx, q, s.cfg.Pipeline, t.Schema, t.Table); err != nil {
-		return fmt.Errorf("sink: record the identity of %s in the table registry %s: %w", t, s.registryTable(), wrapDB(err))
+	if _, err := ex.ExecContext(ctx, q, cat.cfg.Pipeline, t.Schema, t.Table); err != nil {
+		return fmt.Errorf("sink: record the identity of %s in the table registry %s: %w", t, cat.registryTable(), wrapDB(err))
 	}
 	return nil
 }
 
 // recordIdentities is recordIdentity for every table in ts.
-func (s *Sink) recordIdentities(ctx context.Context, ex execer, ts []target) error {
+func (cat *catalog) recordIdentities(ctx context.Context, ex execer, ts []target) error {
 	for _, t := range ts {
-		if err := s.recordIdentity(ctx, ex, t, false); err != nil {
+		if err := cat.recordIdentity(ctx, ex, t, false); err != nil {
 			return err
 		}
 	}
@@ -105,27 +105,27 @@ const identityEvery = time.Second
 // A mismatch is read again once, a moment later, from the pool: another
 // sink process that has just changed the table itself (its DDL) records
 // the new identity right after.
-func (s *Sink) checkIdentities(ctx context.Context, q queryer, ts []target) error {
+func (cat *catalog) checkIdentities(ctx context.Context, q queryer, ts []target) error {
 	now := time.Now()
 	var due []target
-	s.mu.Lock()
+	cat.mu.Lock()
 	for _, t := range ts {
-		if s.d.TableIdentity(t) != "" && now.Sub(s.identityChecked[t]) >= s.identityEvery {
+		if cat.d.TableIdentity(t) != "" && now.Sub(cat.identityChecked[t]) >= cat.identityEvery {
 			due = append(due, t)
 		}
 	}
-	s.mu.Unlock()
+	cat.mu.Unlock()
 	if len(due) == 0 {
 		return nil
 	}
-	changed, err := s.changedIdentities(ctx, q, due)
+	changed, err := cat.changedIdentities(ctx, q, due)
 	if err != nil || len(changed) == 0 {
 		if err == nil {
-			s.mu.Lock()
+			cat.mu.Lock()
 			for _, t := range due {
-				s.identityChecked[t] = now
+				cat.identityChecked[t] = now
 			}
-			s.mu.Unlock()
+			cat.mu.Unlock()
 		}
 		return err
 	}
@@ -134,12 +134,12 @@ func (s *Sink) checkIdentities(ctx context.Context, q queryer, ts []target) erro
 		return ctx.Err()
 	case <-time.After(time.Second):
 	}
-	still, err := s.changedIdentities(ctx, s.db, changed)
+	still, err := cat.changedIdentities(ctx, cat.db, changed)
 	if err != nil || len(still) == 0 {
 		return err
 	}
 	t := still[0]
-	reg, p := s.registryTable(), s.cfg.Pipeline
+	reg, p := cat.registryTable(), cat.cfg.Pipeline
 	return fatal(fmt.Errorf("%w: target table %s was truncated, or dropped and created again, behind the sink (its identity in the target changed, and pipeline %q did not change it itself): rows the sink applied there may be gone, and writing on would leave it short of them for good. "+
 		"If its rows are all there (a VACUUM FULL, CLUSTER, OPTIMIZE TABLE or table-copying ALTER TABLE was run on it by hand), accept it as it is (UPDATE %s SET ident = NULL WHERE pipeline = '%s' AND tbl_schema = '%s' AND tbl_name = '%s') and restart the pipeline; "+
 		"otherwise copy it afresh from the source: empty it, drop the pipeline's rows from %s (DELETE FROM %s WHERE pipeline = '%s') and take a new snapshot (sluice positions reset)",
@@ -150,15 +150,15 @@ func (s *Sink) checkIdentities(ctx context.Context, q queryer, ts []target) erro
 // the registry's. A table missing from the target, or not listed, is not
 // one (dropping is checked elsewhere); one listed without an identity (new,
 // or accepted by hand) gets its current one.
-func (s *Sink) changedIdentities(ctx context.Context, q queryer, ts []target) ([]target, error) {
+func (cat *catalog) changedIdentities(ctx context.Context, q queryer, ts []target) ([]target, error) {
 	var b strings.Builder
 	args := make([]any, 0, 3*len(ts))
 	for i, t := range ts {
 		if i > 0 {
 			b.WriteString(" UNION ALL ")
 		}
-		fmt.Fprintf(&b, "SELECT %d, ident, %s FROM %s%s", i, s.d.TableIdentity(t), s.d.Quote(s.registryTable()), s.registryWhere(3*i+1))
-		args = append(args, s.cfg.Pipeline, t.Schema, t.Table)
+		fmt.Fprintf(&b, "SELECT %d, ident, %s FROM %s%s", i, cat.d.TableIdentity(t), cat.d.Quote(cat.registryTable()), cat.registryWhere(3*i+1))
+		args = append(args, cat.cfg.Pipeline, t.Schema, t.Table)
 	}
 	rows, err := q.QueryContext(ctx, b.String(), args...)
 	if err != nil {
@@ -185,7 +185,7 @@ func (s *Sink) changedIdentities(ctx context.Context, q queryer, ts []target) ([
 	}
 	rows.Close()
 	for _, t := range unknown {
-		if err := s.recordIdentity(ctx, s.db, t, true); err != nil {
+		if err := cat.recordIdentity(ctx, cat.db, t, true); err != nil {
 			return nil, err
 		}
 	}
@@ -193,37 +193,37 @@ func (s *Sink) changedIdentities(ctx context.Context, q queryer, ts []target) ([
 }
 
 // registerTable lists t in the registry, once per Sink.
-func (s *Sink) registerTable(ctx context.Context, t target) error {
-	s.mu.Lock()
-	done := s.registered[t]
-	s.mu.Unlock()
+func (cat *catalog) registerTable(ctx context.Context, t target) error {
+	cat.mu.Lock()
+	done := cat.registered[t]
+	cat.mu.Unlock()
 	if done {
 		return nil
 	}
-	q := s.d.InsertIgnore(s.registryTable(), []string{"pipeline", "tbl_schema", "tbl_name"})
-	if _, err := s.db.ExecContext(ctx, q, s.cfg.Pipeline, t.Schema, t.Table); err != nil {
-		return fmt.Errorf("sink: list %s in the table registry %s: %w", t, s.registryTable(), wrapDB(err))
+	q := cat.d.InsertIgnore(cat.registryTable(), []string{"pipeline", "tbl_schema", "tbl_name"})
+	if _, err := cat.db.ExecContext(ctx, q, cat.cfg.Pipeline, t.Schema, t.Table); err != nil {
+		return fmt.Errorf("sink: list %s in the table registry %s: %w", t, cat.registryTable(), wrapDB(err))
 	}
-	if err := s.recordIdentity(ctx, s.db, t, true); err != nil {
+	if err := cat.recordIdentity(ctx, cat.db, t, true); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.registered[t] = true
-	s.mu.Unlock()
+	cat.mu.Lock()
+	cat.registered[t] = true
+	cat.mu.Unlock()
 	return nil
 }
 
 // unregisterTables takes tables the sink itself is about to drop or rename
 // off the registry. It runs before their DDL, on its own: should the DDL
 // then fail, a table still there is listed again when next written.
-func (s *Sink) unregisterTables(ctx context.Context, ts []target) error {
-	q := "DELETE FROM " + s.d.Quote(s.registryTable()) + s.registryWhere(1)
+func (cat *catalog) unregisterTables(ctx context.Context, ts []target) error {
+	q := "DELETE FROM " + cat.d.Quote(cat.registryTable()) + cat.registryWhere(1)
 	for _, t := range ts {
-		s.mu.Lock()
-		delete(s.registered, t)
-		s.mu.Unlock()
-		if _, err := s.db.ExecContext(ctx, q, s.cfg.Pipeline, t.Schema, t.Table); err != nil {
-			return fmt.Errorf("sink: take %s off the table registry %s: %w", t, s.registryTable(), wrapDB(err))
+		cat.mu.Lock()
+		delete(cat.registered, t)
+		cat.mu.Unlock()
+		if _, err := cat.db.ExecContext(ctx, q, cat.cfg.Pipeline, t.Schema, t.Table); err != nil {
+			return fmt.Errorf("sink: take %s off the table registry %s: %w", t, cat.registryTable(), wrapDB(err))
 		}
 	}
 	return nil
@@ -231,22 +231,22 @@ func (s *Sink) unregisterTables(ctx context.Context, ts []target) error {
 
 // droppedBehind returns a fatal error when t, missing from the target, is
 // listed in the registry: someone else dropped it.
-func (s *Sink) droppedBehind(ctx context.Context, t target) error {
-	q := "SELECT 1 FROM " + s.d.Quote(s.registryTable()) + s.registryWhere(1)
+func (cat *catalog) droppedBehind(ctx context.Context, t target) error {
+	q := "SELECT 1 FROM " + cat.d.Quote(cat.registryTable()) + cat.registryWhere(1)
 	var one int
-	err := s.db.QueryRowContext(ctx, q, s.cfg.Pipeline, t.Schema, t.Table).Scan(&one)
+	err := cat.db.QueryRowContext(ctx, q, cat.cfg.Pipeline, t.Schema, t.Table).Scan(&one)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
 	case err != nil:
-		return fmt.Errorf("sink: read the table registry %s: %w", s.registryTable(), wrapDB(err))
+		return fmt.Errorf("sink: read the table registry %s: %w", cat.registryTable(), wrapDB(err))
 	}
 	// The table restored by hand, as the error asks, is taken as it is:
 	// its identity is recorded afresh when it is next written.
-	if _, err := s.db.ExecContext(ctx, "UPDATE "+s.d.Quote(s.registryTable())+" SET ident = NULL"+s.registryWhere(1), s.cfg.Pipeline, t.Schema, t.Table); err != nil {
-		return fmt.Errorf("sink: clear the identity of %s in the table registry %s: %w", t, s.registryTable(), wrapDB(err))
+	if _, err := cat.db.ExecContext(ctx, "UPDATE "+cat.d.Quote(cat.registryTable())+" SET ident = NULL"+cat.registryWhere(1), cat.cfg.Pipeline, t.Schema, t.Table); err != nil {
+		return fmt.Errorf("sink: clear the identity of %s in the table registry %s: %w", t, cat.registryTable(), wrapDB(err))
 	}
 	return fatal(fmt.Errorf("%w: target table %s was dropped behind the sink (pipeline %q wrote rows into it and did not drop it): the rows applied there are lost, and creating it empty would leave it short of them for good. "+
 		"Restore the table (with its rows) and restart the pipeline; or, to copy it afresh from the source, drop the pipeline's rows from %s (DELETE FROM %s WHERE pipeline = '%s') and take a new snapshot (sluice positions reset)",
-		ErrTargetChanged, t, s.cfg.Pipeline, s.registryTable(), s.registryTable(), s.cfg.Pipeline))
+		ErrTargetChanged, t, cat.cfg.Pipeline, cat.registryTable(), cat.registryTable(), cat.cfg.Pipeline))
 }

@@ -84,7 +84,7 @@ func wantText(t *testing.T, e *tenv, table string, want map[int64]string, cols .
 // (PostgreSQL), and returns the new count.
 func wantRowset(t *testing.T, e *tenv, s *Sink, before int64) int64 {
 	t.Helper()
-	n := s.rowsetMerges.Load()
+	n := s.applier.rowsetMerges.Load()
 	if e.dialect == DialectPostgres && n <= before {
 		t.Fatalf("no rowset merge ran (%d statements before, %d after)", before, n)
 	}
@@ -322,7 +322,7 @@ func TestMergeRowsetBadRow(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "id=13") || !isFatal(err) {
 			t.Fatalf("%q: error %v; want a fatal error naming id=13", bad, err)
 		}
-		if s.rowsetMerges.Load() != 0 {
+		if s.applier.rowsetMerges.Load() != 0 {
 			t.Fatalf("%q: a failed rowset merge counted", bad)
 		}
 		wantText(t, e, "bad", map[int64]string{}, "v")
@@ -377,10 +377,10 @@ func TestMergeRowsetRefusesDomainColumns(t *testing.T) {
 	write(t, s, upsertRec("dom", []string{"id", "v"}, int64(1), "a"), upsertRec("dom", []string{"id", "v"}, int64(2), "b"))
 	write(t, s, upsertRec("dom", []string{"id", "v"}, int64(2), "b2"), upsertRec("dom", []string{"id", "v"}, int64(3), "c"))
 	wantText(t, e, "dom", map[int64]string{1: "|a|7", 2: "|b2|7", 3: "|c|7"}, "v", "extra")
-	if n := s.rowsetMerges.Load(); n != 0 {
+	if n := s.applier.rowsetMerges.Load(); n != 0 {
 		t.Fatalf("%d rowset merges into a table with a NOT NULL domain column outside the rows", n)
 	}
-	if !s.noRowset[s.cfg.target(src("dom"))] {
+	if !s.applier.noRowset[s.cfg.target(src("dom"))] {
 		t.Fatal("the table is not marked for COPY merges")
 	}
 }

@@ -7,22 +7,58 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink/dialect"
 )
+
+// catalog is the sink's picture of its target tables, and what changes
+// them: it reads a table's columns, creates and evolves tables as
+// configured (AutoCreate, AutoEvolve, schema changes), and keeps the table
+// registry that notices a table truncated or dropped behind the sink
+// (registry.go). ddlMu serialises creation and evolution; mu guards the
+// caches.
+type catalog struct {
+	backend
+
+	ddlMu sync.Mutex // serialises table creation and evolution
+	// typeWarned holds (table, column, current, wanted) already warned
+	// about (under ddlMu).
+	typeWarned map[string]bool
+	// ignoredGen holds the generated columns schema changes add under
+	// SchemaChanges "ignore", by genKey, until AutoEvolve adds them and
+	// computes them in older rows (under ddlMu).
+	ignoredGen map[string]schema.ColumnDef
+
+	mu     sync.Mutex
+	tables map[target]*tableMeta
+	// registered holds the tables this Sink has listed in the table
+	// registry (registry.go).
+	registered map[target]bool
+	// identityChecked is when each table's identity was last checked
+	// against the registry (registry.go), at most every identityEvery.
+	identityChecked map[target]time.Time
+	identityEvery   time.Duration
+}
+
+func newCatalog(b backend) *catalog {
+	return &catalog{backend: b, tables: map[target]*tableMeta{}, registered: map[target]bool{},
+		identityChecked: map[target]time.Time{}, identityEvery: identityEvery}
+}
 
 // prepareTables makes sure every table the plan writes exists and has every
 // column its records carry, creating and evolving as configured. DDL runs
 // outside the data transaction (MySQL commits implicitly on DDL). It returns
 // one view per p.tables; nil means the table is absent and the plan only
 // deletes from or truncates it, which is then a no-op.
-func (s *Sink) prepareTables(ctx context.Context, p *plan) ([]*tableView, error) {
-	s.ddlMu.Lock()
-	defer s.ddlMu.Unlock()
+func (cat *catalog) prepareTables(ctx context.Context, p *plan) ([]*tableView, error) {
+	cat.ddlMu.Lock()
+	defer cat.ddlMu.Unlock()
 	out := make([]*tableView, len(p.tables))
 	for i, tp := range p.tables {
-		m, err := s.prepareTable(ctx, tp)
+		m, err := cat.prepareTable(ctx, tp)
 		if err != nil {
 			return nil, err
 		}
@@ -48,74 +84,74 @@ func (tp *tablePlan) writers() []*schema.Record {
 	return recs
 }
 
-func (s *Sink) checkIdent(kind, name string) error {
+func (cat *catalog) checkIdent(kind, name string) error {
 	if name == "" {
 		return fatal(fmt.Errorf("%w: empty %s name (check the sink's schema and table templates)", ErrSchema, kind))
 	}
 	if strings.IndexByte(name, 0) >= 0 {
 		return fatal(fmt.Errorf("%w: %s name %q contains a NUL byte", ErrSchema, kind, name))
 	}
-	if limit, long := s.d.IdentTooLong(name); long {
+	if limit, long := cat.d.IdentTooLong(name); long {
 		return fatal(fmt.Errorf("%w: %s name %q is longer than %d (the target would truncate it)", ErrSchema, kind, name, limit))
 	}
 	return nil
 }
 
-func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, error) {
+func (cat *catalog) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, error) {
 	t := tp.target
-	s.mu.Lock()
-	m := s.tables[t]
-	s.mu.Unlock()
+	cat.mu.Lock()
+	m := cat.tables[t]
+	cat.mu.Unlock()
 	writers := tp.writers()
 	if m == nil {
-		if err := s.checkIdent("table", t.Table); err != nil {
+		if err := cat.checkIdent("table", t.Table); err != nil {
 			return nil, err
 		}
 		if t.Schema != "" {
-			if err := s.checkIdent("schema", t.Schema); err != nil {
+			if err := cat.checkIdent("schema", t.Schema); err != nil {
 				return nil, err
 			}
 		}
 		var err error
-		if m, err = s.loadMeta(ctx, t); err != nil {
+		if m, err = cat.loadMeta(ctx, t); err != nil {
 			return nil, err
 		}
 		if m == nil {
-			if err := s.droppedBehind(ctx, t); err != nil {
+			if err := cat.droppedBehind(ctx, t); err != nil {
 				return nil, err
 			}
 			if len(writers) == 0 {
 				return nil, nil
 			}
-			if !s.cfg.AutoCreate {
+			if !cat.cfg.AutoCreate {
 				return nil, fatal(fmt.Errorf("%w: table %s does not exist: create it or set auto_create: true in the sink config", ErrSchema, t))
 			}
-			s.mu.Lock()
-			delete(s.registered, t) // another sink process may have dropped it and taken it off
-			s.mu.Unlock()
-			if err := s.createTable(ctx, t, writers[0]); err != nil {
+			cat.mu.Lock()
+			delete(cat.registered, t) // another sink process may have dropped it and taken it off
+			cat.mu.Unlock()
+			if err := cat.createTable(ctx, t, writers[0]); err != nil {
 				return nil, err
 			}
-			if m, err = s.loadMeta(ctx, t); err != nil {
+			if m, err = cat.loadMeta(ctx, t); err != nil {
 				return nil, err
 			}
 			if m == nil {
 				return nil, fmt.Errorf("sink: table %s still missing after CREATE TABLE", t)
 			}
 		}
-		if err := s.registerTable(ctx, t); err != nil {
+		if err := cat.registerTable(ctx, t); err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		s.tables[t] = m
-		s.mu.Unlock()
+		cat.mu.Lock()
+		cat.tables[t] = m
+		cat.mu.Unlock()
 	}
-	if err := s.checkKeyCollations(t, m, tp); err != nil {
+	if err := cat.checkKeyCollations(t, m, tp); err != nil {
 		return nil, err
 	}
-	keylessCheck := len(tp.inserts) > 0 && s.cfg.KeylessMode == KeylessBeforeImage
+	keylessCheck := len(tp.inserts) > 0 && cat.cfg.KeylessMode == KeylessBeforeImage
 	if keylessCheck { // the columns there already, before evolving them
-		if err := s.checkKeyless(t, m, tp.inserts); err != nil {
+		if err := cat.checkKeyless(t, m, tp.inserts); err != nil {
 			return nil, err
 		}
 	}
@@ -134,62 +170,62 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 		}
 		changed := false // DDL ran: read the columns again
 		for _, f := range r.ValueSchema.Fields {
-			if c, ok := m.cols[s.fold(f.Name)]; ok {
-				if s.cfg.AutoEvolve {
-					ch, err := s.evolveColumn(ctx, t, m, f, isKey(keyCols, f.Name), c)
+			if c, ok := m.cols[cat.fold(f.Name)]; ok {
+				if cat.cfg.AutoEvolve {
+					ch, err := cat.evolveColumn(ctx, t, m, f, isKey(keyCols, f.Name), c)
 					if err != nil {
 						return nil, err
 					}
 					changed = changed || ch
-				} else if err := s.timeColumnFits(t, f, c); err != nil {
+				} else if err := cat.timeColumnFits(t, f, c); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			if !s.cfg.AutoEvolve {
+			if !cat.cfg.AutoEvolve {
 				return nil, fatal(fmt.Errorf("%w: table %s has no column %q: add it or set auto_evolve: true in the sink config", ErrSchema, t, f.Name))
 			}
-			if err := s.checkIdent("column", f.Name); err != nil {
+			if err := cat.checkIdent("column", f.Name); err != nil {
 				return nil, err
 			}
-			typ, err := s.d.ColumnType(f.Name, f.Schema, false)
+			typ, err := cat.d.ColumnType(f.Name, f.Schema, false)
 			if err != nil {
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
-			c := colDef{Name: f.Name, Type: typ + s.collate(typ, f.Schema, false)}
-			if c.Check, err = s.enumCheck(f); err != nil {
+			c := colDef{Name: f.Name, Type: typ + cat.collate(typ, f.Schema, false)}
+			if c.Check, err = cat.enumCheck(f); err != nil {
 				return nil, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 			}
-			if err := s.addEvolvedColumn(ctx, t, f, typ, c); err != nil {
+			if err := cat.addEvolvedColumn(ctx, t, f, typ, c); err != nil {
 				return nil, err
 			}
-			s.log.Info("added column", "table", t.String(), "column", f.Name, "type", typ)
-			m.cols[s.fold(f.Name)] = colInfo{Type: typ}
-			if err := s.fillIgnoredGenerated(ctx, t, m.cols, f.Name); err != nil {
+			cat.log.Info("added column", "table", t.String(), "column", f.Name, "type", typ)
+			m.cols[cat.fold(f.Name)] = colInfo{Type: typ}
+			if err := cat.fillIgnoredGenerated(ctx, t, m.cols, f.Name); err != nil {
 				return nil, err
 			}
 			changed = true
 		}
 		if changed {
-			n, err := s.loadMeta(ctx, t)
+			n, err := cat.loadMeta(ctx, t)
 			if err != nil {
 				return nil, err
 			}
 			if n == nil {
 				return nil, fmt.Errorf("sink: table %s vanished while its columns were changed", t)
 			}
-			if err := s.recordIdentity(ctx, s.db, t, false); err != nil { // a copying ALTER moves it
+			if err := cat.recordIdentity(ctx, cat.db, t, false); err != nil { // a copying ALTER moves it
 				return nil, err
 			}
 			m.cols, m.checks = n.cols, n.checks
-			m.refreshView(s.d.IsArray)
+			m.refreshView(cat.d.IsArray)
 		}
-		s.mu.Lock()
+		cat.mu.Lock()
 		m.checked[r.ValueSchema] = true
-		s.mu.Unlock()
+		cat.mu.Unlock()
 	}
 	if keylessCheck { // and the columns added or changed
-		if err := s.checkKeyless(t, m, tp.inserts); err != nil {
+		if err := cat.checkKeyless(t, m, tp.inserts); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +238,7 @@ func (s *Sink) prepareTable(ctx context.Context, tp *tablePlan) (*tableMeta, err
 // table is written, before any row of the batch, so the refusal comes with
 // the first insert or snapshot row, not at the first update; CheckShapes
 // makes the same check at start.
-func (s *Sink) checkKeyless(t target, m *tableMeta, recs []*schema.Record) error {
+func (cat *catalog) checkKeyless(t target, m *tableMeta, recs []*schema.Record) error {
 	var bad, names []string
 	var last *schema.Schema
 	for _, r := range recs {
@@ -212,17 +248,17 @@ func (s *Sink) checkKeyless(t target, m *tableMeta, recs []*schema.Record) error
 		last, names = r.ValueSchema, names[:0]
 		for _, f := range r.ValueSchema.Fields {
 			names = append(names, f.Name)
-			bad = s.uncomparable(m, f.Name, bad)
+			bad = cat.uncomparable(m, f.Name, bad)
 		}
 	}
-	return s.keylessRefusal(t, bad)
+	return cat.keylessRefusal(t, bad)
 }
 
 // uncomparable appends "name (type)" to bad when the target column name
 // exists and the dialect cannot compare its type exactly.
-func (s *Sink) uncomparable(m *tableMeta, name string, bad []string) []string {
-	c, ok := m.cols[s.fold(name)]
-	if !ok || s.d.ExactMatch(c.Type) {
+func (cat *catalog) uncomparable(m *tableMeta, name string, bad []string) []string {
+	c, ok := m.cols[cat.fold(name)]
+	if !ok || cat.d.ExactMatch(c.Type) {
 		return bad
 	}
 	if d := fmt.Sprintf("%s (%s)", name, c.Type); !slices.Contains(bad, d) {
@@ -233,31 +269,17 @@ func (s *Sink) uncomparable(m *tableMeta, name string, bad []string) []string {
 
 // keylessRefusal is checkKeyless's fatal error for table t and its
 // columns bad; nil when bad is empty.
-func (s *Sink) keylessRefusal(t target, bad []string) error {
+func (cat *catalog) keylessRefusal(t target, bad []string) error {
 	if len(bad) == 0 {
 		return nil
 	}
 	return fatal(fmt.Errorf("%w: table %s has no primary key, and its updates and deletes find their row by comparing every column, but %s cannot compare column %s exactly: add a primary key to the source table, change the target column's type, or set keyless_mode: %s (skip updates and deletes) or %s in the sink config",
-		ErrSchema, t, s.d.Name(), strings.Join(bad, ", "), KeylessAppend, KeylessFail))
+		ErrSchema, t, cat.d.Name(), strings.Join(bad, ", "), KeylessAppend, KeylessFail))
 }
 
-// CheckShapes makes checkKeyless's check at start (runtime.ShapeChecker),
-// before anything is written, for the source tables without primary key
-// whose target table exists: the runtime calls it with the shapes the
-// source captures. A table the sink would create is checked when it is
-// created, at its first row: the server decides the types it stores
-// (MariaDB makes JSON a LONGTEXT, MySQL keeps a JSON the dialect cannot
-// compare), and every type the sink creates on PostgreSQL compares
-// exactly. The error names every refused
-// table and is fatal; another error says a target table's columns could
-// not be read.
-// WantsShapes reports whether CheckShapes checks anything: only under
-// keyless_mode before_image, so the source need not read its catalogue
-// at start otherwise.
-func (s *Sink) WantsShapes() bool { return s.cfg.KeylessMode == KeylessBeforeImage }
-
-func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
-	if s.cfg.KeylessMode != KeylessBeforeImage {
+// checkShapes is CheckShapes.
+func (cat *catalog) checkShapes(ctx context.Context, tables []schema.Table) error {
+	if cat.cfg.KeylessMode != KeylessBeforeImage {
 		return nil
 	}
 	var errs []error
@@ -265,8 +287,8 @@ func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
 		if len(tb.PrimaryKey) > 0 {
 			continue
 		}
-		t := s.cfg.target(tb.ID)
-		m, err := s.loadMeta(ctx, t)
+		t := cat.cfg.target(tb.ID)
+		m, err := cat.loadMeta(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -275,9 +297,9 @@ func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
 		}
 		var bad []string
 		for _, c := range tb.Columns {
-			bad = s.uncomparable(m, c.Name, bad)
+			bad = cat.uncomparable(m, c.Name, bad)
 		}
-		if err := s.keylessRefusal(t, bad); err != nil {
+		if err := cat.keylessRefusal(t, bad); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -287,17 +309,10 @@ func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
 	return fatal(errors.Join(errs...))
 }
 
-func (s *Sink) fold(name string) string {
-	if s.d.FoldCase() {
-		return strings.ToLower(name)
-	}
-	return name
-}
-
 // loadMeta reads the table's columns (and, for PostgreSQL with EnumCheck,
 // the ENUM CHECK constraints); nil when the table does not exist.
-func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
-	rows, err := s.db.QueryContext(ctx, s.d.ColumnsQuery(), t.Schema, t.Table)
+func (cat *catalog) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
+	rows, err := cat.db.QueryContext(ctx, cat.d.ColumnsQuery(), t.Schema, t.Table)
 	if err != nil {
 		return nil, fmt.Errorf("sink: read columns of %s: %w", t, wrapDB(err))
 	}
@@ -316,7 +331,7 @@ func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
 			c.Default = def.String
 		}
 		c.Extra, c.Charset, c.Collation, c.Comment = strings.TrimSpace(extra.String), charset.String, collation.String, comment.String != ""
-		m.cols[s.fold(name)] = c
+		m.cols[cat.fold(name)] = c
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sink: read columns of %s: %w", t, wrapDB(err))
@@ -324,18 +339,18 @@ func (s *Sink) loadMeta(ctx context.Context, t target) (*tableMeta, error) {
 	if len(m.cols) == 0 {
 		return nil, nil
 	}
-	if q := s.d.ChecksQuery(); q != "" {
-		if err := s.loadEnumChecks(ctx, q, t, m); err != nil {
+	if q := cat.d.ChecksQuery(); q != "" {
+		if err := cat.loadEnumChecks(ctx, q, t, m); err != nil {
 			return nil, err
 		}
 	}
-	m.refreshView(s.d.IsArray)
+	m.refreshView(cat.d.IsArray)
 	return m, nil
 }
 
 // loadEnumChecks fills m.checks with the CHECK constraints enumCheck made.
-func (s *Sink) loadEnumChecks(ctx context.Context, query string, t target, m *tableMeta) error {
-	rows, err := s.db.QueryContext(ctx, query, t.Schema, t.Table)
+func (cat *catalog) loadEnumChecks(ctx context.Context, query string, t target, m *tableMeta) error {
+	rows, err := cat.db.QueryContext(ctx, query, t.Schema, t.Table)
 	if err != nil {
 		return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
 	}
@@ -346,11 +361,11 @@ func (s *Sink) loadEnumChecks(ctx context.Context, query string, t target, m *ta
 		if err := rows.Scan(&name, &col, &def, &scs); err != nil {
 			return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
 		}
-		labels, ours, ok := s.d.ParseEnumCheck(name, def, scs)
+		labels, ours, ok := cat.d.ParseEnumCheck(name, def, scs)
 		if !ours {
 			continue
 		}
-		m.checks[s.fold(col)] = enumCheckInfo{name: name, labels: labels, ok: ok}
+		m.checks[cat.fold(col)] = enumCheckInfo{name: name, labels: labels, ok: ok}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sink: read CHECK constraints of %s: %w", t, wrapDB(err))
@@ -362,32 +377,32 @@ func (s *Sink) loadEnumChecks(ctx context.Context, query string, t target, m *ta
 // the field's values cannot be written into (TimeAsInterval's INTERVAL
 // text into a PostgreSQL TIME column made before the option was set),
 // saying what to run.
-func (s *Sink) timeColumnFits(t target, f schema.Field, c colInfo) error {
-	return s.d.ColumnFits(t, f, c.Type)
+func (cat *catalog) timeColumnFits(t target, f schema.Field, c colInfo) error {
+	return cat.d.ColumnFits(t, f, c.Type)
 }
 
 // enumCheck returns the CHECK constraint of a new column for field f
 // (PostgreSQL with EnumCheck: ENUM fields whose schema lists the labels).
-func (s *Sink) enumCheck(f schema.Field) (string, error) {
-	return s.d.EnumCheck(f)
+func (cat *catalog) enumCheck(f schema.Field) (string, error) {
+	return cat.d.EnumCheck(f)
 }
 
 // evolveColumn compares an existing column with the type field f wants
 // (AutoEvolve): a safe widening is applied, anything else is left as it is
 // with one warning. With EnumCheck, an ENUM's CHECK follows labels added.
 // changed reports DDL run on the table.
-func (s *Sink) evolveColumn(ctx context.Context, t target, m *tableMeta, f schema.Field, key bool, c colInfo) (changed bool, err error) {
-	want, err := s.d.ColumnType(f.Name, f.Schema, key)
+func (cat *catalog) evolveColumn(ctx context.Context, t target, m *tableMeta, f schema.Field, key bool, c colInfo) (changed bool, err error) {
+	want, err := cat.d.ColumnType(f.Name, f.Schema, key)
 	if err != nil {
 		return false, nil // no type to compare with; the writes report what does not fit
 	}
-	col := s.fold(f.Name)
+	col := cat.fold(f.Name)
 	seen := col + "\x00" + c.Type + "\x00" + want
 	if !m.typed[seen] {
 		if len(m.typed) >= 1024 {
 			clear(m.typed)
 		}
-		if changed, err = s.widenColumn(ctx, t, f.Name, c, want); err != nil {
+		if changed, err = cat.widenColumn(ctx, t, f.Name, c, want); err != nil {
 			return false, err
 		}
 		m.typed[seen] = true
@@ -399,7 +414,7 @@ func (s *Sink) evolveColumn(ctx context.Context, t target, m *tableMeta, f schem
 	if m.typed[seen] {
 		return changed, nil
 	}
-	ch, err := s.evolveEnumCheck(ctx, t, m, f)
+	ch, err := cat.evolveEnumCheck(ctx, t, m, f)
 	if err != nil {
 		return false, err
 	}
@@ -409,27 +424,27 @@ func (s *Sink) evolveColumn(ctx context.Context, t target, m *tableMeta, f schem
 
 // widenColumn alters column name from c's type to want when that is a safe
 // widening; changed reports that it did.
-func (s *Sink) widenColumn(ctx context.Context, t target, name string, c colInfo, want string) (changed bool, err error) {
-	switch s.d.Widen(c.Type, want) {
+func (cat *catalog) widenColumn(ctx context.Context, t target, name string, c colInfo, want string) (changed bool, err error) {
+	switch cat.d.Widen(c.Type, want) {
 	case typeSame, typeKeep:
 		return false, nil
 	case typeDiffer:
-		s.warnType(t, name, c.Type, want, "not a safe widening")
+		cat.warnType(t, name, c.Type, want, "not a safe widening")
 		return false, nil
 	}
-	q, why := s.d.AlterType(t, name, want, c)
+	q, why := cat.d.AlterType(t, name, want, c)
 	if why != "" {
-		s.warnType(t, name, c.Type, want, why)
+		cat.warnType(t, name, c.Type, want, why)
 		return false, nil
 	}
-	if err := s.ddl(ctx, q); err != nil {
+	if err := cat.ddl(ctx, q); err != nil {
 		if isFatal(err) {
-			s.warnType(t, name, c.Type, want, "the target refused: "+err.Error())
+			cat.warnType(t, name, c.Type, want, "the target refused: "+err.Error())
 			return false, nil
 		}
 		return false, fmt.Errorf("sink: widen column %q of %s to %s: %w", name, t, want, err)
 	}
-	s.log.Info("widened column", "table", t.String(), "column", name, "from", c.Type, "to", want)
+	cat.log.Info("widened column", "table", t.String(), "column", name, "from", c.Type, "to", want)
 	return true, nil
 }
 
@@ -437,8 +452,8 @@ func (s *Sink) widenColumn(ctx context.Context, t target, name string, c colInfo
 // fatal when the server refused it for good (a view depends on the
 // column, a value does not fit, …): retrying the Write would not help;
 // else retriable.
-func (s *Sink) ddl(ctx context.Context, q string) error {
-	_, err := s.db.ExecContext(ctx, q)
+func (cat *catalog) ddl(ctx context.Context, q string) error {
+	_, err := cat.db.ExecContext(ctx, q)
 	if err == nil {
 		return nil
 	}
@@ -447,28 +462,28 @@ func (s *Sink) ddl(ctx context.Context, q string) error {
 
 // warnType logs once per (table, column, current, wanted) that a column
 // keeps a type other than the one records want.
-func (s *Sink) warnType(t target, col, cur, want, why string) {
+func (cat *catalog) warnType(t target, col, cur, want, why string) {
 	k := strings.Join([]string{t.String(), col, cur, want}, "\x00")
-	if s.typeWarned[k] {
+	if cat.typeWarned[k] {
 		return
 	}
-	if s.typeWarned == nil {
-		s.typeWarned = map[string]bool{}
+	if cat.typeWarned == nil {
+		cat.typeWarned = map[string]bool{}
 	}
-	s.typeWarned[k] = true
-	s.log.Warn("column type not changed: alter the target column by hand if its values need the wanted type",
+	cat.typeWarned[k] = true
+	cat.log.Warn("column type not changed: alter the target column by hand if its values need the wanted type",
 		"table", t.String(), "column", col, "current", cur, "wanted", want, "reason", why)
 }
 
 // evolveEnumCheck replaces the CHECK of an ENUM column (PostgreSQL with
 // EnumCheck) when the record's labels add to the constraint's; changed
 // reports that it did.
-func (s *Sink) evolveEnumCheck(ctx context.Context, t target, m *tableMeta, f schema.Field) (changed bool, err error) {
-	cur, has := m.checks[s.fold(f.Name)]
+func (cat *catalog) evolveEnumCheck(ctx context.Context, t target, m *tableMeta, f schema.Field) (changed bool, err error) {
+	cur, has := m.checks[cat.fold(f.Name)]
 	if !has {
 		return false, nil // no constraint of ours: the column is the operator's
 	}
-	labels := s.d.EnumCheckLabels(f.Schema)
+	labels := cat.d.EnumCheckLabels(f.Schema)
 	if labels == nil {
 		return false, nil
 	}
@@ -482,21 +497,21 @@ func (s *Sink) evolveEnumCheck(ctx context.Context, t target, m *tableMeta, f sc
 		curText = "CHECK " + cur.name + " (not one sluice writes)"
 	}
 	if !cur.ok || !addsLabels(cur.labels, labels) {
-		s.warnType(t, f.Name, curText, wantText, "ENUM labels removed or the constraint changed by hand")
+		cat.warnType(t, f.Name, curText, wantText, "ENUM labels removed or the constraint changed by hand")
 		return false, nil
 	}
-	q, err := s.d.AlterEnumCheck(t, f.Name, cur.name, labels)
+	q, err := cat.d.AlterEnumCheck(t, f.Name, cur.name, labels)
 	if err != nil {
 		return false, fatal(fmt.Errorf("sink: table %s: %w", t, err))
 	}
-	if err := s.ddl(ctx, q); err != nil {
+	if err := cat.ddl(ctx, q); err != nil {
 		if isFatal(err) {
-			s.warnType(t, f.Name, curText, wantText, "the target refused: "+err.Error())
+			cat.warnType(t, f.Name, curText, wantText, "the target refused: "+err.Error())
 			return false, nil
 		}
 		return false, fmt.Errorf("sink: replace CHECK of column %q of %s: %w", f.Name, t, err)
 	}
-	s.log.Info("ENUM labels added to the column's CHECK", "table", t.String(), "column", f.Name, "from", old, "to", strings.Join(labels, ","))
+	cat.log.Info("ENUM labels added to the column's CHECK", "table", t.String(), "column", f.Name, "from", old, "to", strings.Join(labels, ","))
 	return true, nil
 }
 
@@ -536,32 +551,32 @@ func concurrentCreate(err error) bool { return errIs(err, dialect.CondExists) }
 
 // createTable creates t from the schemas of r: all columns nullable except
 // the primary key, whose columns are NOT NULL.
-func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) error {
+func (cat *catalog) createTable(ctx context.Context, t target, r *schema.Record) error {
 	var keyCols []string
 	if r.KeySchema != nil {
 		keyCols = keyColumns(r)
 	}
 	cols := make([]colDef, 0, len(r.ValueSchema.Fields))
 	for _, f := range r.ValueSchema.Fields {
-		if err := s.checkIdent("column", f.Name); err != nil {
+		if err := cat.checkIdent("column", f.Name); err != nil {
 			return err
 		}
 		key := isKey(keyCols, f.Name)
-		typ, err := s.d.ColumnType(f.Name, f.Schema, key)
+		typ, err := cat.d.ColumnType(f.Name, f.Schema, key)
 		if err != nil {
 			return fatal(fmt.Errorf("sink: create table %s: %w", t, err))
 		}
-		check, err := s.enumCheck(f)
+		check, err := cat.enumCheck(f)
 		if err != nil {
 			return fatal(fmt.Errorf("sink: create table %s: %w", t, err))
 		}
-		c := colDef{Name: f.Name, Type: typ + s.collate(typ, f.Schema, key), NotNull: key, Check: check}
+		c := colDef{Name: f.Name, Type: typ + cat.collate(typ, f.Schema, key), NotNull: key, Check: check}
 		if !key {
 			// Rows of this table that reach the sink later with an older
 			// schema (from another queue, or replayed) lack the columns
 			// added since; on the source they read the column's default,
 			// and so they do here.
-			if lit, ok := s.defaultLiteral(schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: fieldDefault(f)}, typ); ok {
+			if lit, ok := cat.defaultLiteral(schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: fieldDefault(f)}, typ); ok {
 				c.Default = lit
 			}
 		}
@@ -573,12 +588,12 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		}
 	}
 	if t.Schema != "" {
-		if _, err := s.db.ExecContext(ctx, s.d.CreateSchema(t.Schema)); err != nil {
+		if _, err := cat.db.ExecContext(ctx, cat.d.CreateSchema(t.Schema)); err != nil {
 			return fmt.Errorf("sink: create schema %q: %w", t.Schema, wrapDB(err))
 		}
 	}
-	q := s.d.CreateTable(t, cols, keyCols)
-	_, err := s.db.ExecContext(ctx, q)
+	q := cat.d.CreateTable(t, cols, keyCols)
+	_, err := cat.db.ExecContext(ctx, q)
 	if err != nil && !concurrentCreate(err) && !retriableDDL(err) && ctx.Err() == nil && hasDefaults(cols) {
 		// A default the target refuses (MySQL takes none on some types):
 		// the table without defaults, then each default on its own.
@@ -586,17 +601,17 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 		for i := range plain {
 			plain[i].Default = ""
 		}
-		if _, err = s.db.ExecContext(ctx, s.d.CreateTable(t, plain, keyCols)); err == nil {
+		if _, err = cat.db.ExecContext(ctx, cat.d.CreateTable(t, plain, keyCols)); err == nil {
 			for _, c := range cols {
 				if c.Default == "" {
 					continue
 				}
-				q := "ALTER TABLE " + qualified(s.d, t) + " ALTER COLUMN " + s.d.Quote(c.Name) + " SET DEFAULT " + c.Default
-				if _, err := s.db.ExecContext(ctx, q); err != nil {
+				q := "ALTER TABLE " + qualified(cat.d, t) + " ALTER COLUMN " + cat.d.Quote(c.Name) + " SET DEFAULT " + c.Default
+				if _, err := cat.db.ExecContext(ctx, q); err != nil {
 					if ctx.Err() != nil {
 						return fmt.Errorf("sink: create table %s: %w", t, wrapDB(err))
 					}
-					s.log.Warn("column created without the default older rows read on the source: the target refused it; rows that reach the table with an older schema hold NULL there",
+					cat.log.Warn("column created without the default older rows read on the source: the target refused it; rows that reach the table with an older schema hold NULL there",
 						"table", t.String(), "column", c.Name, "reason", err.Error())
 				}
 			}
@@ -605,7 +620,7 @@ func (s *Sink) createTable(ctx context.Context, t target, r *schema.Record) erro
 	if err != nil && !concurrentCreate(err) {
 		return fmt.Errorf("sink: create table %s: %w", t, wrapDB(err))
 	}
-	s.log.Info("created table", "table", t.String(), "columns", len(cols), "key", strings.Join(keyCols, ","))
+	cat.log.Info("created table", "table", t.String(), "columns", len(cols), "key", strings.Join(keyCols, ","))
 	return nil
 }
 
@@ -617,4 +632,72 @@ func hasDefaults(cols []colDef) bool {
 		}
 	}
 	return false
+}
+
+// tableMeta is the sink's picture of a target table, read and changed under
+// ddlMu.
+type tableMeta struct {
+	cols    map[string]colInfo // column name (lower-cased where the dialect folds case) -> column
+	checked map[*schema.Schema]bool
+	// typed holds (column, current type, wanted type) already compared,
+	// and the ENUM labels already compared with a column's CHECK.
+	typed map[string]bool
+	// checks: PostgreSQL with EnumCheck, the ENUM CHECK constraint of a
+	// column (by folded name), as the sink names them.
+	checks map[string]enumCheckInfo
+	view   *tableView // rebuilt whenever cols change; never modified
+}
+
+// enumCheckInfo is an ENUM column's CHECK constraint: its name and labels
+// (ok false when its definition is not one the sink writes).
+type enumCheckInfo struct {
+	name   string
+	labels []string
+	ok     bool
+}
+
+// tableView is what writing rows needs to know of a table's columns. It is
+// immutable, so writers use it without locks while DDL replaces it.
+type tableView struct {
+	arrays map[string]bool   // folded names of array columns (PostgreSQL SET columns as TEXT[])
+	types  map[string]string // folded name -> full column type
+}
+
+func (v *tableView) array(col string) bool { return v != nil && v.arrays[col] }
+
+// colType is a column's full type ("" when unknown).
+func (v *tableView) colType(col string) string {
+	if v == nil {
+		return ""
+	}
+	return v.types[col]
+}
+
+func (m *tableMeta) refreshView(isArray func(typ string) bool) {
+	v := &tableView{types: make(map[string]string, len(m.cols))}
+	for name, c := range m.cols {
+		v.types[name] = c.Type
+		if isArray(c.Type) {
+			if v.arrays == nil {
+				v.arrays = map[string]bool{}
+			}
+			v.arrays[name] = true
+		}
+	}
+	m.view = v
+}
+
+func (cat *catalog) forgetTables(p *plan) {
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	for _, tp := range p.tables {
+		delete(cat.tables, tp.target)
+	}
+}
+
+// forgetAllTables drops all cached table metadata.
+func (cat *catalog) forgetAllTables() {
+	cat.mu.Lock()
+	defer cat.mu.Unlock()
+	clear(cat.tables)
 }

@@ -3,9 +3,7 @@ package sink
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/gob"
-	"errors"
 	"fmt"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -44,23 +42,6 @@ func queueOf(r *schema.Record) progressKey {
 	return deliveryKey(r.Delivery)
 }
 
-func (s *Sink) pendingDDL() string {
-	return s.d.PendingDDL(s.cfg.PendingTable)
-}
-
-func (s *Sink) pendingSQL(op string) string {
-	q := s.d.Quote(s.cfg.PendingTable)
-	p := s.d.Placeholder
-	where := " WHERE pipeline = " + p(1) + " AND topic = " + p(2) + " AND queue = " + p(3)
-	switch op {
-	case "select":
-		return "SELECT data FROM " + q + where
-	case "delete":
-		return "DELETE FROM " + q + where
-	}
-	return s.d.PendingUpsert(s.cfg.PendingTable)
-}
-
 func encodePending(recs []schema.Record) ([]byte, error) {
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(recs); err != nil {
@@ -74,32 +55,6 @@ func decodePending(data []byte) ([]schema.Record, error) {
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&recs); err != nil {
 		return nil, fatal(fmt.Errorf("sink: pending records unreadable (%v): delete the row of the pending table to drop them, or restore it", err))
 	}
-	return recs, nil
-}
-
-// loadPending returns the held-back records of queue k, from the cache or
-// the pending table.
-func (s *Sink) loadPending(ctx context.Context, k progressKey) ([]schema.Record, error) {
-	s.mu.Lock()
-	recs, ok := s.pending[k]
-	s.mu.Unlock()
-	if ok {
-		return recs, nil
-	}
-	var data []byte
-	err := s.db.QueryRowContext(ctx, s.pendingSQL("select"), s.cfg.Pipeline, k.stored(), k.Queue).Scan(&data)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return nil, fmt.Errorf("sink: read pending records of %s: %w", k, wrapDB(err))
-	default:
-		if recs, err = decodePending(data); err != nil {
-			return nil, err
-		}
-	}
-	s.mu.Lock()
-	s.pending[k] = recs
-	s.mu.Unlock()
 	return recs, nil
 }
 
@@ -176,9 +131,7 @@ func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) err
 	}
 	if single {
 		if err := s.writeQueueTx(ctx, first, recs); err != nil {
-			s.mu.Lock()
-			delete(s.pending, first) // the table is the truth after a failure
-			s.mu.Unlock()
+			s.progress.dropHeld(first)
 			return err
 		}
 		return nil
@@ -194,9 +147,7 @@ func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) err
 	}
 	for _, k := range order {
 		if err := s.writeQueueTx(ctx, k, byQueue[k]); err != nil {
-			s.mu.Lock()
-			delete(s.pending, k) // the table is the truth after a failure
-			s.mu.Unlock()
+			s.progress.dropHeld(k)
 			return err
 		}
 	}
@@ -204,7 +155,7 @@ func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) err
 }
 
 func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Record) error {
-	held, err := s.loadPending(ctx, k)
+	held, err := s.progress.loadPending(ctx, k)
 	if err != nil {
 		return err
 	}
@@ -234,12 +185,12 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 	hadPending := len(held) > 0
 	storeTail := func(tx *txn) error {
 		if len(tail) > 0 {
-			_, err := tx.ExecContext(ctx, s.pendingSQL("upsert"), s.cfg.Pipeline, k.stored(), k.Queue, txID(&tail[len(tail)-1]), len(tail), data)
+			_, err := tx.ExecContext(ctx, s.progress.pendingSQL("upsert"), s.cfg.Pipeline, k.stored(), k.Queue, txID(&tail[len(tail)-1]), len(tail), data)
 			if err != nil {
 				return fmt.Errorf("sink: store pending records of %s: %w", k, wrapDB(err))
 			}
 		} else if hadPending {
-			if _, err := tx.ExecContext(ctx, s.pendingSQL("delete"), s.cfg.Pipeline, k.stored(), k.Queue); err != nil {
+			if _, err := tx.ExecContext(ctx, s.progress.pendingSQL("delete"), s.cfg.Pipeline, k.stored(), k.Queue); err != nil {
 				return fmt.Errorf("sink: clear pending records of %s: %w", k, wrapDB(err))
 			}
 		}
@@ -279,7 +230,7 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 			doneTail = true
 		case i == 0 && hadPending:
 			extra = &txExtra{run: func(tx *txn) error {
-				_, err := tx.ExecContext(ctx, s.pendingSQL("delete"), s.cfg.Pipeline, k.stored(), k.Queue)
+				_, err := tx.ExecContext(ctx, s.progress.pendingSQL("delete"), s.cfg.Pipeline, k.stored(), k.Queue)
 				return wrapDB(err)
 			}}
 			hadPending = false
@@ -293,16 +244,14 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 			if err := storeTail(tx); err != nil {
 				return err
 			}
-			return s.saveProgress(ctx, tx, tailOff)
+			return s.progress.save(ctx, tx, tailOff)
 		})
 		if err != nil {
-			s.forgetProgress(tailOff)
+			s.progress.forget(tailOff)
 			return err
 		}
-		s.noteProgress(tailOff)
+		s.progress.note(tailOff)
 	}
-	s.mu.Lock()
-	s.pending[k] = append([]schema.Record(nil), tail...) // the caller may reuse its slice
-	s.mu.Unlock()
+	s.progress.hold(k, append([]schema.Record(nil), tail...)) // the caller may reuse its slice
 	return nil
 }

@@ -141,7 +141,7 @@ func TestWriteTypeMatrix(t *testing.T) {
 func typeMatrix(t *testing.T, e *tenv, copyThreshold int, merge string) {
 	{
 		s := e.open(t, func(c *Config) { c.CopyThreshold, c.TimeAsInterval = copyThreshold, false }) // TIME(fsp) columns
-		s.stagingMerge = merge == "staging"
+		s.applier.stagingMerge = merge == "staging"
 		op := schema.OpCreate
 		if merge != "" {
 			op = schema.OpUpdate
@@ -165,7 +165,7 @@ func typeMatrix(t *testing.T, e *tenv, copyThreshold int, merge string) {
 			return schema.Record{Op: op, Table: schema.TableID{Database: "src", Table: table}, KeySchema: tKey, Key: schema.Row{row[0]}, ValueSchema: val, After: row}
 		}
 		write(t, s, mk(full), mk(nulls))
-		if got := s.rowsetMerges.Load(); (merge == "rowset") != (got > 0) {
+		if got := s.applier.rowsetMerges.Load(); (merge == "rowset") != (got > 0) {
 			t.Fatalf("%d rowset merges in mode %q", got, merge)
 		}
 		if e.dialect == DialectPostgres {

@@ -40,22 +40,3 @@ func (s *Sink) applyInOrder(ctx context.Context, recs []schema.Record, maxOff ma
 	}
 	return s.applyWith(ctx, p, maxOff, extra.fn())
 }
-
-// applyInOrderIn applies p.inOrder inside tx; views are those of p.tables.
-func (s *Sink) applyInOrderIn(ctx context.Context, tx *txn, p *plan, views []*tableView) error {
-	if p.inOrder == nil {
-		return nil
-	}
-	view := make(map[target]*tableView, len(p.tables))
-	for i, tp := range p.tables {
-		view[tp.target] = views[i]
-	}
-	for _, tp := range p.inOrder {
-		if v := view[tp.target]; v != nil {
-			if err := s.applyTable(ctx, tx, tp, v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
