@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 func failures(ps []Problem) []Problem {
@@ -140,6 +142,13 @@ func TestCheckWarnsOfLazyCommits(t *testing.T) {
 	env := needServer(t)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE items (id INT PRIMARY KEY)")
+	schematest.HoldGlobals(t, func(q string) (int64, error) {
+		r, err := c.Execute(q)
+		if err != nil {
+			return 0, err
+		}
+		return r.GetInt(0, 0)
+	})
 	r, err := c.Execute("SELECT @@GLOBAL.sync_binlog, @@GLOBAL.innodb_flush_log_at_trx_commit")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
+	"github.com/sluicecdc/sluice/schema/schematest"
 	"github.com/sluicecdc/sluice/sink/mysql"
 )
 
@@ -85,6 +86,15 @@ func TestPostgresCommitsAreDurable(t *testing.T) {
 // is reported, with the settings to change.
 func TestMySQLDurabilityReportsLazyCommits(t *testing.T) {
 	e := mysqlEnv(t)
+	conn, err := e.admin.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	schematest.HoldGlobals(t, func(q string) (n int64, err error) {
+		err = conn.QueryRowContext(context.Background(), q).Scan(&n)
+		return n, err
+	})
 	var flush, syncBinlog string
 	if err := e.admin.QueryRow("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, @@GLOBAL.sync_binlog").Scan(&flush, &syncBinlog); err != nil {
 		t.Fatal(err)

@@ -57,3 +57,23 @@ func Eventually(t testing.TB, limit, interval time.Duration, what string, cond f
 		time.Sleep(interval)
 	}
 }
+
+// GlobalsLock is the MySQL/MariaDB named lock (GET_LOCK) that tests take
+// before they change a server's global settings (SET GLOBAL ...) and hold
+// until they have put them back: go test runs packages at once, and such
+// tests of several packages share the servers of scripts/servers.sh.
+const GlobalsLock = "sluice_test_globals"
+
+// HoldGlobals takes GlobalsLock through query, which runs a statement on
+// one connection the test keeps open until it ends and returns the first
+// column of its one row; the lock is released when the test ends (after
+// the cleanups registered later, which put the settings back). Take it
+// before reading the settings to restore.
+func HoldGlobals(t testing.TB, query func(q string) (int64, error)) {
+	t.Helper()
+	got, err := query("SELECT GET_LOCK('" + GlobalsLock + "', 600)")
+	if err != nil || got != 1 {
+		t.Fatalf("take the server's lock %s for changing its global settings: %d, %v", GlobalsLock, got, err)
+	}
+	t.Cleanup(func() { _, _ = query("SELECT RELEASE_LOCK('" + GlobalsLock + "')") })
+}

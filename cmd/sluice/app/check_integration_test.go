@@ -233,6 +233,13 @@ func TestCheckProbesTheBroker(t *testing.T) {
 // acknowledged, as a warning, and nothing once they are.
 func TestCheckWarnsOfLazyTarget(t *testing.T) {
 	c, db := checkServer(t)
+	schematest.HoldGlobals(t, func(q string) (int64, error) {
+		r, err := c.Execute(q)
+		if err != nil {
+			return 0, err
+		}
+		return r.GetInt(0, 0)
+	})
 	r, err := c.Execute("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit, @@GLOBAL.sync_binlog")
 	if err != nil {
 		t.Fatal(err)
