@@ -127,6 +127,22 @@ func WriteTaskMetrics(w io.Writer, ps []*Pipeline, tasks []string) {
 		}
 		return fmt.Sprint(len(prog[i].unconsumed))
 	})
+	gauge("sluice_unreachable_brokers", "Brokers the source's publisher waits for (RocketMQ: no live master); their queues' records wait until they return.", func(i int, p *Pipeline) string {
+		if _, ok := p.Publisher.(OutageReporter); !ok {
+			return ""
+		}
+		return fmt.Sprint(len(prog[i].unreachable))
+	})
+	gauge("sluice_unreachable_seconds", "Seconds since the longest-waited-for broker became unreachable (0 when none).", func(i int, p *Pipeline) string {
+		if _, ok := p.Publisher.(OutageReporter); !ok {
+			return ""
+		}
+		s := 0.0
+		for _, u := range prog[i].unreachable {
+			s = max(s, time.Since(u.Since).Seconds())
+		}
+		return fmt.Sprintf("%.0f", s)
+	})
 	gauge("sluice_source_behind_bytes", "Bytes of binary log the source server wrote after the committed position (same file only).", func(i int, p *Pipeline) string {
 		return optional(prog[i].bytes)
 	})

@@ -172,13 +172,12 @@ func RawRoundTrip(ctx context.Context, cfg Config, topic string, recs []schema.R
 	defer cancel()
 	errs := make(chan error, len(batches))
 	var wg sync.WaitGroup
-	w := &worker{p: p}
 	p.sendCtx = sendCtx
 	for q, bs := range batches {
 		wg.Go(func() {
 			for _, b := range bs {
 				// As the publisher sends: retried with its backoff.
-				if err := w.sendRetry(topic, qs[q], b); err != nil {
+				if err := p.sendRetry(topic, qs[q], b); err != nil {
 					errs <- fmt.Errorf("rocketmq: raw round trip send: %w", err)
 					cancel()
 					return
