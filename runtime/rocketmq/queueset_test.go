@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -211,8 +212,12 @@ func TestQueueSetRecordedOnEveryNameServer(t *testing.T) {
 // records where each record it takes went, by key.
 type brokerSender struct {
 	down atomic.Bool
-	mu   sync.Mutex
-	sent map[string][]sentTo // key -> its records in send order
+	// stale, once down is cleared, is how many more sends to broker-a
+	// fail as a broker just back fails them: missing from the client's
+	// cached route, then busy.
+	stale atomic.Int32
+	mu    sync.Mutex
+	sent  map[string][]sentTo // key -> its records in send order
 }
 
 type sentTo struct {
@@ -221,8 +226,15 @@ type sentTo struct {
 }
 
 func (b *brokerSender) SendSync(_ context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error) {
-	if msgs[0].Queue.BrokerName == "broker-a" && b.down.Load() {
-		return nil, errors.New("dial tcp: connection refused")
+	if msgs[0].Queue.BrokerName == "broker-a" {
+		if b.down.Load() {
+			return nil, errors.New("dial tcp: connection refused")
+		}
+		if n := b.stale.Add(-1); n >= 2 {
+			return nil, fmt.Errorf("the topic=%s route info not found", msgs[0].Topic)
+		} else if n >= 0 {
+			return nil, errors.New("CODE: 2, DESC: [TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while")
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -252,8 +264,9 @@ func (b *brokerSender) count() int {
 // recorded set: broker-b's records reach broker-b, and broker-a's are sent
 // nowhere else; they wait, the publisher neither fails nor acks the
 // batches holding them, and reports the outage (Unreachable). Once
-// broker-a is back they reach their queues in order and every batch is
-// acked without error.
+// broker-a is back (its sends failing a while longer, as a broker just
+// back fails them: not yet in the client's route, then busy) they reach
+// their queues in order and every batch is acked without error.
 func TestPublisherWaitsForDownBroker(t *testing.T) {
 	ns, addr := newKVNameServer(t, twoBrokerRoute, brokerBCluster)
 	cfg, err := Config{NameServers: []string{addr}, Pipeline: "t", Codec: testCodec{}, SendRetries: -1}.withDefaults()
@@ -309,6 +322,7 @@ func TestPublisherWaitsForDownBroker(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	ns.set(twoBrokerRoute)
+	s.stale.Store(12) // more than one try's attempts of each kind
 	s.down.Store(false)
 	for range versions {
 		select {
