@@ -11,7 +11,7 @@ import (
 // TestFaultServerKills kills, with SIGKILL, a server a pipeline depends on
 // while it streams a workload, and starts it again (each on the fault
 // servers of its own: see faultServer): the MariaDB source, the MySQL 9.7
-// source and the MySQL 9.7 target (these two on both transports) and the
+// source and the MySQL 9.7 target (each on both transports) and the
 // RocketMQ name server. The pipeline
 // runs under the worker, as `sluice run` does, which restarts it after the
 // lost connection; the target must end equal to the source, with no row
@@ -30,8 +30,9 @@ func TestFaultServerKills(t *testing.T) {
 		// Over RocketMQ the sink's progress is the consumer's offset, not
 		// the source position: the MySQL target's kill once more there.
 		{name: "mysql-target-rocketmq", kind: "mysql", pidFile: "mysql-tgt/mysqld.pid", pair: pair{transport: "rocketmq", target: "mysql"}},
-		// A source's kill over RocketMQ: the source task restarts from its
-		// position while the sink goes on reading the broker.
+		// The sources' kills over RocketMQ: the source task restarts from
+		// its position while the sink goes on reading the broker.
+		{name: "mariadb-source-rocketmq", kind: "mariadb", pidFile: "mariadb/mariadb.pid", pair: pair{transport: "rocketmq", target: "postgres"}, sourceDown: true},
 		{name: "mysql-source-rocketmq", kind: "mysql", pidFile: "mysql/mysqld.pid", pair: pair{transport: "rocketmq", target: "postgres", source: mysql97}, sourceDown: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
