@@ -139,14 +139,14 @@ func TestFaultConnectionCuts(t *testing.T) {
 }
 
 // TestFaultServerRestarts restarts the source database, and in a second
-// run the target database (that one on both transports; over RocketMQ,
-// the fault servers' brokers), while a pipeline streams a workload (each
+// run the target database (each on both transports; over RocketMQ, the
+// fault servers' brokers), while a pipeline streams a workload (each
 // on servers of its own: see faultServer). The worker restarts the
 // pipeline as needed; the target must end equal to the source with no row
 // moved back.
 func TestFaultServerRestarts(t *testing.T) {
 	for _, c := range []struct{ kind, transport string }{
-		{"mariadb", "embedded"}, {"postgres", "embedded"}, {"postgres", "rocketmq"},
+		{"mariadb", "embedded"}, {"postgres", "embedded"}, {"mariadb", "rocketmq"}, {"postgres", "rocketmq"},
 	} {
 		kind := c.kind
 		name := kind
