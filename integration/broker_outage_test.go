@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,11 +25,15 @@ const brokerOutageRows = 40
 // the sink stops; every order goes to 2 and the source publishes it; kill
 // -9 of broker-a; every order goes to 3 while broker-a is down; the sink
 // starts again; broker-a restarts. The source must keep each key on its
-// queue: while broker-a is down its records wait (the source task reports
-// the outage and is not caught up), and once it is back every order ends at
-// 3 with no write moving one back. Before, the rebuilt publisher hashed
-// the keys over broker-b's queues alone: broker-a's stored amounts of 2
-// were applied after the 3s sent to broker-b, and stayed.
+// queue: while broker-a is down its records wait in the running source
+// task (no restart: the task's pipeline is the same one from start to end),
+// which reports the outage in its status (unreachable_brokers) and metrics
+// (sluice_unreachable_brokers) and is not caught up, and once it is back
+// every order ends at 3 with no write moving one back. Before, the rebuilt
+// publisher hashed the keys over broker-b's queues alone: broker-a's stored
+// amounts of 2 were applied after the 3s sent to broker-b, and stayed;
+// later, the source task restarted again and again while broker-a was down,
+// each time resending every record since its position.
 func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
 	fe := faultBroker(t)
@@ -43,6 +49,9 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		my, pg       *sql.DB
 		cfg          string
 		source, sink *running
+		sourceWorker *runtime.Worker
+		sourceName   string
+		sourcePipe   *runtime.Pipeline // the source task's one pipeline: no restart
 		sourceStatus func() runtime.TaskStatus
 		noRegression func(*testing.T)
 	}
@@ -54,7 +63,11 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		if format == "packed" {
 			editConfig(t, s.cfg, "  queues: 4\n", "  queues: 4\n  format: packed\n")
 		}
-		s.source, s.sourceStatus = startWorkerTask(t, s.cfg, "source")
+		s.source, s.sourceWorker, s.sourceName = startWorkerOf(t, s.cfg, "source")
+		s.sourceStatus = func() runtime.TaskStatus {
+			st, _ := s.sourceWorker.Status(s.sourceName)
+			return st
+		}
 		s.sink, _ = startWorkerTask(t, s.cfg, "sink")
 		sides = append(sides, s)
 	}
@@ -73,6 +86,7 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 	}
 	for _, s := range sides {
 		waitStreaming(t, s.my, s.pg, s.db, s.sink)
+		s.sourcePipe = onlyPipeline(s.sourceWorker)
 		var vals []string
 		for id := 1; id <= brokerOutageRows; id++ {
 			vals = append(vals, fmt.Sprintf("(%d, 'c%d', 1, 'new', '2024-01-01 00:00:00', NULL)", id, id))
@@ -95,21 +109,28 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 	update(3)
 	for _, s := range sides {
 		waitFor(t, s.source, func() bool {
-			st := s.sourceStatus()
-			return st.State == runtime.StateRestarting && strings.Contains(st.LastError, "broker-a")
-		}, s.format+": the source task never reported broker-a's outage (RESTARTING, naming it)")
-	}
-	// Long enough for the worker to rebuild the publisher a few times
-	// (backoff 0.5 s to 5 s). Records that wait for broker-a keep the
-	// source from catching up (the reverse does not hold: caught_up may lag,
-	// so the rows' end state is what shows a key moved).
-	time.Sleep(8 * time.Second)
-	for _, s := range sides {
-		if st := s.sourceStatus(); caughtUp(st) {
-			t.Errorf("%s: the source caught up while broker-a was down (state %s): its records went to other queues", s.format, st.State)
-		} else {
-			t.Logf("%s: source waiting for broker-a: state %s, last error %q", s.format, st.State, st.LastError)
+			return slices.ContainsFunc(s.sourceStatus().UnreachableBrokers, func(u runtime.Unreachable) bool { return u.Broker == "broker-a" })
+		}, s.format+": the source task never reported broker-a as unreachable in its status")
+		var m strings.Builder
+		runtime.WritePrometheus(&m, s.sourceWorker.Pipelines())
+		if !regexp.MustCompile(`(?m)^sluice_unreachable_brokers\{[^}]*\} 1$`).MatchString(m.String()) {
+			t.Errorf("%s: the metrics do not show one unreachable broker:\n%s", s.format, m.String())
 		}
+	}
+	// The source waits in place: RUNNING, not caught up (its records for
+	// broker-a wait), the outage in its status, and the same pipeline.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		for _, s := range sides {
+			st := s.sourceStatus()
+			if st.State != runtime.StateRunning || caughtUp(st) || len(st.UnreachableBrokers) == 0 || onlyPipeline(s.sourceWorker) != s.sourcePipe {
+				t.Fatalf("%s: while broker-a is down the source task is %s, caught up %v, unreachable %+v, last error %q, restarted %v; want it RUNNING, waiting for broker-a",
+					s.format, st.State, caughtUp(st), st.UnreachableBrokers, st.LastError, onlyPipeline(s.sourceWorker) != s.sourcePipe)
+			}
+		}
+	}
+	for _, s := range sides {
+		st := s.sourceStatus()
+		t.Logf("%s: source waiting for broker-a: state %s, unreachable %+v", s.format, st.State, st.UnreachableBrokers)
 	}
 	for _, s := range sides {
 		s.sink, _ = startWorkerTask(t, s.cfg, "sink")
@@ -146,6 +167,10 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 	for _, s := range sides {
 		if n := countAt(s, 3); n != brokerOutageRows {
 			t.Errorf("%s: %d of %d orders at amount 3 a moment later", s.format, n, brokerOutageRows)
+		}
+		if st := s.sourceStatus(); st.State != runtime.StateRunning || len(st.UnreachableBrokers) > 0 || onlyPipeline(s.sourceWorker) != s.sourcePipe {
+			t.Errorf("%s: after broker-a's return the source task is %s, unreachable %+v, restarted %v; want it RUNNING as it was, with no outage",
+				s.format, st.State, st.UnreachableBrokers, onlyPipeline(s.sourceWorker) != s.sourcePipe)
 		}
 		s.noRegression(t)
 		s.sink.stop(t)
@@ -198,6 +223,14 @@ func TestFaultBrokerKillDuringBarrier(t *testing.T) {
 
 // caughtUp tells whether a source task's status says it is caught up.
 func caughtUp(st runtime.TaskStatus) bool { return st.CaughtUp != nil && *st.CaughtUp }
+
+// onlyPipeline is the pipeline of w's one task (nil between restarts).
+func onlyPipeline(w *runtime.Worker) *runtime.Pipeline {
+	if ps := w.Pipelines(); len(ps) > 0 {
+		return ps[0]
+	}
+	return nil
+}
 
 // killFaultBrokerA ends the fault servers' broker-a with kill -9 and waits
 // until it is gone; `faultServers(t, "start", "rocketmq")` starts it again.

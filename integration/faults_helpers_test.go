@@ -205,6 +205,18 @@ func startWorker(t *testing.T, configPath string) *running {
 // of the worker's status of it.
 func startWorkerTask(t *testing.T, configPath, only string) (*running, func() runtime.TaskStatus) {
 	t.Helper()
+	r, w, name := startWorkerOf(t, configPath, only)
+	return r, func() runtime.TaskStatus {
+		st, _ := w.Status(name)
+		return st
+	}
+}
+
+// startWorkerOf is startWorkerTask returning the worker and the task's
+// name, for a test that reads more than its status (its pipeline, its
+// metrics).
+func startWorkerOf(t *testing.T, configPath, only string) (*running, *runtime.Worker, string) {
+	t.Helper()
 	cfg, err := runtime.LoadConfig(configPath)
 	if err != nil {
 		t.Fatal(err)
@@ -242,10 +254,7 @@ func startWorkerTask(t *testing.T, configPath, only string) (*running, func() ru
 		case <-stopped:
 		}
 	}()
-	return r, func() runtime.TaskStatus {
-		st, _ := w.Status(cfg.Name)
-		return st
-	}
+	return r, w, cfg.Name
 }
 
 // ourGoroutines returns the stacks of goroutines (other than the caller's)

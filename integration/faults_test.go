@@ -139,13 +139,25 @@ func TestFaultConnectionCuts(t *testing.T) {
 }
 
 // TestFaultServerRestarts restarts the source database, and in a second
-// run the target database, while a pipeline streams a workload (each on
-// servers of its own: see faultServer). The worker restarts the pipeline as
-// needed; the target must end equal to the source with no row moved back.
+// run the target database (each on both transports; over RocketMQ, the
+// fault servers' brokers), while a pipeline streams a workload (each
+// on servers of its own: see faultServer). The worker restarts the
+// pipeline as needed; the target must end equal to the source with no row
+// moved back.
 func TestFaultServerRestarts(t *testing.T) {
-	for _, kind := range []string{"mariadb", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range []struct{ kind, transport string }{
+		{"mariadb", "embedded"}, {"postgres", "embedded"}, {"mariadb", "rocketmq"}, {"postgres", "rocketmq"},
+	} {
+		kind := c.kind
+		name := kind
+		if c.transport != "embedded" {
+			name += "-" + c.transport
+		}
+		t.Run(name, func(t *testing.T) {
 			e := maps.Clone(servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"))
+			if c.transport == "rocketmq" {
+				e["SLUICE_ROCKETMQ_NAMESRV"] = faultBroker(t)["SLUICE_ROCKETMQ_NAMESRV"]
+			}
 			if kind == "mariadb" {
 				fe := faultServer(t, kind, "SLUICE_MYSQL_PORT")
 				for _, k := range []string{"SLUICE_MYSQL_HOST", "SLUICE_MYSQL_PORT", "SLUICE_MYSQL_USER", "SLUICE_MYSQL_PASSWORD", "SLUICE_MYSQL_CDC_USER", "SLUICE_MYSQL_CDC_PASSWORD"} {
@@ -155,7 +167,7 @@ func TestFaultServerRestarts(t *testing.T) {
 				e["SLUICE_PG_DSN"] = faultServer(t, kind, "SLUICE_PG_DSN")["SLUICE_PG_DSN"]
 			}
 			db, my, pg := sourceAndTarget(t, e, "it_rst")
-			r := startWorker(t, writeConfig(t, e, db, "embedded"))
+			r := startWorker(t, writeConfig(t, e, db, c.transport))
 			waitStreaming(t, my, pg, db, r)
 			assertNoRegressions := watchRegressions(t, pg, db)
 			w := newWorkload(my, db)

@@ -11,8 +11,8 @@ import (
 // TestFaultServerKills kills, with SIGKILL, a server a pipeline depends on
 // while it streams a workload, and starts it again (each on the fault
 // servers of its own: see faultServer): the MariaDB source, the MySQL 9.7
-// source, the MySQL 9.7 target (on each transport) and the RocketMQ name
-// server. The pipeline
+// source and the MySQL 9.7 target (each on both transports) and the
+// RocketMQ name server. The pipeline
 // runs under the worker, as `sluice run` does, which restarts it after the
 // lost connection; the target must end equal to the source, with no row
 // ever moved back (a trigger on the target records any update that lowers
@@ -30,10 +30,17 @@ func TestFaultServerKills(t *testing.T) {
 		// Over RocketMQ the sink's progress is the consumer's offset, not
 		// the source position: the MySQL target's kill once more there.
 		{name: "mysql-target-rocketmq", kind: "mysql", pidFile: "mysql-tgt/mysqld.pid", pair: pair{transport: "rocketmq", target: "mysql"}},
+		// The sources' kills over RocketMQ: the source task restarts from
+		// its position while the sink goes on reading the broker.
+		{name: "mariadb-source-rocketmq", kind: "mariadb", pidFile: "mariadb/mariadb.pid", pair: pair{transport: "rocketmq", target: "postgres"}, sourceDown: true},
+		{name: "mysql-source-rocketmq", kind: "mysql", pidFile: "mysql/mysqld.pid", pair: pair{transport: "rocketmq", target: "postgres", source: mysql97}, sourceDown: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := maps.Clone(servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN"))
-			switch c.name {
+			if c.pair.transport == "rocketmq" {
+				e["SLUICE_ROCKETMQ_NAMESRV"] = faultBroker(t)["SLUICE_ROCKETMQ_NAMESRV"]
+			}
+			switch strings.TrimSuffix(c.name, "-rocketmq") {
 			case "mariadb-source":
 				fe := faultServer(t, c.kind, "SLUICE_MYSQL_PORT")
 				for _, k := range []string{"HOST", "PORT", "USER", "PASSWORD", "CDC_USER", "CDC_PASSWORD"} {
@@ -48,14 +55,9 @@ func TestFaultServerKills(t *testing.T) {
 				}
 				e = e.withMySQL97()
 				delete(e, "SLUICE_TARGET_MYSQL_PORT")
-			case "mysql-target", "mysql-target-rocketmq":
+			case "mysql-target":
 				fe := faultServer(t, c.kind, "SLUICE_MYSQL97_TARGET_PORT")
 				e["SLUICE_TARGET_MYSQL_PORT"] = fe["SLUICE_MYSQL97_TARGET_PORT"]
-				if c.pair.transport == "rocketmq" {
-					e["SLUICE_ROCKETMQ_NAMESRV"] = faultBroker(t)["SLUICE_ROCKETMQ_NAMESRV"]
-				}
-			case "name-server":
-				e["SLUICE_ROCKETMQ_NAMESRV"] = faultBroker(t)["SLUICE_ROCKETMQ_NAMESRV"]
 			}
 			k := makeKitOn(t, c.pair, e, "it_kill", true)
 			r := startWorker(t, k.config(t))

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -105,6 +106,22 @@ type ProgressReporter interface {
 // that a table published and never consumed is seen in status and metrics.
 type TopicReporter interface {
 	UnconsumedTopics() []string
+}
+
+// OutageReporter is an optional capability of a Publisher: the brokers it
+// waits for (rocketmq.Publisher: a broker with no live master holds its
+// queues' records until it is back), so that an outage a running pipeline
+// waits through is seen in status and metrics.
+type OutageReporter interface {
+	Unreachable() []Unreachable
+}
+
+// Unreachable is a broker a publisher waits for: since when, and the
+// queues ("topic:id") whose records wait.
+type Unreachable struct {
+	Broker string    `json:"broker"`
+	Since  time.Time `json:"since"`
+	Queues []string  `json:"queues"`
 }
 
 // TableLister is an optional capability of a Source: the tables it

@@ -140,6 +140,8 @@ var pipelineMetrics = []metricDef{
 	{"sluice_lag_seconds", "Seconds the committed position trails the source (heartbeats included; 0 when caught up); for a sink-only process, the lag of the newest applied batch.", nil},
 	{"sluice_caught_up", "1 when nothing is in flight and the source server logged nothing after the committed position, 0 otherwise.", nil},
 	{"sluice_unconsumed_topics", "Topics the source publishes to that no consumer group reads (RocketMQ): their records reach no sink.", nil},
+	{"sluice_unreachable_brokers", "Brokers the source's publisher waits for (RocketMQ: no live master); their queues' records wait until they return.", nil},
+	{"sluice_unreachable_seconds", "Seconds since the longest-waited-for broker became unreachable (0 when none).", nil},
 	{"sluice_source_behind_bytes", "Bytes of binary log the source server wrote after the committed position (same file only).", nil},
 	{"sluice_source_behind_transactions", "Transactions the source server logged after the committed position (MariaDB GTIDs).", nil},
 	{"sluice_snapshot_eta_seconds", "Estimated seconds until the running snapshot ends.", nil},
@@ -237,6 +239,14 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, p *Pipeline, labels []s
 	}
 	if _, ok := p.Publisher.(TopicReporter); ok {
 		gauge("sluice_unconsumed_topics", float64(len(prog.unconsumed)))
+	}
+	if _, ok := p.Publisher.(OutageReporter); ok {
+		gauge("sluice_unreachable_brokers", float64(len(prog.unreachable)))
+		longest := 0.0
+		for _, u := range prog.unreachable {
+			longest = max(longest, now.Sub(u.Since).Seconds())
+		}
+		gauge("sluice_unreachable_seconds", float64(int64(longest)))
 	}
 	if prog.bytes != nil {
 		gauge("sluice_source_behind_bytes", float64(*prog.bytes))

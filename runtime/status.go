@@ -56,12 +56,13 @@ type backlogState struct {
 
 // progress is what status and metrics report beyond the counters.
 type progress struct {
-	lagSeconds float64
-	caughtUp   *bool
-	bytes, txs *int64
-	snapshot   *SnapshotStatus
-	inFlight   int // the records in flight that lag and caught-up were judged with
-	unconsumed []string
+	lagSeconds  float64
+	caughtUp    *bool
+	bytes, txs  *int64
+	snapshot    *SnapshotStatus
+	inFlight    int // the records in flight that lag and caught-up were judged with
+	unconsumed  []string
+	unreachable []Unreachable
 }
 
 // progress computes caught-up, lag, backlog and snapshot progress. It never
@@ -74,6 +75,9 @@ func (p *Pipeline) progress(now time.Time) progress {
 	}
 	if tr, ok := p.Publisher.(TopicReporter); ok {
 		out.unconsumed = tr.UnconsumedTopics()
+	}
+	if or, ok := p.Publisher.(OutageReporter); ok {
+		out.unreachable = or.Unreachable()
 	}
 	w := p.win.Load()
 	if st := p.Status().State; p.Source == nil || w == nil || st != StateRunning && st != StatePaused {

@@ -387,6 +387,10 @@ type TaskStatus struct {
 	// group reads (RocketMQ, in a process without the sink): their
 	// records reach no target.
 	UnconsumedTopics []string `json:"unconsumed_topics,omitempty"`
+	// UnreachableBrokers: brokers the source's publisher waits for
+	// (RocketMQ: no live master), with the queues whose records wait and
+	// since when. The pipeline stays RUNNING and resumes when they return.
+	UnreachableBrokers []Unreachable `json:"unreachable_brokers,omitempty"`
 }
 
 // Status reports a pipeline's state, counters, position and last error.
@@ -411,7 +415,7 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 		pr := t.p.progress(time.Now())
 		st = TaskStatus{Status: status, LagSeconds: pr.lagSeconds, InFlight: pr.inFlight,
 			CaughtUp: pr.caughtUp, BehindBytes: pr.bytes, BehindTransactions: pr.txs, Snapshot: pr.snapshot,
-			UnconsumedTopics: pr.unconsumed}
+			UnconsumedTopics: pr.unconsumed, UnreachableBrokers: pr.unreachable}
 	}
 	ended := false
 	if t.done != nil {

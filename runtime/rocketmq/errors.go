@@ -28,4 +28,8 @@ var (
 	// recorded when a pipeline first used it (queues added or removed on a
 	// broker, a broker added): keys are never hashed over another set.
 	ErrQueueSetChanged = errors.New("rocketmq: topic queue set changed")
+	// errUnreachable is wrapped by a send that failed because the queue's
+	// broker has no live master on the name servers: the publisher waits
+	// for it instead of failing (Publisher.Unreachable).
+	errUnreachable = errors.New("rocketmq: broker unreachable")
 )

@@ -75,6 +75,18 @@ type Publisher struct {
 	assigned map[pk]*worker
 	acks     *fifo[*batch]
 
+	// parked holds, per queue whose broker is unreachable, the parts
+	// queued behind the send that waits for it (waitForBroker); a queue
+	// is in it while it waits.
+	parkMu sync.Mutex
+	parked map[pk][]*part
+	// outage: since when each waiting queue waits (Unreachable).
+	outageMu sync.Mutex
+	outage   map[pk]time.Time
+	// waitDelay is how long a queue that waits for its broker waits
+	// between tries.
+	waitDelay time.Duration
+
 	outstanding sync.WaitGroup // batches not yet acked
 	goroutines  sync.WaitGroup
 	stop        chan struct{}
@@ -159,6 +171,10 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 		stop:    make(chan struct{}),
 
 		assigned: map[pk]*worker{},
+		parked:   map[pk][]*part{},
+		outage:   map[pk]time.Time{},
+
+		waitDelay: maxRetryDelay,
 	}
 	p.sendCtx, p.sendCancel = context.WithCancel(context.Background())
 	if cfg.Format == FormatCompact || cfg.Format == FormatPacked {
@@ -398,7 +414,7 @@ func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) err
 		m := primitive.NewMessage(msg.Topic, msg.Body)
 		m.WithProperties(msg.GetProperties())
 		m.Queue = &primitive.MessageQueue{Topic: msg.Topic, BrokerName: q.Broker, QueueId: q.ID}
-		if err := (&worker{p: p}).sendRetry(msg.Topic, q, []*primitive.Message{m}); err != nil {
+		if err := p.sendRetry(msg.Topic, q, []*primitive.Message{m}); err != nil {
 			return err
 		}
 	}
@@ -774,12 +790,54 @@ func (w *worker) process(items []*part) {
 		groups[k] = append(groups[k], it)
 	}
 	for _, k := range order {
+		if w.p.park(pk(k), groups[k]) {
+			continue
+		}
 		w.sendGroup(k.topic, k.q, groups[k])
 	}
 }
 
+// queueSend is what one queue has to send: the messages of parts in
+// order (ends[i] is the index after parts[i]'s last one), of which sent
+// are confirmed and parts[:next] finished.
+type queueSend struct {
+	pk
+	msgs       []*primitive.Message
+	sizes      []int
+	parts      []*part
+	ends       []int
+	sent, next int
+}
+
 func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 	p := w.p
+	qs := p.queueSend(pk{topic, q}, parts)
+	if err := p.sendQueue(qs, false); errors.Is(err, errUnreachable) {
+		// Parked: what follows for the queue waits behind qs in
+		// p.parked, sent by waitForBroker, while this worker goes on
+		// with its other queues.
+		p.parkMu.Lock()
+		p.parked[qs.pk] = nil
+		p.parkMu.Unlock()
+		p.goroutines.Go(func() { p.waitForBroker(qs, err) })
+	}
+}
+
+// park appends parts to queue k's waiting parts and tells true when the
+// queue waits for its broker (waitForBroker sends them then).
+func (p *Publisher) park(k pk, parts []*part) bool {
+	p.parkMu.Lock()
+	defer p.parkMu.Unlock()
+	waiting, ok := p.parked[k]
+	if ok {
+		p.parked[k] = append(waiting, parts...)
+	}
+	return ok
+}
+
+// queueSend lays out the messages of parts, all for queue k.
+func (p *Publisher) queueSend(k pk, parts []*part) *queueSend {
+	topic, q := k.topic, k.q
 	var msgs []*primitive.Message
 	var sizes []int
 	ends := make([]int, len(parts)) // ends[i]: index after the last message of parts[i]
@@ -814,20 +872,30 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 			ends[i] = len(msgs)
 		}
 	}
-	sent, next := 0, 0 // messages confirmed; next part to finish
-	for sent < len(msgs) {
+	return &queueSend{pk: k, msgs: msgs, sizes: sizes, parts: parts, ends: ends}
+}
+
+// sendQueue sends what qs has left, finishing its parts as their messages
+// are confirmed. A send that fails because the queue's broker has no live
+// master returns an error wrapping errUnreachable and leaves qs as far as
+// it got, to be resumed, as does any failure but a fatal one once waiting
+// (the broker was found down before); any other failure stops the
+// publisher (p.failed) and finishes the rest of qs's parts with it.
+func (p *Publisher) sendQueue(qs *queueSend, waiting bool) error {
+	msgs, sizes := qs.msgs, qs.sizes
+	for qs.sent < len(msgs) {
 		if errp := p.failed.Load(); errp != nil {
 			break
 		}
 		n, size := 0, 0
-		for sent+n < len(msgs) && n < maxBatchMsgs {
+		for qs.sent+n < len(msgs) && n < maxBatchMsgs {
 			// Measured in Publish; 64 bytes of headroom cover the
 			// transaction end mark added since and the batch's framing.
 			sz := 64
-			if sent+n < len(sizes) {
-				sz += sizes[sent+n]
+			if qs.sent+n < len(sizes) {
+				sz += sizes[qs.sent+n]
 			} else {
-				sz += messageSize(msgs[sent+n])
+				sz += messageSize(msgs[qs.sent+n])
 			}
 			if n > 0 && size+sz > maxBatchBytes {
 				break
@@ -835,28 +903,141 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 			size += sz
 			n++
 		}
-		if err := w.sendRetry(topic, q, msgs[sent:sent+n]); err != nil {
+		if err := p.sendRetry(qs.topic, qs.q, msgs[qs.sent:qs.sent+n]); err != nil {
+			if p.sendCtx.Err() == nil {
+				if errors.Is(err, errUnreachable) {
+					return err
+				}
+				if waiting && !runtime.IsFatal(err) {
+					// A broker coming back may time out or refuse
+					// sends for a while before it serves them.
+					return fmt.Errorf("%w: %w", errUnreachable, err)
+				}
+			}
 			p.failed.CompareAndSwap(nil, &err)
 			break
 		}
 		p.stats.sends.Add(1)
 		p.stats.messages.Add(int64(n))
-		sent += n
-		for next < len(parts) && ends[next] <= sent {
-			parts[next].b.Finish(nil)
-			next++
+		qs.sent += n
+		for qs.next < len(qs.parts) && qs.ends[qs.next] <= qs.sent {
+			qs.parts[qs.next].b.Finish(nil)
+			qs.next++
 		}
 	}
-	if next < len(parts) {
+	if qs.next < len(qs.parts) {
 		err := *p.failed.Load()
-		for ; next < len(parts); next++ {
-			parts[next].b.Finish(err)
+		for ; qs.next < len(qs.parts); qs.next++ {
+			qs.parts[qs.next].b.Finish(err)
 		}
+		return err
+	}
+	return nil
+}
+
+// waitForBroker sends qs, and then what was parked behind it, once the
+// queue's broker is back: a broker outage holds its queues' records (their
+// batches unacknowledged, so the publisher's window bounds them) instead of
+// failing the publisher, which would restart the source task and resend
+// every record since its position to the other brokers. The outage is
+// reported (Unreachable) while it lasts. It ends on another failure, or when
+// Close gives up on the sends.
+func (p *Publisher) waitForBroker(qs *queueSend, cause error) {
+	k := qs.pk
+	since := time.Now()
+	p.outageMu.Lock()
+	first := p.waitingOn(k.q.Broker) == 0
+	p.outage[k] = since
+	p.outageMu.Unlock()
+	if first { // once per broker, not per queue
+		p.log.Warn("rocketmq broker unreachable: the records of its queues wait for it, the pipeline goes on with the other brokers' queues",
+			"broker", k.q.Broker, "topic", k.topic, "queue", k.q.ID, "err", cause)
+	}
+	sent := false
+	defer func() {
+		p.outageMu.Lock()
+		delete(p.outage, k)
+		last := p.waitingOn(k.q.Broker) == 0
+		p.outageMu.Unlock()
+		if last && sent {
+			p.log.Info("rocketmq broker reachable again: the records that waited for it are sent",
+				"broker", k.q.Broker, "waited", time.Since(since).Round(time.Millisecond))
+		}
+	}()
+	for {
+		for {
+			select {
+			case <-time.After(p.waitDelay):
+			case <-p.sendCtx.Done():
+			}
+			err := p.sendQueue(qs, true)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errUnreachable) {
+				// Failed: what waits behind qs fails with it.
+				p.parkMu.Lock()
+				rest := p.parked[k]
+				delete(p.parked, k)
+				p.parkMu.Unlock()
+				for _, pt := range rest {
+					pt.b.Finish(err)
+				}
+				return
+			}
+		}
+		p.parkMu.Lock()
+		rest := p.parked[k]
+		if len(rest) == 0 {
+			delete(p.parked, k)
+			p.parkMu.Unlock()
+			sent = true
+			return
+		}
+		p.parked[k] = nil
+		p.parkMu.Unlock()
+		qs = p.queueSend(k, rest)
 	}
 }
 
-func (w *worker) sendRetry(topic string, q queue, msgs []*primitive.Message) error {
-	p := w.p
+// waitingOn counts the queues of broker that wait for it; p.outageMu held.
+func (p *Publisher) waitingOn(broker string) int {
+	n := 0
+	for k := range p.outage {
+		if k.q.Broker == broker {
+			n++
+		}
+	}
+	return n
+}
+
+// Unreachable reports the brokers the publisher waits for: each one's
+// queues whose records wait, and since when (see runtime.OutageReporter).
+func (p *Publisher) Unreachable() []runtime.Unreachable {
+	p.outageMu.Lock()
+	defer p.outageMu.Unlock()
+	by := map[string]*runtime.Unreachable{}
+	for k, since := range p.outage {
+		u := by[k.q.Broker]
+		if u == nil {
+			u = &runtime.Unreachable{Broker: k.q.Broker, Since: since}
+			by[k.q.Broker] = u
+		}
+		if since.Before(u.Since) {
+			u.Since = since
+		}
+		u.Queues = append(u.Queues, fmt.Sprintf("%s:%d", k.topic, k.q.ID))
+	}
+	out := make([]runtime.Unreachable, 0, len(by))
+	for _, u := range by {
+		slices.Sort(u.Queues)
+		out = append(out, *u)
+	}
+	slices.SortFunc(out, func(a, b runtime.Unreachable) int { return strings.Compare(a.Broker, b.Broker) })
+	return out
+}
+
+func (p *Publisher) sendRetry(topic string, q queue, msgs []*primitive.Message) error {
 	ctx := p.sendCtx
 	delay := firstRetryDelay
 	var last error
@@ -888,9 +1069,21 @@ func (w *worker) sendRetry(topic string, q queue, msgs []*primitive.Message) err
 	}
 	err := fmt.Errorf("%w: topic %q broker %q queue %d, %d messages, %d attempts: %w", ErrSend, topic, q.Broker, q.ID, len(msgs), attempts, last)
 	if down := p.brokerDown(topic, q); down != nil {
-		err = fmt.Errorf("%w; %w", err, down)
+		err = fmt.Errorf("%w; %w: %w", err, errUnreachable, down)
+	} else if noRoute(last) {
+		// The name servers route the broker again, but the client's
+		// cached route (refreshed every 30 s) does not yet: a broker just
+		// back, whose queues wait a little longer.
+		err = fmt.Errorf("%w; %w: the producer has no route to queue %d of broker %s yet", err, errUnreachable, q.ID, q.Broker)
 	}
 	return err
+}
+
+// noRoute tells whether err is the client's refusal of a send to a queue
+// its cached route of the topic lacks (pinnedSelector found none): the
+// client has no error value for it, only this text.
+func noRoute(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "route info not found")
 }
 
 func sendStatus(r *primitive.SendResult) int {

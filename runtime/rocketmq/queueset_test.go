@@ -3,10 +3,13 @@ package rocketmq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
@@ -205,29 +208,65 @@ func TestQueueSetRecordedOnEveryNameServer(t *testing.T) {
 	}
 }
 
-// brokerSender fails every send to broker-a (down) and records the queue
-// of each record it takes, by key.
+// brokerSender fails every send to broker-a while down is set, and
+// records where each record it takes went, by key.
 type brokerSender struct {
-	mu   sync.Mutex
-	sent map[string]queue // key -> queue
+	down atomic.Bool
+	// stale, once down is cleared, is how many more sends to broker-a
+	// fail as a broker just back fails them: missing from the client's
+	// cached route, then busy.
+	stale atomic.Int32
+	mu    sync.Mutex
+	sent  map[string][]sentTo // key -> its records in send order
+}
+
+type sentTo struct {
+	q       queue
+	version int64
 }
 
 func (b *brokerSender) SendSync(_ context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error) {
 	if msgs[0].Queue.BrokerName == "broker-a" {
-		return nil, errors.New("dial tcp: connection refused")
+		if b.down.Load() {
+			return nil, errors.New("dial tcp: connection refused")
+		}
+		if n := b.stale.Add(-1); n >= 2 {
+			return nil, fmt.Errorf("the topic=%s route info not found", msgs[0].Topic)
+		} else if n >= 0 {
+			return nil, errors.New("CODE: 2, DESC: [TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while")
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, m := range msgs {
-		b.sent[m.GetProperty(primitive.PropertyKeys)] = queue{m.Queue.BrokerName, m.Queue.QueueId}
+		r, err := testCodec{}.Decode([]byte(m.GetProperty(KeyProperty)), m.Body)
+		if err != nil {
+			return nil, err
+		}
+		k := m.GetProperty(primitive.PropertyKeys)
+		b.sent[k] = append(b.sent[k], sentTo{queue{m.Queue.BrokerName, m.Queue.QueueId}, r.After[1].(int64)})
 	}
 	return &primitive.SendResult{Status: primitive.SendOK}, nil
 }
 
-// TestPublisherWaitsForDownBroker: while broker-a is down, a publisher
-// built then sends each record to its key's queue of the recorded set,
-// broker-b's records reach broker-b and broker-a's are not sent anywhere
-// else: their send fails naming the broker, its outage and what to do.
+func (b *brokerSender) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, s := range b.sent {
+		n += len(s)
+	}
+	return n
+}
+
+// TestPublisherWaitsForDownBroker (issue 27): while broker-a is down, a
+// publisher built then sends each record to its key's queue of the
+// recorded set: broker-b's records reach broker-b, and broker-a's are sent
+// nowhere else; they wait, the publisher neither fails nor acks the
+// batches holding them, and reports the outage (Unreachable). Once
+// broker-a is back (its sends failing a while longer, as a broker just
+// back fails them: not yet in the client's route, then busy) they reach
+// their queues in order and every batch is acked without error.
 func TestPublisherWaitsForDownBroker(t *testing.T) {
 	ns, addr := newKVNameServer(t, twoBrokerRoute, brokerBCluster)
 	cfg, err := Config{NameServers: []string{addr}, Pipeline: "t", Codec: testCodec{}, SendRetries: -1}.withDefaults()
@@ -240,35 +279,83 @@ func TestPublisherWaitsForDownBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns.set(brokerBRoute)
-	s := &brokerSender{sent: map[string]queue{}}
+	s := &brokerSender{sent: map[string][]sentTo{}}
+	s.down.Store(true)
 	p := newPublisher(cfg, quietLog(), s, newTopicCache(cfg, &fakeCreator{}), nil)
+	p.waitDelay = 50 * time.Millisecond
 	if topic, _ := p.reg.Topic(tbl); topic != "t_db_t" {
 		t.Fatalf("topic %q", topic)
 	}
-	var recs []schema.Record
+	const keys, versions = 50, 3
 	want := map[string]queue{}
-	for k := range int64(50) {
-		r := rec(k, 1)
-		recs = append(recs, r)
-		want[r.KeyString()] = full[runtime.QueueFor(&r, len(full))]
+	acked := make(chan error, versions)
+	for v := range int64(versions) {
+		var recs []schema.Record
+		for k := range int64(keys) {
+			r := rec(k, v)
+			recs = append(recs, r)
+			want[r.KeyString()] = full[runtime.QueueFor(&r, len(full))]
+		}
+		if err := p.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+			t.Fatalf("Publish while broker-a is down: %v", err)
+		}
 	}
-	acked := make(chan error, 1)
-	if err := p.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+	onB := 0
+	for _, q := range want {
+		if q.Broker == "broker-b" {
+			onB += versions
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); (s.count() < onB || len(p.Unreachable()) == 0) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.count(); n != onB {
+		t.Fatalf("%d records sent while broker-a is down, want broker-b's %d", n, onB)
+	}
+	u := p.Unreachable()
+	if len(u) != 1 || u[0].Broker != "broker-a" || u[0].Since.IsZero() || len(u[0].Queues) == 0 || !strings.HasPrefix(u[0].Queues[0], "t_db_t:") {
+		t.Fatalf("Unreachable() = %+v, want broker-a with its queues", u)
+	}
+	select {
+	case err := <-acked:
+		t.Fatalf("a batch was acked (%v) while records of it wait for broker-a", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	ns.set(twoBrokerRoute)
+	s.stale.Store(12) // more than one try's attempts of each kind
+	s.down.Store(false)
+	for range versions {
+		select {
+		case err := <-acked:
+			if err != nil {
+				t.Fatalf("batch acked with %v after broker-a came back", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a batch still unacked 10 s after broker-a came back")
+		}
+	}
+	// The waiting queue leaves the outage just after its last send.
+	for deadline := time.Now().Add(5 * time.Second); len(p.Unreachable()) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := p.Unreachable(); len(u) != 0 {
+		t.Errorf("Unreachable() = %+v after broker-a came back", u)
+	}
+	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	err = <-acked
-	if !errors.Is(err, ErrSend) || !strings.Contains(err.Error(), "broker broker-a has no live master") || !strings.Contains(err.Error(), "mqadmin updateOrderConf") {
-		t.Fatalf("ack error %v, want ErrSend naming broker-a's outage", err)
-	}
-	_ = p.Close(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.sent) == 0 {
-		t.Fatal("nothing reached broker-b")
-	}
-	for key, q := range s.sent {
-		if q != want[key] {
-			t.Errorf("key %s sent to %v, its queue is %v", key, q, want[key])
+	for key, q := range want {
+		got := s.sent[key]
+		if len(got) != versions {
+			t.Errorf("key %s: %d records sent, want %d", key, len(got), versions)
+			continue
+		}
+		for v, st := range got {
+			if st.q != q || st.version != int64(v) {
+				t.Errorf("key %s: record %d sent to %v with version %d, want %v version %d", key, v, st.q, st.version, q, v)
+			}
 		}
 	}
 }

@@ -150,6 +150,5 @@ func (s *RawSender) Batches(ctx context.Context, recs []schema.Record, maxPerSen
 // called from several goroutines.
 func (s *RawSender) Sender(ctx context.Context) func(q int, batch []*primitive.Message) error {
 	s.p.sendCtx = ctx
-	w := &worker{p: s.p}
-	return func(q int, batch []*primitive.Message) error { return w.sendRetry(s.topic, s.qs[q], batch) }
+	return func(q int, batch []*primitive.Message) error { return s.p.sendRetry(s.topic, s.qs[q], batch) }
 }
