@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -51,7 +52,7 @@ const (
 
 // incrAfterRead, when set (by tests), runs in the chunk worker after a
 // chunk's query and before its high watermark is written.
-var incrAfterRead func(table schema.TableID, rows int)
+var incrAfterRead atomic.Pointer[func(table schema.TableID, rows int)]
 
 // tableName parses a "db.table" name.
 func tableName(s string) (schema.TableID, error) {
@@ -535,8 +536,8 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 		return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
 	}
 	res.ti, res.done = st.ti, len(res.rows) < in.limit
-	if incrAfterRead != nil {
-		incrAfterRead(req.table, len(res.rows))
+	if hook := incrAfterRead.Load(); hook != nil {
+		(*hook)(req.table, len(res.rows))
 	}
 	if err := mark(signalWindowClose, "-close"); err != nil {
 		return fail(err)

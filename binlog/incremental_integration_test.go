@@ -214,19 +214,21 @@ func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counte
 func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
 	k, s := newIncrKit(t, 300, 50)
 	side := sideConn(t, k.env, k.db)
+	hookConn := sideConn(t, k.env, k.db) // the chunk worker's goroutine uses it alone
 	var hooked atomic.Bool
-	incrAfterRead = func(table schema.TableID, rows int) {
+	hook := func(table schema.TableID, rows int) {
 		if table.Table != "t" || table.Database != k.db || hooked.Swap(true) {
 			return
 		}
 		// the first chunk (keys 1..50) is in the worker's hands, not yet emitted
 		for _, q := range []string{"UPDATE t SET v = 1000000 WHERE id = 10", "DELETE FROM t WHERE id = 20", "UPDATE t SET id = 100030, v = 1000001 WHERE id = 30"} {
-			if _, err := side.Execute(q); err != nil {
+			if _, err := hookConn.Execute(q); err != nil {
 				t.Errorf("%s: %v", q, err)
 			}
 		}
 	}
-	t.Cleanup(func() { incrAfterRead = nil })
+	incrAfterRead.Store(&hook)
+	t.Cleanup(func() { incrAfterRead.Store(nil) })
 	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s1', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
 	k.read(t, s.Source, func() bool { return k.done })
 	if !hooked.Load() {
@@ -390,15 +392,17 @@ func TestIncrementalSnapshotPauseResumeStop(t *testing.T) {
 func TestIncrementalSnapshotRereadsChunkAfterDDL(t *testing.T) {
 	k, s := newIncrKit(t, 120, 50)
 	side := sideConn(t, k.env, k.db)
+	hookConn := sideConn(t, k.env, k.db) // the chunk worker's goroutine uses it alone
 	var hooked atomic.Bool
-	incrAfterRead = func(table schema.TableID, rows int) {
+	hook := func(table schema.TableID, rows int) {
 		if table.Table == "t" && table.Database == k.db && !hooked.Swap(true) {
-			if _, err := side.Execute("ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 5"); err != nil {
+			if _, err := hookConn.Execute("ALTER TABLE t ADD COLUMN c INT NOT NULL DEFAULT 5"); err != nil {
 				t.Errorf("ALTER: %v", err)
 			}
 		}
 	}
-	t.Cleanup(func() { incrAfterRead = nil })
+	incrAfterRead.Store(&hook)
+	t.Cleanup(func() { incrAfterRead.Store(nil) })
 	var reads []schema.Record
 	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('d1', 'execute-snapshot', '{"data-collections": ["%s.t"]}')`, k.db))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
