@@ -53,10 +53,13 @@ sink:
 `, name, brokers[0], strings.Join(topics, ", ")))
 	checkTail(t, cfgPath, topics, len(recs))
 
-	offsets, err := adm.FetchOffsets(ctx, name+"-sink")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// On a fresh broker the group coordinator (its __consumer_offsets
+	// topic) may still be starting: COORDINATOR_NOT_AVAILABLE, retriable.
+	var offsets kadm.OffsetResponses
+	schematest.Eventually(t, time.Minute, 200*time.Millisecond, "fetch the sink group's offsets", func() (bool, string) {
+		offsets, err = adm.FetchOffsets(ctx, name+"-sink")
+		return err == nil, fmt.Sprint(err)
+	})
 	if o := offsets.Sorted(); len(o) > 0 {
 		t.Errorf("the sink's group has offsets after tail: %v", o)
 	}
