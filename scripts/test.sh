@@ -122,13 +122,14 @@ if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
     # The fault tests' subtests over RocketMQ (server restarts and kills
     # with a RocketMQ of their own between source and sink) run in a process
     # of their own, on a second set of fault servers (root, ports and
-    # broker store of their own), beside the other fault tests: together
-    # they took about 1,700 s in one process.
+    # broker store of their own: not "<store>-b", which is the first set's
+    # broker-b store), beside the other fault tests: together they took
+    # about 1,700 s in one process.
     fault_rmq='^TestFault(ServerRestarts|ServerKills)$/-rocketmq$'
     fault_rmq_log="$logdir/integration-faults-rocketmq.log"
     echo "== go test -count=1 -timeout 50m -v -run '$fault_rmq' ./integration/... (in the background, fault servers under /tmp/sluice-faults-b)"
     SLUICE_IT_FAULT_ROOT="${SLUICE_IT_FAULT_ROOT:-/tmp/sluice-faults}-b" SLUICE_IT_FAULT_PORT_BASE=25000 \
-      SLUICE_IT_FAULT_STORE="${SLUICE_IT_FAULT_STORE:-/dev/shm/sluice-faults-store}-b" \
+      SLUICE_IT_FAULT_STORE="${SLUICE_IT_FAULT_STORE:-/dev/shm/sluice-faults-store}-set2" \
       go test -count=1 -timeout 50m -v -run "$fault_rmq" ./integration/... >"$fault_rmq_log" 2>&1 &
     fault_rmq_pid=$!
     groups=(
