@@ -838,12 +838,25 @@ start_rocketmq() {
   # First start of this broker: prove a topic can be created and a message written.
   if ((started_broker)) && [[ "${SLUICE_ROCKETMQ_PROBE:-1}" != 0 ]]; then
     local tp out; tp="$(now)"
-    out="$("$RMQ_ADMIN" updateTopic -c DefaultCluster -t sluice_probe -r 4 -w 4 2>&1)" || true
-    grep -q 'create topic to .* success' <<<"$out" \
-      || { echo "$out" >&2; tail_log "$RMQ_HOME/logs/rocketmqlogs/broker.log"; die "rocketmq: updateTopic sluice_probe failed"; }
-    out="$("$RMQ_ADMIN" sendMessage -t sluice_probe -p "probe $(date +%s)" -k probe 2>&1)" || true
-    grep -q 'SEND_OK' <<<"$out" \
-      || { echo "$out" >&2; tail_log "$RMQ_HOME/logs/rocketmqlogs/broker.log"; die "rocketmq: sendMessage to sluice_probe failed"; }
+    # On a loaded machine a broker that has just registered may still time
+    # out the admin tool's first calls (its route lookup waits 3 s): each
+    # step is tried until START_TIMEOUT has passed.
+    local deadline=$(( $(date +%s) + START_TIMEOUT )) ok=0
+    while :; do
+      out="$("$RMQ_ADMIN" updateTopic -c DefaultCluster -t sluice_probe -r 4 -w 4 2>&1)" || true
+      if grep -q 'create topic to .* success' <<<"$out"; then ok=1; break; fi
+      (( $(date +%s) < deadline )) || break
+      sleep 2
+    done
+    ((ok)) || { echo "$out" >&2; tail_log "$RMQ_HOME/logs/rocketmqlogs/broker.log"; die "rocketmq: updateTopic sluice_probe failed"; }
+    ok=0
+    while :; do
+      out="$("$RMQ_ADMIN" sendMessage -t sluice_probe -p "probe $(date +%s)" -k probe 2>&1)" || true
+      if grep -q 'SEND_OK' <<<"$out"; then ok=1; break; fi
+      (( $(date +%s) < deadline )) || break
+      sleep 2
+    done
+    ((ok)) || { echo "$out" >&2; tail_log "$RMQ_HOME/logs/rocketmqlogs/broker.log"; die "rocketmq: sendMessage to sluice_probe failed"; }
     log "rocketmq: probe topic created and message sent (SEND_OK) in $(elapsed "$tp")s"
   fi
   env_set SLUICE_ROCKETMQ_NAMESRV="$RMQ_NAMESRV" SLUICE_ROCKETMQ_CLUSTER=DefaultCluster \
