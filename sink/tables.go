@@ -557,6 +557,12 @@ func (cat *catalog) createTable(ctx context.Context, t target, r *schema.Record)
 		keyCols = keyColumns(r)
 	}
 	cols := make([]colDef, 0, len(r.ValueSchema.Fields))
+	// Each default on its own, should CREATE TABLE with them be refused.
+	type setDefault struct {
+		column string
+		st     ddlStatement
+	}
+	var setDefaults []setDefault
 	for _, f := range r.ValueSchema.Fields {
 		if err := cat.checkIdent("column", f.Name); err != nil {
 			return err
@@ -576,8 +582,10 @@ func (cat *catalog) createTable(ctx context.Context, t target, r *schema.Record)
 			// schema (from another queue, or replayed) lack the columns
 			// added since; on the source they read the column's default,
 			// and so they do here.
-			if lit, ok := cat.defaultLiteral(schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: fieldDefault(f)}, typ); ok {
+			def := schema.ColumnDef{Name: f.Name, Type: f.Schema, Default: fieldDefault(f)}
+			if lit, ok := cat.defaultLiteral(def, typ); ok {
 				c.Default = lit
+				setDefaults = append(setDefaults, setDefault{f.Name, cat.defaultStatement(t, f.Name, typ, def)})
 			}
 		}
 		cols = append(cols, c)
@@ -594,7 +602,7 @@ func (cat *catalog) createTable(ctx context.Context, t target, r *schema.Record)
 	}
 	q := cat.d.CreateTable(t, cols, keyCols)
 	_, err := cat.db.ExecContext(ctx, q)
-	if err != nil && !concurrentCreate(err) && !retriableDDL(err) && ctx.Err() == nil && hasDefaults(cols) {
+	if err != nil && !concurrentCreate(err) && !retriableDDL(err) && ctx.Err() == nil && len(setDefaults) > 0 {
 		// A default the target refuses (MySQL takes none on some types):
 		// the table without defaults, then each default on its own.
 		plain := slices.Clone(cols)
@@ -602,17 +610,13 @@ func (cat *catalog) createTable(ctx context.Context, t target, r *schema.Record)
 			plain[i].Default = ""
 		}
 		if _, err = cat.db.ExecContext(ctx, cat.d.CreateTable(t, plain, keyCols)); err == nil {
-			for _, c := range cols {
-				if c.Default == "" {
-					continue
-				}
-				q := "ALTER TABLE " + qualified(cat.d, t) + " ALTER COLUMN " + cat.d.Quote(c.Name) + " SET DEFAULT " + c.Default
-				if _, err := cat.db.ExecContext(ctx, q); err != nil {
+			for _, sd := range setDefaults {
+				if _, err := cat.db.ExecContext(ctx, sd.st.sql); err != nil {
 					if ctx.Err() != nil {
 						return fmt.Errorf("sink: create table %s: %w", t, wrapDB(err))
 					}
 					cat.log.Warn("column created without the default older rows read on the source: the target refused it; rows that reach the table with an older schema hold NULL there",
-						"table", t.String(), "column", c.Name, "reason", err.Error())
+						"table", t.String(), "column", sd.column, "reason", err.Error())
 				}
 			}
 		}
@@ -622,16 +626,6 @@ func (cat *catalog) createTable(ctx context.Context, t target, r *schema.Record)
 	}
 	cat.log.Info("created table", "table", t.String(), "columns", len(cols), "key", strings.Join(keyCols, ","))
 	return nil
-}
-
-// hasDefaults reports a column of cols with a default.
-func hasDefaults(cols []colDef) bool {
-	for _, c := range cols {
-		if c.Default != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // tableMeta is the sink's picture of a target table, read and changed under
