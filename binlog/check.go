@@ -66,6 +66,10 @@ func Check(ctx context.Context, cfg Config) []Problem {
 		return out
 	}
 	defer conn.Close()
+	// go-mysql's queries take no context: a check past its time closes
+	// the socket (not the client, whose Close is not safe beside a query),
+	// and the query waiting on it returns.
+	defer context.AfterFunc(ctx, func() { _ = conn.Conn.Conn.Close() })()
 
 	v := serverVars(conn, "log_bin", "binlog_format", "binlog_row_image", "binlog_row_metadata", "server_id", "gtid_strict_mode", "gtid_mode")
 	if on := v["log_bin"]; on != "1" && !strings.EqualFold(on, "ON") {
@@ -128,7 +132,7 @@ func Check(ctx context.Context, cfg Config) []Problem {
 		add("privileges", fmt.Sprintf("user %s lacks RELOAD, which the snapshot needs for FLUSH TABLES WITH READ LOCK", cfg.User),
 			grantAdvice(account))
 	}
-	out = append(out, checkTables(conn, cfg, grants, account)...)
+	out = append(out, checkTables(ctx, conn, cfg, grants, account)...)
 	cr, _ := compileColumnRules(cfg.ExcludeColumns, cfg.Mask)
 	if cols, err := undecodableColumns(conn, newFilter(cfg.Include, cfg.Exclude), cr); err != nil {
 		warn("charset", fmt.Sprintf("cannot read the columns' character sets: %v", err), "grant SELECT on the included tables")
@@ -348,30 +352,37 @@ func splitScope(s string) (db, table string, ok bool) {
 
 // checkTables reports included tables without a primary key or without
 // SELECT, and a filter that matches nothing.
-func checkTables(conn *client.Conn, cfg Config, g grantSet, account string) []Problem {
-	r, err := conn.Execute(`SELECT t.TABLE_SCHEMA, t.TABLE_NAME,
-  (SELECT COUNT(*) FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_NAME = 'PRIMARY')
-  FROM information_schema.TABLES t WHERE t.TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY 1, 2`)
+func checkTables(ctx context.Context, conn *client.Conn, cfg Config, g grantSet, account string) []Problem {
+	// Table by table on the captured databases only: one query joining
+	// TABLES with STATISTICS took 85 s on a MariaDB with 3,000 tables.
+	q := clientCatalog(conn)
+	tables, err := listCaptured(ctx, q, newFilter(cfg.Include, cfg.Exclude))
 	if err != nil {
 		return []Problem{{Check: "tables", Detail: fmt.Sprintf("cannot list tables: %v", err), Fix: "grant SELECT on the included tables"}}
 	}
-	f := newFilter(cfg.Include, cfg.Exclude)
+	keyed := map[schema.TableID]bool{}
+	for i, id := range tables {
+		if i > 0 && tables[i-1].Database == id.Database {
+			continue
+		}
+		rows, err := q(ctx, "SELECT DISTINCT TABLE_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND INDEX_NAME = 'PRIMARY'", id.Database)
+		if err != nil {
+			return []Problem{{Check: "tables", Detail: fmt.Sprintf("cannot read the primary keys of %s: %v", id.Database, err), Fix: "grant SELECT on the included tables"}}
+		}
+		for _, r := range rows {
+			keyed[schema.TableID{Database: id.Database, Table: r[0]}] = true
+		}
+	}
 	var out []Problem
 	var noKey, noSelect []string
 	n := 0
-	for i := 0; i < r.RowNumber(); i++ {
-		db, _ := r.GetString(i, 0)
-		table, _ := r.GetString(i, 1)
-		keys, _ := r.GetInt(i, 2)
-		if !f.match(db, table) {
-			continue
-		}
+	for _, id := range tables {
 		n++
-		name := db + "." + table
-		if keys == 0 {
+		name := id.Database + "." + id.Table
+		if !keyed[id] {
 			noKey = append(noKey, name)
 		}
-		if !g.canSelect(db, table) {
+		if !g.canSelect(id.Database, id.Table) {
 			noSelect = append(noSelect, name)
 		}
 	}

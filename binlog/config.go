@@ -416,6 +416,57 @@ func (f filter) matchDatabase(db string) bool {
 	return false
 }
 
+// mayCapture reports whether some table of database db may match the
+// include patterns (exclude is left to match): db followed by a dot is a
+// prefix of some name a pattern matches. It lists only the databases whose
+// tables are worth listing, so it may say yes too often, never too rarely.
+func (f filter) mayCapture(db string) bool {
+	name := strings.ToLower(db)
+	if len(f.include) == 0 {
+		return !systemDatabases[name]
+	}
+	for _, p := range f.include {
+		if globPrefix(p, name+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// globPrefix reports whether the path.Match pattern p (as globToPath
+// makes it: '*' and escaped literals) matches some name that starts with
+// prefix.
+func globPrefix(p, prefix string) bool {
+	for {
+		if prefix == "" {
+			return true
+		}
+		if p == "" {
+			return false
+		}
+		switch p[0] {
+		case '*':
+			if globPrefix(p[1:], prefix) {
+				return true
+			}
+			if prefix[0] == '/' { // '*' matches no '/'
+				return false
+			}
+			prefix = prefix[1:]
+			continue
+		case '\\':
+			if len(p) < 2 {
+				return false
+			}
+			p = p[1:]
+		}
+		if p[0] != prefix[0] {
+			return false
+		}
+		p, prefix = p[1:], prefix[1:]
+	}
+}
+
 // skippedOps is the set of ops SkippedOperations names (nil: none).
 func (c *Config) skippedOps() map[schema.Op]bool {
 	var m map[schema.Op]bool

@@ -68,3 +68,29 @@ func TestFilter(t *testing.T) {
 		t.Error("matchDatabase")
 	}
 }
+
+// TestMayCaptureNeverHidesATable: the databases listCaptured skips must
+// hold no table match takes, whatever dots and stars the names and
+// patterns hold; and it skips what no pattern can reach.
+func TestMayCaptureNeverHidesATable(t *testing.T) {
+	patterns := [][]string{nil, {"shop.*"}, {"*"}, {"s*"}, {"*.orders"}, {"my.db.*"}, {"my*b.t"}, {"a.b.c"}, {"log_*.events", "crm.x"}, {`we\ird?.t`}, {"*s.o*"}}
+	names := [][2]string{{"shop", "orders"}, {"shopping", "orders"}, {"my.db", "t"}, {"my", "db.t"}, {"myxb", "t"}, {"a.b", "c"}, {"a", "b.c"},
+		{"log_1", "events"}, {"crm", "x"}, {`we\ird?`, "t"}, {"mysql", "user"}, {"sales", "orders"}, {"x", "y"}, {"Shop", "Orders"}}
+	for _, inc := range patterns {
+		f := newFilter(inc, nil)
+		for _, n := range names {
+			if f.match(n[0], n[1]) && !f.mayCapture(n[0]) {
+				t.Errorf("include %q: %s.%s is captured but mayCapture(%q) is false", inc, n[0], n[1], n[0])
+			}
+		}
+	}
+	f := newFilter([]string{"shop.*", "my.db.*"}, nil)
+	for _, db := range []string{"shopping", "crm", "mydb", "mysql"} {
+		if f.mayCapture(db) {
+			t.Errorf("mayCapture(%q) = true for include shop.*, my.db.*: its tables would be listed for nothing", db)
+		}
+	}
+	if !newFilter(nil, nil).mayCapture("app") || newFilter(nil, nil).mayCapture("mysql") {
+		t.Error("with no include every non-system database is listed, and no system one")
+	}
+}

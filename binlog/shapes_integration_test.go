@@ -61,3 +61,53 @@ func TestCapturedShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestCapturedTablesDatabaseByDatabase: the tables listed at start, by
+// the snapshot and by check, are those include takes, read database by
+// database (views and databases outside include left out), a database
+// whose name holds a dot included.
+func TestCapturedTablesDatabaseByDatabase(t *testing.T) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	other, dotted := db+"_other", db+".dot"
+	for _, d := range []string{other, dotted} {
+		exec(t, c, "CREATE DATABASE `"+d+"`")
+		t.Cleanup(func() { _, _ = c.Execute("DROP DATABASE IF EXISTS `" + d + "`") })
+	}
+	exec(t, c, "CREATE TABLE a (id INT PRIMARY KEY)")
+	exec(t, c, "CREATE TABLE b (id INT PRIMARY KEY)")
+	exec(t, c, "CREATE VIEW v AS SELECT id FROM a")
+	exec(t, c, "CREATE TABLE `"+other+"`.c (id INT PRIMARY KEY)")
+	exec(t, c, "CREATE TABLE `"+dotted+"`.d (id INT PRIMARY KEY)")
+	cfg := testConfig(env, db)
+	cfg.Include = []string{db + ".*", dotted + ".d"}
+	src, err := NewSource(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := src.CapturedTables(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{db + ".a", db + ".b", dotted + ".d"}
+	var names []string
+	for _, id := range got {
+		names = append(names, id.Database+"."+id.Table)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("CapturedTables: %q, want %q", names, want)
+	}
+	shapes, err := src.CapturedShapes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = names[:0]
+	for _, s := range shapes {
+		names = append(names, s.ID.Database+"."+s.ID.Table)
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("CapturedShapes (the snapshot's list): %q, want %q", names, want)
+	}
+}

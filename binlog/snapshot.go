@@ -277,31 +277,48 @@ func (sn *snapshotter) binlogStatus(ctx context.Context) (map[string]string, err
 // listTables lists the included base tables in (database, table) order,
 // without those a resumed snapshot already finished.
 func (sn *snapshotter) listTables(ctx context.Context) ([]schema.TableID, error) {
-	rows, err := sn.conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')")
+	out, err := listCaptured(ctx, sn.catalog, newFilter(sn.s.cfg.Include, sn.s.cfg.Exclude))
 	if err != nil {
 		return nil, fmt.Errorf("binlog: snapshot: list tables: %w", err)
 	}
-	defer rows.Close()
-	f := newFilter(sn.s.cfg.Include, sn.s.cfg.Exclude)
-	var out []schema.TableID
-	for rows.Next() {
-		var id schema.TableID
-		if err := rows.Scan(&id.Database, &id.Table); err != nil {
-			return nil, err
-		}
-		if f.match(id.Database, id.Table) && !strings.EqualFold(id.String(), sn.s.cfg.SignalTable) { // signals are not data
-			out = append(out, id)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, compareTableID)
+	out = slices.DeleteFunc(out, func(id schema.TableID) bool { // signals are not data
+		return strings.EqualFold(id.String(), sn.s.cfg.SignalTable)
+	})
 	if sn.resume != nil {
 		r := schema.TableID{Database: sn.resume.Database, Table: sn.resume.Table}
 		out = slices.DeleteFunc(out, func(id schema.TableID) bool { return compareTableID(id, r) < 0 })
 	}
 	return out, nil
+}
+
+// catalog is listCaptured's catalogQuery on the snapshot connection.
+func (sn *snapshotter) catalog(ctx context.Context, query string, args ...any) ([][]string, error) {
+	rows, err := sn.conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			row[i] = v.String
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
 }
 
 func compareTableID(a, b schema.TableID) int {

@@ -614,11 +614,7 @@ func connectError(addr, user string, err error) error {
 
 // denied reports the server refusing a login or a privilege.
 func denied(err error) bool {
-	code, ok := serverErrorCode(err)
-	var de *drv.MySQLError
-	if !ok && errors.As(err, &de) {
-		code, ok = de.Number, true
-	}
+	code, ok := anyServerErrorCode(err)
 	if !ok {
 		return false
 	}
@@ -628,6 +624,25 @@ func denied(err error) bool {
 		return true
 	}
 	return false
+}
+
+// isUnknownDatabase reports the server's "Unknown database" (1049).
+func isUnknownDatabase(err error) bool {
+	code, ok := anyServerErrorCode(err)
+	return ok && code == mysql.ER_BAD_DB_ERROR
+}
+
+// anyServerErrorCode finds a server error in err's chain from either
+// client: go-mysql's or database/sql's driver.
+func anyServerErrorCode(err error) (uint16, bool) {
+	if code, ok := serverErrorCode(err); ok {
+		return code, true
+	}
+	var de *drv.MySQLError
+	if errors.As(err, &de) {
+		return de.Number, true
+	}
+	return 0, false
 }
 
 // sameServerID reports the server's answer to a second replica connecting
@@ -970,18 +985,13 @@ func (s *Source) openHistory(ctx context.Context, store HistoryStore, conn *clie
 		}
 		return h, nil
 	}
-	r, err := conn.Execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED') ORDER BY TABLE_SCHEMA, TABLE_NAME")
+	ids, err := listCaptured(ctx, clientCatalog(conn), newFilter(s.cfg.Include, s.cfg.Exclude))
 	if err != nil {
 		return nil, fmt.Errorf("binlog: schema history: list tables: %w", err)
 	}
-	f := newFilter(s.cfg.Include, s.cfg.Exclude)
 	var entries []HistoryEntry
-	for i := 0; i < r.RowNumber(); i++ {
-		db, _ := r.GetString(i, 0)
-		table, _ := r.GetString(i, 1)
-		if !f.match(db, table) {
-			continue
-		}
+	for _, id := range ids {
+		db, table := id.Database, id.Table
 		cr, err := conn.Execute("SHOW CREATE TABLE " + quoteIdent(db) + "." + quoteIdent(table))
 		if err != nil {
 			return nil, fmt.Errorf("binlog: schema history: SHOW CREATE TABLE %s.%s (grant SELECT): %w", db, table, err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/go-mysql-org/go-mysql/client"
+
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -18,18 +20,65 @@ func (s *Source) CapturedTables(ctx context.Context) ([]schema.TableID, error) {
 		return nil, connectError(s.addr(), s.cfg.User, err)
 	}
 	defer conn.Close()
-	r, err := conn.Execute("SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')")
+	out, err := listCaptured(ctx, clientCatalog(conn), newFilter(s.cfg.Include, s.cfg.Exclude))
 	if err != nil {
 		return nil, fmt.Errorf("binlog: list the captured tables on %s: %w", s.addr(), err)
 	}
-	f := newFilter(s.cfg.Include, s.cfg.Exclude)
+	return out, nil
+}
+
+// catalogQuery runs a catalogue query with args and returns its rows as
+// strings.
+type catalogQuery func(ctx context.Context, query string, args ...any) ([][]string, error)
+
+// clientCatalog is a catalogQuery on a go-mysql connection.
+func clientCatalog(conn *client.Conn) catalogQuery {
+	return func(_ context.Context, query string, args ...any) ([][]string, error) {
+		r, err := conn.Execute(query, args...)
+		if err != nil {
+			return nil, err
+		}
+		rows := make([][]string, r.RowNumber())
+		for i := range rows {
+			for j := 0; j < r.ColumnNumber(); j++ {
+				v, _ := r.GetString(i, j)
+				rows[i] = append(rows[i], v)
+			}
+		}
+		return rows, nil
+	}
+}
+
+// listCaptured lists the base tables f captures, in (database, table)
+// order, database by database as Debezium does: the databases first, then
+// the tables of each database f may capture. A query on
+// information_schema.TABLES that names no database opens every table of
+// the server, which on a server with many databases outside include takes
+// tens of seconds, at every start and every check.
+func listCaptured(ctx context.Context, q catalogQuery, f filter) ([]schema.TableID, error) {
+	dbs, err := q(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
+	if err != nil {
+		return nil, err
+	}
 	var out []schema.TableID
-	for i := 0; i < r.RowNumber(); i++ {
-		var id schema.TableID
-		id.Database, _ = r.GetString(i, 0)
-		id.Table, _ = r.GetString(i, 1)
-		if f.match(id.Database, id.Table) {
-			out = append(out, id)
+	for _, d := range dbs {
+		if len(d) != 1 || !f.mayCapture(d[0]) {
+			continue
+		}
+		rows, err := q(ctx, "SHOW FULL TABLES FROM "+quoteIdent(d[0]))
+		if err != nil {
+			if isUnknownDatabase(err) { // dropped since it was listed
+				continue
+			}
+			return nil, err
+		}
+		for _, r := range rows {
+			if len(r) != 2 || (r[1] != "BASE TABLE" && r[1] != "SYSTEM VERSIONED") {
+				continue // views, sequences
+			}
+			if f.match(d[0], r[0]) {
+				out = append(out, schema.TableID{Database: d[0], Table: r[0]})
+			}
 		}
 	}
 	slices.SortFunc(out, compareTableID)

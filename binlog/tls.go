@@ -6,7 +6,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/go-mysql-org/go-mysql/client"
 
@@ -64,17 +66,55 @@ func dialServer(ctx context.Context, cfg *Config, t *tls.Config, fellBack func()
 		}
 		return nil
 	}
-	conn, err := client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout, append([]client.Option{opt}, more...)...)
+	conn, err := connectBounded(ctx, addr, cfg.User, cfg.Password, append([]client.Option{opt}, more...)...)
 	if err != nil && t != nil && cfg.TLSMode == TLSPreferred && noServerTLS(err) {
 		if fellBack != nil {
 			fellBack()
 		}
-		conn, err = client.ConnectWithContext(ctx, addr, cfg.User, cfg.Password, "", dialTimeout, more...)
+		conn, err = connectBounded(ctx, addr, cfg.User, cfg.Password, more...)
 	}
 	if err != nil {
 		return nil, tlsError(cfg, addr, err)
 	}
 	return conn, nil
+}
+
+// handshakeTimeout bounds a connection's handshake when ctx sets no
+// deadline.
+const handshakeTimeout = 30 * time.Second
+
+// connectBounded is client.ConnectWithContext whose handshake, not only
+// its dial, ends with ctx: go-mysql reads the server's greeting without a
+// deadline, so a server that accepts and never answers (hung, or a wrong
+// port of another service) held the caller for ever.
+func connectBounded(ctx context.Context, addr, user, password string, options ...client.Option) (*client.Conn, error) {
+	var raw net.Conn
+	var stop func() bool
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		dl, ok := ctx.Deadline()
+		if !ok {
+			dl = time.Now().Add(handshakeTimeout)
+		}
+		_ = c.SetDeadline(dl)
+		stop = context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
+		raw = c
+		return c, nil
+	}
+	conn, err := client.ConnectWithDialer(ctx, "", addr, user, password, "", dial, options...)
+	if raw != nil {
+		stop()
+		if err == nil {
+			_ = raw.SetDeadline(time.Time{})
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
+	return conn, err
 }
 
 // tlsFailure marks an error of TLS negotiation (see tlsError).

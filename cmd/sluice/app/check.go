@@ -31,7 +31,7 @@ var errChecksFailed = errors.New("some checks failed")
 // target's durability settings.
 func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	fs, path, _ := configFlag("check", args)
-	timeout := fs.Duration("timeout", 30*time.Second, "give up on the checks after this long")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up on each side's checks (source, target, broker) after this long")
 	cfg, err := loadConfig(fs, path, args)
 	if err != nil {
 		return err
@@ -45,9 +45,7 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	problems := probe(ctx, d, log)
+	problems := probe(ctx, d, log, *timeout)
 	failed, warned := 0, 0
 	for _, p := range problems {
 		fmt.Fprintln(stdout, p.String())
@@ -60,7 +58,9 @@ func cmdCheck(args []string, stdout io.Writer, log *slog.Logger) error {
 	if d.sink != nil && d.sink.Dialect == sink.DialectMySQL && reachable(problems) {
 		// PostgreSQL targets commit durably whatever the server's default
 		// (the sink asks per transaction); MySQL's settings are global.
-		switch msg, err := sink.Durability(ctx, *d.sink); {
+		dctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		switch msg, err := sink.Durability(dctx, *d.sink); {
 		case err != nil:
 			fmt.Fprintf(stdout, "WARN target: cannot read the target's durability settings: %v; fix: check sink.dsn and that the target is up\n", secure.RedactDSNError(err, d.sink.DSN))
 			warned++
@@ -110,26 +110,35 @@ func reachable(problems []schema.Problem) bool {
 // probe runs the checks of every side d sets up: the source server and
 // account (binlog.Check), the target (sink.Check, for the schemas the
 // captured tables map to) and the broker (rocketmq.Check).
-func probe(ctx context.Context, d *decoded, log *slog.Logger) []schema.Problem {
+func probe(ctx context.Context, d *decoded, log *slog.Logger, timeout time.Duration) []schema.Problem {
+	// Each side has its own time: a slow source (a catalogue of many
+	// tables) must not leave the target none and report it unreachable.
+	side := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, timeout) }
 	var problems []schema.Problem
 	var tables []schema.Table
 	if d.source != nil {
 		log.Debug("checking the source", "host", d.source.Host, "port", d.source.Port, "user", d.source.User)
-		sp := binlog.Check(ctx, *d.source)
+		sctx, cancel := side()
+		sp := binlog.Check(sctx, *d.source)
 		problems = append(problems, sp...)
 		if d.sink != nil && !failed(sp) {
 			var ps []schema.Problem
-			tables, ps = capturedShapes(ctx, *d.source, log)
+			tables, ps = capturedShapes(sctx, *d.source, log)
 			problems = append(problems, ps...)
 		}
+		cancel()
 	}
 	if d.sink != nil {
 		log.Debug("checking the target", "dialect", d.sink.Dialect, "tables", len(tables))
-		problems = append(problems, sink.Check(ctx, *d.sink, tables)...)
+		tctx, cancel := side()
+		problems = append(problems, sink.Check(tctx, *d.sink, tables)...)
+		cancel()
 	}
 	if d.rocketmq != nil {
 		log.Debug("checking the broker", "name_servers", d.rocketmq.NameServers)
-		problems = append(problems, rocketmq.Check(ctx, *d.rocketmq, rocketmq.Use{Publish: d.source != nil, Subscribe: d.sink != nil})...)
+		bctx, cancel := side()
+		problems = append(problems, rocketmq.Check(bctx, *d.rocketmq, rocketmq.Use{Publish: d.source != nil, Subscribe: d.sink != nil})...)
+		cancel()
 	}
 	return problems
 }
@@ -178,7 +187,7 @@ func capturedShapes(ctx context.Context, cfg binlog.Config, log *slog.Logger) ([
 	return shapes, ps
 }
 
-// probeTimeout bounds the server checks of a connector created over REST.
+// probeTimeout bounds each side's checks of a connector created over REST.
 const probeTimeout = 20 * time.Second
 
 // probeForCluster is cluster.Control's Probe: the failed checks of a
@@ -189,10 +198,8 @@ func probeForCluster(ctx context.Context, cfg *runtime.Config) []string {
 	if err != nil {
 		return nil // Check reports it
 	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
 	var reasons []string
-	for _, p := range probe(ctx, d, slog.New(slog.DiscardHandler)) {
+	for _, p := range probe(ctx, d, slog.New(slog.DiscardHandler), probeTimeout) {
 		if !p.Warning {
 			reasons = append(reasons, p.String())
 		}

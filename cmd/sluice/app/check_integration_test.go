@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -267,5 +268,50 @@ func TestCheckWarnsOfLazyTarget(t *testing.T) {
 	}
 	if code, out, errOut := runCheck(t, path); code != 0 || strings.Contains(out, "target") {
 		t.Fatalf("durable target: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// Each side of `sluice check` has its own --timeout: a source that never
+// answers fails as unreachable, and the target, reached after it, is
+// still probed (before, the source took the whole time and the target was
+// reported unreachable, sending the user to the wrong server).
+func TestCheckGivesEachSideItsTime(t *testing.T) {
+	dsn := serverEnv(t, "scripts/servers.sh start postgres", "SLUICE_PG_DSN")[0]
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // accepts and never says a word: a hung server
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	path := filepath.Join(t.TempDir(), "check.yaml")
+	writeFile(t, path, fmt.Sprintf(`name: chk
+source:
+  type: mariadb
+  host: 127.0.0.1
+  port: %d
+  user: sluice
+  password: pw
+  server_id: 4242
+transport:
+  type: embedded
+sink:
+  type: postgres
+  dsn: %q
+`, ln.Addr().(*net.TCPAddr).Port, dsn))
+	var out, errOut bytes.Buffer
+	code := Main([]string{"check", "--config", path, "--timeout", "3s"}, &out, &errOut)
+	if code != 1 || !strings.Contains(out.String(), "FAIL reachable") {
+		t.Fatalf("hung source: exit %d, want 1 with FAIL reachable:\n%s%s", code, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), "FAIL target") {
+		t.Fatalf("the target was given no time of its own:\n%s", out.String())
 	}
 }
