@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -193,6 +195,26 @@ func TestSinkDriversBehindDialects(t *testing.T) {
 	for _, p := range []string{"sink", "sink/dialect", "sink/postgres", "sink/mysql"} {
 		if !seen[module+"/"+p] {
 			t.Errorf("package %s missing from go list", p)
+		}
+	}
+}
+
+// TestServerPortsBelowEphemeral: every default port of scripts/servers.sh
+// (and the port above it, which brokers and Kafka's controller take) is
+// below 32768, where the kernel's ephemeral ports begin: an outgoing
+// connection took MySQL's 33306 once and the server failed to start.
+func TestServerPortsBelowEphemeral(t *testing.T) {
+	b, err := os.ReadFile("../scripts/servers.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := regexp.MustCompile(`_PORT:-(\d+)\}`).FindAllStringSubmatch(string(b), -1)
+	if len(defaults) < 8 {
+		t.Fatalf("found %d default ports in scripts/servers.sh, want the servers' (at least 8)", len(defaults))
+	}
+	for _, m := range defaults {
+		if n, _ := strconv.Atoi(m[1]); n+1 >= 32768 {
+			t.Errorf("scripts/servers.sh: default port %d is in the kernel's ephemeral range (32768 and up)", n)
 		}
 	}
 }

@@ -28,8 +28,8 @@
 # running server is not restarted: stop it first to change the mode.
 #
 # rocketmq-acl (not part of "all"): a second, separate RocketMQ (own name server
-# on SLUICE_ROCKETMQ_ACL_NAMESRV_PORT, default 39876, one broker on
-# SLUICE_ROCKETMQ_ACL_BROKER_PORT, default 40911, small heaps) with authentication
+# on SLUICE_ROCKETMQ_ACL_NAMESRV_PORT, default 17876, one broker on
+# SLUICE_ROCKETMQ_ACL_BROKER_PORT, default 17911, small heaps) with authentication
 # and authorization on; servers.env gets SLUICE_ROCKETMQ_ACL_NAMESRV and its super
 # user's SLUICE_ROCKETMQ_ACL_ACCESS_KEY/SECRET_KEY (throwaway test credentials).
 #
@@ -47,6 +47,10 @@ ROOT="${SLUICE_SERVERS_ROOT:-/tmp/sluice-servers}"
 CACHE="${SLUICE_CACHE:-$HOME/.cache/sluice}"
 HOST=127.0.0.1
 
+# Every default port sits below 32768, where the kernel's ephemeral ports
+# begin (net.ipv4.ip_local_port_range): a port in that range can be taken
+# by any outgoing connection, and a server then fails to bind it (MySQL's
+# 33306 did, once, on a busy machine).
 MARIADB_PORT="${SLUICE_MARIADB_PORT:-13306}"
 PG_PORT="${SLUICE_POSTGRES_PORT:-15432}"
 RMQ_NAMESRV_PORT="${SLUICE_ROCKETMQ_NAMESRV_PORT:-19876}"
@@ -317,11 +321,11 @@ status_mariadb() {
 # metadata FULL), a target, and a scratch source (GTID off) for tests that change globals.
 MY_VERSION_SUITE="${SLUICE_MYSQL_SUITE:-sid}"
 MY_PKG_ROOT="$CACHE/mysql-root"
-MYSQL_SOURCE_PORT="${SLUICE_MYSQL97_PORT:-33306}"
-MYSQL_TARGET_PORT="${SLUICE_MYSQL97_TARGET_PORT:-33307}"
+MYSQL_SOURCE_PORT="${SLUICE_MYSQL97_PORT:-16306}"
+MYSQL_TARGET_PORT="${SLUICE_MYSQL97_TARGET_PORT:-16307}"
 # A third instance whose globals tests may change (gtid_mode, binlog_row_metadata):
 # a source that starts with GTIDs off, as a server that never had them.
-MYSQL_SCRATCH_PORT="${SLUICE_MYSQL97_SCRATCH_PORT:-33308}"
+MYSQL_SCRATCH_PORT="${SLUICE_MYSQL97_SCRATCH_PORT:-16308}"
 # Shared libraries the packages need that are not worth unpacking (perl is only
 # for helper scripts such as mysqld_multi).
 MY_SKIP_PKGS='^(perl|perl-base|perl-modules-[0-9.]+|libperl[0-9.]+|debconf|dpkg|tar|coreutils)$'
@@ -904,8 +908,8 @@ status_rocketmq() {
 # with the local metadata providers). initAuthenticationUser makes the super
 # user at the broker's first start. It reuses the functions above with the
 # RMQ_* globals pointed at the ACL instance (each function runs in a subshell).
-RMQ_ACL_NAMESRV_PORT="${SLUICE_ROCKETMQ_ACL_NAMESRV_PORT:-39876}"
-RMQ_ACL_BROKER_PORT="${SLUICE_ROCKETMQ_ACL_BROKER_PORT:-40911}"   # also port-2 and port+1
+RMQ_ACL_NAMESRV_PORT="${SLUICE_ROCKETMQ_ACL_NAMESRV_PORT:-17876}"
+RMQ_ACL_BROKER_PORT="${SLUICE_ROCKETMQ_ACL_BROKER_PORT:-17911}"   # also port-2 and port+1
 # Its store lives under the root, like the main one: a `clean` of another root (scripts/bench.sh runs one) must not delete it under a running broker.
 RMQ_ACL_STORE="${SLUICE_ROCKETMQ_ACL_STORE:-$ROOT/rocketmq-acl-store}"
 # The super user, made by the broker at its first start (initAuthenticationUser);
@@ -1158,7 +1162,7 @@ case "$cmd" in
     [[ -f "$ENV_FILE" ]] && echo "env file: $ENV_FILE"
     ;;
   env) echo "$ENV_FILE" ;;
-  mysql-client) # mysql-client ARGS... : the unpacked MySQL client (e.g. -h127.0.0.1 -P33306 -uroot -proot)
+  mysql-client) # mysql-client ARGS... : the unpacked MySQL client (e.g. -h127.0.0.1 -P16306 -uroot -proot)
     my_run usr/bin/mysql --no-defaults "$@" ;;
   clean)
     with_lock
