@@ -34,6 +34,14 @@ type (
 		Offset(ctx context.Context, name string) (string, error)
 		SetOffset(ctx context.Context, name, position string) error
 	}
+	// Topics serves GET /connectors/{name}/topics and PUT
+	// /connectors/{name}/topics/reset: the broker topics the connector has
+	// published to or consumed from since it was made or since the last
+	// reset, sorted (none on the embedded transport, which has no topics).
+	Topics interface {
+		Topics(ctx context.Context, name string) ([]string, error)
+		ResetTopics(ctx context.Context, name string) error
+	}
 	// HealthChecker decides GET /health; without it, /health is 200 while
 	// the Cluster can list its connectors.
 	HealthChecker interface {
@@ -72,6 +80,8 @@ const lifecycleTimeout = time.Minute
 //	POST   /connectors/{name}/tasks/{id}/restart 204 (TaskRestarter; else the connector's tasks restart together)
 //	PUT    /connectors/{name}/pause|resume|stop 202
 //	POST   /connectors/{name}/restart           204; ?includeTasks=true or ?onlyFailed=true: 202 and the status
+//	GET    /connectors/{name}/topics            {"<name>": {"topics": [...]}}: the topics used since the last reset (Topics)
+//	PUT    /connectors/{name}/topics/reset      200, no body (Topics)
 //	GET    /connectors/{name}/offsets           {"offsets": [{"partition": {"server": name}, "offset": {...}}]} (Offsets)
 //	DELETE /connectors/{name}/offsets           reset it: 200 {"message": ...} (Offsets)
 //	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets)
@@ -126,9 +136,8 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "resume", c.Resume(r.Context(), r.PathValue("name"))))
 	})
 	mux.HandleFunc("PUT /connectors/{name}/stop", func(rw http.ResponseWriter, r *http.Request) {
-		s, ok := c.(Stopper)
+		s, ok := capable[Stopper](rw, c, "stop")
 		if !ok {
-			respond(rw, 0, nil, fmt.Errorf("stop: %w", ErrReadOnly))
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
@@ -136,6 +145,8 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "stop", s.Stop(ctx, r.PathValue("name"))))
 	})
 	mux.HandleFunc("POST /connectors/{name}/restart", a.restart)
+	mux.HandleFunc("GET /connectors/{name}/topics", a.topics)
+	mux.HandleFunc("PUT /connectors/{name}/topics/reset", a.topics)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("PATCH /connectors/{name}/offsets", a.offsets)
@@ -145,9 +156,8 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	})
 	mux.HandleFunc("PUT /connector-plugins/{type}/config/validate", a.validate)
 	mux.HandleFunc("GET /connector-plugins/{type}/config", func(rw http.ResponseWriter, r *http.Request) {
-		pc, ok := c.(PluginConfigs)
+		pc, ok := capable[PluginConfigs](rw, c, "plugin configs")
 		if !ok {
-			respond(rw, 0, nil, fmt.Errorf("plugin configs: %w", ErrReadOnly))
 			return
 		}
 		keys, err := pc.PluginConfig(r.Context(), r.PathValue("type"))
@@ -514,10 +524,34 @@ func Version() BuildInfo {
 	return v
 }
 
-func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
-	o, ok := a.c.(Offsets)
+// capable is c as its optional capability T; without it, it answers 405.
+func capable[T any](rw http.ResponseWriter, c Cluster, what string) (T, bool) {
+	t, ok := c.(T)
 	if !ok {
-		respond(rw, 0, nil, fmt.Errorf("offsets: %w", ErrReadOnly))
+		respond(rw, 0, nil, fmt.Errorf("%s: %w", what, ErrReadOnly))
+	}
+	return t, ok
+}
+
+// topics answers Kafka Connect's {"<name>": {"topics": [...]}}, or resets
+// the list (200, no body, as Kafka Connect answers).
+func (a *api) topics(rw http.ResponseWriter, r *http.Request) {
+	t, ok := capable[Topics](rw, a.c, "topics")
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	if r.Method == http.MethodPut {
+		respond(rw, http.StatusOK, nil, logLifecycle(r, "topics reset", t.ResetTopics(r.Context(), name)))
+		return
+	}
+	ts, err := t.Topics(r.Context(), name)
+	respond(rw, http.StatusOK, map[string]map[string][]string{name: {"topics": nonNil(ts)}}, err)
+}
+
+func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
+	o, ok := capable[Offsets](rw, a.c, "offsets")
+	if !ok {
 		return
 	}
 	name := r.PathValue("name")
