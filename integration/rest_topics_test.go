@@ -20,23 +20,9 @@ import (
 func TestRESTTopics(t *testing.T) {
 	bin := buildSluice(t)
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
-	call := func(t *testing.T, r *sluiceRun, method, path string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(method, r.rest+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
 	topics := func(t *testing.T, r *sluiceRun, name string) []string {
 		t.Helper()
-		code, body := call(t, r, "GET", "/connectors/"+name+"/topics")
+		code, body := r.call(t, "GET", "/connectors/"+name+"/topics", "")
 		var got map[string]struct {
 			Topics []string `json:"topics"`
 		}
@@ -53,10 +39,10 @@ func TestRESTTopics(t *testing.T) {
 		if got := topics(t, r, name); len(got) != 0 {
 			t.Errorf("embedded topics %v, want none", got)
 		}
-		if code, body := call(t, r, "PUT", "/connectors/"+name+"/topics/reset"); code != 200 || body != "" {
+		if code, body := r.call(t, "PUT", "/connectors/"+name+"/topics/reset", ""); code != 200 || body != "" {
 			t.Errorf("reset: %d %q, want 200 and no body", code, body)
 		}
-		code, body := call(t, r, "GET", "/connectors/nope/topics")
+		code, body := r.call(t, "GET", "/connectors/nope/topics", "")
 		if code != 404 || !strings.Contains(body, `"error_code":404`) || !strings.Contains(body, `"message":`) {
 			t.Errorf("unknown connector: %d %s, want 404 with Kafka Connect's error body", code, body)
 		}
@@ -75,7 +61,7 @@ func TestRESTTopics(t *testing.T) {
 		if got := topics(t, r, name); !slices.Equal(got, want) {
 			t.Fatalf("topics %v, want %v", got, want)
 		}
-		if code, body := call(t, r, "PUT", "/connectors/"+name+"/topics/reset"); code != 200 || body != "" {
+		if code, body := r.call(t, "PUT", "/connectors/"+name+"/topics/reset", ""); code != 200 || body != "" {
 			t.Fatalf("reset: %d %q, want 200 and no body", code, body)
 		}
 		if got := topics(t, r, name); len(got) != 0 {
@@ -91,4 +77,21 @@ func TestRESTTopics(t *testing.T) {
 			t.Errorf("exit code %d after SIGTERM, want 0", code)
 		}
 	})
+}
+
+// call sends a request to the process's REST API and returns the status
+// code and body.
+func (r *sluiceRun) call(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, r.rest+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -245,7 +245,8 @@ func (c *codeOnly) WriteHeader(code int) {
 
 type api struct {
 	c       Cluster
-	loggers *loggers // nil: no /admin/loggers
+	loggers *loggers                       // nil: no /admin/loggers
+	order   func(a, b string) (int, error) // nil: any offset is taken (WithPositionOrder)
 }
 
 func (a *api) list(rw http.ResponseWriter, r *http.Request) {
@@ -567,12 +568,53 @@ func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
 			writeError(rw, http.StatusBadRequest, err.Error())
 			return
 		}
+		if msg, err := a.skips(r, o, name, pos); err != nil {
+			respond(rw, 0, nil, err)
+			return
+		} else if msg != "" {
+			writeError(rw, http.StatusBadRequest, msg)
+			return
+		}
 		if deprecated {
 			rw.Header().Set("Warning", `299 sluice "the {\"position\": ...} body is deprecated: send {\"offsets\": [...]}"`)
 			slog.Warn(`PATCH .../offsets with {"position": "..."} is deprecated and will be refused in a later release: send {"offsets": [{"partition": {...}, "offset": {...}}]}, the form GET .../offsets answers`, "connector", name)
 		}
 		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been altered successfully"}, o.SetOffset(r.Context(), name, pos))
 	}
+}
+
+// skips says why a PATCH of the offsets to pos is refused (WithPositionOrder):
+// pos is after the saved position, or cannot be ordered with it, so the
+// source would skip the changes between them and they would never reach
+// the target; ?skip=true takes it anyway. A position before the saved one
+// is taken: the source reads the changes after it again and the sink skips
+// those it applied. An error is the request's or the Cluster's (a bad
+// position: ErrInvalid, 400).
+func (a *api) skips(r *http.Request, o Offsets, name, pos string) (string, error) {
+	if a.order == nil {
+		return "", nil
+	}
+	skip := false
+	if v := r.URL.Query().Get("skip"); v != "" {
+		var err error
+		if skip, err = strconv.ParseBool(v); err != nil {
+			return "", fmt.Errorf("skip=%q: say true or false: %w", v, ErrInvalid)
+		}
+	}
+	cur, err := o.Offset(r.Context(), name)
+	if err != nil || cur == "" || skip {
+		return "", err // no saved position: the source would start from its configured start
+	}
+	c, err := a.order(pos, cur)
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return "", err
+	case err != nil:
+		return fmt.Sprintf("the new offset cannot be ordered with the saved one (%v): the source could skip changes, which would never reach the target; send PATCH .../offsets?skip=true to set it anyway", err), nil
+	case c > 0:
+		return "the new offset is after the saved one: the source would skip the changes between them, which would never reach the target; send PATCH .../offsets?skip=true to skip them (an offset before the saved one is taken: the changes after it are read again, and the sink skips those it applied)", nil
+	}
+	return "", nil
 }
 
 // ConnectorOffsets is Kafka Connect's body of GET and PATCH
