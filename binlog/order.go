@@ -10,7 +10,9 @@ import (
 
 // ErrUnordered: two positions that cannot be told apart as earlier and
 // later (a snapshot in progress, other flavors, GTID sets neither of which
-// contains the other, binlog files of different servers).
+// contains the other, binlog files of different servers), or a at an
+// earlier epoch than b: every record read from a would carry an ID below
+// those read from b, which a sink takes for records it applied.
 var ErrUnordered = errors.New("binlog: positions not ordered")
 
 // OrderPositions compares two saved positions (EncodePosition's text): -1
@@ -27,6 +29,8 @@ func OrderPositions(a, b []byte) (int, error) {
 		return 0, err
 	}
 	switch {
+	case pa.Epoch != 0 && pa.Epoch < pb.Epoch:
+		return 0, fmt.Errorf("%w: epoch %x is before %x: a sink would skip every record read from it as one it applied", ErrUnordered, pa.Epoch, pb.Epoch)
 	case pa.Snapshot != nil || pb.Snapshot != nil || pa.Incremental != nil || pb.Incremental != nil:
 		return 0, fmt.Errorf("%w: a snapshot is in progress at one of them", ErrUnordered)
 	case pa.Flavor != pb.Flavor:

@@ -5,6 +5,16 @@ import (
 	"testing"
 )
 
+// withEpoch is the position b with epoch e.
+func withEpoch(b []byte, e uint64) []byte {
+	p, err := ParsePosition(b)
+	if err != nil {
+		panic(err)
+	}
+	p.Epoch = e
+	return EncodePosition(p)
+}
+
 func TestOrderPositions(t *testing.T) {
 	pos := func(p Position) []byte { p.Epoch = 7; return EncodePosition(p) }
 	m := func(gtid, file string, off uint32) []byte {
@@ -26,6 +36,8 @@ func TestOrderPositions(t *testing.T) {
 		{"other series", m("", "a.000001", 4), m("", "b.000001", 4), 2},
 		{"gtid and file", m("0-1-10", "", 0), m("", "b.000001", 4), 2},
 		{"flavors", m("0-1-10", "", 0), my("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"), 2},
+		{"earlier epoch", withEpoch(m("0-1-10", "", 0), 6), m("0-1-12", "", 0), 2},
+		{"later epoch", withEpoch(m("0-1-10", "", 0), 8), m("0-1-12", "", 0), -1},
 		{"snapshot", pos(Position{Flavor: "mariadb", GTIDSet: "0-1-10", Snapshot: &SnapshotProgress{Database: "d", Table: "t"}}), m("0-1-12", "", 0), 2},
 	} {
 		got, err := OrderPositions(c.a, c.b)
@@ -35,6 +47,9 @@ func TestOrderPositions(t *testing.T) {
 		case c.want != 2 && (err != nil || got != c.want):
 			t.Errorf("%s: %d, %v; want %d", c.name, got, err, c.want)
 		}
+	}
+	if _, err := OrderPositions(m("0-1-12", "", 0), withEpoch(m("0-1-10", "", 0), 8)); !errors.Is(err, ErrUnordered) {
+		t.Errorf("the saved position at a later epoch: %v, want ErrUnordered", err)
 	}
 	if _, err := OrderPositions([]byte(`{"v":1}`), m("0-1-10", "", 0)); !errors.Is(err, ErrBadPosition) {
 		t.Errorf("a bad position: %v, want ErrBadPosition", err)

@@ -94,7 +94,9 @@ func laterOffset(t *testing.T, my *sql.DB, e env, saved string) string {
 			Offset    map[string]any `json:"offset"`
 		} `json:"offsets"`
 	}
-	if err := json.Unmarshal([]byte(saved), &body); err != nil || len(body.Offsets) != 1 {
+	dec := json.NewDecoder(strings.NewReader(saved))
+	dec.UseNumber() // the epoch does not fit a float64
+	if err := dec.Decode(&body); err != nil || len(body.Offsets) != 1 {
 		t.Fatalf("offsets %s: %v", saved, err)
 	}
 	off := body.Offsets[0].Offset
