@@ -21,15 +21,6 @@ func WithLogLevel(lv *slog.LevelVar) Option {
 	return func(a *api) { a.loggers = &loggers{lv: lv} }
 }
 
-// WithPositionOrder makes PATCH /connectors/{name}/offsets refuse (400),
-// unless it says ?skip=true, an offset after the saved one or that order
-// cannot place: order compares two positions as the source reads them (-1
-// before, 0 same, 1 after); its error wraps ErrInvalid for a position the
-// source cannot read, otherwise it says why the two are not ordered.
-func WithPositionOrder(order func(a, b string) (int, error)) Option {
-	return func(a *api) { a.order = order }
-}
-
 // rootLogger is the one logger name sluice has.
 const rootLogger = "root"
 

@@ -84,7 +84,7 @@ const lifecycleTimeout = time.Minute
 //	PUT    /connectors/{name}/topics/reset      200, no body (Topics)
 //	GET    /connectors/{name}/offsets           {"offsets": [{"partition": {"server": name}, "offset": {...}}]} (Offsets)
 //	DELETE /connectors/{name}/offsets           reset it: 200 {"message": ...} (Offsets)
-//	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets)
+//	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets); one that would skip changes needs ?skip=true (WithPositionOrder)
 //	GET    /connector-plugins                   the connector types
 //	GET    /connector-plugins/{type}/config       the definitions of its keys
 //	PUT    /connector-plugins/{type}/config/validate
@@ -581,6 +581,15 @@ func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
 		}
 		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been altered successfully"}, o.SetOffset(r.Context(), name, pos))
 	}
+}
+
+// WithPositionOrder makes PATCH /connectors/{name}/offsets refuse (400),
+// unless it says ?skip=true, an offset after the saved one or that order
+// cannot place: order compares two positions as the source reads them (-1
+// before, 0 same, 1 after); its error wraps ErrInvalid for a position the
+// source cannot read, otherwise it says why the two are not ordered.
+func WithPositionOrder(order func(a, b string) (int, error)) Option {
+	return func(a *api) { a.order = order }
 }
 
 // skips says why a PATCH of the offsets to pos is refused (WithPositionOrder):
