@@ -315,6 +315,8 @@ type node struct {
 var (
 	_ admin.WorkerMetricsReporter = (*node)(nil)
 	_ admin.MetricsCollector      = (*node)(nil)
+	_ admin.Topics                = (*node)(nil) // GET /connectors/{name}/topics, from the coordinator
+	_ admin.Offsets               = (*node)(nil)
 )
 
 // WorkerMetrics reports this worker's leases and membership.
