@@ -257,20 +257,11 @@ func TestFaultClassesEndTheProcess(t *testing.T) {
 		waitRows(t, r, my, pg, name, 1)
 		call := func(method, path, body string) int {
 			t.Helper()
-			req, err := http.NewRequest(method, r.rest+path, strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
+			code, b := r.call(t, method, path, body)
+			if code >= 300 {
+				t.Fatalf("%s %s: %d %s", method, path, code, b)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatalf("%s %s: %v", method, path, err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode >= 300 {
-				t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
-			}
-			return resp.StatusCode
+			return code
 		}
 		call("PUT", "/connectors/"+name+"/stop", "")
 		r.waitState(t, name, "STOPPED")

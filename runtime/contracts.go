@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
@@ -107,6 +109,41 @@ type ProgressReporter interface {
 type TopicReporter interface {
 	UnconsumedTopics() []string
 }
+
+// TopicTracker is an optional capability of a Publisher or a Subscriber
+// on a transport with topics (RocketMQ, Kafka): the topics it has sent to
+// or read from since it was made or since ResetUsedTopics, sorted, for GET
+// /connectors/{name}/topics. The embedded transport has no topics and
+// none of it.
+type TopicTracker interface {
+	UsedTopics() []string
+	ResetUsedTopics()
+}
+
+// TopicSet records the topics a transport uses, for its TopicTracker: Add
+// of a topic already seen is a lock-free read, cheap on every send.
+type TopicSet struct{ m sync.Map }
+
+// Add records topic.
+func (s *TopicSet) Add(topic string) {
+	if _, ok := s.m.Load(topic); !ok {
+		s.m.Store(topic, struct{}{})
+	}
+}
+
+// Topics lists the topics recorded since the last Reset, sorted.
+func (s *TopicSet) Topics() []string {
+	var out []string
+	s.m.Range(func(k, _ any) bool {
+		out = append(out, k.(string))
+		return true
+	})
+	sort.Strings(out)
+	return out
+}
+
+// Reset forgets the topics recorded so far.
+func (s *TopicSet) Reset() { s.m.Clear() }
 
 // OutageReporter is an optional capability of a Publisher: the brokers it
 // waits for (rocketmq.Publisher: a broker with no live master holds its

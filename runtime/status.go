@@ -188,3 +188,30 @@ func changes(recs []schema.Record) int64 {
 	}
 	return n
 }
+
+// trackers are the pipeline's transport sides that track their topics.
+func (p *Pipeline) trackers() []TopicTracker {
+	var out []TopicTracker
+	for _, side := range []any{p.Publisher, p.Subscriber} {
+		if tt, ok := side.(TopicTracker); ok {
+			out = append(out, tt)
+		}
+	}
+	return out
+}
+
+// topics lists the topics the pipeline's transport used (TopicTracker).
+func (p *Pipeline) topics() []string {
+	var out []string
+	for _, tt := range p.trackers() {
+		out = append(out, tt.UsedTopics()...)
+	}
+	return out
+}
+
+// resetTopics forgets them.
+func (p *Pipeline) resetTopics() {
+	for _, tt := range p.trackers() {
+		tt.ResetUsedTopics()
+	}
+}

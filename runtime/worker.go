@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -60,6 +62,23 @@ type task struct {
 	retryErr   error // the error being retried while restarting
 	starting   bool  // Start is building the pipeline
 	ran        bool  // a run of it reported RUNNING (Worker.Ran)
+	// topics are the topics its pipelines before t.p used since the
+	// last ResetTopics (Worker.Topics).
+	topics map[string]bool
+}
+
+// setPipeline makes p the task's pipeline; the topics the one it replaces
+// used stay in t.topics.
+func (t *task) setPipeline(p *Pipeline) {
+	if t.p != nil && t.p != p {
+		for _, topic := range t.p.topics() {
+			if t.topics == nil {
+				t.topics = map[string]bool{}
+			}
+			t.topics[topic] = true
+		}
+	}
+	t.p = p
 }
 
 // NewWorker returns an empty worker.
@@ -131,7 +150,8 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 	w.mu.Lock()
 	t.starting = false
 	if err != nil && (IsFatal(err) || w.MaxRestarts < 0 || ctx.Err() != nil) {
-		t.p, t.err, t.state = nil, err, StateFailed
+		t.setPipeline(nil)
+		t.err, t.state = err, StateFailed
 		return err
 	}
 	if p != nil {
@@ -140,7 +160,8 @@ func (w *Worker) Start(ctx context.Context, name string) error {
 		}
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t.p, t.cancel, t.done, t.err, t.requested, t.restarting = p, cancel, make(chan struct{}), nil, false, false
+	t.setPipeline(p)
+	t.cancel, t.done, t.err, t.requested, t.restarting = cancel, make(chan struct{}), nil, false, false
 	t.retryErr = err
 	go func(t *task, done chan struct{}) {
 		err := w.runRestarting(rctx, name, t, p, err)
@@ -253,7 +274,8 @@ func (w *Worker) runRestarting(ctx context.Context, name string, t *task, p *Pip
 				np.keepMetrics(p) // the task's counters go on growing
 			}
 			w.mu.Lock()
-			t.p, t.restarting = np, false
+			t.setPipeline(np)
+			t.restarting = false
 			if np.Positions != nil {
 				t.store = np.Positions
 			}
@@ -474,6 +496,44 @@ func (w *Worker) Position(ctx context.Context, name string) ([]byte, error) {
 		return nil, fmt.Errorf("pipeline %s has no source position (sink-only)", name)
 	}
 	return t.store.Load(ctx, name)
+}
+
+// Topics lists, sorted, the topics a pipeline's runs have published to or
+// consumed from since it was added or since ResetTopics: none on the
+// embedded transport, which has no topics (TopicTracker).
+func (w *Worker) Topics(name string) ([]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, err := w.get(name)
+	if err != nil {
+		return nil, err
+	}
+	set := maps.Clone(t.topics)
+	if set == nil {
+		set = map[string]bool{}
+	}
+	if t.p != nil {
+		for _, topic := range t.p.topics() {
+			set[topic] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set)), nil
+}
+
+// ResetTopics empties the list Topics answers; a running pipeline's next
+// send or delivery adds its topic again.
+func (w *Worker) ResetTopics(name string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t, err := w.get(name)
+	if err != nil {
+		return err
+	}
+	t.topics = nil
+	if t.p != nil {
+		t.p.resetTopics()
+	}
+	return nil
 }
 
 // ResetPosition removes (pos nil) or replaces a stopped pipeline's saved position.

@@ -32,6 +32,7 @@ var (
 	_ Cluster          = (*Local)(nil)
 	_ Stopper          = (*Local)(nil)
 	_ Offsets          = (*Local)(nil)
+	_ Topics           = (*Local)(nil)
 	_ MetricsCollector = (*Local)(nil)
 	_ HealthChecker    = (*Local)(nil)
 )
@@ -166,6 +167,18 @@ func (l *Local) Offset(ctx context.Context, name string) (string, error) {
 		return "", classify(err)
 	}
 	return string(runtime.SourcePosition(stored)), nil
+}
+
+// Topics lists the topics the pipeline's runs have used since the process
+// started or since ResetTopics (runtime.Worker.Topics).
+func (l *Local) Topics(_ context.Context, name string) ([]string, error) {
+	ts, err := l.W.Topics(name)
+	return ts, classify(err)
+}
+
+// ResetTopics empties that list.
+func (l *Local) ResetTopics(_ context.Context, name string) error {
+	return classify(l.W.ResetTopics(name))
 }
 
 // SetOffset resets ("") or sets the position of a stopped pipeline.

@@ -34,6 +34,14 @@ type (
 		Offset(ctx context.Context, name string) (string, error)
 		SetOffset(ctx context.Context, name, position string) error
 	}
+	// Topics serves GET /connectors/{name}/topics and PUT
+	// /connectors/{name}/topics/reset: the broker topics the connector has
+	// published to or consumed from since it was made or since the last
+	// reset, sorted (none on the embedded transport, which has no topics).
+	Topics interface {
+		Topics(ctx context.Context, name string) ([]string, error)
+		ResetTopics(ctx context.Context, name string) error
+	}
 	// HealthChecker decides GET /health; without it, /health is 200 while
 	// the Cluster can list its connectors.
 	HealthChecker interface {
@@ -72,9 +80,11 @@ const lifecycleTimeout = time.Minute
 //	POST   /connectors/{name}/tasks/{id}/restart 204 (TaskRestarter; else the connector's tasks restart together)
 //	PUT    /connectors/{name}/pause|resume|stop 202
 //	POST   /connectors/{name}/restart           204; ?includeTasks=true or ?onlyFailed=true: 202 and the status
+//	GET    /connectors/{name}/topics            {"<name>": {"topics": [...]}}: the topics used since the last reset (Topics)
+//	PUT    /connectors/{name}/topics/reset      200, no body (Topics)
 //	GET    /connectors/{name}/offsets           {"offsets": [{"partition": {"server": name}, "offset": {...}}]} (Offsets)
 //	DELETE /connectors/{name}/offsets           reset it: 200 {"message": ...} (Offsets)
-//	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets)
+//	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets); one that would skip changes needs ?skip=true (WithPositionOrder)
 //	GET    /connector-plugins                   the connector types
 //	GET    /connector-plugins/{type}/config       the definitions of its keys
 //	PUT    /connector-plugins/{type}/config/validate
@@ -126,9 +136,8 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "resume", c.Resume(r.Context(), r.PathValue("name"))))
 	})
 	mux.HandleFunc("PUT /connectors/{name}/stop", func(rw http.ResponseWriter, r *http.Request) {
-		s, ok := c.(Stopper)
+		s, ok := capable[Stopper](rw, c, "stop")
 		if !ok {
-			respond(rw, 0, nil, fmt.Errorf("stop: %w", ErrReadOnly))
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), lifecycleTimeout)
@@ -136,6 +145,8 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 		respond(rw, http.StatusAccepted, nil, logLifecycle(r, "stop", s.Stop(ctx, r.PathValue("name"))))
 	})
 	mux.HandleFunc("POST /connectors/{name}/restart", a.restart)
+	mux.HandleFunc("GET /connectors/{name}/topics", a.topics)
+	mux.HandleFunc("PUT /connectors/{name}/topics/reset", a.topics)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("PATCH /connectors/{name}/offsets", a.offsets)
@@ -145,9 +156,8 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	})
 	mux.HandleFunc("PUT /connector-plugins/{type}/config/validate", a.validate)
 	mux.HandleFunc("GET /connector-plugins/{type}/config", func(rw http.ResponseWriter, r *http.Request) {
-		pc, ok := c.(PluginConfigs)
+		pc, ok := capable[PluginConfigs](rw, c, "plugin configs")
 		if !ok {
-			respond(rw, 0, nil, fmt.Errorf("plugin configs: %w", ErrReadOnly))
 			return
 		}
 		keys, err := pc.PluginConfig(r.Context(), r.PathValue("type"))
@@ -235,7 +245,8 @@ func (c *codeOnly) WriteHeader(code int) {
 
 type api struct {
 	c       Cluster
-	loggers *loggers // nil: no /admin/loggers
+	loggers *loggers                       // nil: no /admin/loggers
+	order   func(a, b string) (int, error) // nil: any offset is taken (WithPositionOrder)
 }
 
 func (a *api) list(rw http.ResponseWriter, r *http.Request) {
@@ -514,10 +525,34 @@ func Version() BuildInfo {
 	return v
 }
 
-func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
-	o, ok := a.c.(Offsets)
+// capable is c as its optional capability T; without it, it answers 405.
+func capable[T any](rw http.ResponseWriter, c Cluster, what string) (T, bool) {
+	t, ok := c.(T)
 	if !ok {
-		respond(rw, 0, nil, fmt.Errorf("offsets: %w", ErrReadOnly))
+		respond(rw, 0, nil, fmt.Errorf("%s: %w", what, ErrReadOnly))
+	}
+	return t, ok
+}
+
+// topics answers Kafka Connect's {"<name>": {"topics": [...]}}, or resets
+// the list (200, no body, as Kafka Connect answers).
+func (a *api) topics(rw http.ResponseWriter, r *http.Request) {
+	t, ok := capable[Topics](rw, a.c, "topics")
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	if r.Method == http.MethodPut {
+		respond(rw, http.StatusOK, nil, logLifecycle(r, "topics reset", t.ResetTopics(r.Context(), name)))
+		return
+	}
+	ts, err := t.Topics(r.Context(), name)
+	respond(rw, http.StatusOK, map[string]map[string][]string{name: {"topics": nonNil(ts)}}, err)
+}
+
+func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
+	o, ok := capable[Offsets](rw, a.c, "offsets")
+	if !ok {
 		return
 	}
 	name := r.PathValue("name")
@@ -533,12 +568,62 @@ func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
 			writeError(rw, http.StatusBadRequest, err.Error())
 			return
 		}
+		if msg, err := a.skips(r, o, name, pos); err != nil {
+			respond(rw, 0, nil, err)
+			return
+		} else if msg != "" {
+			writeError(rw, http.StatusBadRequest, msg)
+			return
+		}
 		if deprecated {
 			rw.Header().Set("Warning", `299 sluice "the {\"position\": ...} body is deprecated: send {\"offsets\": [...]}"`)
 			slog.Warn(`PATCH .../offsets with {"position": "..."} is deprecated and will be refused in a later release: send {"offsets": [{"partition": {...}, "offset": {...}}]}, the form GET .../offsets answers`, "connector", name)
 		}
 		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been altered successfully"}, o.SetOffset(r.Context(), name, pos))
 	}
+}
+
+// WithPositionOrder makes PATCH /connectors/{name}/offsets refuse (400),
+// unless it says ?skip=true, an offset after the saved one or that order
+// cannot place: order compares two positions as the source reads them (-1
+// before, 0 same, 1 after); its error wraps ErrInvalid for a position the
+// source cannot read, otherwise it says why the two are not ordered.
+func WithPositionOrder(order func(a, b string) (int, error)) Option {
+	return func(a *api) { a.order = order }
+}
+
+// skips says why a PATCH of the offsets to pos is refused (WithPositionOrder):
+// pos is after the saved position, or cannot be ordered with it, so the
+// source would skip the changes between them and they would never reach
+// the target; ?skip=true takes it anyway. A position before the saved one
+// is taken: the source reads the changes after it again and the sink skips
+// those it applied. An error is the request's or the Cluster's (a bad
+// position: ErrInvalid, 400).
+func (a *api) skips(r *http.Request, o Offsets, name, pos string) (string, error) {
+	if a.order == nil {
+		return "", nil
+	}
+	skip := false
+	if v := r.URL.Query().Get("skip"); v != "" {
+		var err error
+		if skip, err = strconv.ParseBool(v); err != nil {
+			return "", fmt.Errorf("skip=%q: say true or false: %w", v, ErrInvalid)
+		}
+	}
+	cur, err := o.Offset(r.Context(), name)
+	if err != nil || cur == "" || skip {
+		return "", err // no saved position: the source would start from its configured start
+	}
+	c, err := a.order(pos, cur)
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return "", err
+	case err != nil:
+		return fmt.Sprintf("the new offset cannot be ordered with the saved one (%v): the source could skip changes, which would never reach the target; send PATCH .../offsets?skip=true to set it anyway", err), nil
+	case c > 0:
+		return "the new offset is after the saved one: the source would skip the changes between them, which would never reach the target; send PATCH .../offsets?skip=true to skip them (an offset before the saved one is taken: the changes after it are read again, and the sink skips those it applied)", nil
+	}
+	return "", nil
 }
 
 // ConnectorOffsets is Kafka Connect's body of GET and PATCH

@@ -392,6 +392,7 @@ func (c *Control) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("%w: %s", admin.ErrNotFound, name)
 	}
 	_, _ = c.S.db.ExecContext(ctx, c.S.q("DELETE FROM "+c.S.Table("status")+" WHERE connector = ?"), name)
+	_, _ = c.S.db.ExecContext(ctx, c.S.q("DELETE FROM "+c.S.Table("topics")+" WHERE connector = ?"), name)
 	return nil
 }
 

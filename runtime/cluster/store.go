@@ -168,7 +168,7 @@ func (s *Store) Table(t string) string { return s.prefix + t }
 // Tables names every control table, as created (unqualified, in the
 // connection's default schema or database).
 func (s *Store) Tables() []string {
-	return []string{s.Table("connectors"), s.Table("workers"), s.Table("leases"), s.Table("status"), s.Table("positions")}
+	return []string{s.Table("connectors"), s.Table("workers"), s.Table("leases"), s.Table("status"), s.Table("positions"), s.Table("topics")}
 }
 
 func (s *Store) ts() string {
@@ -186,6 +186,10 @@ func (s *Store) migrate(ctx context.Context) error {
 		"CREATE TABLE IF NOT EXISTS " + s.Table("leases") + " (task VARCHAR(255) PRIMARY KEY, holder VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL, expires_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 		"CREATE TABLE IF NOT EXISTS " + s.Table("status") + " (task VARCHAR(255) PRIMARY KEY, connector VARCHAR(255) NOT NULL, worker VARCHAR(255) NOT NULL, state VARCHAR(32) NOT NULL, epoch BIGINT NOT NULL, generation BIGINT NOT NULL, trace TEXT, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 		"CREATE TABLE IF NOT EXISTS " + s.Table("positions") + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+		// The topics each connector's tasks used (GET /connectors/{name}/topics);
+		// the row with topic '' counts the connector's resets, and a topic
+		// row counts only under the count it was written with.
+		"CREATE TABLE IF NOT EXISTS " + s.Table("topics") + " (connector VARCHAR(255) NOT NULL, topic VARCHAR(255) NOT NULL, resets BIGINT NOT NULL, PRIMARY KEY (connector, topic))",
 	}
 	for _, q := range ddl {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {

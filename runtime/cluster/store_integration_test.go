@@ -37,7 +37,7 @@ func openTestStore(t *testing.T, driver, dsn string) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, tb := range []string{"connectors", "workers", "leases", "status", "positions"} {
+		for _, tb := range []string{"connectors", "workers", "leases", "status", "positions", "topics"} {
 			s.db.Exec("DROP TABLE " + s.Table(tb))
 		}
 		s.Close()

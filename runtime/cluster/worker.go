@@ -83,6 +83,11 @@ type hosted struct {
 	// rw.Start returned, so a stop never races the start.
 	cancelBuild context.CancelFunc
 	started     chan struct{}
+	// topicResets is the connector's number of topic resets the task's
+	// topics are written under (-1: not read yet), written the topics
+	// written under it (writeTopics; the tick's own).
+	topicResets int64
+	written     map[string]bool
 }
 
 // NewWorker returns a worker over the control tables of s.
@@ -354,7 +359,7 @@ func (w *Worker) take(ctx context.Context, d desired) (*hosted, error) {
 		return nil, err
 	}
 	w.acquired.Add(1)
-	h := &hosted{t: d.t, cfg: d.cfg, gen: d.version, restarts: d.restarts, lease: l, started: make(chan struct{})}
+	h := &hosted{t: d.t, cfg: d.cfg, gen: d.version, restarts: d.restarts, lease: l, started: make(chan struct{}), topicResets: -1}
 	h.lastRenew.Store(start)
 	log := w.log.With("task", d.t.Name, "epoch", l.Epoch)
 	rw := runtime.NewWorker(log)
@@ -551,6 +556,7 @@ func (w *Worker) writeStatus(ctx context.Context) error {
 		if _, err := w.s.db.ExecContext(ctx, w.s.q(q), h.t.Name, h.t.Connector, w.cfg.ID, string(st.State), h.lease.Epoch, h.gen, st.LastError, h.t.Connector); err != nil {
 			errs = append(errs, retriable("write status of "+h.t.Name, err))
 		}
+		errs = append(errs, w.writeTopics(ctx, h))
 	}
 	return errors.Join(errs...)
 }

@@ -47,7 +47,13 @@ func fakeBuild(ctx context.Context, cfg *runtime.Config, only string, _ runtime.
 
 func startWorker(t *testing.T, s *Store, id string, ttl time.Duration) (*Worker, context.CancelFunc, chan struct{}) {
 	t.Helper()
-	w, err := NewWorker(s, Config{ID: id, TTL: ttl, Heartbeat: ttl / 4, Build: fakeBuild, Log: slog.New(slog.DiscardHandler)})
+	return startBuildWorker(t, s, id, ttl, fakeBuild)
+}
+
+// startBuildWorker runs a worker whose tasks build runs, until the test ends.
+func startBuildWorker(t *testing.T, s *Store, id string, ttl time.Duration, build func(context.Context, *runtime.Config, string, runtime.Lease, *slog.Logger) (*runtime.Pipeline, error)) (*Worker, context.CancelFunc, chan struct{}) {
+	t.Helper()
+	w, err := NewWorker(s, Config{ID: id, TTL: ttl, Heartbeat: ttl / 4, Build: build, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,9 @@ func TestIntegrationOrderBarriersAndCommit(t *testing.T) {
 	if err := pub.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if used := pub.UsedTopics(); !slices.Equal(used, []string{topic}) {
+		t.Errorf("the publisher's used topics %v, want [%s]", used, topic)
+	}
 	for j := range acked {
 		if j > 0 && acked[j] < acked[j-1] {
 			t.Fatalf("acks out of Publish order: %v", acked)
@@ -115,7 +119,8 @@ func TestIntegrationOrderBarriersAndCommit(t *testing.T) {
 
 	cfg.Topics = []string{topic}
 	want := keys*versions + 4 // the rows and four copies of the TRUNCATE
-	consume := func(h func(recs []schema.Record) error, until func() bool) {
+	// consume returns the topics the subscriber used (UsedTopics)
+	consume := func(h func(recs []schema.Record) error, until func() bool) []string {
 		t.Helper()
 		sub, err := NewSubscriber(ctx, cfg, log)
 		if err != nil {
@@ -135,11 +140,12 @@ func TestIntegrationOrderBarriersAndCommit(t *testing.T) {
 		if err := sub.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
+		return sub.UsedTopics()
 	}
 	var mu sync.Mutex
 	var got []schema.Record
 	failOnce := atomic.Bool{}
-	consume(func(rs []schema.Record) error {
+	used := consume(func(rs []schema.Record) error {
 		if failOnce.CompareAndSwap(false, true) {
 			return errors.New("first batch fails once")
 		}
@@ -150,6 +156,9 @@ func TestIntegrationOrderBarriersAndCommit(t *testing.T) {
 	}, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= want })
 	if len(got) != want {
 		t.Fatalf("consumed %d records, want %d", len(got), want)
+	}
+	if !slices.Equal(used, []string{topic}) {
+		t.Errorf("the subscriber's used topics %v, want [%s]", used, topic)
 	}
 	last := map[int64]int64{}      // key -> version
 	seenTruncate := map[int]bool{} // partition -> its copy came
@@ -187,8 +196,11 @@ func TestIntegrationOrderBarriersAndCommit(t *testing.T) {
 		t.Fatalf("TRUNCATE copies on partitions %v, want all 4", seenTruncate)
 	}
 	var again atomic.Int64
-	consume(func(rs []schema.Record) error { again.Add(int64(len(rs))); return nil },
+	used = consume(func(rs []schema.Record) error { again.Add(int64(len(rs))); return nil },
 		func() bool { time.Sleep(5 * time.Second); return true })
+	if len(used) != 0 {
+		t.Errorf("a subscriber that got nothing used topics %v", used)
+	}
 	if n := again.Load(); n != 0 {
 		t.Fatalf("a second subscriber of the group got %d records: the first one's offsets were not committed", n)
 	}

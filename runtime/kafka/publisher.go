@@ -17,7 +17,10 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-var _ runtime.Publisher = (*Publisher)(nil)
+var (
+	_ runtime.Publisher    = (*Publisher)(nil)
+	_ runtime.TopicTracker = (*Publisher)(nil)
+)
 
 // ErrClosed is returned by Publish after Close.
 var ErrClosed = errors.New("kafka: publisher closed")
@@ -33,6 +36,8 @@ type Publisher struct {
 	topicMu sync.Mutex
 	parts   map[string]int32          // topic -> partitions
 	tables  map[string]schema.TableID // topic -> the table it was first used for
+
+	used runtime.TopicSet // the topics sent to (UsedTopics)
 
 	enqMu  sync.Mutex
 	closed bool
@@ -175,6 +180,13 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 	}
 }
 
+// UsedTopics lists the topics this publisher has sent records to since it
+// was made or since ResetUsedTopics (runtime.TopicTracker).
+func (p *Publisher) UsedTopics() []string { return p.used.Topics() }
+
+// ResetUsedTopics forgets them.
+func (p *Publisher) ResetUsedTopics() { p.used.Reset() }
+
 // Publish encodes recs and hands them to the producer; see
 // runtime.Publisher. It blocks while the producer's buffer is full
 // (max_in_flight records or max_in_flight_bytes). When it returns an
@@ -254,6 +266,9 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 		return ctx.Err()
 	}
 	p.enqMu.Unlock()
+	for _, r := range out {
+		p.used.Add(r.Topic)
+	}
 	promise := func(_ *kgo.Record, err error) {
 		if err != nil {
 			err = fmt.Errorf("kafka: send failed: %w", err)

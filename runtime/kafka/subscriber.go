@@ -17,7 +17,10 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-var _ runtime.Subscriber = (*Subscriber)(nil)
+var (
+	_ runtime.Subscriber   = (*Subscriber)(nil)
+	_ runtime.TopicTracker = (*Subscriber)(nil)
+)
 
 // ErrDecode means a consumed record could not be decoded; the subscriber
 // stops instead of skipping it.
@@ -40,6 +43,8 @@ type Subscriber struct {
 	workers  map[tp]*worker
 	assigned map[tp]bool // the partitions the group gave this member
 	run      *consumeRun // set while Consume runs
+
+	used runtime.TopicSet // the topics records were delivered from (UsedTopics)
 
 	closeOnce sync.Once
 }
@@ -336,12 +341,22 @@ func (s *Subscriber) stopAll() {
 	}
 }
 
+// UsedTopics lists the topics records were delivered from since the
+// subscriber was made or since ResetUsedTopics (runtime.TopicTracker).
+func (s *Subscriber) UsedTopics() []string { return s.used.Topics() }
+
+// ResetUsedTopics forgets them.
+func (s *Subscriber) ResetUsedTopics() { s.used.Reset() }
+
 // apply decodes rs (one partition's records, in order) and applies them,
 // retrying with backoff from 100ms to 10s until h succeeds, ctx ends or the
 // error is fatal.
 func (s *Subscriber) apply(ctx context.Context, rs []*kgo.Record, h runtime.Handler) error {
 	recs := make([]schema.Record, 0, len(rs))
 	dels := make([]schema.Delivery, len(rs))
+	if len(rs) > 0 {
+		s.used.Add(rs[0].Topic) // one partition's
+	}
 	for i, r := range rs {
 		rec, err := s.decode(r)
 		if err != nil {

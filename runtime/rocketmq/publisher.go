@@ -21,7 +21,10 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-var _ runtime.Publisher = (*Publisher)(nil)
+var (
+	_ runtime.Publisher    = (*Publisher)(nil)
+	_ runtime.TopicTracker = (*Publisher)(nil)
+)
 
 const (
 	sendWorkers     = 8
@@ -62,6 +65,8 @@ type Publisher struct {
 	dlq deadLetterSender
 	// compact is set under FormatCompact.
 	compact *compactEncoder
+
+	used runtime.TopicSet // the topics sent to (UsedTopics)
 
 	win     *window
 	enqMu   sync.Mutex // orders enqueueing so that queues see Publish order
@@ -230,6 +235,13 @@ func (p *Publisher) SendStats() SendStats {
 	return SendStats{p.stats.sends.Load(), p.stats.messages.Load()}
 }
 
+// UsedTopics lists the topics this publisher has sent records to since it
+// was made or since ResetUsedTopics (runtime.TopicTracker).
+func (p *Publisher) UsedTopics() []string { return p.used.Topics() }
+
+// ResetUsedTopics forgets them.
+func (p *Publisher) ResetUsedTopics() { p.used.Reset() }
+
 // Publish encodes recs and hands them to the send workers; see
 // runtime.Publisher. It blocks while MaxInFlight records are unacked. When
 // it returns an error, ack is not called.
@@ -346,6 +358,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	p.acks.push(b)
 	for _, pt := range parts {
 		pt.b = b
+		p.used.Add(pt.topic)
 		p.workerFor(pt.topic, pt.q).q.push(pt)
 	}
 	p.enqMu.Unlock()

@@ -19,7 +19,10 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-var _ runtime.Subscriber = (*Subscriber)(nil)
+var (
+	_ runtime.Subscriber   = (*Subscriber)(nil)
+	_ runtime.TopicTracker = (*Subscriber)(nil)
+)
 
 const (
 	firstSuspend = 200 * time.Millisecond
@@ -61,6 +64,7 @@ type Subscriber struct {
 	inflight sync.WaitGroup // handlers running
 	hcancel  context.CancelFunc
 	fatal    error
+	used     runtime.TopicSet // the topics records were delivered from (UsedTopics)
 
 	closing   chan struct{} // closed by Close or a fatal error
 	closeOnce sync.Once
@@ -325,6 +329,13 @@ func (s *Subscriber) watchPattern(ctx context.Context) {
 	}
 }
 
+// UsedTopics lists the topics records were delivered from since the
+// subscriber was made or since ResetUsedTopics (runtime.TopicTracker).
+func (s *Subscriber) UsedTopics() []string { return s.used.Topics() }
+
+// ResetUsedTopics forgets them.
+func (s *Subscriber) ResetUsedTopics() { s.used.Reset() }
+
 // consume is the client's callback for one batch of one queue.
 func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs []*primitive.MessageExt, gen int) (consumer.ConsumeResult, error) {
 	s.mu.Lock()
@@ -338,6 +349,9 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 	defer s.inflight.Done()
 
 	recs := make([]schema.Record, 0, recordCount(msgs))
+	if len(msgs) > 0 {
+		s.used.Add(msgs[0].Topic) // a batch is one queue's
+	}
 	for _, m := range msgs {
 		var err error
 		recs, err = s.decodeAll(hctx, m, recs)

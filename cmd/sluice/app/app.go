@@ -191,7 +191,7 @@ func cmdRun(args []string, log *slog.Logger) error {
 	if *rest != "" {
 		token := os.Getenv("SLUICE_REST_TOKEN")
 		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only],
-			PluginList: clusterPlugins(), Configs: pluginConfig}, token, admin.WithLogLevel(logLevelVar))
+			PluginList: clusterPlugins(), Configs: pluginConfig}, token, admin.WithLogLevel(logLevelVar), admin.WithPositionOrder(orderPositions))
 		addr, _, err := admin.Serve(ctx, *rest, token, api)
 		if err != nil {
 			return err

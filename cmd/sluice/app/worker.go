@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -210,6 +211,17 @@ func checkPosition(position string) error {
 	return err
 }
 
+// orderPositions orders two positions for PATCH .../offsets
+// (admin.WithPositionOrder); a position the source cannot read is
+// admin.ErrInvalid.
+func orderPositions(a, b string) (int, error) {
+	c, err := binlog.OrderPositions([]byte(a), []byte(b))
+	if errors.Is(err, binlog.ErrBadPosition) {
+		return 0, fmt.Errorf("%w: %w (GET .../offsets shows the form)", admin.ErrInvalid, err)
+	}
+	return c, err
+}
+
 func cmdWorker(args []string, log *slog.Logger) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	path := fs.String("config", "", "cluster config file (YAML): coordinator, id, rest, ttl, heartbeat, margin, memory_limit")
@@ -252,7 +264,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), PluginConfigs: pluginConfig, Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
 		CheckPosition: checkPosition}
 	n := &node{Control: control}
-	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token, admin.WithLogLevel(logLevelVar)))
+	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token, admin.WithLogLevel(logLevelVar), admin.WithPositionOrder(orderPositions)))
 	if err != nil {
 		return err
 	}
@@ -303,6 +315,8 @@ type node struct {
 var (
 	_ admin.WorkerMetricsReporter = (*node)(nil)
 	_ admin.MetricsCollector      = (*node)(nil)
+	_ admin.Topics                = (*node)(nil) // GET /connectors/{name}/topics, from the coordinator
+	_ admin.Offsets               = (*node)(nil)
 )
 
 // WorkerMetrics reports this worker's leases and membership.
