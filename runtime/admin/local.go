@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Local is the Cluster of one process (`sluice run`): the pipelines of one
@@ -34,6 +35,7 @@ var (
 	_ Offsets          = (*Local)(nil)
 	_ MetricsCollector = (*Local)(nil)
 	_ HealthChecker    = (*Local)(nil)
+	_ Signaler         = (*Local)(nil)
 )
 
 // errRunReadOnly says where the operations of a cluster are.
@@ -158,6 +160,16 @@ func (l *Local) Restart(ctx context.Context, name string) error {
 
 // Stop drains and stops the pipeline; the process stays up.
 func (l *Local) Stop(ctx context.Context, name string) error { return classify(l.W.Stop(ctx, name)) }
+
+// Signal hands a snapshot signal to the pipeline's source: a signal the
+// source refuses, or a source that takes none, is ErrInvalid.
+func (l *Local) Signal(ctx context.Context, name, id, typ, data string) (string, error) {
+	id, err := l.W.Signal(ctx, name, id, typ, data)
+	if err != nil && (errors.Is(err, schema.ErrConfig) || errors.Is(err, runtime.ErrNoSignals)) {
+		return "", marked{err, ErrInvalid}
+	}
+	return id, classify(err)
+}
 
 // Offset reads the saved source position.
 func (l *Local) Offset(ctx context.Context, name string) (string, error) {
