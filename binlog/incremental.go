@@ -388,6 +388,9 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 		in.reload[r.table] = true
 		return nil
 	}
+	if r.est >= 0 { // the table's first chunk
+		log.Info("binlog: incremental snapshot of table started", "estimated_rows", r.est, "chunk_rows", in.limit)
+	}
 	var recs []schema.Record
 	now := time.Now().UnixMilli()
 	c := m.committed
@@ -419,7 +422,8 @@ func (in *incremental) advance(m *mapper, done bool, key [][]byte, rows, est int
 		in.s.incrStats.publish(in.prog, 1, rows, est, 0)
 	}
 	if done {
-		in.s.log.Info("binlog: incremental snapshot of table done", "table", in.prog.Tables[0])
+		st := in.s.incrStats.get()
+		in.s.log.Info("binlog: incremental snapshot of table done", "table", in.prog.Tables[0], "rows", st.TableRows)
 		in.prog.Tables, in.prog.Key, in.prog.Max = in.prog.Tables[1:], nil, nil
 		if len(in.prog.Tables) == 0 {
 			in.s.log.Info("binlog: incremental snapshot done", "signal", in.prog.ID)

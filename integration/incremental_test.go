@@ -170,4 +170,9 @@ func TestIncrementalSnapshotSignalsOverREST(t *testing.T) {
 	if code := r.stop(t); code != 0 {
 		t.Errorf("exit code %d after SIGTERM, want 0", code)
 	}
+	out := r.output()
+	if strings.Count(out, "incremental snapshot of table started") != 2 || strings.Count(out, "incremental snapshot of table done") != 2 ||
+		!strings.Contains(out, "table="+name+".t rows=1001") {
+		t.Errorf("want a log line as each table starts and one as it ends with its rows:\n%s", out)
+	}
 }
