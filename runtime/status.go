@@ -53,17 +53,25 @@ type IncrementalSnapshotStatus struct {
 	TablePercent       *float64 `json:"table_percent,omitempty"`
 	ElapsedSeconds     float64  `json:"elapsed_seconds"`
 	RowsPerSecond      float64  `json:"rows_per_second,omitempty"`
+	// TableETASeconds: the rows of Table's estimate left, at the
+	// snapshot's rate so far; absent when unknown or past the estimate.
+	TableETASeconds *float64 `json:"table_eta_seconds,omitempty"`
 }
 
-// Percent fills TablePercent from TableRows and TableEstimatedRows, and
-// RowsPerSecond from Rows and ElapsedSeconds.
-func (s *IncrementalSnapshotStatus) Percent() {
+// Derive fills TablePercent from TableRows and TableEstimatedRows,
+// RowsPerSecond from Rows and ElapsedSeconds, and TableETASeconds from
+// both.
+func (s *IncrementalSnapshotStatus) Derive() {
 	if s.Table != "" && s.TableEstimatedRows > 0 {
 		p := min(100, 100*float64(s.TableRows)/float64(s.TableEstimatedRows))
 		s.TablePercent = &p
 	}
 	if s.ElapsedSeconds > 0 {
 		s.RowsPerSecond = float64(s.Rows) / s.ElapsedSeconds
+	}
+	if s.Running && s.RowsPerSecond > 0 && s.Table != "" && s.TableEstimatedRows > s.TableRows {
+		eta := float64(s.TableEstimatedRows-s.TableRows) / s.RowsPerSecond
+		s.TableETASeconds = &eta
 	}
 }
 

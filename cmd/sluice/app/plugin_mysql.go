@@ -119,7 +119,7 @@ func (b binlogSource) IncrementalSnapshot() *runtime.IncrementalSnapshotStatus {
 	if st.Running && st.StartedMs > 0 {
 		out.ElapsedSeconds = float64(time.Now().UnixMilli()-st.StartedMs) / 1000
 	}
-	out.Percent()
+	out.Derive()
 	return out
 }
 
