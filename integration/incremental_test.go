@@ -167,6 +167,22 @@ func TestIncrementalSnapshotSignalsOverREST(t *testing.T) {
 	if err := pg.QueryRow(`SELECT count(*) FROM "` + name + `".late`).Scan(&late); err != nil || late != 3 {
 		t.Fatalf("the table created while running has %d rows in the target (%v), want 3", late, err)
 	}
+	// the source cannot write the signal: 500 with the server's reason;
+	// a stopped pipeline: 409
+	mustExec(t, my, "REVOKE INSERT, DELETE ON `"+name+"`.sluice_signal FROM "+grantee)
+	if code, body := post(signals, `{"type": "pause-snapshot"}`); code != http.StatusInternalServerError || !strings.Contains(body, "grant INSERT") {
+		t.Fatalf("a signal the source may not write: %d %s, want 500 saying so", code, body)
+	}
+	req, _ := http.NewRequest("PUT", r.rest+"/connectors/"+name+"/stop", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("stop: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	r.waitState(t, name, "STOPPED")
+	if code, body := post(signals, `{"type": "pause-snapshot"}`); code != http.StatusConflict || !strings.Contains(body, "not running") {
+		t.Fatalf("a signal to a stopped pipeline: %d %s, want 409", code, body)
+	}
 	if code := r.stop(t); code != 0 {
 		t.Errorf("exit code %d after SIGTERM, want 0", code)
 	}

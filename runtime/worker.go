@@ -376,11 +376,15 @@ func (w *Worker) Signal(ctx context.Context, name, id, typ, data string) (string
 	return sg.Signal(ctx, id, typ, data)
 }
 
+// ErrNotRunning: a call that needs the pipeline running (pause, resume,
+// signal) found it stopped, finished or failed.
+var ErrNotRunning = errors.New("not running")
+
 func notRunning(name string, p *Pipeline) error {
 	if p != nil {
 		return nil
 	}
-	return fmt.Errorf("pipeline %s is not running: start or restart it first", name)
+	return fmt.Errorf("pipeline %s is %w: start or restart it first", name, ErrNotRunning)
 }
 
 // TaskStatus is a pipeline's status as the REST API reports it.

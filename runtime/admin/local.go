@@ -162,13 +162,20 @@ func (l *Local) Restart(ctx context.Context, name string) error {
 func (l *Local) Stop(ctx context.Context, name string) error { return classify(l.W.Stop(ctx, name)) }
 
 // Signal hands a snapshot signal to the pipeline's source: a signal the
-// source refuses, or a source that takes none, is ErrInvalid.
+// source refuses, or a source that takes none, is ErrInvalid; a pipeline
+// that does not run ErrState; the source's failure to write it stays
+// unclassified (500).
 func (l *Local) Signal(ctx context.Context, name, id, typ, data string) (string, error) {
 	id, err := l.W.Signal(ctx, name, id, typ, data)
-	if err != nil && (errors.Is(err, schema.ErrConfig) || errors.Is(err, runtime.ErrNoSignals)) {
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.Is(err, schema.ErrConfig), errors.Is(err, runtime.ErrNoSignals):
 		return "", marked{err, ErrInvalid}
+	case errors.Is(err, runtime.ErrUnknownPipeline), errors.Is(err, runtime.ErrNotRunning):
+		return "", classify(err)
 	}
-	return id, classify(err)
+	return "", err
 }
 
 // Offset reads the saved source position.
