@@ -324,6 +324,7 @@ type node struct {
 var (
 	_ admin.WorkerMetricsReporter = (*node)(nil)
 	_ admin.MetricsCollector      = (*node)(nil)
+	_ admin.Signaler              = (*node)(nil) // POST .../signals (Control.Signal)
 )
 
 // WorkerMetrics reports this worker's leases and membership.
