@@ -230,7 +230,7 @@ func checkSignal(f filter, signal schema.TableID, typ, data string) (signalData,
 	var add []string
 	for _, c := range d.DataCollections {
 		t, err := tableName(c)
-		if err != nil || strings.ContainsAny(c, "*?[]^$") {
+		if err != nil || strings.ContainsAny(c, "*?[]^") {
 			return d, nil, fmt.Errorf("data-collections must be db.table names (patterns are not supported): %q", c)
 		}
 		if !f.match(t.Database, t.Table) || t == signal {
