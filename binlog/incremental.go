@@ -31,9 +31,11 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +84,7 @@ type incrResult struct {
 	key   [][]byte   // the last row's primary key; nil: no row
 	max   [][]byte   // the bound the chunk was read with
 	done  bool       // fewer rows than a chunk: the table's last
+	est   int64      // the table's estimated rows, read at its first chunk; -1: not read
 	err   error
 }
 
@@ -115,6 +118,15 @@ func newIncremental(s *Source, prog *IncrementalProgress) (*incremental, error) 
 	return &incremental{s: s, signal: id, from: quoteIdent(id.Database) + "." + quoteIdent(id.Table), limit: s.cfg.SnapshotChunk,
 		filter: newFilter(s.cfg.Include, s.cfg.Exclude), prog: prog, reload: map[schema.TableID]bool{},
 		reqs: make(chan incrRequest, 1), res: make(chan incrResult, 1)}, nil
+}
+
+// resumed publishes the progress of a snapshot a saved position was in
+// the middle of (its counts restart from zero).
+func (in *incremental) resumed() {
+	if in.prog != nil {
+		in.s.incrStats.begin(in.prog.ID)
+		in.s.incrStats.publish(in.prog, 0, 0, -1, 0)
+	}
 }
 
 // observe takes the records the mapper made before they are handed on: it
@@ -185,6 +197,50 @@ type signalData struct {
 	SurrogateKey         string            `json:"surrogate-key"`
 }
 
+// errUnknownSignal: a signal type this source does not act on (a signal
+// row of another type is ignored, as Debezium ignores it).
+var errUnknownSignal = errors.New("unknown signal type")
+
+// checkSignal parses and checks a snapshot signal: for execute-snapshot,
+// the tables it adds, as "db.table" names the filter captures.
+func checkSignal(f filter, signal schema.TableID, typ, data string) (signalData, []string, error) {
+	var d signalData
+	switch typ {
+	case signalExecuteSnapshot, signalStopSnapshot, signalPauseSnapshot, signalResumeSnapshot:
+	default:
+		return d, nil, fmt.Errorf("%w %q: say %s, %s, %s or %s", errUnknownSignal, typ,
+			signalExecuteSnapshot, signalStopSnapshot, signalPauseSnapshot, signalResumeSnapshot)
+	}
+	if strings.TrimSpace(data) != "" {
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			return d, nil, fmt.Errorf("data is not JSON: %w", err)
+		}
+	}
+	if typ != signalExecuteSnapshot {
+		return d, nil, nil
+	}
+	switch {
+	case d.Type != "" && !strings.EqualFold(d.Type, "incremental"):
+		return d, nil, fmt.Errorf("only incremental snapshots are supported, not %q", d.Type)
+	case len(d.AdditionalConditions) > 0 || d.SurrogateKey != "":
+		return d, nil, errors.New("additional-conditions and surrogate-key are not supported")
+	case len(d.DataCollections) == 0:
+		return d, nil, errors.New("execute-snapshot names no data-collections")
+	}
+	var add []string
+	for _, c := range d.DataCollections {
+		t, err := tableName(c)
+		if err != nil || strings.ContainsAny(c, "*?[]^") {
+			return d, nil, fmt.Errorf("data-collections must be db.table names (patterns are not supported): %q", c)
+		}
+		if !f.match(t.Database, t.Table) || t == signal {
+			return d, nil, fmt.Errorf("the table %s is not captured (include/exclude)", c)
+		}
+		add = append(add, t.String())
+	}
+	return d, add, nil
+}
+
 // signalRow acts on one row inserted into the signal table.
 func (in *incremental) signalRow(m *mapper, r *schema.Record) {
 	id, typ, data := field(r, "id"), field(r, "type"), field(r, "data")
@@ -201,41 +257,19 @@ func (in *incremental) signalRow(m *mapper, r *schema.Record) {
 		}
 		return
 	}
-	var d signalData
-	if strings.TrimSpace(data) != "" {
-		if err := json.Unmarshal([]byte(data), &d); err != nil {
-			log.Error("binlog: signal: data is not JSON: ignored", "err", err)
-			return
-		}
+	d, add, err := checkSignal(in.filter, in.signal, typ, data)
+	if errors.Is(err, errUnknownSignal) {
+		return
+	}
+	if err != nil {
+		log.Error("binlog: signal ignored", "err", err)
+		return
 	}
 	switch typ {
 	case signalExecuteSnapshot:
-		switch {
-		case d.Type != "" && !strings.EqualFold(d.Type, "incremental"):
-			log.Error("binlog: signal: only incremental snapshots are supported: ignored", "snapshot_type", d.Type)
-			return
-		case len(d.AdditionalConditions) > 0 || d.SurrogateKey != "":
-			log.Error("binlog: signal: additional-conditions and surrogate-key are not supported: ignored")
-			return
-		case len(d.DataCollections) == 0:
-			log.Error("binlog: signal: execute-snapshot names no data-collections: ignored")
-			return
-		}
-		var add []string
-		for _, c := range d.DataCollections {
-			t, err := tableName(c)
-			if err != nil {
-				log.Error("binlog: signal: data-collections must be db.table names (patterns are not supported): ignored", "collection", c)
-				return
-			}
-			if !in.filter.match(t.Database, t.Table) || t == in.signal {
-				log.Error("binlog: signal: the table is not captured (include/exclude): ignored", "collection", c)
-				return
-			}
-			add = append(add, t.String())
-		}
 		if in.prog == nil {
 			in.prog = &IncrementalProgress{ID: id}
+			in.s.incrStats.begin(id)
 		}
 		for _, t := range add {
 			if !slices.Contains(in.prog.Tables, t) {
@@ -268,6 +302,7 @@ func (in *incremental) signalRow(m *mapper, r *schema.Record) {
 		return
 	}
 	m.incremental = in.prog.clone()
+	in.s.incrStats.publish(in.prog, 0, 0, -1, 0)
 }
 
 func (p *IncrementalProgress) clone() *IncrementalProgress {
@@ -344,7 +379,7 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 	log := in.s.log.With("table", r.table.String())
 	if r.err != nil {
 		log.Error("binlog: incremental snapshot: the table cannot be read: left out", "err", r.err)
-		in.advance(m, true, nil)
+		in.advance(m, true, nil, -1, -1)
 		return in.savePosition(ctx, m, nil)
 	}
 	if reread {
@@ -352,6 +387,9 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 		// the rows may be of either shape; read the chunk again
 		in.reload[r.table] = true
 		return nil
+	}
+	if r.est >= 0 { // the table's first chunk
+		log.Info("binlog: incremental snapshot of table started", "estimated_rows", r.est, "chunk_rows", in.limit)
 	}
 	var recs []schema.Record
 	now := time.Now().UnixMilli()
@@ -372,15 +410,20 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 	}
 	in.s.snap.rows.Add(int64(len(recs)))
 	in.prog.Max = r.max
-	in.advance(m, r.done, r.key)
+	in.advance(m, r.done, r.key, int64(len(recs)), r.est)
 	return in.savePosition(ctx, m, recs)
 }
 
 // advance moves the progress past a chunk that ended at key (done: the
-// table's last).
-func (in *incremental) advance(m *mapper, done bool, key [][]byte) {
+// table's last), of which rows were emitted (-1: the table could not be
+// read); est is the table's estimated rows when the chunk read it (else -1).
+func (in *incremental) advance(m *mapper, done bool, key [][]byte, rows, est int64) {
+	if rows >= 0 {
+		in.s.incrStats.publish(in.prog, 1, rows, est, 0)
+	}
 	if done {
-		in.s.log.Info("binlog: incremental snapshot of table done", "table", in.prog.Tables[0])
+		st := in.s.incrStats.get()
+		in.s.log.Info("binlog: incremental snapshot of table done", "table", in.prog.Tables[0], "rows", st.TableRows)
 		in.prog.Tables, in.prog.Key, in.prog.Max = in.prog.Tables[1:], nil, nil
 		if len(in.prog.Tables) == 0 {
 			in.s.log.Info("binlog: incremental snapshot done", "signal", in.prog.ID)
@@ -390,6 +433,9 @@ func (in *incremental) advance(m *mapper, done bool, key [][]byte) {
 		in.prog.Key = key
 	}
 	m.incremental = in.prog.clone()
+	if done {
+		in.s.incrStats.publish(in.prog, 0, 0, -1, 1)
+	}
 }
 
 // savePosition hands recs on, the last carrying the committed position
@@ -444,7 +490,7 @@ func (in *incremental) work(ctx context.Context) {
 // readChunk writes the low watermark, reads the chunk, writes the high
 // watermark.
 func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables map[schema.TableID]*snapTable, req incrRequest) incrResult {
-	res := incrResult{chunk: req.chunk, table: req.table}
+	res := incrResult{chunk: req.chunk, table: req.table, est: -1}
 	fail := func(err error) incrResult {
 		res.err = err
 		return res
@@ -481,6 +527,7 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 	}
 	res.max = req.max
 	if res.max == nil {
+		res.est = st.estRows
 		// Debezium's maximum key at the start: rows inserted above it
 		// later are the stream's, so the snapshot does not chase inserts
 		max, empty, err := in.maxKey(ctx, sn, st)
@@ -572,4 +619,111 @@ func (in *incremental) maxKey(ctx context.Context, sn *snapshotter, st *snapTabl
 		key[i] = bytes.Clone(raw[k])
 	}
 	return key, false, nil
+}
+
+// IncrementalStats is the progress of the newest incremental snapshot of a
+// Source (zero when none ran since Open).
+type IncrementalStats struct {
+	Running bool   // a snapshot is queued or being read
+	Paused  bool   // by pause-snapshot
+	Signal  string // the id of the execute-snapshot signal that began it
+	Table   string // the table being read ("": none)
+	// Tables: the tables of the snapshot (done and queued; a table
+	// stop-snapshot takes out is no longer counted); TablesDone: those
+	// read whole (or left out with an error).
+	Tables, TablesDone int64
+	Chunks, Rows       int64 // chunks and rows emitted by the snapshot
+	// TableRows: rows emitted of Table; TableEstimatedRows: the server's
+	// estimate of its rows (information_schema.TABLES.TABLE_ROWS,
+	// approximate for InnoDB; 0: unknown).
+	TableRows, TableEstimatedRows int64
+	StartedMs                     int64 // when the snapshot began (Unix ms)
+}
+
+// incrCounters holds a Source's IncrementalStats; the streamer writes them.
+type incrCounters struct {
+	mu sync.Mutex
+	st IncrementalStats
+}
+
+func (c *incrCounters) get() IncrementalStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+func (c *incrCounters) begin(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.st = IncrementalStats{Signal: id, StartedMs: time.Now().UnixMilli()}
+}
+
+// publish sets the stats from the progress p (nil: none running); a chunk
+// of table with rows emitted (chunks: 1) and the table's estimate (-1: not
+// read) are added.
+func (c *incrCounters) publish(p *IncrementalProgress, chunks, rows, est int64, doneTables int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &c.st
+	st.Chunks += chunks
+	st.Rows += rows
+	st.TableRows += rows
+	if est >= 0 {
+		st.TableEstimatedRows = est
+	}
+	st.TablesDone += int64(doneTables)
+	st.Running = p != nil
+	st.Paused = p != nil && p.Paused
+	table := ""
+	if p != nil && len(p.Tables) > 0 {
+		table = p.Tables[0]
+		st.Tables = st.TablesDone + int64(len(p.Tables))
+	}
+	if table != st.Table {
+		st.Table, st.TableRows, st.TableEstimatedRows = table, 0, 0
+	}
+}
+
+// IncrementalStats returns the progress of the newest incremental
+// snapshot.
+func (s *Source) IncrementalStats() IncrementalStats { return s.incrStats.get() }
+
+// Signal sends a snapshot signal as if inserted into the signal table: it
+// inserts it there, so that the stream acts on it in order with the
+// changes around it, as on any other signal. id may be empty (a random one
+// is made); it returns the id. A signal the source would ignore (an
+// unknown type, data it refuses, a table it does not capture) is refused
+// with ErrConfig and not written.
+func (s *Source) Signal(ctx context.Context, id, typ, data string) (string, error) {
+	if s.cfg.SignalTable == "" {
+		return "", fmt.Errorf("%w: signals need the source's signal_table: its watermarks are written there", ErrConfig)
+	}
+	sig, err := tableName(s.cfg.SignalTable)
+	if err != nil {
+		return "", fmt.Errorf("%w: signal_table: %v", ErrConfig, err)
+	}
+	if _, _, err := checkSignal(newFilter(s.cfg.Include, s.cfg.Exclude), sig, typ, data); err != nil {
+		return "", fmt.Errorf("%w: signal: %w", ErrConfig, err)
+	}
+	if id == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		id = "api-" + hex.EncodeToString(b[:])
+	}
+	if len(id) > 42 {
+		return "", fmt.Errorf("%w: signal id %q is longer than the signal table's 42 characters", ErrConfig, id)
+	}
+	conn, err := s.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	var arg any = data
+	if data == "" {
+		arg = nil
+	}
+	if _, err := conn.Execute("INSERT INTO "+quoteIdent(sig.Database)+"."+quoteIdent(sig.Table)+" (id, type, data) VALUES (?, ?, ?)", id, typ, arg); err != nil {
+		return "", fmt.Errorf("binlog: signal: insert into %s (grant INSERT on it): %w", sig, err)
+	}
+	return id, nil
 }

@@ -463,3 +463,76 @@ func TestIncrementalSnapshotSignalTableNotSnapshotted(t *testing.T) {
 		t.Fatalf("%d rows snapshotted, want the 10 of t", n)
 	}
 }
+
+// TestIncrementalSnapshotSignalAPIAndStats: Source.Signal (what POST
+// /connectors/{name}/signals calls) refuses what the stream would ignore
+// and starts a snapshot of t and of a table created after Open; while a
+// chunk is read IncrementalStats names the table and counts the rows
+// emitted; at the end it counts both tables, every row and chunk.
+func TestIncrementalSnapshotSignalAPIAndStats(t *testing.T) {
+	k, s := newIncrKit(t, 300, 100)
+	side := sideConn(t, k.env, k.db)
+	exec(t, side, "CREATE TABLE late (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)")
+	exec(t, side, "INSERT INTO late VALUES (1000001, 1), (1000002, 1), (1000003, 1)")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, bad := range []struct{ typ, data string }{
+		{"execute-snapshot", `{"data-collections": ["` + k.db + `.t"], "type": "blocking"}`},
+		{"execute-snapshot", `{"data-collections": ["` + k.db + `.*"]}`},
+		{"execute-snapshot", `{"data-collections": ["other.t"]}`},
+		{"execute-snapshot", `{"data-collections": ["` + k.db + `.t"], "additional-conditions": [{"data-collection": "` + k.db + `.t", "filter": "id > 5"}]}`},
+		{"execute-snapshot", `not json`},
+		{"snapshot-window-open", ``},
+	} {
+		if _, err := s.Signal(ctx, "", bad.typ, bad.data); !errors.Is(err, ErrConfig) {
+			t.Errorf("Signal(%s, %s): %v, want ErrConfig", bad.typ, bad.data, err)
+		}
+	}
+	var during []IncrementalStats
+	hook := func(table schema.TableID, rows int) {
+		if table.Table == "t" {
+			during = append(during, s.IncrementalStats()) // the worker's goroutine only
+		}
+	}
+	incrAfterRead.Store(&hook)
+	t.Cleanup(func() { incrAfterRead.Store(nil) })
+	id, err := s.Signal(ctx, "", "execute-snapshot", fmt.Sprintf(`{"data-collections": ["%s.t", "%s.late"]}`, k.db, k.db))
+	if err != nil || !strings.HasPrefix(id, "api-") {
+		t.Fatalf("Signal: %q, %v", id, err)
+	}
+	lateReads := 0
+	for !k.done {
+		recs, err := s.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Table.Table == "late" && r.Op == schema.OpRead {
+				lateReads++
+			}
+		}
+		k.apply(t, recs)
+	}
+	if lateReads != 3 {
+		t.Fatalf("%d rows of the table created after Open read, want 3", lateReads)
+	}
+	for id := range k.rows {
+		if id > 1000000 {
+			delete(k.rows, id)
+		}
+	}
+	k.sameAsSource(t)
+	if len(during) != 4 {
+		t.Fatalf("%d chunks of t read, want 4 (the last one empty)", len(during))
+	}
+	for i, st := range during {
+		if !st.Running || st.Signal != id || st.Table != k.db+".t" || st.Tables != 2 || st.TablesDone != 0 ||
+			st.TableRows != int64(100*i) || st.Rows != int64(100*i) || st.Chunks != int64(i) {
+			t.Errorf("stats while reading chunk %d of t: %+v", i, st)
+		}
+	}
+	end := s.IncrementalStats()
+	if end.Running || end.Table != "" || end.Tables != 2 || end.TablesDone != 2 || end.Rows != 303 || end.Chunks != 5 {
+		t.Fatalf("stats at the end: %+v, want 2 tables done, 303 rows in 5 chunks (t: 3 and an empty last one; late: 1)", end)
+	}
+}

@@ -60,7 +60,8 @@ type Source struct {
 	// somewhere no saved position says (see StartPosition).
 	startPos []byte
 	// incr runs incremental snapshots (Config.SignalTable); nil: none.
-	incr *incremental
+	incr      *incremental
+	incrStats incrCounters
 }
 
 type batch struct {
@@ -228,6 +229,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 			}
 			return err
 		}
+		s.incr.resumed()
 		if len(include) > 0 { // the signals are read from the binlog
 			include = append(slices.Clip(include), s.cfg.SignalTable)
 		}

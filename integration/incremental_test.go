@@ -1,9 +1,14 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand"
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 )
 
 // incrementalSnapshotWhileStreaming: rows written before the pipeline ever
@@ -51,5 +56,139 @@ func incrementalSnapshotWhileStreaming(t *testing.T, k *kit) {
 	assertNoRegressions(t)
 	if n := k.targetCount("sluice_signal", ""); n > 0 {
 		t.Fatalf("the signal table's rows reached the target (%d)", n)
+	}
+}
+
+// TestIncrementalSnapshotSignalsOverREST: `sluice run --rest` takes
+// Debezium's snapshot signals on POST /connectors/{name}/signals, with no
+// row written by the user: an execute-snapshot of t and of a table created
+// while the pipeline runs, then pause-snapshot, whose effect the status
+// (incremental_snapshot: table, rows, paused) and /metrics show, then
+// resume-snapshot, after which both tables are whole in the target and
+// the status counts them done. A signal the source would ignore is refused
+// with 400, an unknown connector with 404.
+func TestIncrementalSnapshotSignalsOverREST(t *testing.T) {
+	bin := buildSluice(t)
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	name, my, pg := faultTables(t, e)
+	mustExec(t, my, "CREATE TABLE `"+name+"`.sluice_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT NULL)")
+	grantee := fmt.Sprintf("'%s'@'%s'", e["SLUICE_MYSQL_CDC_USER"], e["SLUICE_MYSQL_HOST"])
+	mustExec(t, my, "GRANT INSERT, DELETE ON `"+name+"`.sluice_signal TO "+grantee)
+	t.Cleanup(func() { my.Exec("REVOKE INSERT, DELETE ON `" + name + "`.sluice_signal FROM " + grantee) })
+	mustExec(t, my, "INSERT INTO `"+name+"`.t SELECT seq, seq FROM (SELECT a.n * 100 + b.n * 10 + c.n + 2 AS seq FROM "+
+		"(SELECT 0 n UNION SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4 UNION SELECT 5 UNION SELECT 6 UNION SELECT 7 UNION SELECT 8 UNION SELECT 9) a, "+
+		"(SELECT 0 n UNION SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4 UNION SELECT 5 UNION SELECT 6 UNION SELECT 7 UNION SELECT 8 UNION SELECT 9) b, "+
+		"(SELECT 0 n UNION SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4 UNION SELECT 5 UNION SELECT 6 UNION SELECT 7 UNION SELECT 8 UNION SELECT 9) c) s")
+	// t: keys 1..1001, read in chunks of 10 (about 100 chunks)
+	r := startSluice(t, bin, faultConfig(t, e, name, "embedded", fmt.Sprintf("  snapshot: never\n  snapshot_chunk: 10\n  signal_table: %s.sluice_signal\n", name)))
+	r.waitState(t, name, "RUNNING")
+	mustExec(t, my, "CREATE TABLE `"+name+"`.late (id INT PRIMARY KEY, v INT)")
+	mustExec(t, my, "INSERT INTO `"+name+"`.late VALUES (1, 1), (2, 2), (3, 3)")
+
+	post := func(path, body string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(r.rest+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("POST %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	signals := "/connectors/" + name + "/signals"
+	if code, body := post(signals, fmt.Sprintf(`{"type": "execute-snapshot", "data": {"data-collections": ["%s.t"], "type": "blocking"}}`, name)); code != http.StatusBadRequest || !strings.Contains(body, "incremental") {
+		t.Fatalf("a blocking snapshot: %d %s, want 400 saying only incremental ones are supported", code, body)
+	}
+	if code, body := post("/connectors/nope/signals", `{"type": "pause-snapshot"}`); code != http.StatusNotFound {
+		t.Fatalf("an unknown connector: %d %s, want 404", code, body)
+	}
+	code, body := post(signals, fmt.Sprintf(`{"id": "rest-1", "type": "execute-snapshot", "data": {"data-collections": ["%s.t", "%s.late"], "type": "incremental"}}`, name, name))
+	if code != http.StatusAccepted || !strings.Contains(body, `"rest-1"`) {
+		t.Fatalf("execute-snapshot: %d %s, want 202 with its id", code, body)
+	}
+	if code, body := post(signals, `{"type": "pause-snapshot"}`); code != http.StatusAccepted {
+		t.Fatalf("pause-snapshot: %d %s", code, body)
+	}
+	type incr struct {
+		Running      bool     `json:"running"`
+		Paused       bool     `json:"paused"`
+		Signal       string   `json:"signal"`
+		Table        string   `json:"table"`
+		Tables       int64    `json:"tables"`
+		TablesDone   int64    `json:"tables_done"`
+		Rows         int64    `json:"rows"`
+		TableRows    int64    `json:"table_rows"`
+		TablePercent *float64 `json:"table_percent"`
+	}
+	status := func() incr {
+		t.Helper()
+		code, body := r.get(t, "/connectors/"+name+"/status")
+		var st struct {
+			Incr *incr `json:"incremental_snapshot"`
+		}
+		if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+			t.Fatalf("status: %d %s %v", code, body, err)
+		}
+		if st.Incr == nil {
+			return incr{}
+		}
+		return *st.Incr
+	}
+	var st incr
+	deadline := time.Now().Add(90 * time.Second)
+	for st = status(); !st.Paused; st = status() {
+		if time.Now().After(deadline) || st.Signal != "" && !st.Running {
+			t.Fatalf("status never showed the snapshot paused: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !st.Running || st.Signal != "rest-1" || st.Table != name+".t" || st.Tables != 2 || st.TablesDone != 0 || st.Rows >= 1001 || st.TableRows != st.Rows ||
+		st.TablePercent != nil && (*st.TablePercent < 0 || *st.TablePercent > 100) {
+		t.Fatalf("status while paused: %+v, want table %s.t of 2 running, fewer than its 1001 rows", st, name)
+	}
+	if _, metrics := r.get(t, "/metrics"); !strings.Contains(metrics, fmt.Sprintf("sluice_incremental_snapshot_paused{pipeline=%q} 1", name)) ||
+		!strings.Contains(metrics, fmt.Sprintf("sluice_incremental_snapshot_tables{pipeline=%q} 2", name)) {
+		t.Fatalf("/metrics does not show the paused snapshot of 2 tables:\n%s", metrics)
+	}
+	if code, body := post(signals, `{"type": "resume-snapshot", "data": null}`); code != http.StatusAccepted {
+		t.Fatalf("resume-snapshot: %d %s", code, body)
+	}
+	waitRows(t, r, my, pg, name, 1001)
+	for st = status(); st.Running; st = status() {
+		if time.Now().After(deadline.Add(time.Minute)) {
+			t.Fatalf("the snapshot never ended: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st.TablesDone != 2 || st.Rows != 1004 || st.Table != "" {
+		t.Fatalf("status at the end: %+v, want 2 tables done, 1004 rows", st)
+	}
+	var late int
+	if err := pg.QueryRow(`SELECT count(*) FROM "` + name + `".late`).Scan(&late); err != nil || late != 3 {
+		t.Fatalf("the table created while running has %d rows in the target (%v), want 3", late, err)
+	}
+	// the source cannot write the signal: 500 with the server's reason;
+	// a stopped pipeline: 409
+	mustExec(t, my, "REVOKE INSERT, DELETE ON `"+name+"`.sluice_signal FROM "+grantee)
+	if code, body := post(signals, `{"type": "pause-snapshot"}`); code != http.StatusInternalServerError || !strings.Contains(body, "grant INSERT") {
+		t.Fatalf("a signal the source may not write: %d %s, want 500 saying so", code, body)
+	}
+	req, _ := http.NewRequest("PUT", r.rest+"/connectors/"+name+"/stop", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("stop: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	r.waitState(t, name, "STOPPED")
+	if code, body := post(signals, `{"type": "pause-snapshot"}`); code != http.StatusConflict || !strings.Contains(body, "not running") {
+		t.Fatalf("a signal to a stopped pipeline: %d %s, want 409", code, body)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	out := r.output()
+	if strings.Count(out, "incremental snapshot of table started") != 2 || strings.Count(out, "incremental snapshot of table done") != 2 ||
+		!strings.Contains(out, "table="+name+".t rows=1001") {
+		t.Errorf("want a log line as each table starts and one as it ends with its rows:\n%s", out)
 	}
 }

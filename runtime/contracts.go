@@ -103,6 +103,21 @@ type ProgressReporter interface {
 	Progress() map[string]float64
 }
 
+// Signaler is an optional capability of a Source: it takes a snapshot
+// signal in Debezium's form (type execute-snapshot, stop-snapshot,
+// pause-snapshot or resume-snapshot, and its JSON data) from outside the
+// source database, POST /connectors/{name}/signals, and returns its id (a
+// new one when id is empty). A signal it refuses wraps schema.ErrConfig.
+type Signaler interface {
+	Signal(ctx context.Context, id, typ, data string) (string, error)
+}
+
+// IncrementalReporter is an optional capability of a Source: the progress
+// of its newest incremental snapshot for status (nil: none ran).
+type IncrementalReporter interface {
+	IncrementalSnapshot() *IncrementalSnapshotStatus
+}
+
 // TopicReporter is an optional capability of a Publisher: the topics it
 // sends to that no consumer reads (rocketmq.Publisher asks the brokers), so
 // that a table published and never consumed is seen in status and metrics.

@@ -110,6 +110,14 @@ var progressMetrics = []struct{ key, help string }{
 	{"snapshot_rows", "Rows the source's snapshot has read."},
 	{"snapshot_estimated_rows", "Rows the snapshot's tables hold by the server's estimate (approximate)."},
 	{"snapshot_elapsed_seconds", "Seconds the running snapshot has taken so far."},
+	{"incremental_snapshot_running", "1 while an incremental snapshot is queued or read, 0 otherwise."},
+	{"incremental_snapshot_paused", "1 while the incremental snapshot is paused by pause-snapshot."},
+	{"incremental_snapshot_tables", "Tables of the newest incremental snapshot (done and queued)."},
+	{"incremental_snapshot_tables_done", "Tables the newest incremental snapshot has read whole."},
+	{"incremental_snapshot_chunks", "Chunks the newest incremental snapshot has emitted."},
+	{"incremental_snapshot_rows", "Rows the newest incremental snapshot has emitted."},
+	{"incremental_snapshot_table_rows", "Rows the incremental snapshot has emitted of the table it reads."},
+	{"incremental_snapshot_table_estimated_rows", "Rows of the table the incremental snapshot reads, by the server's estimate (approximate; 0: unknown)."},
 }
 
 // Collector is a prometheus.Collector of the pipelines a list function

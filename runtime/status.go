@@ -32,6 +32,49 @@ type SnapshotStatus struct {
 	ETASeconds *float64 `json:"eta_seconds,omitempty"`
 }
 
+// IncrementalSnapshotStatus is the progress of a source's newest
+// incremental snapshot, from its IncrementalReporter.
+type IncrementalSnapshotStatus struct {
+	Running bool   `json:"running"`
+	Paused  bool   `json:"paused"`
+	Signal  string `json:"signal,omitempty"` // the id of the execute-snapshot signal
+	Table   string `json:"table,omitempty"`  // the table being read
+	// Tables: done and queued; TablesDone: read whole (or left out with
+	// an error in the log).
+	Tables     int64 `json:"tables"`
+	TablesDone int64 `json:"tables_done"`
+	Chunks     int64 `json:"chunks"`
+	Rows       int64 `json:"rows"`
+	// TableRows: rows emitted of Table; TableEstimatedRows: the server's
+	// estimate of its rows (approximate), absent when unknown;
+	// TablePercent: TableRows of the estimate, at most 100.
+	TableRows          int64    `json:"table_rows"`
+	TableEstimatedRows int64    `json:"table_estimated_rows,omitempty"`
+	TablePercent       *float64 `json:"table_percent,omitempty"`
+	ElapsedSeconds     float64  `json:"elapsed_seconds"`
+	RowsPerSecond      float64  `json:"rows_per_second,omitempty"`
+	// TableETASeconds: the rows of Table's estimate left, at the
+	// snapshot's rate so far; absent when unknown or past the estimate.
+	TableETASeconds *float64 `json:"table_eta_seconds,omitempty"`
+}
+
+// Derive fills TablePercent from TableRows and TableEstimatedRows,
+// RowsPerSecond from Rows and ElapsedSeconds, and TableETASeconds from
+// both.
+func (s *IncrementalSnapshotStatus) Derive() {
+	if s.Table != "" && s.TableEstimatedRows > 0 {
+		p := min(100, 100*float64(s.TableRows)/float64(s.TableEstimatedRows))
+		s.TablePercent = &p
+	}
+	if s.ElapsedSeconds > 0 {
+		s.RowsPerSecond = float64(s.Rows) / s.ElapsedSeconds
+	}
+	if s.Running && s.RowsPerSecond > 0 && s.Table != "" && s.TableEstimatedRows > s.TableRows {
+		eta := float64(s.TableEstimatedRows-s.TableRows) / s.RowsPerSecond
+		s.TableETASeconds = &eta
+	}
+}
+
 // backlogEvery is how often, at most, the source's backlog is polled;
 // backlogStale is when a poll result is too old to use.
 const (
@@ -60,6 +103,7 @@ type progress struct {
 	caughtUp    *bool
 	bytes, txs  *int64
 	snapshot    *SnapshotStatus
+	incr        *IncrementalSnapshotStatus
 	inFlight    int // the records in flight that lag and caught-up were judged with
 	unconsumed  []string
 	unreachable []Unreachable
@@ -72,6 +116,9 @@ func (p *Pipeline) progress(now time.Time) progress {
 	out.lagSeconds = p.metrics().LagSeconds() // a sink side's apply lag
 	if pr, ok := p.Source.(ProgressReporter); ok {
 		out.snapshot = snapshotStatus(pr.Progress())
+	}
+	if ir, ok := p.Source.(IncrementalReporter); ok {
+		out.incr = ir.IncrementalSnapshot()
 	}
 	if tr, ok := p.Publisher.(TopicReporter); ok {
 		out.unconsumed = tr.UnconsumedTopics()

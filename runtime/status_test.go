@@ -220,3 +220,23 @@ func TestStatusCountsBarrierOnce(t *testing.T) {
 		t.Fatalf("records_read %d, records_applied %d; want 7 and 7 (5 rows, 2 barriers counted once)", st.RecordsRead, st.RecordsApplied)
 	}
 }
+
+// Derive: percent of the estimate (at most 100), rate and the table's ETA
+// at that rate; none of the estimate's figures without an estimate.
+func TestIncrementalSnapshotStatusDerive(t *testing.T) {
+	s := IncrementalSnapshotStatus{Running: true, Table: "d.t", Rows: 300, TableRows: 100, TableEstimatedRows: 400, ElapsedSeconds: 3}
+	s.Derive()
+	if s.TablePercent == nil || *s.TablePercent != 25 || s.RowsPerSecond != 100 || s.TableETASeconds == nil || *s.TableETASeconds != 3 {
+		t.Fatalf("%+v", s)
+	}
+	s = IncrementalSnapshotStatus{Running: true, Table: "d.t", Rows: 300, TableRows: 500, TableEstimatedRows: 400, ElapsedSeconds: 3}
+	s.Derive()
+	if *s.TablePercent != 100 || s.TableETASeconds != nil {
+		t.Fatalf("past the estimate: %+v", s)
+	}
+	s = IncrementalSnapshotStatus{Running: true, Table: "d.t", Rows: 300, TableRows: 100, ElapsedSeconds: 3}
+	s.Derive()
+	if s.TablePercent != nil || s.TableETASeconds != nil {
+		t.Fatalf("no estimate: %+v", s)
+	}
+}

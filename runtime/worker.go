@@ -381,11 +381,32 @@ func (w *Worker) Resume(name string) error {
 	return nil
 }
 
+// ErrNoSignals: a signal sent to a pipeline whose source takes none.
+var ErrNoSignals = errors.New("the pipeline's source takes no signals (the binlog source does, with signal_table set)")
+
+// Signal hands a snapshot signal to a running pipeline's source (a
+// Signaler) and returns the signal's id.
+func (w *Worker) Signal(ctx context.Context, name, id, typ, data string) (string, error) {
+	p, err := w.running(name)
+	if err != nil || p == nil {
+		return "", errors.Join(err, notRunning(name, p))
+	}
+	sg, ok := p.Source.(Signaler)
+	if !ok {
+		return "", fmt.Errorf("%s: %w", name, ErrNoSignals)
+	}
+	return sg.Signal(ctx, id, typ, data)
+}
+
+// ErrNotRunning: a call that needs the pipeline running (pause, resume,
+// signal) found it stopped, finished or failed.
+var ErrNotRunning = errors.New("not running")
+
 func notRunning(name string, p *Pipeline) error {
 	if p != nil {
 		return nil
 	}
-	return fmt.Errorf("pipeline %s is not running: start or restart it first", name)
+	return fmt.Errorf("pipeline %s is %w: start or restart it first", name, ErrNotRunning)
 }
 
 // TaskStatus is a pipeline's status as the REST API reports it.
@@ -405,6 +426,8 @@ type TaskStatus struct {
 	BehindBytes        *int64          `json:"behind_bytes,omitempty"`
 	BehindTransactions *int64          `json:"behind_transactions,omitempty"`
 	Snapshot           *SnapshotStatus `json:"snapshot,omitempty"`
+	// IncrementalSnapshot: the newest incremental snapshot (signals).
+	IncrementalSnapshot *IncrementalSnapshotStatus `json:"incremental_snapshot,omitempty"`
 	// UnconsumedTopics: topics the source publishes to that no consumer
 	// group reads (RocketMQ, in a process without the sink): their
 	// records reach no target.
@@ -436,7 +459,7 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 		status := t.p.Status()
 		pr := t.p.progress(time.Now())
 		st = TaskStatus{Status: status, LagSeconds: pr.lagSeconds, InFlight: pr.inFlight,
-			CaughtUp: pr.caughtUp, BehindBytes: pr.bytes, BehindTransactions: pr.txs, Snapshot: pr.snapshot,
+			CaughtUp: pr.caughtUp, BehindBytes: pr.bytes, BehindTransactions: pr.txs, Snapshot: pr.snapshot, IncrementalSnapshot: pr.incr,
 			UnconsumedTopics: pr.unconsumed, UnreachableBrokers: pr.unreachable}
 	}
 	ended := false

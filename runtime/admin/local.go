@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Local is the Cluster of one process (`sluice run`): the pipelines of one
@@ -35,6 +36,7 @@ var (
 	_ Topics           = (*Local)(nil)
 	_ MetricsCollector = (*Local)(nil)
 	_ HealthChecker    = (*Local)(nil)
+	_ Signaler         = (*Local)(nil)
 )
 
 // errRunReadOnly says where the operations of a cluster are.
@@ -159,6 +161,23 @@ func (l *Local) Restart(ctx context.Context, name string) error {
 
 // Stop drains and stops the pipeline; the process stays up.
 func (l *Local) Stop(ctx context.Context, name string) error { return classify(l.W.Stop(ctx, name)) }
+
+// Signal hands a snapshot signal to the pipeline's source: a signal the
+// source refuses, or a source that takes none, is ErrInvalid; a pipeline
+// that does not run ErrState; the source's failure to write it stays
+// unclassified (500).
+func (l *Local) Signal(ctx context.Context, name, id, typ, data string) (string, error) {
+	id, err := l.W.Signal(ctx, name, id, typ, data)
+	switch {
+	case err == nil:
+		return id, nil
+	case errors.Is(err, schema.ErrConfig), errors.Is(err, runtime.ErrNoSignals):
+		return "", marked{err, ErrInvalid}
+	case errors.Is(err, runtime.ErrUnknownPipeline), errors.Is(err, runtime.ErrNotRunning):
+		return "", classify(err)
+	}
+	return "", err
+}
 
 // Offset reads the saved source position.
 func (l *Local) Offset(ctx context.Context, name string) (string, error) {

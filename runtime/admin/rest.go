@@ -42,6 +42,12 @@ type (
 		Topics(ctx context.Context, name string) ([]string, error)
 		ResetTopics(ctx context.Context, name string) error
 	}
+	// Signaler serves POST /connectors/{name}/signals: it hands a
+	// snapshot signal (Debezium's type and JSON data) to the connector's
+	// source and returns the signal's id (a new one when id is empty).
+	Signaler interface {
+		Signal(ctx context.Context, name, id, typ, data string) (string, error)
+	}
 	// HealthChecker decides GET /health; without it, /health is 200 while
 	// the Cluster can list its connectors.
 	HealthChecker interface {
@@ -82,6 +88,7 @@ const lifecycleTimeout = time.Minute
 //	POST   /connectors/{name}/restart           204; ?includeTasks=true or ?onlyFailed=true: 202 and the status
 //	GET    /connectors/{name}/topics            {"<name>": {"topics": [...]}}: the topics used since the last reset (Topics)
 //	PUT    /connectors/{name}/topics/reset      200, no body (Topics)
+//	POST   /connectors/{name}/signals           {"id": ..., "type": "execute-snapshot", "data": {...}}: 202 {"id": ...} (Signaler)
 //	GET    /connectors/{name}/offsets           {"offsets": [{"partition": {"server": name}, "offset": {...}}]} (Offsets)
 //	DELETE /connectors/{name}/offsets           reset it: 200 {"message": ...} (Offsets)
 //	PATCH  /connectors/{name}/offsets           set it: the body GET answers; 200 {"message": ...} (Offsets); one that would skip changes needs ?skip=true (WithPositionOrder)
@@ -147,6 +154,7 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("POST /connectors/{name}/restart", a.restart)
 	mux.HandleFunc("GET /connectors/{name}/topics", a.topics)
 	mux.HandleFunc("PUT /connectors/{name}/topics/reset", a.topics)
+	mux.HandleFunc("POST /connectors/{name}/signals", a.signal)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("PATCH /connectors/{name}/offsets", a.offsets)
@@ -548,6 +556,47 @@ func (a *api) topics(rw http.ResponseWriter, r *http.Request) {
 	}
 	ts, err := t.Topics(r.Context(), name)
 	respond(rw, http.StatusOK, map[string]map[string][]string{name: {"topics": nonNil(ts)}}, err)
+}
+
+// SignalRequest is the body of POST /connectors/{name}/signals: the
+// columns of Debezium's signal table. Data is a JSON object, or a string
+// holding one (as the table's data column does); id may be absent.
+type SignalRequest struct {
+	ID   string          `json:"id"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+func (a *api) signal(rw http.ResponseWriter, r *http.Request) {
+	sg, ok := capable[Signaler](rw, a.c, "signals")
+	if !ok {
+		return
+	}
+	var req SignalRequest
+	if err := decodeBody(rw, r, &req); err != nil {
+		writeError(rw, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.Type == "" {
+		writeError(rw, http.StatusBadRequest, `the signal needs a "type" (execute-snapshot, stop-snapshot, pause-snapshot or resume-snapshot)`)
+		return
+	}
+	data := string(bytes.TrimSpace(req.Data))
+	if data == "null" {
+		data = ""
+	} else if strings.HasPrefix(data, `"`) {
+		if err := json.Unmarshal(req.Data, &data); err != nil {
+			writeError(rw, http.StatusBadRequest, fmt.Sprintf("data: %v", err))
+			return
+		}
+	} else if data != "" && !isObject(req.Data) {
+		writeError(rw, http.StatusBadRequest, `"data" must be a JSON object, or a string holding one`)
+		return
+	}
+	id, err := sg.Signal(r.Context(), r.PathValue("name"), req.ID, req.Type, data)
+	respond(rw, http.StatusAccepted, struct {
+		ID string `json:"id"`
+	}{id}, err)
 }
 
 func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {

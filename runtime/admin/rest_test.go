@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -885,5 +886,51 @@ func TestLifecycleLogged(t *testing.T) {
 		if strings.HasSuffix(c.line, "failed") && !strings.Contains(out, "err=") {
 			t.Errorf("%s %s: a failed call's line lacks its error: %s", c.method, c.path, out)
 		}
+	}
+}
+
+// signalingCluster records the signals POST .../signals hands on.
+type signalingCluster struct {
+	*fakeCluster
+	got []string
+}
+
+func (s *signalingCluster) Signal(_ context.Context, name, id, typ, data string) (string, error) {
+	if typ == "bad" {
+		return "", fmt.Errorf("refused: %w", ErrInvalid)
+	}
+	s.got = append(s.got, name+"|"+id+"|"+typ+"|"+data)
+	return "id-1", nil
+}
+
+// TestAPISignals: the body's data reaches the cluster as the text the
+// signal table's data column would hold, from an object or from a string;
+// a body without a type, or with data of another kind, is 400; a cluster
+// without signals answers 405.
+func TestAPISignals(t *testing.T) {
+	sc := &signalingCluster{fakeCluster: newFake()}
+	h := NewHandler(sc, "")
+	for _, c := range []struct {
+		body string
+		code int
+	}{
+		{`{"type": "execute-snapshot", "data": {"data-collections": ["d.t"]}}`, 202},
+		{`{"id": "x", "type": "stop-snapshot", "data": "{\"data-collections\": [\"d.t\"]}"}`, 202},
+		{`{"type": "pause-snapshot"}`, 202},
+		{`{"type": "resume-snapshot", "data": null}`, 202},
+		{`{"data": {}}`, 400},
+		{`{"type": "execute-snapshot", "data": [1]}`, 400},
+		{`{"type": "bad"}`, 400},
+	} {
+		if code, body := do(t, h, "POST", "/connectors/a/signals", c.body); code != c.code || code == 202 && !strings.Contains(body, `"id-1"`) {
+			t.Errorf("POST %s: %d %s, want %d", c.body, code, body, c.code)
+		}
+	}
+	want := []string{`a||execute-snapshot|{"data-collections": ["d.t"]}`, `a|x|stop-snapshot|{"data-collections": ["d.t"]}`, "a||pause-snapshot|", "a||resume-snapshot|"}
+	if !slices.Equal(sc.got, want) {
+		t.Fatalf("signals handed on:\n%q\nwant\n%q", sc.got, want)
+	}
+	if code, _ := do(t, NewHandler(newFake(), ""), "POST", "/connectors/a/signals", `{"type": "pause-snapshot"}`); code != http.StatusMethodNotAllowed {
+		t.Fatalf("a cluster without signals: %d, want 405", code)
 	}
 }

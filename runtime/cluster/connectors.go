@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Connector is one row of the connectors table.
@@ -132,9 +133,37 @@ type Control struct {
 	// source will read it, so a mistyped one is refused (ErrInvalid)
 	// rather than failing the task when it resumes.
 	CheckPosition func(position string) error
+	// Signals, when set, sends a snapshot signal for a connector from its
+	// config (the binlog source writes it into its signal table, which any
+	// worker can do, wherever the source task runs); a signal it refuses
+	// wraps schema.ErrConfig. nil: POST .../signals answers 405.
+	Signals func(ctx context.Context, cfg *runtime.Config, id, typ, data string) (string, error)
 }
 
-var _ admin.Cluster = (*Control)(nil)
+var (
+	_ admin.Cluster  = (*Control)(nil)
+	_ admin.Signaler = (*Control)(nil)
+)
+
+// Signal sends a snapshot signal for the connector name (Signals).
+func (c *Control) Signal(ctx context.Context, name, id, typ, data string) (string, error) {
+	if c.Signals == nil {
+		return "", fmt.Errorf("signals: %w", admin.ErrReadOnly)
+	}
+	k, err := c.S.connector(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	cfg, _, err := ParseConnector(name, k.Config)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	}
+	id, err = c.Signals(ctx, cfg, id, typ, data)
+	if errors.Is(err, schema.ErrConfig) || errors.Is(err, runtime.ErrNoSignals) {
+		return "", fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	}
+	return id, err
+}
 
 func (c *Control) check(name string, doc json.RawMessage) error {
 	if !safeConnector(name) {

@@ -94,14 +94,34 @@ func binlogTables(c *binlog.Config, t *runtime.Task) (runtime.TableLister, error
 }
 
 // binlogSource adds the runtime's optional capabilities to the binlog
-// source: progress (snapshot progress in status and /metrics) and backlog
-// (how far the server is ahead, for status).
+// source: progress (snapshot progress in status and /metrics), backlog
+// (how far the server is ahead, for status), signals and the incremental
+// snapshot's progress.
 type binlogSource struct{ *binlog.Source }
 
 var (
-	_ runtime.ProgressReporter = binlogSource{}
-	_ runtime.BacklogReporter  = binlogSource{}
+	_ runtime.ProgressReporter    = binlogSource{}
+	_ runtime.BacklogReporter     = binlogSource{}
+	_ runtime.Signaler            = binlogSource{}
+	_ runtime.IncrementalReporter = binlogSource{}
 )
+
+// IncrementalSnapshot is the newest incremental snapshot's progress (nil:
+// none began since the source started).
+func (b binlogSource) IncrementalSnapshot() *runtime.IncrementalSnapshotStatus {
+	st := b.IncrementalStats()
+	if st.Signal == "" {
+		return nil
+	}
+	out := &runtime.IncrementalSnapshotStatus{Running: st.Running, Paused: st.Paused, Signal: st.Signal, Table: st.Table,
+		Tables: st.Tables, TablesDone: st.TablesDone, Chunks: st.Chunks, Rows: st.Rows,
+		TableRows: st.TableRows, TableEstimatedRows: st.TableEstimatedRows}
+	if st.Running && st.StartedMs > 0 {
+		out.ElapsedSeconds = float64(time.Now().UnixMilli()-st.StartedMs) / 1000
+	}
+	out.Derive()
+	return out
+}
 
 func (b binlogSource) Progress() map[string]float64 {
 	st := b.SnapshotStats()
@@ -112,9 +132,23 @@ func (b binlogSource) Progress() map[string]float64 {
 			elapsed = float64(time.Now().UnixMilli()-st.StartedMs) / 1000
 		}
 	}
-	return map[string]float64{"snapshot_rows": float64(st.Rows), "snapshot_tables": float64(st.Tables),
+	m := map[string]float64{"snapshot_rows": float64(st.Rows), "snapshot_tables": float64(st.Tables),
 		"snapshot_tables_done": float64(st.TablesDone), "snapshot_running": running, "snapshot_estimated_rows": float64(st.EstimatedRows),
 		"snapshot_elapsed_seconds": elapsed}
+	if in := b.IncrementalSnapshot(); in != nil {
+		m["incremental_snapshot_running"], m["incremental_snapshot_paused"] = oneIf(in.Running), oneIf(in.Paused)
+		m["incremental_snapshot_tables"], m["incremental_snapshot_tables_done"] = float64(in.Tables), float64(in.TablesDone)
+		m["incremental_snapshot_chunks"], m["incremental_snapshot_rows"] = float64(in.Chunks), float64(in.Rows)
+		m["incremental_snapshot_table_rows"], m["incremental_snapshot_table_estimated_rows"] = float64(in.TableRows), float64(in.TableEstimatedRows)
+	}
+	return m
+}
+
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (b binlogSource) Backlog(ctx context.Context, position []byte) (int64, int64, error) {

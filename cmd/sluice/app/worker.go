@@ -204,6 +204,27 @@ func checkForCluster(cfg *runtime.Config) error {
 	return err
 }
 
+// signalForCluster sends a snapshot signal for a connector of the cluster
+// from any worker: its binlog source, never opened, writes the signal into
+// the signal table, where the source task reads it wherever it runs.
+func signalForCluster(ctx context.Context, cfg *runtime.Config, id, typ, data string) (string, error) {
+	if cfg.Source == nil {
+		return "", fmt.Errorf("connector %s has no source: %w", cfg.Name, runtime.ErrNoSignals)
+	}
+	d, err := decodeTask(cfg, "", true)
+	if err != nil {
+		return "", err
+	}
+	if d.source == nil {
+		return "", fmt.Errorf("connector %s: %w", cfg.Name, runtime.ErrNoSignals)
+	}
+	src, err := binlog.NewSource(*d.source, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return "", err
+	}
+	return src.Signal(ctx, id, typ, data)
+}
+
 // checkPosition checks a position set through PATCH .../offsets: the
 // binlog source's, the one source there is.
 func checkPosition(position string) error {
@@ -262,7 +283,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
 	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), PluginConfigs: pluginConfig, Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
-		CheckPosition: checkPosition}
+		CheckPosition: checkPosition, Signals: signalForCluster}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token, admin.WithLogLevel(logLevelVar), admin.WithPositionOrder(orderPositions)))
 	if err != nil {
@@ -317,6 +338,7 @@ var (
 	_ admin.MetricsCollector      = (*node)(nil)
 	_ admin.Topics                = (*node)(nil) // GET /connectors/{name}/topics, from the coordinator
 	_ admin.Offsets               = (*node)(nil)
+	_ admin.Signaler              = (*node)(nil) // POST .../signals (Control.Signal)
 )
 
 // WorkerMetrics reports this worker's leases and membership.
