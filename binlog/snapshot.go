@@ -339,12 +339,15 @@ func (sn *snapshotter) close() {
 // loadTable reads a table's columns and primary key from information_schema
 // and builds the same schemas the binlog's table map gives.
 func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapTable, error) {
-	jsonCheck := "0" // MariaDB's JSON: LONGTEXT with a json_valid CHECK
+	var checked map[string]bool // MariaDB's JSON: LONGTEXT with a json_valid CHECK
 	if sn.s.cfg.Flavor == FlavorMariaDB {
-		jsonCheck = jsonCheckCount
+		var err error
+		if checked, err = jsonChecked(ctx, sn.catalog, id); err != nil {
+			return nil, err
+		}
 	}
 	rows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME,
-  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, `+jsonCheck+`, COLUMN_DEFAULT
+  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, 0, COLUMN_DEFAULT
   FROM information_schema.COLUMNS c WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Database, id.Table)
 	if err != nil {
 		return nil, fmt.Errorf("binlog: snapshot: columns of %s: %w", id, err)
@@ -357,6 +360,9 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 			&ic.octets, &ic.precision, &ic.scale, &ic.fsp, &ic.jsonChecks, &ic.def); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if checked[ic.name] {
+			ic.jsonChecks = 1
 		}
 		sp, err := ic.spec()
 		sp.flavor = sn.s.cfg.Flavor

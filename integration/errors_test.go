@@ -475,7 +475,10 @@ func (r *sluiceRun) wait(t *testing.T, d time.Duration) int {
 // waitRows waits until the target table holds n rows.
 func waitRows(t *testing.T, r *sluiceRun, my, pg *sql.DB, name string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	// A generous bound, as waitForOr's: CI runs six test processes at
+	// once on two cores, and an incremental snapshot of 1,001 rows in
+	// chunks of 10 took over 60 s there.
+	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
 		var got int
 		if err := pg.QueryRow(`SELECT count(*) FROM "` + name + `".t`).Scan(&got); err == nil && got >= n {
@@ -487,5 +490,5 @@ func waitRows(t *testing.T, r *sluiceRun, my, pg *sql.DB, name string, n int) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	t.Fatalf("target has not %d rows after 60s", n)
+	t.Fatalf("target has not %d rows after 3 minutes", n)
 }
