@@ -613,6 +613,25 @@ func (d *decoder) str() (string, error) {
 	return string(b), nil
 }
 
+// internStr is str for text that repeats from record to record: the
+// string is sourceStrings' when it holds the same text.
+func (d *decoder) internStr() (string, error) {
+	d.ws()
+	b, err := d.rawString()
+	if err != nil {
+		return "", err
+	}
+	return sourceStrings.get(b), nil
+}
+
+// optInternStr is optStr, interned as internStr.
+func (d *decoder) optInternStr() (string, error) {
+	if d.null() {
+		return "", nil
+	}
+	return d.internStr()
+}
+
 // optStr reads a string or null ("").
 func (d *decoder) optStr() (string, error) {
 	if d.null() {
@@ -1293,11 +1312,11 @@ func (d *decoder) source(r *schema.Record) error {
 		}
 		switch string(k) {
 		case "version":
-			s.Version, err = d.str()
+			s.Version, err = d.internStr()
 		case "connector":
-			s.Connector, err = d.str()
+			s.Connector, err = d.internStr()
 		case "name":
-			s.Name, err = d.str()
+			s.Name, err = d.internStr()
 		case "ts_ms":
 			s.TsMs, err = d.int64()
 		case "snapshot":
@@ -1308,15 +1327,15 @@ func (d *decoder) source(r *schema.Record) error {
 				if !b {
 					s.Snapshot = "" // streaming, as written for ""
 				}
-			} else if s.Snapshot, err = d.str(); s.Snapshot == "false" {
+			} else if s.Snapshot, err = d.internStr(); s.Snapshot == "false" {
 				// Streaming: what "" is written as once Kafka Connect has
 				// applied the field's default.
 				s.Snapshot = ""
 			}
 		case "db":
-			r.Table.Database, err = d.str()
+			r.Table.Database, err = d.internStr()
 		case "table":
-			r.Table.Table, err = d.str()
+			r.Table.Table, err = d.internStr()
 		case "server_id":
 			var v uint64
 			v, err = d.uint64()
@@ -1325,9 +1344,9 @@ func (d *decoder) source(r *schema.Record) error {
 				err = d.errf("server_id %d", v)
 			}
 		case "gtid":
-			s.GTID, err = d.str()
+			s.GTID, err = d.internStr()
 		case "file":
-			s.File, err = d.str()
+			s.File, err = d.internStr()
 		case "pos":
 			s.Pos, err = d.uint64()
 		case "row":
@@ -1365,7 +1384,7 @@ func (d *decoder) transaction(r *schema.Record) error {
 		}
 		switch string(k) {
 		case "id":
-			t.ID, err = d.optStr()
+			t.ID, err = d.optInternStr()
 		case "total_order":
 			t.TotalOrder, err = d.int64()
 		case "data_collection_order":

@@ -67,7 +67,7 @@ type JSON struct {
 	opts Options
 
 	mu        sync.RWMutex
-	encValue  map[*schema.Schema]*envEnc // by value schema
+	encValue  map[envKey]*envEnc         // by value schema and what else its envelope names
 	encKey    map[*schema.Schema]*keyEnc // by key schema
 	decValue  map[string]*envDec         // by schema JSON
 	decKey    map[string]*plan           // by key schema JSON
@@ -82,7 +82,7 @@ func NewJSON(opts Options) *JSON {
 	if opts.DecimalMode == "" {
 		opts.DecimalMode = DecimalPrecise
 	}
-	return &JSON{opts: opts, encValue: map[*schema.Schema]*envEnc{}, encKey: map[*schema.Schema]*keyEnc{},
+	return &JSON{opts: opts, encValue: map[envKey]*envEnc{}, encKey: map[*schema.Schema]*keyEnc{},
 		decValue: map[string]*envDec{}, decKey: map[string]*plan{}}
 }
 
@@ -235,11 +235,27 @@ func envelopeName(r *schema.Record) string {
 	return r.Source.Name + "." + r.Table.Database + "." + r.Table.Table + ".Envelope"
 }
 
+// envKey is what an envelope's schema text depends on besides the
+// options: the value schema, the connector (the source block's schema
+// names it) and, for a value schema without a name, the envelope name
+// made from the record's server and table (a value schema with a name
+// names the envelope itself).
+type envKey struct {
+	vs       *schema.Schema
+	mariadb  bool
+	envelope string
+}
+
 func (c *JSON) valueEncoder(r *schema.Record) (*envEnc, error) {
 	vs := r.ValueSchema
+	var key envKey
 	if vs != nil {
+		key = envKey{vs: vs, mariadb: r.Source.Connector == "mariadb"}
+		if vs.Name == "" {
+			key.envelope = envelopeName(r)
+		}
 		c.mu.RLock()
-		ee := c.encValue[vs]
+		ee := c.encValue[key]
 		c.mu.RUnlock()
 		if ee != nil {
 			return ee, nil
@@ -279,7 +295,7 @@ func (c *JSON) valueEncoder(r *schema.Record) (*envEnc, error) {
 	if vs != nil {
 		c.mu.Lock()
 		c.bump()
-		c.encValue[vs] = ee
+		c.encValue[key] = ee
 		c.mu.Unlock()
 	}
 	return ee, nil

@@ -3,11 +3,15 @@ package rocketmq
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // TestMarshalBatchIsTheClients: the batch body the publisher encodes is
@@ -34,6 +38,61 @@ func TestMarshalBatchIsTheClients(t *testing.T) {
 	if again := marshalBatch(old[:0], msgs); !bytes.Equal(again, want) || &again[0] != &old[:1][0] {
 		t.Fatalf("marshalBatch into a reused buffer: equal %v, same buffer %v", bytes.Equal(again, want), &again[0] == &old[:1][0])
 	}
+}
+
+// TestMarshalBatchManyProperties: messages of several properties, as the
+// publisher makes them (keys, tag, key, ID, headers), are written as the
+// client writes them: each message's header and body byte for byte, and
+// its properties the same set, whose order the client does not fix.
+func TestMarshalBatchManyProperties(t *testing.T) {
+	var msgs []*primitive.Message
+	for i := range 5 {
+		m := primitive.NewMessage("t", []byte(strings.Repeat("v", 100*i)))
+		m.WithProperty(primitive.PropertyKeys, strings.Repeat("1", i+1))
+		m.WithProperty(primitive.PropertyTags, "events")
+		m.WithProperty(KeyProperty, `{"schema":{"type":"struct"},"payload":{"id":`+strings.Repeat("9", 300*i+1)+`}}`)
+		m.WithProperty(IDProperty, "1-"+strings.Repeat("2", i+1))
+		if i%2 == 1 {
+			m.WithProperty(HeaderPropertyPrefix+schema.HeaderTxEnd, "true")
+		}
+		msgs = append(msgs, m)
+	}
+	got, want := splitBatch(t, marshalBatch(nil, msgs)), splitBatch(t, producer.MarshalMessageBatch(msgs...))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("marshalBatch differs from the client's:\n%q\n%q", got, want)
+	}
+}
+
+// batchMessage is one message of a batch body: everything before its
+// properties, and its properties as a set.
+type batchMessage struct {
+	head  []byte
+	props map[string]string
+}
+
+func splitBatch(t *testing.T, b []byte) []batchMessage {
+	t.Helper()
+	var out []batchMessage
+	for len(b) > 0 {
+		if len(b) < 22 {
+			t.Fatalf("short batch rest: %q", b)
+		}
+		total := int(binary.BigEndian.Uint32(b))
+		bodyLen := int(binary.BigEndian.Uint32(b[16:]))
+		propsAt := 20 + bodyLen
+		propsLen := int(binary.BigEndian.Uint16(b[propsAt:]))
+		if total != propsAt+2+propsLen || total > len(b) {
+			t.Fatalf("message sizes do not add up: total %d, body %d, properties %d", total, bodyLen, propsLen)
+		}
+		m := primitive.NewMessage("t", nil)
+		m.UnmarshalProperties(b[propsAt+2 : total])
+		if m.MarshallProperties() == "" && propsLen != 0 {
+			t.Fatalf("properties %q do not parse", b[propsAt+2:total])
+		}
+		out = append(out, batchMessage{head: b[:propsAt+2], props: m.GetProperties()})
+		b = b[total:]
+	}
+	return out
 }
 
 // TestBatchSenderSendsOneBatch: several messages of a topic go to the

@@ -525,19 +525,21 @@ func (p *Publisher) fields(ctx context.Context, rec *schema.Record, topic string
 		f.keys = ks
 	}
 	f.size = len(val) + len(topic)
-	prop := func(k, v string) { // what MarshallProperties writes for a property set
-		if k != "" && v != "" {
-			f.size += len(k) + len(v) + 2
+	prop := func(k string, v int) { // what MarshallProperties writes for a property set (v its value's length)
+		if v > 0 {
+			f.size += len(k) + v + 2
 		}
 	}
-	prop(primitive.PropertyKeys, f.keys)
-	prop(primitive.PropertyTags, f.tag)
-	prop(KeyProperty, string(key))
+	prop(primitive.PropertyKeys, len(f.keys))
+	prop(primitive.PropertyTags, len(f.tag))
+	prop(KeyProperty, len(key))
 	for k, v := range rec.Headers {
-		prop(HeaderPropertyPrefix+k, v)
+		if v != "" {
+			f.size += len(HeaderPropertyPrefix) + len(k) + len(v) + 2
+		}
 	}
-	prop(IDProperty, f.id)
-	prop(SchemaProperty, schemaRef)
+	prop(IDProperty, len(f.id))
+	prop(SchemaProperty, len(schemaRef))
 	return f, nil
 }
 
