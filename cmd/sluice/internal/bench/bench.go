@@ -195,7 +195,7 @@ func NewCommand(fs *flag.FlagSet) *Command {
 	fs.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile (live objects) of sluice to this file when half the catch-up is applied")
 	fs.StringVar(&o.tracePath, "trace", "", "write an execution trace (go tool trace) of sluice catching up to this file")
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
-	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq, kafka: send and read back this many messages (the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; a topic of their own per round) before measuring, so that no phase meets cold brokers; kafka: raw round trips of the load's records only (0 skips)")
+	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq and kafka: send and read back this many messages before measuring, so that no phase meets cold brokers (rocketmq: the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; kafka: raw round trips of the load's records; a topic of their own per round; 0 skips)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	return c
 }
