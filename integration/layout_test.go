@@ -52,6 +52,7 @@ func innerPackage(importPath string) string {
 var harness = map[string]string{
 	module + "/cmd/sluice/internal/bench": module + "/cmd/sluice/app",
 	module + "/runtime/rocketmq/rawbench": module + "/cmd/sluice/internal/bench",
+	module + "/runtime/kafka/rawbench":    module + "/cmd/sluice/internal/bench",
 }
 
 // testSupport is the helpers package of every package's tests (servers

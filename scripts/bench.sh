@@ -5,6 +5,7 @@
 # Debezium 3.4 beside it on the same binlog when Java and Maven are present.
 #   scripts/bench.sh                          200k inserts + 100k updates, embedded transport
 #   scripts/bench.sh --transport rocketmq     through a RocketMQ broker (add --format compact)
+#   scripts/bench.sh --transport kafka        through a Kafka broker (KRaft, one node)
 #   scripts/bench.sh --rows 1000000 --json /tmp/bench.json
 # SLUICE_BENCH_DEBEZIUM=0 skips Debezium; SLUICE_BENCH_KEEP=1 keeps the servers.
 set -euo pipefail
@@ -18,9 +19,11 @@ export SLUICE_ROCKETMQ_NAMESRV_PORT=${SLUICE_BENCH_NAMESRV_PORT:-24876}
 export SLUICE_ROCKETMQ_BROKER_PORT=${SLUICE_BENCH_BROKER_PORT:-24911}
 export SLUICE_ROCKETMQ_BROKER_B_PORT=$((SLUICE_ROCKETMQ_BROKER_PORT + 100))   # its own, never an inherited one
 export SLUICE_ROCKETMQ_STORE=${SLUICE_BENCH_STORE:-/dev/shm/sluice-bench-store}
+export SLUICE_KAFKA_PORT=${SLUICE_BENCH_KAFKA_PORT:-24092} # and its controller on the next port
 
 servers=(mariadb postgres)
 case " $* " in *" --transport rocketmq "*|*" --transport=rocketmq "*) servers+=(rocketmq) ;; esac
+case " $* " in *" --transport kafka "*|*" --transport=kafka "*) servers+=(kafka) ;; esac
 
 cleanup() {
   if [ "${SLUICE_BENCH_KEEP:-0}" != 1 ]; then scripts/servers.sh clean >/dev/null 2>&1 || true; fi
@@ -44,4 +47,5 @@ case " ${servers[*]} " in *" rocketmq "*)
   procs+=",broker-a=$SLUICE_SERVERS_ROOT/rocketmq/broker.pid"
   if [ -f "$SLUICE_SERVERS_ROOT/rocketmq/broker-b.pid" ]; then procs+=",broker-b=$SLUICE_SERVERS_ROOT/rocketmq/broker-b.pid"; fi ;;
 esac
+case " ${servers[*]} " in *" kafka "*) procs+=",kafka=$SLUICE_SERVERS_ROOT/kafka/kafka.pid" ;; esac
 SLUICE_LOG_LEVEL=${SLUICE_LOG_LEVEL:-warn} "$work/sluice" bench --procs "$procs" "${extra[@]}" "$@"

@@ -198,60 +198,9 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	if errp := p.failed.Load(); errp != nil {
 		return fmt.Errorf("kafka: publisher stopped after a failed send, restart from the last acked position: %w", *errp)
 	}
-	type dest struct {
-		topic string
-		part  int32
-	}
-	var out []*kgo.Record
-	at := make([]int, len(recs)) // index in out of each data record's message, -1 none
-	to := make([]dest, len(recs))
-	for i := range recs {
-		at[i] = -1
-		rec := &recs[i]
-		if rec.Op.IsMarker() {
-			continue
-		}
-		if rec.ID.IsZero() {
-			return schema.Fatal(fmt.Errorf("kafka: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
-		}
-		if rec.IsBarrier() {
-			var targets []dest
-			for _, id := range rec.BarrierTables() {
-				topic, n, err := p.topic(ctx, id)
-				if err != nil {
-					return err
-				}
-				for q := range n {
-					targets = append(targets, dest{topic, q})
-				}
-			}
-			c := runtime.BarrierCopy(*rec, len(targets))
-			key, val, err := p.encode(&c)
-			if err != nil {
-				return err
-			}
-			for _, d := range targets {
-				out = append(out, p.record(&c, d.topic, d.part, key, val))
-			}
-			continue
-		}
-		topic, n, err := p.topic(ctx, rec.Table)
-		if err != nil {
-			return err
-		}
-		key, val, err := p.encode(rec)
-		if err != nil {
-			return err
-		}
-		q := int32(runtime.QueueFor(rec, int(n)))
-		at[i], to[i] = len(out), dest{topic, q}
-		out = append(out, p.record(rec, topic, q, key, val))
-	}
-	// Mark the last record of each transaction per partition whose commit
-	// is in this batch (see runtime.TransactionEnds).
-	for i := range runtime.TransactionEnds(recs, func(i int) (dest, bool) { return to[i], at[i] >= 0 }) {
-		r := out[at[i]]
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderPrefix + schema.HeaderTxEnd, Value: []byte("true")})
+	out, err := p.Messages(ctx, recs)
+	if err != nil {
+		return err
 	}
 	b := &batch{ack: ack, Pending: runtime.NewPending(len(out) + 1)}
 	p.enqMu.Lock()
@@ -282,6 +231,69 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	}
 	b.Finish(nil)
 	return nil
+}
+
+// Messages returns the Kafka records Publish sends for recs, in the order
+// it produces them (topics made when first used, partitions chosen,
+// barriers copied, transaction ends marked): `sluice bench`'s raw round
+// trip sends these bytes with a plain client.
+func (p *Publisher) Messages(ctx context.Context, recs []schema.Record) ([]*kgo.Record, error) {
+	type dest struct {
+		topic string
+		part  int32
+	}
+	var out []*kgo.Record
+	at := make([]int, len(recs)) // index in out of each data record's message, -1 none
+	to := make([]dest, len(recs))
+	for i := range recs {
+		at[i] = -1
+		rec := &recs[i]
+		if rec.Op.IsMarker() {
+			continue
+		}
+		if rec.ID.IsZero() {
+			return nil, schema.Fatal(fmt.Errorf("kafka: %s record of %s key %q has no record ID; the source must set Record.ID (sinks refuse records without one)", rec.Op, rec.Table, rec.KeyString()))
+		}
+		if rec.IsBarrier() {
+			var targets []dest
+			for _, id := range rec.BarrierTables() {
+				topic, n, err := p.topic(ctx, id)
+				if err != nil {
+					return nil, err
+				}
+				for q := range n {
+					targets = append(targets, dest{topic, q})
+				}
+			}
+			c := runtime.BarrierCopy(*rec, len(targets))
+			key, val, err := p.encode(&c)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range targets {
+				out = append(out, p.record(&c, d.topic, d.part, key, val))
+			}
+			continue
+		}
+		topic, n, err := p.topic(ctx, rec.Table)
+		if err != nil {
+			return nil, err
+		}
+		key, val, err := p.encode(rec)
+		if err != nil {
+			return nil, err
+		}
+		q := int32(runtime.QueueFor(rec, int(n)))
+		at[i], to[i] = len(out), dest{topic, q}
+		out = append(out, p.record(rec, topic, q, key, val))
+	}
+	// Mark the last record of each transaction per partition whose commit
+	// is in this batch (see runtime.TransactionEnds).
+	for i := range runtime.TransactionEnds(recs, func(i int) (dest, bool) { return to[i], at[i] >= 0 }) {
+		r := out[at[i]]
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderPrefix + schema.HeaderTxEnd, Value: []byte("true")})
+	}
+	return out, nil
 }
 
 // encode returns rec's key and value bytes.

@@ -275,6 +275,14 @@ func (s *Subscriber) assign(_ context.Context, _ *kgo.Client, parts map[string][
 	}
 }
 
+// Assigned is how many partitions the group gives this member now (0
+// until Consume has joined the group).
+func (s *Subscriber) Assigned() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.assigned)
+}
+
 // revoked stops the workers of the revoked partitions, then commits what
 // they applied, before the group hands the partitions on.
 func (s *Subscriber) revoked(ctx context.Context, cl *kgo.Client, parts map[string][]int32) {

@@ -1,6 +1,6 @@
 // Package bench is the harness of `sluice bench`: it loads the source,
 // measures the raw baselines (go-mysql reading the binlog, lib/pq writing
-// the rows, the plain RocketMQ client's round trip), sluice catching up and
+// the rows, the plain RocketMQ or Kafka client's round trip), sluice catching up and
 // under a steady load, and compares source and target. The command's entry
 // (cmd/sluice/app) hands it the function that builds a pipeline as `sluice
 // run` does; nothing of a pipeline's own code imports it.
@@ -38,6 +38,7 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/runtime/rocketmq/rawbench"
 	"github.com/sluicecdc/sluice/schema"
@@ -64,7 +65,7 @@ type benchOpts struct {
 	tracePath         string // execution trace of the catch-up phase
 	procs             string // name=pidfile,... of the servers, for CPU per process
 	timeout           time.Duration
-	warmUp            int // rocketmq: messages of the brokers' warm-up before measuring
+	warmUp            int // rocketmq, kafka: messages of the brokers' warm-up before measuring
 	build             BuildFunc
 }
 
@@ -72,6 +73,7 @@ type benchOpts struct {
 // env file.
 type benchEnv struct {
 	host, user, password, cdcUser, cdcPassword, flavor, pgDSN, nameServer string
+	kafkaBrokers                                                          []string
 	port                                                                  int
 }
 
@@ -80,6 +82,9 @@ func benchEnvFromOS() (benchEnv, error) {
 		cdcUser: os.Getenv("SLUICE_MYSQL_CDC_USER"), cdcPassword: os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"), flavor: os.Getenv("SLUICE_MYSQL_FLAVOR"),
 		pgDSN: os.Getenv("SLUICE_PG_DSN"), nameServer: os.Getenv("SLUICE_ROCKETMQ_NAMESRV")}
 	e.port, _ = strconv.Atoi(os.Getenv("SLUICE_MYSQL_PORT"))
+	if v := os.Getenv("SLUICE_KAFKA_BROKERS"); v != "" {
+		e.kafkaBrokers = strings.Split(v, ",")
+	}
 	if e.host == "" || e.port == 0 || e.user == "" || e.cdcUser == "" || e.pgDSN == "" {
 		return e, fmt.Errorf("sluice bench reads the servers from SLUICE_MYSQL_HOST, SLUICE_MYSQL_PORT, SLUICE_MYSQL_USER, SLUICE_MYSQL_CDC_USER and SLUICE_PG_DSN (and their passwords): source the env file of scripts/servers.sh, or run scripts/bench.sh: %w", runtime.ErrConfig)
 	}
@@ -103,15 +108,17 @@ type benchReport struct {
 	RawSourceSeconds float64 `json:"raw_source_seconds"` // go-mysql reading and decoding the same events
 	RawTargetSeconds float64 `json:"raw_target_seconds"` // lib/pq COPY and COPY merge of the same rows
 	// RawBrokerSeconds: the plain RocketMQ client sending the messages
-	// sluice sends and an orderly consumer reading them back (rocketmq only).
+	// sluice sends and an orderly consumer reading them back, or the plain
+	// franz-go client sending the Kafka records sluice sends and another
+	// reading them back (rocketmq and kafka only).
 	RawBrokerSeconds float64 `json:"raw_broker_seconds,omitempty"`
-	RawBrokerBytes   int64   `json:"raw_broker_bytes,omitempty"` // bodies and properties
+	RawBrokerBytes   int64   `json:"raw_broker_bytes,omitempty"` // bodies and properties (Kafka: keys, values, headers)
 	// RawBrokerSends and SluiceSends: the send calls and messages of the
 	// raw round trip and of sluice's catch-up (rocketmq only).
 	RawBrokerSends rocketmq.SendStats `json:"raw_broker_sends,omitzero"`
 	RawBrokerTries []float64          `json:"raw_broker_tries_seconds,omitempty"` // each round trip's; the fastest counts
 	// RawAtOnceSeconds: the raw sides above run at the same time on this
-	// machine (source, target and, over RocketMQ, the broker round trip),
+	// machine (source, target and, over a broker, the broker round trip),
 	// until the last is done; each one's own time beside it. A pipeline
 	// does at least their work, so on a shared machine its rate is at most
 	// Events/RawAtOnceSeconds.
@@ -177,8 +184,8 @@ func NewCommand(fs *flag.FlagSet) *Command {
 	fs.IntVar(&o.rows, "rows", 200000, "rows inserted into the source table")
 	fs.Float64Var(&o.updates, "updates", 0.5, "rows then updated, as a fraction of --rows")
 	fs.IntVar(&o.txn, "txn", 100, "rows per source transaction")
-	fs.StringVar(&o.transport, "transport", "embedded", "embedded or rocketmq")
-	fs.IntVar(&o.queues, "queues", 4, "queues of the transport")
+	fs.StringVar(&o.transport, "transport", "embedded", "embedded, rocketmq or kafka (kafka reads the broker from SLUICE_KAFKA_BROKERS)")
+	fs.IntVar(&o.queues, "queues", 4, "queues of the transport (kafka: partitions of the topic)")
 	fs.StringVar(&o.format, "format", "json", "rocketmq message format: json, compact (schemas by reference) or packed (compact records, several a message)")
 	c.liveRate = fs.String("live-rate", "2000", "rows/s written while measuring lag, or several separated by commas, one lag phase each (0 skips the lag phase)")
 	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long each lag phase writes")
@@ -188,7 +195,7 @@ func NewCommand(fs *flag.FlagSet) *Command {
 	fs.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile (live objects) of sluice to this file when half the catch-up is applied")
 	fs.StringVar(&o.tracePath, "trace", "", "write an execution trace (go tool trace) of sluice catching up to this file")
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
-	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq: send and read back this many messages (the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; a topic of their own per round) before measuring, so that no phase meets cold brokers (0 skips)")
+	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq and kafka: send and read back this many messages before measuring, so that no phase meets cold brokers (rocketmq: the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; kafka: raw round trips of the load's records; a topic of their own per round; 0 skips)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	return c
 }
@@ -203,8 +210,8 @@ func (c *Command) Run(stdout io.Writer, log *slog.Logger, build BuildFunc) error
 	if o.liveRates, err = parseRates(*c.liveRate); err != nil {
 		return err
 	}
-	if o.rows <= 0 || o.txn <= 0 || o.updates < 0 || o.updates > 1 || o.queues <= 0 || (o.transport != "embedded" && o.transport != "rocketmq") {
-		return fmt.Errorf("bench: need --rows > 0, --txn > 0, 0 <= --updates <= 1, --queues > 0 and --transport embedded|rocketmq: %w", runtime.ErrConfig)
+	if o.rows <= 0 || o.txn <= 0 || o.updates < 0 || o.updates > 1 || o.queues <= 0 || !slices.Contains([]string{"embedded", "rocketmq", "kafka"}, o.transport) {
+		return fmt.Errorf("bench: need --rows > 0, --txn > 0, 0 <= --updates <= 1, --queues > 0 and --transport embedded|rocketmq|kafka: %w", runtime.ErrConfig)
 	}
 	env, err := benchEnvFromOS()
 	if err != nil {
@@ -212,6 +219,9 @@ func (c *Command) Run(stdout io.Writer, log *slog.Logger, build BuildFunc) error
 	}
 	if o.transport == "rocketmq" && env.nameServer == "" {
 		return fmt.Errorf("bench: --transport rocketmq needs SLUICE_ROCKETMQ_NAMESRV: %w", runtime.ErrConfig)
+	}
+	if o.transport == "kafka" && len(env.kafkaBrokers) == 0 {
+		return fmt.Errorf("bench: --transport kafka needs SLUICE_KAFKA_BROKERS: %w", runtime.ErrConfig)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -371,23 +381,27 @@ func (b *benchRun) rawBaselines(ctx context.Context) error {
 // (rawbench.PipelineRoundTrip: sluice's requests without source or sink),
 // and 50,000 of them at 10,000 records a second (the lag phases' stream).
 // Then sluice's phase waits until the brokers are quiet.
+//
+// A fresh Kafka broker compiles too; its warm-up is raw round trips of the
+// load's records only (the publisher's records, sent by the plain client),
+// then sluice's phase waits until the broker is quiet.
 func (b *benchRun) warmUpBrokers(ctx context.Context) error {
 	o, rep := b.o, b.rep
-	if o.transport != "rocketmq" || o.warmUp <= 0 {
+	if o.transport == "embedded" || o.warmUp <= 0 {
 		return nil
 	}
 	b.log.Info("bench: warming the brokers up", "messages", o.warmUp)
 	for round, left := 0, o.warmUp; left > 0; round++ {
 		n := min(left, rep.Events)
 		var err error
-		switch round % 3 {
-		case 0:
+		switch {
+		case o.transport == "kafka" || round%3 == 0:
 			perSend := 1
 			if round%2 == 1 {
 				perSend = 0 // the measured round trip's batches
 			}
 			err = rawBroker(ctx, b.env, o, b.bcfg, b.start, n, perSend, nil, nil, nil, b.log)
-		case 1:
+		case round%3 == 1:
 			err = pipelineWarmUp(ctx, b.env, o, b.bcfg, b.start, n, 0, b.log)
 		default:
 			n = min(n, 50000)
@@ -398,7 +412,7 @@ func (b *benchRun) warmUpBrokers(ctx context.Context) error {
 		}
 		left -= n
 	}
-	rep.WarmUpSettleSeconds = b.procs.settle(ctx, "broker", brokerQuietCores, brokerSettleMax).Seconds()
+	rep.WarmUpSettleSeconds = b.procs.settle(ctx, brokerProcs(o.transport), brokerQuietCores, brokerSettleMax).Seconds()
 	b.log.Info("bench: brokers quiet after the warm-up", "waited", time.Duration(rep.WarmUpSettleSeconds*float64(time.Second)))
 	return nil
 }
@@ -431,11 +445,18 @@ func (b *benchRun) catchUp(ctx context.Context, live *benchPipeline) error {
 	runtime.ApplyMemoryLimit(0, os.Getenv)
 	debug.FreeOSMemory()
 	mem := watchMemory()
-	if o.transport == "rocketmq" {
+	switch o.transport {
+	case "rocketmq":
 		select {
 		case <-time.After(rawbench.ConsumerStartWait):
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	case "kafka":
+		// The group's join and assignment are a start-up cost, as the
+		// raw round trip's consumer start is: before the clock.
+		if err := live.awaitAssigned(ctx, o.queues); err != nil {
+			return err
 		}
 	}
 	stopProfile, err := startCPUProfile(o.cpuProfile)
@@ -447,7 +468,7 @@ func (b *benchRun) catchUp(ctx context.Context, live *benchPipeline) error {
 		stopProfile()
 		return err
 	}
-	if o.transport == "rocketmq" {
+	if o.transport != "embedded" {
 		if err := live.w.Resume(live.name); err != nil {
 			stopTrace()
 			stopProfile()
@@ -524,10 +545,10 @@ func (b *benchRun) lagPhases(ctx context.Context, live *benchPipeline) error {
 }
 
 // rawAfter runs the raw phases that follow sluice's: the raw broker round
-// trips (rocketmq), the raw sides at once, and Debezium when asked.
+// trips (rocketmq, kafka), the raw sides at once, and Debezium when asked.
 func (b *benchRun) rawAfter(ctx context.Context) error {
 	o, rep := b.o, b.rep
-	if o.transport == "rocketmq" {
+	if o.transport != "embedded" {
 		// After sluice, so that the raw client's memory (the messages are
 		// built before its clock starts) is not in sluice's peak RSS.
 		// Twice: the first round trip after sluice's phase took 1.03-1.66
@@ -693,6 +714,7 @@ type benchPipeline struct {
 	sink   *countingSink
 	trace  *lagTrace
 	pub    atomic.Pointer[rocketmq.Publisher] // set with the RocketMQ transport
+	sub    atomic.Pointer[kafka.Subscriber]   // set with the Kafka transport
 	cancel context.CancelFunc
 	once   sync.Once
 }
@@ -704,6 +726,21 @@ func (b *benchPipeline) sends() rocketmq.SendStats {
 		return p.SendStats()
 	}
 	return rocketmq.SendStats{}
+}
+
+// awaitAssigned waits until the pipeline's Kafka subscriber holds
+// partitions partitions (its group joined and assigned them).
+func (b *benchPipeline) awaitAssigned(ctx context.Context, partitions int) error {
+	for {
+		if s := b.sub.Load(); s != nil && s.Assigned() >= partitions {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: the Kafka subscriber was not assigned its %d partitions: %w (%s)", partitions, ctx.Err(), b.status())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (b *benchPipeline) stop() {
@@ -732,10 +769,18 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		return nil, err
 	}
 	transport := map[string]any{"type": o.transport, "queues": o.queues}
-	if o.transport == "rocketmq" {
+	prefix := strings.ReplaceAll(name, "-", "_")
+	switch o.transport {
+	case "kafka":
+		delete(transport, "queues") // a topic's partitions are the queues
+		transport["brokers"] = env.kafkaBrokers
+		transport["topic_prefix"] = prefix
+		transport["topics"] = []string{kafka.TopicName(prefix, benchDB, benchTable)}
+		transport["partitions"] = o.queues
+	case "rocketmq":
 		transport["name_servers"] = []string{env.nameServer}
-		transport["topic_prefix"] = strings.ReplaceAll(name, "-", "_")
-		transport["topics"] = []string{rocketmq.TopicName(strings.ReplaceAll(name, "-", "_"), benchDB, benchTable, rocketmq.TopicPerTable)}
+		transport["topic_prefix"] = prefix
+		transport["topics"] = []string{rocketmq.TopicName(prefix, benchDB, benchTable, rocketmq.TopicPerTable)}
 		transport["batch_size"] = benchBatchSize
 		transport["format"] = o.format
 	}
@@ -772,6 +817,9 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		if rp, ok := p.Publisher.(*rocketmq.Publisher); ok {
 			bp.pub.Store(rp)
 		}
+		if ks, ok := p.Subscriber.(*kafka.Subscriber); ok {
+			bp.sub.Store(ks)
+		}
 		if p.Source != nil {
 			p.Source = tracedSource{p.Source, trace}
 			p.Publisher = tracedPublisher{p.Publisher, trace}
@@ -779,9 +827,10 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		if p.Subscriber != nil {
 			p.Subscriber = tracedSubscriber{p.Subscriber, trace}
 		}
-		if o.transport == "rocketmq" && !pausedOnce.Swap(true) {
+		if o.transport != "embedded" && !pausedOnce.Swap(true) {
 			// The source waits until the consumer pulls: see
-			// rawbench.ConsumerStartWait (resumed by the catch-up phase).
+			// rawbench.ConsumerStartWait and benchPipeline.awaitAssigned
+			// (resumed by the catch-up phase).
 			// Only the first build: a pipeline the worker restarts later
 			// must not wait for a resume that already happened.
 			p.Pause()
@@ -1050,8 +1099,12 @@ func printBenchReport(w io.Writer, r *benchReport) {
 		for i, t := range r.RawBrokerTries {
 			tries[i] = fmt.Sprintf("%.2f", t)
 		}
-		row("raw broker: Go client send + orderly read", r.RawBrokerSeconds, fmt.Sprintf("%.0f bytes a record; %s; the fastest of %s s",
-			float64(r.RawBrokerBytes)/float64(r.Events), sendsText(r.RawBrokerSends), strings.Join(tries, ", ")))
+		name, sends := "raw broker: Go client send + orderly read", "; "+sendsText(r.RawBrokerSends)
+		if r.Transport == "kafka" {
+			name, sends = "raw broker: franz-go produce + fetch", ""
+		}
+		row(name, r.RawBrokerSeconds, fmt.Sprintf("%.0f bytes a record%s; the fastest of %s s",
+			float64(r.RawBrokerBytes)/float64(r.Events), sends, strings.Join(tries, ", ")))
 		limit = max(limit, r.RawBrokerSeconds)
 	}
 	if r.RawAtOnceSeconds > 0 {

@@ -19,16 +19,19 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/kafka"
+	kafkarawbench "github.com/sluicecdc/sluice/runtime/kafka/rawbench"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/runtime/rocketmq/rawbench"
 	"github.com/sluicecdc/sluice/schema"
 )
 
 // rawBroker measures the broker's raw round trip: sluice's source reads the
-// first events of the load (before the clock), then rawbench.RawRoundTrip
-// sends the messages sluice would send to a fresh topic and reads them
-// back. With rep nil it measures nothing (the brokers' warm-up). perSend
-// is RawRoundTrip's maxPerSend: 0 sends batches as the publisher does.
+// first events of the load (before the clock), then brokerRoundTrip sends
+// the messages sluice would send to a fresh topic and reads them back.
+// With rep nil it measures nothing (the brokers' warm-up). perSend is
+// RocketMQ's RawRoundTrip's maxPerSend: 0 sends batches as the publisher
+// does.
 // atClock, when not nil, is called right before the round trip's clock
 // starts (rawAtOnce starts the other raw sides with it); with atClock nil
 // the CPU of the round trip is cpuPhase's "raw broker".
@@ -45,11 +48,6 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 	if err != nil {
 		return err
 	}
-	topic := fmt.Sprintf("sluice_bench_raw_%d", rand.Uint32())
-	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Pipeline: topic, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format,
-		// A baseline that gives up on a busy broker measures nothing: retry
-		// longer than the publisher (whose failures restart the pipeline).
-		SendRetries: 12}
 	done := func() {}
 	clock := atClock
 	const try = "raw broker try"
@@ -58,7 +56,7 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 		// nor the consumer's start wait.
 		clock = func() { done = cpuPhase(try) }
 	}
-	rt, err := rawbench.RawRoundTrip(ctx, cfg, topic, recs, perSend, clock, log.With("component", "bench-raw-broker"))
+	rt, err := brokerRoundTrip(ctx, env, o, recs, perSend, clock, log.With("component", "bench-raw-broker"))
 	if err != nil {
 		return err
 	}
@@ -71,7 +69,9 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 		// The faster of the tries is the raw limit.
 		if s := rt.Elapsed.Seconds(); rep.RawBrokerSeconds == 0 || s < rep.RawBrokerSeconds {
 			rep.RawBrokerSeconds, rep.RawBrokerBytes = s, rt.Bytes
-			rep.RawBrokerSends = rocketmq.SendStats{Sends: int64(rt.Sends), Messages: int64(rt.Messages)}
+			if rt.Sends > 0 {
+				rep.RawBrokerSends = rocketmq.SendStats{Sends: int64(rt.Sends), Messages: int64(rt.Messages)}
+			}
 			rep.CPU["raw broker"] = rep.CPU[try]
 		}
 		rep.RawBrokerTries = append(rep.RawBrokerTries, rt.Elapsed.Seconds())
@@ -82,6 +82,33 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 	goruntime.GC()
 	debug.FreeOSMemory()
 	return nil
+}
+
+// brokerRoundTrip is the transport's raw round trip of recs on a fresh
+// topic: rawbench.RawRoundTrip over RocketMQ (perSend its maxPerSend),
+// kafkarawbench.RawRoundTrip over Kafka (Sends left 0: its client makes
+// its batches itself). atClock is called right before its clock starts.
+func brokerRoundTrip(ctx context.Context, env benchEnv, o benchOpts, recs []schema.Record, perSend int, atClock func(), log *slog.Logger) (rawbench.RoundTrip, error) {
+	topic := fmt.Sprintf("sluice_bench_raw_%d", rand.Uint32())
+	if o.transport == "kafka" {
+		cfg := kafka.Config{Brokers: env.kafkaBrokers, Pipeline: topic, Partitions: o.queues}
+		rt, err := kafkarawbench.RawRoundTrip(ctx, cfg, recs, atClock, log)
+		return rawbench.RoundTrip{Messages: rt.Messages, Bytes: rt.Bytes, Elapsed: rt.Elapsed}, err
+	}
+	cfg := rocketmq.Config{NameServers: []string{env.nameServer}, Pipeline: topic, Queues: o.queues, BatchSize: benchBatchSize, Format: o.format,
+		// A baseline that gives up on a busy broker measures nothing: retry
+		// longer than the publisher (whose failures restart the pipeline).
+		SendRetries: 12}
+	return rawbench.RawRoundTrip(ctx, cfg, topic, recs, perSend, atClock, log)
+}
+
+// brokerProcs is the name prefix of the --procs processes that are the
+// transport's brokers (as scripts/bench.sh names them).
+func brokerProcs(transport string) string {
+	if transport == "kafka" {
+		return "kafka"
+	}
+	return "broker"
 }
 
 // pipelineWarmUp sends the load's first events through a publisher and a
@@ -305,7 +332,7 @@ const (
 
 // rawAtOnce runs the raw sides at the same time, each from its own start:
 // go-mysql reading the binlog, lib/pq writing the rows into an emptied raw
-// table and, over RocketMQ, the broker round trip (its messages built and
+// table and, over a broker, the broker round trip (its messages built and
 // its consumer started first; the others start at its clock). On two
 // cores shared by the servers, the client and sluice, no pipeline that
 // reads the binlog, carries the records and writes them can be faster
@@ -358,7 +385,7 @@ func rawAtOnce(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 	side(&rep.RawAtOnceSourceSeconds, &srcErr, func() (float64, error) { return rawBinlogRead(ctx, rcfg, start, rep.Events) })
 	side(&rep.RawAtOnceTargetSeconds, &tgtErr, func() (float64, error) { return rawTargetWrite(ctx, tgt, chunks) })
 	var brokerErr error
-	if o.transport == "rocketmq" {
+	if o.transport != "embedded" {
 		brokerErr = rawBroker(ctx, env, o, bcfg, start, rep.Events, 0, rep, cpuPhase, release, log)
 		if brokerErr != nil {
 			cancel()
