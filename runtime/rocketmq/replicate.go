@@ -216,6 +216,7 @@ func (r *Replicator) refresh(ctx context.Context) error {
 		}
 		names = matchingTopics(all, r.re, "")
 	}
+	added := false
 	for _, t := range names {
 		if r.topics[t] {
 			continue
@@ -224,6 +225,12 @@ func (r *Replicator) refresh(ctx context.Context) error {
 			return err
 		}
 		r.topics[t] = true
+		added = true
+	}
+	if added {
+		// Where each new queue starts is saved before anything is copied:
+		// with from: now, a restart must not start at a later "now".
+		return r.save(ctx)
 	}
 	return nil
 }
@@ -270,6 +277,7 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 			}
 		}
 		q.next = next
+		r.pos.Next[key] = next
 		r.queues = append(r.queues, &replQueue{src: q, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs})
 	}
 	r.log.Info("replicating topic", "topic", topic, "source_queues", len(srcQs), "target_queues", len(targets))
