@@ -35,8 +35,8 @@
 #
 # rocketmq-b (not part of "all"): a second, independent RocketMQ cluster for the
 # replicator's tests (own name server on SLUICE_ROCKETMQ_B_NAMESRV_PORT, default
-# 29876, one broker "broker-b1" of cluster ClusterB on SLUICE_ROCKETMQ_B_BROKER_PORT,
-# default 30911, own store SLUICE_ROCKETMQ_B_STORE, small heaps); servers.env gets
+# 19976, one broker "broker-b1" of cluster ClusterB on SLUICE_ROCKETMQ_B_BROKER_PORT,
+# default 21911 (also -2 and +1), own store SLUICE_ROCKETMQ_B_STORE, small heaps); servers.env gets
 # SLUICE_ROCKETMQ_B_NAMESRV, SLUICE_ROCKETMQ_B_CLUSTER and SLUICE_ROCKETMQ_B_BROKER_ADDR.
 #
 # kafka: a single-node Apache Kafka 4.x in KRaft mode (broker and controller in
@@ -999,8 +999,8 @@ status_rocketmq_acl() ( rmq_acl_globals; rmq_single_status acl broker-acl )
 # An independent cluster (own name server, one broker, own store), the
 # replicator's target. It reuses the functions above with the RMQ_* globals
 # pointed at it (each function runs in a subshell), as rocketmq-acl does.
-RMQ_B_NAMESRV_PORT="${SLUICE_ROCKETMQ_B_NAMESRV_PORT:-29876}"
-RMQ_B_BROKER_PORT="${SLUICE_ROCKETMQ_B_BROKER_PORT:-30911}"   # also port-2 and port+1
+RMQ_B_NAMESRV_PORT="${SLUICE_ROCKETMQ_B_NAMESRV_PORT:-19976}"
+RMQ_B_BROKER_PORT="${SLUICE_ROCKETMQ_B_BROKER_PORT:-21911}"   # also port-2 and port+1
 RMQ_B_STORE="${SLUICE_ROCKETMQ_B_STORE:-$ROOT/rocketmq-b-store}"
 
 rmq_b_globals() { # points the RMQ_* globals at the second cluster (call in a subshell)
