@@ -96,7 +96,6 @@ func (c *ReplicatorConfig) Validate() error {
 	if c.BatchSize < 0 || c.BatchSize > 1024 {
 		return fmt.Errorf("%w: batch_size %d: between 1 and 1024", ErrConfig, c.BatchSize)
 	}
-	c.BatchSize = max(c.BatchSize, 0)
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultReplicateBatch
 	}

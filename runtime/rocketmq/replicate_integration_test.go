@@ -257,3 +257,54 @@ func TestIntegrationReplicatorResumes(t *testing.T) {
 }
 
 var _ runtime.PositionStore = (*memPositions)(nil)
+
+// TestIntegrationReplicatorFewerTargetQueues: when the target topic has
+// fewer queues than the source, each key goes to one target queue and
+// each source queue's messages of a key stay in order.
+func TestIntegrationReplicatorFewerTargetQueues(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := Config{NameServers: dst, Cluster: dstCluster, Queues: 2}
+	adm, err := newAdmin(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := createTopic(ctx, adm, cfg, topic); err != nil {
+		t.Fatal(err)
+	}
+	const perQueue = 14
+	replProduce(t, src, topic, perQueue, 0)
+	srcMsgs := replRead(t, src, topic)
+	replRun(t, src, dst, dstCluster, topic, &memPositions{}, int64(perQueue*len(srcMsgs)), 4)
+	dstMsgs := replRead(t, dst, topic)
+	if len(dstMsgs) != 2 {
+		t.Fatalf("target has %d queues, want the 2 it was made with", len(dstMsgs))
+	}
+	keyQueue := map[string]int{}
+	last := map[string]int64{} // source broker/queue/key -> last offset seen
+	n := 0
+	for i, msgs := range dstMsgs {
+		for _, m := range msgs {
+			n++
+			p := m.GetProperties()
+			k := m.GetKeys()
+			if q, ok := keyQueue[k]; ok && q != i {
+				t.Fatalf("key %q in target queues %d and %d", k, q, i)
+			}
+			keyQueue[k] = i
+			off, _ := strconv.ParseInt(p[SrcOffsetProperty], 10, 64)
+			sk := p[SrcBrokerProperty] + "/" + p[SrcQueueProperty] + "/" + k
+			if prev, ok := last[sk]; ok && off <= prev {
+				t.Fatalf("%s: offset %d after %d", sk, off, prev)
+			}
+			last[sk] = off
+		}
+	}
+	if n != perQueue*len(srcMsgs) || len(keyQueue) != 7 {
+		t.Fatalf("%d copies of %d keys, want %d of 7", n, len(keyQueue), perQueue*len(srcMsgs))
+	}
+}

@@ -1,0 +1,54 @@
+package rocketmq
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+func TestReplicatorConfigValidate(t *testing.T) {
+	ok := ReplicatorConfig{NameServers: []string{"127.0.0.1:9876"}, Topics: []string{"a"}}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if ok.BatchSize != DefaultReplicateBatch || ok.From != ReplicateFromBeginning || ok.Cluster != "DefaultCluster" {
+		t.Fatalf("defaults: %+v", ok)
+	}
+	for name, c := range map[string]ReplicatorConfig{
+		"no name servers":   {Topics: []string{"a"}},
+		"no topics":         {NameServers: []string{"x:1"}},
+		"topics and regex":  {NameServers: []string{"x:1"}, Topics: []string{"a"}, TopicsRegex: "a.*"},
+		"bad regex":         {NameServers: []string{"x:1"}, TopicsRegex: "("},
+		"batch over 1024":   {NameServers: []string{"x:1"}, Topics: []string{"a"}, BatchSize: 1025},
+		"from":              {NameServers: []string{"x:1"}, Topics: []string{"a"}, From: "yesterday"},
+		"secret without ak": {NameServers: []string{"x:1"}, Topics: []string{"a"}, SecretKey: "s"},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+// A source queue keeps its place when the target has as many queues or
+// more; with fewer, a key always goes to the same queue, and a keyless
+// message to its source queue's.
+func TestReplicaTarget(t *testing.T) {
+	targets := []queue{{"b1", 0}, {"b1", 1}, {"b1", 2}}
+	q := &replQueue{key: "t/a/2", targets: targets, index: 2, sources: 3}
+	m := &primitive.MessageExt{}
+	if got := q.target(m); got != targets[2] {
+		t.Fatalf("same count: %v", got)
+	}
+	q.sources = 8
+	m.WithKeys([]string{"k1"})
+	first := q.target(m)
+	other := &replQueue{key: "t/a/5", targets: targets, index: 5, sources: 8}
+	if other.target(m) != first {
+		t.Fatal("one key went to two queues")
+	}
+	keyless := &primitive.MessageExt{}
+	if q.target(keyless) != q.target(&primitive.MessageExt{}) {
+		t.Fatal("a keyless message of one queue went to two queues")
+	}
+}
