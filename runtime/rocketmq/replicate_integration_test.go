@@ -29,17 +29,7 @@ func replClusters(t *testing.T) (src, dst []string, dstCluster string) {
 // deletes it on both clusters when the test ends.
 func replTopic(t *testing.T, src, dst []string, dstCluster, topic string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := Config{NameServers: src, Cluster: DefaultCluster, Queues: 4}
-	adm, err := newAdmin(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	if _, err := createTopic(ctx, adm, cfg, topic); err != nil {
-		t.Fatal(err)
-	}
+	replCreate(t, src, DefaultCluster, 4, topic)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -65,6 +55,22 @@ func replTopic(t *testing.T, src, dst []string, dstCluster, topic string) {
 			_ = adm.Close()
 		}
 	})
+}
+
+// replCreate creates topic with queues queues on each master of cluster.
+func replCreate(t *testing.T, ns []string, cluster string, queues int, topic string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := Config{NameServers: ns, Cluster: cluster, Queues: queues}
+	adm, err := newAdmin(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	if _, err := createTopic(ctx, adm, cfg, topic); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // replProduce sends perQueue messages to each queue of topic on ns, in
@@ -265,17 +271,7 @@ func TestIntegrationReplicatorFewerTargetQueues(t *testing.T) {
 	src, dst, dstCluster := replClusters(t)
 	topic := "it_repl_" + suffix()
 	replTopic(t, src, dst, dstCluster, topic)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cfg := Config{NameServers: dst, Cluster: dstCluster, Queues: 2}
-	adm, err := newAdmin(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer adm.Close()
-	if _, err := createTopic(ctx, adm, cfg, topic); err != nil {
-		t.Fatal(err)
-	}
+	replCreate(t, dst, dstCluster, 2, topic)
 	const perQueue = 14
 	replProduce(t, src, topic, perQueue, 0)
 	srcMsgs := replRead(t, src, topic)
