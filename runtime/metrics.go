@@ -110,6 +110,9 @@ var progressMetrics = []struct{ key, help string }{
 	{"snapshot_rows", "Rows the source's snapshot has read."},
 	{"snapshot_estimated_rows", "Rows the snapshot's tables hold by the server's estimate (approximate)."},
 	{"snapshot_elapsed_seconds", "Seconds the running snapshot has taken so far."},
+	{"replicator_messages", "Messages the RocketMQ replicator copied since its start."},
+	{"replicator_bytes", "Body bytes the RocketMQ replicator copied since its start."},
+	{"replicator_latency_seconds", "Seconds from the newest copied message's born time on the source cluster to the target's SEND_OK."},
 }
 
 // Collector is a prometheus.Collector of the pipelines a list function

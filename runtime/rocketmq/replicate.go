@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/admin"
@@ -148,12 +149,17 @@ type Replicator struct {
 	re       *regexp.Regexp
 	listed   time.Time
 	idle     time.Duration
-	copied   int64
 	sendWait time.Duration
+
+	// Progress: messages and body bytes copied since Open, and the born
+	// and acknowledged times (Unix ms) of the newest copy.
+	copied, bytes    atomic.Int64
+	lastBorn, lastOK atomic.Int64
 }
 
 var _ runtime.Source = (*Replicator)(nil)
 var _ runtime.PositionKeeper = (*Replicator)(nil)
+var _ runtime.ProgressReporter = (*Replicator)(nil)
 
 // NewReplicator makes a replicator from src to the cluster of dst (the
 // transport's config: name servers, cluster, credentials).
@@ -323,12 +329,15 @@ func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 			if err := r.send(ctx, q, m); err != nil {
 				return nil, err
 			}
+			r.bytes.Add(int64(len(m.Body)))
+			r.lastBorn.Store(m.BornTimestamp)
+			r.lastOK.Store(time.Now().UnixMilli())
 		}
 		r.pos.Next[q.key] = q.src.next
 		if err := r.save(ctx); err != nil {
 			return nil, err
 		}
-		r.copied += int64(len(msgs))
+		r.copied.Add(int64(len(msgs)))
 	}
 	if !moved {
 		select {
@@ -409,7 +418,18 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 }
 
 // Copied is the number of messages copied since Open.
-func (r *Replicator) Copied() int64 { return r.copied }
+func (r *Replicator) Copied() int64 { return r.copied.Load() }
+
+// Progress is runtime.ProgressReporter: replicator_messages and
+// replicator_bytes copied since the start, and replicator_latency_seconds,
+// from the newest copy's born time on the source to the target's SEND_OK.
+func (r *Replicator) Progress() map[string]float64 {
+	p := map[string]float64{"replicator_messages": float64(r.copied.Load()), "replicator_bytes": float64(r.bytes.Load())}
+	if ok := r.lastOK.Load(); ok > 0 {
+		p["replicator_latency_seconds"] = float64(ok-r.lastBorn.Load()) / 1000
+	}
+	return p
+}
 
 // Close releases the admin client.
 func (r *Replicator) Close() error {

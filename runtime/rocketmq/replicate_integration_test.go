@@ -238,7 +238,16 @@ func TestIntegrationReplicatorCopiesByteExact(t *testing.T) {
 	replProduce(t, src, topic, perQueue, 0)
 	srcMsgs := replRead(t, src, topic)
 	total := int64(perQueue * len(srcMsgs))
-	replRun(t, src, dst, dstCluster, topic, &memPositions{}, total, 5)
+	r := replRun(t, src, dst, dstCluster, topic, &memPositions{}, total, 5)
+	var body int
+	for _, msgs := range srcMsgs {
+		for _, m := range msgs {
+			body += len(m.Body)
+		}
+	}
+	if p := r.Progress(); p["replicator_messages"] != float64(total) || p["replicator_bytes"] != float64(body) || p["replicator_latency_seconds"] < 0 {
+		t.Errorf("progress %v, want %d messages of %d bytes", p, total, body)
+	}
 	if dups := checkCopies(t, srcMsgs, replRead(t, dst, topic)); dups != 0 {
 		t.Fatalf("%d duplicates without a restart", dups)
 	}
