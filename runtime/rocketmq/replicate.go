@@ -362,8 +362,14 @@ func (r *Replicator) save(ctx context.Context) error {
 	return nil
 }
 
+// replicaSendAttempts bounds the tries of one message, a second apart (a
+// busy broker refuses for a moment); then Read fails with a retriable
+// error, and the pipeline restarts from the saved offsets.
+const replicaSendAttempts = 10
+
 // send copies m to its target queue, trying again while the target broker
-// does not take it (until ctx is done or a fatal error).
+// does not take it (up to replicaSendAttempts, until ctx is done or a
+// fatal error).
 func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.MessageExt) error {
 	t := q.target(m)
 	props := make(map[string]string, len(m.GetProperties())+5)
@@ -404,7 +410,7 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if attempt >= 3 {
+		if attempt >= replicaSendAttempts {
 			return fmt.Errorf("rocketmq replicator: send %s queue %d offset %d to %s queue %d on %s: %w",
 				q.src.topic, q.src.id, m.QueueOffset, t.Broker, t.ID, addr, err)
 		}
