@@ -155,12 +155,16 @@ func (m *memPositions) Save(_ context.Context, _ string, pos []byte) error {
 // messages, resuming from store.
 func replRun(t *testing.T, src, dst []string, dstCluster, topic string, store *memPositions, want int64, batch int) *Replicator {
 	t.Helper()
-	r, err := NewReplicator(ReplicatorConfig{NameServers: src, Topics: []string{topic}, BatchSize: batch},
-		Config{NameServers: dst, Cluster: dstCluster, Pipeline: "it-repl"}, quietLog())
+	return replRunConfig(t, ReplicatorConfig{NameServers: src, Topics: []string{topic}, BatchSize: batch}, dst, dstCluster, store, want)
+}
+
+func replRunConfig(t *testing.T, cfg ReplicatorConfig, dst []string, dstCluster string, store *memPositions, want int64) *Replicator {
+	t.Helper()
+	r, err := NewReplicator(cfg, Config{NameServers: dst, Cluster: dstCluster, Pipeline: "it-repl"}, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r.KeepPositions(store, "it-repl")
 	if err := r.Open(ctx, store.pos); err != nil {
@@ -311,5 +315,29 @@ func TestIntegrationReplicatorFewerTargetQueues(t *testing.T) {
 	}
 	if n != perQueue*len(srcMsgs) || len(keyQueue) != 7 {
 		t.Fatalf("%d copies of %d keys, want %d of 7", n, len(keyQueue), perQueue*len(srcMsgs))
+	}
+}
+
+// TestIntegrationReplicatorFromNowKeepsItsStart: with from: now, where a
+// queue started is saved at once, so messages sent between a first start
+// (that copied nothing) and a restart are copied.
+func TestIntegrationReplicatorFromNowKeepsItsStart(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	replProduce(t, src, topic, 3, 0) // before the start: not copied
+	cfg := ReplicatorConfig{NameServers: src, Topics: []string{topic}, From: ReplicateFromNow}
+	store := &memPositions{}
+	replRunConfig(t, cfg, dst, dstCluster, store, 0)
+	replProduce(t, src, topic, 5, 3)
+	n := int64(5 * len(replRead(t, src, topic)))
+	replRunConfig(t, cfg, dst, dstCluster, store, n)
+	for i, msgs := range replRead(t, dst, topic) {
+		if len(msgs) != 5 {
+			t.Fatalf("target queue %d holds %d copies, want the 5 sent after the first start", i, len(msgs))
+		}
+		if off := msgs[0].GetProperties()[SrcOffsetProperty]; off != "3" {
+			t.Fatalf("target queue %d begins with source offset %s, want 3", i, off)
+		}
 	}
 }
