@@ -317,12 +317,18 @@ func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 	}
 	moved := false
 	for _, q := range r.queues {
+		from := q.src.next
 		msgs, err := pullQueue(ctx, r.group, q.src)
 		if err != nil {
 			return nil, err
 		}
 		if len(msgs) == 0 {
 			continue
+		}
+		if first := msgs[0].QueueOffset; first > from {
+			// The source no longer holds them (past its retention).
+			r.log.Warn("replicator: messages gone from the source before they were copied", "topic", q.src.topic,
+				"broker", q.src.broker, "queue", q.src.id, "from_offset", from, "to_offset", first-1)
 		}
 		moved = true
 		for _, m := range msgs {
@@ -367,6 +373,10 @@ func (r *Replicator) save(ctx context.Context) error {
 // error, and the pipeline restarts from the saved offsets.
 const replicaSendAttempts = 10
 
+// resMessageIllegal is MESSAGE_ILLEGAL: the broker refuses the message
+// itself (its size, its properties).
+const resMessageIllegal = 13
+
 // send copies m to its target queue, trying again while the target broker
 // does not take it (up to replicaSendAttempts, until ctx is done or a
 // fatal error).
@@ -406,6 +416,12 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 				return nil
 			}
 			err = fmt.Errorf("code %d: %s", h.Code, h.Remark)
+			if h.Code == resMessageIllegal {
+				// Refused for good (larger than the target's maxMessageSize,
+				// say): no retry or restart helps.
+				return schema.Fatal(fmt.Errorf("rocketmq replicator: %s queue %d offset %d: the target broker %s refuses the message: %w",
+					q.src.topic, q.src.id, m.QueueOffset, addr, err))
+			}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -341,3 +341,20 @@ func TestIntegrationReplicatorFromNowKeepsItsStart(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationReplicatorRefusedMessageIsFatal: a message the target
+// refuses for good (over its maxMessageSize) stops the replicator with a
+// fatal error at once, instead of being tried again and again.
+func TestIntegrationReplicatorRefusedMessageIsFatal(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	r := replRunConfig(t, ReplicatorConfig{NameServers: src, Topics: []string{topic}}, dst, dstCluster, &memPositions{}, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	big := &primitive.MessageExt{Message: primitive.Message{Topic: topic, Body: make([]byte, 4<<20+1)}}
+	err := r.send(ctx, r.queues[0], big)
+	if err == nil || !runtime.IsFatal(err) || !strings.Contains(err.Error(), "code 13") {
+		t.Fatalf("send of a message over the target's limit: %v, want a fatal MESSAGE_ILLEGAL", err)
+	}
+}
