@@ -207,7 +207,11 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 		return err
 	}
 	r.adm = adm
-	return r.refresh(ctx)
+	if err := r.refresh(ctx); err != nil {
+		_ = r.Close() // the pipeline closes only a source that opened
+		return err
+	}
+	return nil
 }
 
 // refresh adds the source topics not copied yet.
