@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -143,6 +144,7 @@ type Replicator struct {
 	store runtime.PositionStore
 	name  string
 
+	posMu    sync.Mutex // pos and its saves, while queues are copied at once
 	pos      replicaPosition
 	queues   []*replQueue
 	topics   map[string]bool
@@ -310,46 +312,45 @@ func (q *replQueue) target(m *primitive.MessageExt) queue {
 	return q.targets[int(h.Sum32()%uint32(n))]
 }
 
-// Read copies one batch from each source queue that has messages, saving
-// each queue's offset once its batch is on the target. It returns no
-// records: the replicator sends and saves by itself.
+// replicaWorkers bounds the queues copied at once.
+const replicaWorkers = 8
+
+// Read copies one batch from each source queue that has messages, up to
+// replicaWorkers queues at once, saving each queue's offset once its batch
+// is on the target: each queue has at most one batch unsaved. It returns
+// no records: the replicator sends and saves by itself.
 func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 	if r.re != nil && time.Since(r.listed) >= r.src.TopicsRefresh {
 		if err := r.refresh(ctx); err != nil {
 			return nil, err
 		}
 	}
-	moved := false
-	for _, q := range r.queues {
-		from := q.src.next
-		msgs, err := pullQueue(ctx, r.group, q.src)
-		if err != nil {
-			return nil, err
-		}
-		if len(msgs) == 0 {
-			continue
-		}
-		if first := msgs[0].QueueOffset; first > from {
-			// The source no longer holds them (past its retention).
-			r.log.Warn("replicator: messages gone from the source before they were copied", "topic", q.src.topic,
-				"broker", q.src.broker, "queue", q.src.id, "from_offset", from, "to_offset", first-1)
-		}
-		moved = true
-		for _, m := range msgs {
-			if err := r.send(ctx, q, m); err != nil {
-				return nil, err
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		moved atomic.Bool
+		wg    sync.WaitGroup
+		next  atomic.Int64
+	)
+	for range min(replicaWorkers, len(r.queues)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(r.queues) && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
+				copied, err := r.copyBatch(ctx, r.queues[i])
+				if err != nil {
+					cancel(err)
+					return
+				}
+				if copied {
+					moved.Store(true)
+				}
 			}
-			r.bytes.Add(int64(len(m.Body)))
-			r.lastBorn.Store(m.BornTimestamp)
-			r.lastOK.Store(time.Now().UnixMilli())
-		}
-		r.pos.Next[q.key] = q.src.next
-		if err := r.save(ctx); err != nil {
-			return nil, err
-		}
-		r.copied.Add(int64(len(msgs)))
+		})
 	}
-	if !moved {
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	if !moved.Load() {
 		select {
 		case <-ctx.Done():
 		case <-time.After(r.idle):
@@ -358,6 +359,37 @@ func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 	return nil, nil
 }
 
+// copyBatch copies the next batch of q, if any, and saves q's offset.
+func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) {
+	from := q.src.next
+	msgs, err := pullQueue(ctx, r.group, q.src)
+	if err != nil || len(msgs) == 0 {
+		return false, err
+	}
+	if first := msgs[0].QueueOffset; first > from {
+		// The source no longer holds them (past its retention).
+		r.log.Warn("replicator: messages gone from the source before they were copied", "topic", q.src.topic,
+			"broker", q.src.broker, "queue", q.src.id, "from_offset", from, "to_offset", first-1)
+	}
+	for _, m := range msgs {
+		if err := r.send(ctx, q, m); err != nil {
+			return false, err
+		}
+		r.bytes.Add(int64(len(m.Body)))
+		r.lastBorn.Store(m.BornTimestamp)
+		r.lastOK.Store(time.Now().UnixMilli())
+	}
+	r.posMu.Lock()
+	defer r.posMu.Unlock()
+	r.pos.Next[q.key] = q.src.next
+	if err := r.save(ctx); err != nil {
+		return false, err
+	}
+	r.copied.Add(int64(len(msgs)))
+	return true, nil
+}
+
+// save saves r.pos (under posMu once copies run).
 func (r *Replicator) save(ctx context.Context) error {
 	if r.store == nil {
 		return nil
