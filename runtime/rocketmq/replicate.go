@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,36 @@ type ReplicatorConfig struct {
 	From      string `yaml:"from"`
 	AccessKey string `yaml:"access_key"`
 	SecretKey string `yaml:"secret_key"`
+	// TopicPrefix names each target topic: TopicPrefix + the source
+	// topic's name; empty is identity naming (the same name).
+	TopicPrefix string `yaml:"topic_prefix"`
+	// Tags is a tag expression ("TagA || TagB", or "*" for every
+	// message): only messages with one of these tags are copied.
+	Tags string `yaml:"tags"`
+	// Properties: only messages whose user properties have all these
+	// values are copied.
+	Properties map[string]string `yaml:"properties"`
+}
+
+// topicNameChars are the characters a RocketMQ topic name may hold.
+var topicNameChars = regexp.MustCompile(`^[%|a-zA-Z0-9_-]*$`)
+
+// replicaTags parses a tag expression: nil for "*" (every message), else
+// the set of tags it names.
+func replicaTags(expr string) (map[string]bool, error) {
+	expr = strings.TrimSpace(expr)
+	if expr == "" || expr == "*" {
+		return nil, nil
+	}
+	tags := map[string]bool{}
+	for _, t := range strings.Split(expr, "||") {
+		t = strings.TrimSpace(t)
+		if t == "" || t == "*" {
+			return nil, fmt.Errorf("%w: tags %q: tags separated by ||, or * alone", ErrConfig, expr)
+		}
+		tags[t] = true
+	}
+	return tags, nil
 }
 
 // Validate checks c and fills its defaults, without contacting a server.
@@ -114,6 +145,12 @@ func (c *ReplicatorConfig) Validate() error {
 	if c.TopicsRefresh <= 0 {
 		c.TopicsRefresh = DefaultTopicsRefresh
 	}
+	if !topicNameChars.MatchString(c.TopicPrefix) {
+		return fmt.Errorf("%w: topic_prefix %q: a topic name holds only letters, digits, _, -, %% and |", ErrConfig, c.TopicPrefix)
+	}
+	if _, err := replicaTags(c.Tags); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -127,6 +164,7 @@ type replicaPosition struct {
 // replQueue is one source queue and where its messages go.
 type replQueue struct {
 	src     *tailQueue
+	dst     string // the target topic
 	key     string
 	targets []queue // the target topic's queues
 	index   int     // the source queue's place among its topic's queues
@@ -149,6 +187,7 @@ type Replicator struct {
 	queues   []*replQueue
 	topics   map[string]bool
 	re       *regexp.Regexp
+	tags     map[string]bool // nil: every tag
 	listed   time.Time
 	idle     time.Duration
 	sendWait time.Duration
@@ -203,6 +242,11 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 		}
 		r.re = re
 	}
+	tags, err := replicaTags(r.src.Tags)
+	if err != nil {
+		return err
+	}
+	r.tags = tags
 	setClientLogger(r.log)
 	adm, err := newAdmin(r.dst)
 	if err != nil {
@@ -260,11 +304,12 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 	masters := max(len(ci.masters(r.dst.Cluster)), 1)
 	cfg := r.dst
 	cfg.Queues = max((len(srcQs)+masters-1)/masters, 1)
-	set, err := createTopic(ctx, r.adm, cfg, topic)
+	dstTopic := r.src.TopicPrefix + topic
+	set, err := createTopic(ctx, r.adm, cfg, dstTopic)
 	if err != nil {
-		return fmt.Errorf("rocketmq replicator: target topic %q: %w", topic, err)
+		return fmt.Errorf("rocketmq replicator: target topic %q: %w", dstTopic, err)
 	}
-	route, err := fetchRoute(ctx, r.dst.NameServers, topic)
+	route, err := fetchRoute(ctx, r.dst.NameServers, dstTopic)
 	if err != nil {
 		return err
 	}
@@ -289,9 +334,9 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 		}
 		q.next = next
 		r.pos.Next[key] = next
-		r.queues = append(r.queues, &replQueue{src: q, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs})
+		r.queues = append(r.queues, &replQueue{src: q, dst: dstTopic, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs})
 	}
-	r.log.Info("replicating topic", "topic", topic, "source_queues", len(srcQs), "target_queues", len(targets))
+	r.log.Info("replicating topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
 	return nil
 }
 
@@ -371,10 +416,15 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 		r.log.Warn("replicator: messages gone from the source before they were copied", "topic", q.src.topic,
 			"broker", q.src.broker, "queue", q.src.id, "from_offset", from, "to_offset", first-1)
 	}
+	sent := 0
 	for _, m := range msgs {
+		if !r.wanted(m) {
+			continue
+		}
 		if err := r.send(ctx, q, m); err != nil {
 			return false, err
 		}
+		sent++
 		r.bytes.Add(int64(len(m.Body)))
 		r.lastBorn.Store(m.BornTimestamp)
 		r.lastOK.Store(time.Now().UnixMilli())
@@ -385,8 +435,27 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 	if err := r.save(ctx); err != nil {
 		return false, err
 	}
-	r.copied.Add(int64(len(msgs)))
+	r.copied.Add(int64(sent))
 	return true, nil
+}
+
+// wanted reports whether m is copied: it passes the tag and property
+// filters, and it is not a copy from the target cluster (loop
+// prevention: with A→B and B→A, a message A copied to B is never copied
+// back to A, whatever the topic names).
+func (r *Replicator) wanted(m *primitive.MessageExt) bool {
+	if m.GetProperty(SrcClusterProperty) == r.dst.Cluster {
+		return false
+	}
+	if r.tags != nil && !r.tags[m.GetTags()] {
+		return false
+	}
+	for k, v := range r.src.Properties {
+		if p, ok := m.GetProperties()[k]; !ok || p != v {
+			return false
+		}
+	}
+	return true
 }
 
 // save saves r.pos (under posMu once copies run).
@@ -435,7 +504,7 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 	// SEND_MESSAGE, not the client's producer: its header carries the born
 	// timestamp, which the client sets to now.
 	ext := map[string]string{
-		"producerGroup": r.group, "topic": q.src.topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"producerGroup": r.group, "topic": q.dst, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 		"queueId": strconv.Itoa(t.ID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(m.BornTimestamp, 10),
 		"flag": strconv.Itoa(int(m.Flag)), "properties": pm.MarshallProperties(), "reconsumeTimes": "0",
 		"unitMode": "false", "batch": "false", "bname": t.Broker,

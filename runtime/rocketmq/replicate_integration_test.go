@@ -30,29 +30,36 @@ func replClusters(t *testing.T) (src, dst []string, dstCluster string) {
 func replTopic(t *testing.T, src, dst []string, dstCluster, topic string) {
 	t.Helper()
 	replCreate(t, src, DefaultCluster, 4, topic)
+	cleanupTopics(t, src, DefaultCluster, topic)
+	cleanupTopics(t, dst, dstCluster, topic)
+}
+
+// cleanupTopics deletes those of topics that exist from the masters of
+// cluster when the test ends.
+func cleanupTopics(t testing.TB, ns []string, cluster string, topics ...string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for _, c := range []struct {
-			ns      []string
-			cluster string
-		}{{src, DefaultCluster}, {dst, dstCluster}} {
-			ci, err := fetchClusterInfo(ctx, c.ns)
-			if err != nil {
-				t.Logf("cleanup: %v", err)
-				continue
+		ci, err := fetchClusterInfo(ctx, ns)
+		if err != nil {
+			t.Logf("cleanup: %v", err)
+			return
+		}
+		adm, err := newAdmin(Config{NameServers: ns})
+		if err != nil {
+			t.Logf("cleanup: %v", err)
+			return
+		}
+		defer adm.Close()
+		for _, topic := range topics {
+			if _, err := fetchRoute(ctx, ns, topic); err != nil {
+				continue // not made by the test
 			}
-			adm, err := newAdmin(Config{NameServers: c.ns})
-			if err != nil {
-				t.Logf("cleanup: %v", err)
-				continue
-			}
-			for _, addr := range ci.masters(c.cluster) {
-				if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(addr), admin.WithNameSrvAddr(c.ns)); err != nil {
+			for _, addr := range ci.masters(cluster) {
+				if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(addr), admin.WithNameSrvAddr(ns)); err != nil {
 					t.Logf("cleanup: delete topic %s: %v", topic, err)
 				}
 			}
-			_ = adm.Close()
 		}
 	})
 }
@@ -89,8 +96,9 @@ func replProduce(t *testing.T, ns []string, topic string, perQueue, from int) {
 		t.Fatal(err)
 	}
 	defer func() { _ = prod.Shutdown() }()
+	last := make([]int64, len(qs)) // the offset of the last message sent to each queue
 	for i := from; i < from+perQueue; i++ {
-		for _, q := range qs {
+		for qi, q := range qs {
 			body := []byte{0xff, 0xfe, 0x00, 0xc3, 0x28, byte(i), byte(q.id)}
 			if i == from && q.id == 1 {
 				body = bytes.Repeat([]byte{0x80, 0x00, 0xe2, 0x82}, 1300)
@@ -103,6 +111,7 @@ func replProduce(t *testing.T, ns []string, topic string, perQueue, from int) {
 			for attempt := 0; ; attempt++ {
 				r, err := prod.SendSync(ctx, m)
 				if err == nil && r.Status == primitive.SendOK {
+					last[qi] = r.QueueOffset
 					break
 				}
 				if attempt > 5 {
@@ -110,6 +119,20 @@ func replProduce(t *testing.T, ns []string, topic string, perQueue, from int) {
 				}
 				time.Sleep(time.Second)
 			}
+		}
+	}
+	// SEND_OK comes before the broker adds a message to its consume
+	// queue: wait until each queue serves the last message to a pull.
+	for qi, q := range qs {
+		for {
+			end, err := queueOffset(ctx, q, reqGetMaxOffset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end > last[qi] {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
@@ -160,6 +183,37 @@ func replRun(t *testing.T, src, dst []string, dstCluster, topic string, store *m
 
 func replRunConfig(t *testing.T, cfg ReplicatorConfig, dst []string, dstCluster string, store *memPositions, want int64) *Replicator {
 	t.Helper()
+	return replRunUntil(t, cfg, dst, dstCluster, store, func(r *Replicator) bool { return r.Copied() >= want })
+}
+
+// replDrain runs a replicator until it has read every message its source
+// queues held when it started (copied or not).
+func replDrain(t *testing.T, cfg ReplicatorConfig, dst []string, dstCluster string, store *memPositions) *Replicator {
+	t.Helper()
+	var ends []int64
+	return replRunUntil(t, cfg, dst, dstCluster, store, func(r *Replicator) bool {
+		if ends == nil {
+			for _, q := range r.queues {
+				end, err := queueOffset(context.Background(), q.src, reqGetMaxOffset)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ends = append(ends, end)
+			}
+		}
+		for i, q := range r.queues {
+			if q.src.next < ends[i] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// replRunUntil runs a replicator with cfg to dst, resuming from store,
+// until done.
+func replRunUntil(t *testing.T, cfg ReplicatorConfig, dst []string, dstCluster string, store *memPositions, done func(*Replicator) bool) *Replicator {
+	t.Helper()
 	r, err := NewReplicator(cfg, Config{NameServers: dst, Cluster: dstCluster, Pipeline: "it-repl"}, quietLog())
 	if err != nil {
 		t.Fatal(err)
@@ -171,9 +225,9 @@ func replRunConfig(t *testing.T, cfg ReplicatorConfig, dst []string, dstCluster 
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for r.Copied() < want {
+	for !done(r) {
 		if _, err := r.Read(ctx); err != nil {
-			t.Fatalf("after %d of %d messages: %v", r.Copied(), want, err)
+			t.Fatalf("after %d messages: %v", r.Copied(), err)
 		}
 	}
 	return r
@@ -252,6 +306,7 @@ func TestIntegrationReplicatorCopiesByteExact(t *testing.T) {
 	if p := r.Progress(); p["replicator_messages"] != float64(total) || p["replicator_bytes"] != float64(body) || p["replicator_latency_seconds"] < 0 {
 		t.Errorf("progress %v, want %d messages of %d bytes", p, total, body)
 	}
+	replCount(t, dst, topic, DefaultCluster, int(total))
 	if dups := checkCopies(t, srcMsgs, replRead(t, dst, topic)); dups != 0 {
 		t.Fatalf("%d duplicates without a restart", dups)
 	}
@@ -270,6 +325,7 @@ func TestIntegrationReplicatorResumes(t *testing.T) {
 	replProduce(t, src, topic, 10, 10)
 	srcMsgs := replRead(t, src, topic)
 	replRun(t, src, dst, dstCluster, topic, store, int64(20*len(srcMsgs))-first.Copied(), 3)
+	replCount(t, dst, topic, DefaultCluster, 20*len(srcMsgs))
 	if dups := checkCopies(t, srcMsgs, replRead(t, dst, topic)); dups != 0 {
 		t.Fatalf("%d duplicates after a clean stop", dups)
 	}
@@ -289,6 +345,7 @@ func TestIntegrationReplicatorFewerTargetQueues(t *testing.T) {
 	replProduce(t, src, topic, perQueue, 0)
 	srcMsgs := replRead(t, src, topic)
 	replRun(t, src, dst, dstCluster, topic, &memPositions{}, int64(perQueue*len(srcMsgs)), 4)
+	replCount(t, dst, topic, DefaultCluster, perQueue*len(srcMsgs))
 	dstMsgs := replRead(t, dst, topic)
 	if len(dstMsgs) != 2 {
 		t.Fatalf("target has %d queues, want the 2 it was made with", len(dstMsgs))
@@ -332,6 +389,7 @@ func TestIntegrationReplicatorFromNowKeepsItsStart(t *testing.T) {
 	replProduce(t, src, topic, 5, 3)
 	n := int64(5 * len(replRead(t, src, topic)))
 	replRunConfig(t, cfg, dst, dstCluster, store, n)
+	replCount(t, dst, topic, DefaultCluster, int(n))
 	for i, msgs := range replRead(t, dst, topic) {
 		if len(msgs) != 5 {
 			t.Fatalf("target queue %d holds %d copies, want the 5 sent after the first start", i, len(msgs))
@@ -356,5 +414,156 @@ func TestIntegrationReplicatorRefusedMessageIsFatal(t *testing.T) {
 	err := r.send(ctx, r.queues[0], big)
 	if err == nil || !runtime.IsFatal(err) || !strings.Contains(err.Error(), "code 13") {
 		t.Fatalf("send of a message over the target's limit: %v, want a fatal MESSAGE_ILLEGAL", err)
+	}
+}
+
+// replCount counts the messages of topic on ns and those among them
+// copied from cluster.
+// It waits (up to 30s) until there are at least want: a copy the target
+// acknowledged may not be in its consume queue yet.
+func replCount(t *testing.T, ns []string, topic, cluster string, want int) (all, from int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all, from = 0, 0
+		for _, msgs := range replRead(t, ns, topic) {
+			for _, m := range msgs {
+				all++
+				if m.GetProperty(SrcClusterProperty) == cluster {
+					from++
+				}
+			}
+		}
+		if all >= want || time.Now().After(deadline) {
+			return all, from
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestIntegrationReplicatorActiveActiveIdentity: with A→B and B→A on the
+// same topic (identity naming), each message is copied once to the other
+// cluster and never back.
+func TestIntegrationReplicatorActiveActiveIdentity(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	replCreate(t, dst, dstCluster, 4, topic)
+	replProduce(t, src, topic, 2, 0)
+	replProduce(t, dst, topic, 3, 0)
+	nA, _ := replCount(t, src, topic, "", 0)
+	nB, _ := replCount(t, dst, topic, "", 0)
+	aToB := ReplicatorConfig{NameServers: src, Topics: []string{topic}, Cluster: DefaultCluster}
+	bToA := ReplicatorConfig{NameServers: dst, Topics: []string{topic}, Cluster: dstCluster}
+	storeAB, storeBA := &memPositions{}, &memPositions{}
+	if r := replDrain(t, aToB, dst, dstCluster, storeAB); r.Copied() != int64(nA) {
+		t.Fatalf("A→B copied %d, want A's %d", r.Copied(), nA)
+	}
+	rBA, err := NewReplicator(bToA, Config{NameServers: src, Pipeline: "it-repl"}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rBA.dst.Cluster != DefaultCluster {
+		t.Fatalf("B→A's target cluster %q", rBA.dst.Cluster)
+	}
+	if r := replDrain(t, bToA, src, DefaultCluster, storeBA); r.Copied() != int64(nB) {
+		t.Fatalf("B→A copied %d, want B's own %d (not the %d copies from A)", r.Copied(), nB, nA)
+	}
+	if r := replDrain(t, aToB, dst, dstCluster, storeAB); r.Copied() != 0 {
+		t.Fatalf("A→B copied %d of B's copies back", r.Copied())
+	}
+	if all, fromB := replCount(t, src, topic, dstCluster, nA+nB); all != nA+nB || fromB != nB {
+		t.Fatalf("A holds %d messages, %d from B; want %d, %d", all, fromB, nA+nB, nB)
+	}
+	if all, fromA := replCount(t, dst, topic, DefaultCluster, nA+nB); all != nA+nB || fromA != nA {
+		t.Fatalf("B holds %d messages, %d from A; want %d, %d", all, fromA, nA+nB, nA)
+	}
+}
+
+// TestIntegrationReplicatorActiveActivePrefix: A→B with topic_prefix a_
+// and B→A with b_, where B→A also reads A's copies (a_<topic>): B's own
+// messages reach A as b_<topic>, and A's copies are not copied back.
+func TestIntegrationReplicatorActiveActivePrefix(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	replCreate(t, dst, dstCluster, 4, topic)
+	cleanupTopics(t, dst, dstCluster, "a_"+topic)
+	cleanupTopics(t, src, DefaultCluster, "b_"+topic, "b_a_"+topic)
+	replProduce(t, src, topic, 2, 0)
+	replProduce(t, dst, topic, 3, 0)
+	nA, _ := replCount(t, src, topic, "", 0)
+	nB, _ := replCount(t, dst, topic, "", 0)
+	replDrain(t, ReplicatorConfig{NameServers: src, Topics: []string{topic}, TopicPrefix: "a_"}, dst, dstCluster, &memPositions{})
+	if all, fromA := replCount(t, dst, "a_"+topic, DefaultCluster, nA); all != nA || fromA != nA {
+		t.Fatalf("B's a_%s holds %d messages, %d from A; want %d", topic, all, fromA, nA)
+	}
+	if all, _ := replCount(t, dst, topic, "", nB); all != nB {
+		t.Fatalf("B's %s holds %d messages, want its own %d", topic, all, nB)
+	}
+	bToA := ReplicatorConfig{NameServers: dst, Topics: []string{topic, "a_" + topic}, Cluster: dstCluster, TopicPrefix: "b_"}
+	if r := replDrain(t, bToA, src, DefaultCluster, &memPositions{}); r.Copied() != int64(nB) {
+		t.Fatalf("B→A copied %d, want B's own %d", r.Copied(), nB)
+	}
+	if all, fromB := replCount(t, src, "b_"+topic, dstCluster, nB); all != nB || fromB != nB {
+		t.Fatalf("A's b_%s holds %d messages, %d from B; want %d", topic, all, fromB, nB)
+	}
+	if all, _ := replCount(t, src, "b_a_"+topic, "", 0); all != 0 {
+		t.Fatalf("A's b_a_%s holds %d of A's own messages copied back", topic, all)
+	}
+}
+
+// TestIntegrationReplicatorFilters: a tag expression copies only the
+// messages with those tags, and properties only those with these values.
+func TestIntegrationReplicatorFilters(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	cleanupTopics(t, dst, dstCluster, "t_"+topic, "p_"+topic)
+	const perQueue = 3
+	replProduce(t, src, topic, perQueue, 0) // tag-<queue id>, user_prop "héllo <i>"
+	srcMsgs := replRead(t, src, topic)
+	var wantTags, wantProps int
+	for _, msgs := range srcMsgs {
+		for _, m := range msgs {
+			if tag := m.GetTags(); tag == "tag-0" || tag == "tag-2" {
+				wantTags++
+			}
+			if m.GetProperty("user_prop") == "héllo 1" {
+				wantProps++
+			}
+		}
+	}
+	if wantTags == 0 || wantTags == perQueue*len(srcMsgs) || wantProps == 0 {
+		t.Fatalf("the test's messages: %d with the tags, %d with the property", wantTags, wantProps)
+	}
+	tags := ReplicatorConfig{NameServers: src, Topics: []string{topic}, TopicPrefix: "t_", Tags: " tag-0||tag-2 "}
+	if r := replDrain(t, tags, dst, dstCluster, &memPositions{}); r.Copied() != int64(wantTags) {
+		t.Fatalf("tags copied %d, want %d", r.Copied(), wantTags)
+	}
+	if all, _ := replCount(t, dst, "t_"+topic, DefaultCluster, wantTags); all != wantTags {
+		t.Fatalf("t_%s holds %d copies, want %d", topic, all, wantTags)
+	}
+	for _, msgs := range replRead(t, dst, "t_"+topic) {
+		for _, m := range msgs {
+			if tag := m.GetTags(); tag != "tag-0" && tag != "tag-2" {
+				t.Fatalf("copy with tag %q", tag)
+			}
+		}
+	}
+	props := ReplicatorConfig{NameServers: src, Topics: []string{topic}, TopicPrefix: "p_", Properties: map[string]string{"user_prop": "héllo 1"}}
+	replDrain(t, props, dst, dstCluster, &memPositions{})
+	replCount(t, dst, "p_"+topic, DefaultCluster, wantProps)
+	n := 0
+	for _, msgs := range replRead(t, dst, "p_"+topic) {
+		for _, m := range msgs {
+			n++
+			if p := m.GetProperty("user_prop"); p != "héllo 1" {
+				t.Fatalf("copy with user_prop %q", p)
+			}
+		}
+	}
+	if n != wantProps {
+		t.Fatalf("properties copied %d, want %d", n, wantProps)
 	}
 }

@@ -23,6 +23,9 @@ func TestReplicatorConfigValidate(t *testing.T) {
 		"batch over 1024":   {NameServers: []string{"x:1"}, Topics: []string{"a"}, BatchSize: 1025},
 		"from":              {NameServers: []string{"x:1"}, Topics: []string{"a"}, From: "yesterday"},
 		"secret without ak": {NameServers: []string{"x:1"}, Topics: []string{"a"}, SecretKey: "s"},
+		"prefix with a dot": {NameServers: []string{"x:1"}, Topics: []string{"a"}, TopicPrefix: "a."},
+		"empty tag":         {NameServers: []string{"x:1"}, Topics: []string{"a"}, Tags: "a || "},
+		"star among tags":   {NameServers: []string{"x:1"}, Topics: []string{"a"}, Tags: "a || *"},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
@@ -50,5 +53,45 @@ func TestReplicaTarget(t *testing.T) {
 	keyless := &primitive.MessageExt{}
 	if q.target(keyless) != q.target(&primitive.MessageExt{}) {
 		t.Fatal("a keyless message of one queue went to two queues")
+	}
+}
+
+// A tag expression is "*" (every message) or tags separated by ||;
+// the loop guard drops a copy that came from the target cluster.
+func TestReplicaWanted(t *testing.T) {
+	cfg := ReplicatorConfig{NameServers: []string{"x:1"}, Topics: []string{"a"}, Tags: "TagA || TagB", Properties: map[string]string{"region": "eu"}}
+	r, err := NewReplicator(cfg, Config{NameServers: []string{"y:1"}, Cluster: "B", Pipeline: "p"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.tags, err = replicaTags(cfg.Tags); err != nil {
+		t.Fatal(err)
+	}
+	msg := func(tag string, props ...string) *primitive.MessageExt {
+		m := &primitive.MessageExt{}
+		m.WithTag(tag)
+		for i := 0; i < len(props); i += 2 {
+			m.WithProperty(props[i], props[i+1])
+		}
+		return m
+	}
+	for _, c := range []struct {
+		m    *primitive.MessageExt
+		want bool
+	}{
+		{msg("TagA", "region", "eu"), true},
+		{msg("TagB", "region", "eu", SrcClusterProperty, "A"), true},
+		{msg("TagB", "region", "eu", SrcClusterProperty, "B"), false},
+		{msg("TagC", "region", "eu"), false},
+		{msg("", "region", "eu"), false},
+		{msg("TagA", "region", "us"), false},
+		{msg("TagA"), false},
+	} {
+		if got := r.wanted(c.m); got != c.want {
+			t.Errorf("%s %v: wanted %v", c.m.GetTags(), c.m.GetProperties(), got)
+		}
+	}
+	if tags, err := replicaTags(" * "); tags != nil || err != nil {
+		t.Fatalf("*: %v %v", tags, err)
 	}
 }

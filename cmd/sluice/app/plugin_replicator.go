@@ -30,7 +30,10 @@ func replicatorPlugin() runtime.Plugin {
 
 var replicatorKeys = runtime.KeyDocs{
 	"name_servers":   {Doc: "Name server addresses (host:port) of the cluster to copy from; the transport's cluster is the one copied to."},
-	"cluster":        {Doc: "Name of the source cluster in each copy's sluice_src_cluster property.", Default: "DefaultCluster"},
+	"cluster":        {Doc: "Name of the source cluster in each copy's sluice_src_cluster property; set it to the source's brokerClusterName, the name the transport of a replicator copying the other way gives it. A message whose sluice_src_cluster is the transport's cluster (a copy from the target) is never copied back.", Default: "DefaultCluster"},
+	"topic_prefix":   {Doc: "Each target topic is named topic_prefix + the source topic's name; empty keeps the name (identity naming)."},
+	"tags":           {Doc: "Tag expression: copy only messages with one of these tags (TagA || TagB); * copies every message.", Default: "*"},
+	"properties":     {Doc: "Copy only messages whose user properties have all these values (a map of name: value)."},
 	"topics":         {Doc: "Topics to copy (or topics_regex); each is created on the target with the source's queue count."},
 	"topics_regex":   {Doc: "Instead of topics: copy every topic whose whole name matches (system topics excepted), looking for new ones every topics_refresh."},
 	"topics_refresh": {Doc: "How often topics_regex looks for new topics.", Default: rocketmq.DefaultTopicsRefresh.String()},
