@@ -87,6 +87,11 @@ type ReplicatorConfig struct {
 	// Properties: only messages whose user properties have all these
 	// values are copied.
 	Properties map[string]string `yaml:"properties"`
+	// TargetCluster is the target cluster's name in the sluice_src_cluster
+	// of copies made from it (the Cluster of a replicator copying the
+	// other way): such a message is never copied back. Default: the
+	// transport's cluster.
+	TargetCluster string `yaml:"target_cluster"`
 }
 
 // topicNameChars are the characters a RocketMQ topic name may hold.
@@ -211,6 +216,12 @@ func NewReplicator(src ReplicatorConfig, dst Config, log *slog.Logger) (*Replica
 	dst, err := dst.baseDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if src.TargetCluster == "" {
+		src.TargetCluster = dst.Cluster
+	}
+	if src.TargetCluster == src.Cluster {
+		return nil, fmt.Errorf("%w: the source cluster and the target cluster are both named %q: set cluster (the source's name) or target_cluster apart, or a copy from the target could not be told from a message of the source", ErrConfig, src.Cluster)
 	}
 	if log == nil {
 		log = slog.Default()
@@ -444,7 +455,7 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 // prevention: with A→B and B→A, a message A copied to B is never copied
 // back to A, whatever the topic names).
 func (r *Replicator) wanted(m *primitive.MessageExt) bool {
-	if m.GetProperty(SrcClusterProperty) == r.dst.Cluster {
+	if m.GetProperty(SrcClusterProperty) == r.src.TargetCluster {
 		return false
 	}
 	if r.tags != nil && !r.tags[m.GetTags()] {

@@ -64,9 +64,6 @@ func TestReplicaWanted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.tags, err = replicaTags(cfg.Tags); err != nil {
-		t.Fatal(err)
-	}
 	msg := func(tag string, props ...string) *primitive.MessageExt {
 		m := &primitive.MessageExt{}
 		m.WithTag(tag)
@@ -74,6 +71,24 @@ func TestReplicaWanted(t *testing.T) {
 			m.WithProperty(props[i], props[i+1])
 		}
 		return m
+	}
+	if r.src.TargetCluster != "B" {
+		t.Fatalf("target_cluster %q, want the transport's cluster", r.src.TargetCluster)
+	}
+	if _, err := NewReplicator(cfg, Config{NameServers: []string{"y:1"}, Pipeline: "p"}, nil); !errors.Is(err, ErrConfig) {
+		t.Fatalf("both clusters named DefaultCluster: %v, want ErrConfig", err)
+	}
+	named := cfg
+	named.Cluster, named.TargetCluster = "A", "B2"
+	r2, err := NewReplicator(named, Config{NameServers: []string{"y:1"}, Pipeline: "p"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r2.wanted(msg("TagA", "region", "eu", SrcClusterProperty, "B")) || r2.wanted(msg("TagA", "region", "eu", SrcClusterProperty, "B2")) {
+		t.Fatal("target_cluster B2: the loop guard does not go by it")
+	}
+	if r.tags, err = replicaTags(cfg.Tags); err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		m    *primitive.MessageExt

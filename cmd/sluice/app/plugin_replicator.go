@@ -30,7 +30,8 @@ func replicatorPlugin() runtime.Plugin {
 
 var replicatorKeys = runtime.KeyDocs{
 	"name_servers":   {Doc: "Name server addresses (host:port) of the cluster to copy from; the transport's cluster is the one copied to."},
-	"cluster":        {Doc: "Name of the source cluster in each copy's sluice_src_cluster property; set it to the source's brokerClusterName, the name the transport of a replicator copying the other way gives it. A message whose sluice_src_cluster is the transport's cluster (a copy from the target) is never copied back.", Default: "DefaultCluster"},
+	"cluster":        {Doc: "Name of the source cluster in each copy's sluice_src_cluster property; it must differ from target_cluster.", Default: "DefaultCluster"},
+	"target_cluster": {Doc: "Name of the target cluster in the sluice_src_cluster of copies made from it (the cluster key of a replicator copying the other way): such a message is never copied back (loop prevention). Default: the transport's cluster."},
 	"topic_prefix":   {Doc: "Each target topic is named topic_prefix + the source topic's name; empty keeps the name (identity naming)."},
 	"tags":           {Doc: "Tag expression: copy only messages with one of these tags (TagA || TagB); * copies every message.", Default: "*"},
 	"properties":     {Doc: "Copy only messages whose user properties have all these values (a map of name: value)."},
