@@ -111,6 +111,7 @@ var progressMetrics = []struct{ key, help string }{
 	{"snapshot_estimated_rows", "Rows the snapshot's tables hold by the server's estimate (approximate)."},
 	{"snapshot_elapsed_seconds", "Seconds the running snapshot has taken so far."},
 	{"replicator_messages", "Messages the RocketMQ replicator copied since its start."},
+	{"replicator_skipped", "Messages the RocketMQ replicator read and did not copy (tag or property filter, or a copy from the target cluster) since its start."},
 	{"replicator_bytes", "Body bytes the RocketMQ replicator copied since its start."},
 	{"replicator_latency_seconds", "Seconds from the newest copied message's born time on the source cluster to the target's SEND_OK."},
 }

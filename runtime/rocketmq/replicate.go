@@ -200,6 +200,7 @@ type Replicator struct {
 	// Progress: messages and body bytes copied since Open, and the born
 	// and acknowledged times (Unix ms) of the newest copy.
 	copied, bytes    atomic.Int64
+	skipped          atomic.Int64 // read and not copied: filters, loop guard
 	lastBorn, lastOK atomic.Int64
 }
 
@@ -447,6 +448,7 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 		return false, err
 	}
 	r.copied.Add(int64(sent))
+	r.skipped.Add(int64(len(msgs) - sent))
 	return true, nil
 }
 
@@ -559,10 +561,12 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 func (r *Replicator) Copied() int64 { return r.copied.Load() }
 
 // Progress is runtime.ProgressReporter: replicator_messages and
-// replicator_bytes copied since the start, and replicator_latency_seconds,
+// replicator_bytes copied since the start, replicator_skipped (read and
+// not copied: filters, loop guard), and replicator_latency_seconds,
 // from the newest copy's born time on the source to the target's SEND_OK.
 func (r *Replicator) Progress() map[string]float64 {
-	p := map[string]float64{"replicator_messages": float64(r.copied.Load()), "replicator_bytes": float64(r.bytes.Load())}
+	p := map[string]float64{"replicator_messages": float64(r.copied.Load()), "replicator_bytes": float64(r.bytes.Load()),
+		"replicator_skipped": float64(r.skipped.Load())}
 	if ok := r.lastOK.Load(); ok > 0 {
 		p["replicator_latency_seconds"] = float64(ok-r.lastBorn.Load()) / 1000
 	}

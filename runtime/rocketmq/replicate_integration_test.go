@@ -466,8 +466,8 @@ func TestIntegrationReplicatorActiveActiveIdentity(t *testing.T) {
 	if rBA.dst.Cluster != DefaultCluster {
 		t.Fatalf("B→A's target cluster %q", rBA.dst.Cluster)
 	}
-	if r := replDrain(t, bToA, src, DefaultCluster, storeBA); r.Copied() != int64(nB) {
-		t.Fatalf("B→A copied %d, want B's own %d (not the %d copies from A)", r.Copied(), nB, nA)
+	if r := replDrain(t, bToA, src, DefaultCluster, storeBA); r.Copied() != int64(nB) || r.Progress()["replicator_skipped"] != float64(nA) {
+		t.Fatalf("B→A copied %d, skipped %v; want B's own %d, and the %d copies from A skipped", r.Copied(), r.Progress()["replicator_skipped"], nB, nA)
 	}
 	if r := replDrain(t, aToB, dst, dstCluster, storeAB); r.Copied() != 0 {
 		t.Fatalf("A→B copied %d of B's copies back", r.Copied())
@@ -538,8 +538,8 @@ func TestIntegrationReplicatorFilters(t *testing.T) {
 		t.Fatalf("the test's messages: %d with the tags, %d with the property", wantTags, wantProps)
 	}
 	tags := ReplicatorConfig{NameServers: src, Topics: []string{topic}, TopicPrefix: "t_", Tags: " tag-0||tag-2 "}
-	if r := replDrain(t, tags, dst, dstCluster, &memPositions{}); r.Copied() != int64(wantTags) {
-		t.Fatalf("tags copied %d, want %d", r.Copied(), wantTags)
+	if r := replDrain(t, tags, dst, dstCluster, &memPositions{}); r.Copied() != int64(wantTags) || r.Progress()["replicator_skipped"] != float64(len(srcMsgs)*perQueue-wantTags) {
+		t.Fatalf("tags copied %d, skipped %v, want %d of %d", r.Copied(), r.Progress()["replicator_skipped"], wantTags, len(srcMsgs)*perQueue)
 	}
 	if all, _ := replCount(t, dst, "t_"+topic, DefaultCluster, wantTags); all != wantTags {
 		t.Fatalf("t_%s holds %d copies, want %d", topic, all, wantTags)
