@@ -80,6 +80,16 @@ type StartPositioner interface {
 	StartPosition() []byte
 }
 
+// PositionKeeper is an optional capability of a Source that sends what it
+// reads by itself and saves its own position after each batch it
+// completed (the RocketMQ replicator: the target cluster acknowledged the
+// batch), so that a kill -9 repeats at most the batch in progress. The
+// pipeline gives it the position store (claimed, in a cluster) and the
+// pipeline's name before Open; the records it returns carry no position.
+type PositionKeeper interface {
+	KeepPositions(store PositionStore, pipeline string)
+}
+
 // Where is an optional capability of a PositionStore: where it keeps
 // positions ("folder /abs/path", "table sluice_positions"), for logs.
 type Where interface {

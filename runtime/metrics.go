@@ -118,6 +118,10 @@ var progressMetrics = []struct{ key, help string }{
 	{"incremental_snapshot_rows", "Rows the newest incremental snapshot has emitted."},
 	{"incremental_snapshot_table_rows", "Rows the incremental snapshot has emitted of the table it reads."},
 	{"incremental_snapshot_table_estimated_rows", "Rows of the table the incremental snapshot reads, by the server's estimate (approximate; 0: unknown)."},
+	{"replicator_messages", "Messages the RocketMQ replicator copied since its start."},
+	{"replicator_skipped", "Messages the RocketMQ replicator read and did not copy (tag or property filter, or a copy from the target cluster) since its start."},
+	{"replicator_bytes", "Body bytes the RocketMQ replicator copied since its start."},
+	{"replicator_latency_seconds", "Seconds from the newest copied message's born time on the source cluster to the target's SEND_OK."},
 }
 
 // Collector is a prometheus.Collector of the pipelines a list function

@@ -418,6 +418,9 @@ func (p *Pipeline) runSource(ctx context.Context) (finished bool, err error) {
 	if err != nil {
 		return false, closePub(err)
 	}
+	if k, ok := p.Source.(PositionKeeper); ok {
+		k.KeepPositions(store, p.Name)
+	}
 	var pos []byte
 	if stored == nil {
 		log.Warn("no saved position; starting from the source's configured start", "pipeline", p.Name, "store", storeWhere(p.Positions))

@@ -3,8 +3,8 @@
 # MySQL 9.7 (a binlog source and a target), PostgreSQL (sink) and Apache RocketMQ
 # (name server + two master brokers).
 #
-#   scripts/servers.sh start  [mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|kafka|all]   (default: all)
-#   scripts/servers.sh stop   [mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|kafka|all]   (default: all)
+#   scripts/servers.sh start  [mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|rocketmq-b|kafka|all]   (default: all)
+#   scripts/servers.sh stop   [mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|rocketmq-b|kafka|all]   (default: all)
 #   scripts/servers.sh status
 #   scripts/servers.sh env        # prints the path of the env file
 #   scripts/servers.sh mysql-client ARGS...   # the unpacked MySQL client
@@ -32,6 +32,12 @@
 # SLUICE_ROCKETMQ_ACL_BROKER_PORT, default 17911, small heaps) with authentication
 # and authorization on; servers.env gets SLUICE_ROCKETMQ_ACL_NAMESRV and its super
 # user's SLUICE_ROCKETMQ_ACL_ACCESS_KEY/SECRET_KEY (throwaway test credentials).
+#
+# rocketmq-b (not part of "all"): a second, independent RocketMQ cluster for the
+# replicator's tests (own name server on SLUICE_ROCKETMQ_B_NAMESRV_PORT, default
+# 19976, one broker "broker-b1" of cluster ClusterB on SLUICE_ROCKETMQ_B_BROKER_PORT,
+# default 21911 (also -2 and +1), own store SLUICE_ROCKETMQ_B_STORE, small heaps); servers.env gets
+# SLUICE_ROCKETMQ_B_NAMESRV, SLUICE_ROCKETMQ_B_CLUSTER and SLUICE_ROCKETMQ_B_BROKER_ADDR.
 #
 # kafka: a single-node Apache Kafka 4.x in KRaft mode (broker and controller in
 # one process, jars of org.apache.kafka:kafka_2.13 resolved with maven into the
@@ -964,30 +970,77 @@ start_rocketmq_acl() (
   log "rocketmq-acl: ready (name server $RMQ_NAMESRV, broker $HOST:$RMQ_BROKER_PORT, authentication and authorization on) in $(elapsed "$t0")s"
 )
 
-stop_rocketmq_acl() (
-  rmq_acl_globals
+# rmq_single_stop NAME : stops the broker, then the name server, of a
+# one-broker instance whose globals are set (rmq_acl_globals, rmq_b_globals).
+rmq_single_stop() {
   if ! pid_alive "$RMQ_BR_PID" && ! pid_alive "$RMQ_NS_PID"; then
-    rm -f "$RMQ_BR_PID" "$RMQ_NS_PID"; log "rocketmq-acl: not running"; return 0
+    rm -f "$RMQ_BR_PID" "$RMQ_NS_PID"; log "$1: not running"; return 0
   fi
-  log "rocketmq-acl: stopping broker, then name server"
-  kill_pidfile "$RMQ_BR_PID" rocketmq-acl-broker 90
-  kill_pidfile "$RMQ_NS_PID" rocketmq-acl-namesrv 20
-  log "rocketmq-acl: stopped"
-)
+  log "$1: stopping broker, then name server"
+  kill_pidfile "$RMQ_BR_PID" "$1-broker" 90
+  kill_pidfile "$RMQ_NS_PID" "$1-namesrv" 20
+  log "$1: stopped"
+}
 
-status_rocketmq_acl() (
-  rmq_acl_globals
+# rmq_single_status LABEL BROKER : status lines of such an instance.
+rmq_single_status() {
   [[ -f "$RMQ_NS_PID" || -f "$RMQ_BR_PID" ]] || return 0   # never started under this root
   local s
   if pid_alive "$RMQ_NS_PID"; then s="running  pid $(cat "$RMQ_NS_PID")  $RMQ_NAMESRV"; else s="stopped"; fi
-  echo "acl-ns    $s"
+  printf '%-9s %s\n' "$1-ns" "$s"
   if pid_alive "$RMQ_BR_PID"; then
     s="running  pid $(cat "$RMQ_BR_PID")  $HOST:$RMQ_BROKER_PORT"
-    if [[ -x "$RMQ_ADMIN" ]] && rmq_cluster_ok broker-acl "$RMQ_BROKER_PORT"; then s="$s  registered"
+    if [[ -x "$RMQ_ADMIN" ]] && rmq_cluster_ok "$2" "$RMQ_BROKER_PORT"; then s="$s  registered"
     else s="$s  NOT registered"; fi
   else s="stopped"; fi
-  echo "acl-br    $s"
+  printf '%-9s %s\n' "$1-br" "$s"
+}
+
+stop_rocketmq_acl() ( rmq_acl_globals; rmq_single_stop rocketmq-acl )
+status_rocketmq_acl() ( rmq_acl_globals; rmq_single_status acl broker-acl )
+
+# ---------------------------------------------- a second RocketMQ cluster --
+# An independent cluster (own name server, one broker, own store), the
+# replicator's target. It reuses the functions above with the RMQ_* globals
+# pointed at it (each function runs in a subshell), as rocketmq-acl does.
+RMQ_B_NAMESRV_PORT="${SLUICE_ROCKETMQ_B_NAMESRV_PORT:-19976}"
+RMQ_B_BROKER_PORT="${SLUICE_ROCKETMQ_B_BROKER_PORT:-21911}"   # also port-2 and port+1
+RMQ_B_STORE="${SLUICE_ROCKETMQ_B_STORE:-$ROOT/rocketmq-b-store}"
+
+rmq_b_globals() { # points the RMQ_* globals at the second cluster (call in a subshell)
+  RMQ_DIR="$ROOT/rocketmq-cluster-b"
+  RMQ_HOME="$RMQ_DIR/home"
+  RMQ_NS_PID="$RMQ_DIR/namesrv.pid"; RMQ_NS_OUT="$RMQ_DIR/namesrv.out"
+  RMQ_BR_PID="$RMQ_DIR/broker.pid"; RMQ_BR_OUT="$RMQ_DIR/broker.out"
+  RMQ_ADMIN="$RMQ_DIR/bin/mqadmin"
+  RMQ_NAMESRV_PORT="$RMQ_B_NAMESRV_PORT"
+  RMQ_NAMESRV="$HOST:$RMQ_B_NAMESRV_PORT"
+  RMQ_BROKER_PORT="$RMQ_B_BROKER_PORT"
+  RMQ_STORE="$RMQ_B_STORE"
+  RMQ_BROKER_HEAP="-Xms256m -Xmx256m -Xmn96m -XX:MaxDirectMemorySize=256m"
+}
+
+start_rocketmq_b() (
+  rmq_b_globals
+  local t0; t0="$(now)"
+  rmq_resolve
+  RMQ_SHIM="$(loopback_shim)" && [[ -f "$RMQ_SHIM" ]] || die "rocketmq-b: no loopback-bind shim"
+  mkdir -p "$RMQ_DIR" "$RMQ_HOME" "$RMQ_STORE"
+  printf '# generated by scripts/servers.sh\nlistenPort=%s\nbindAddress=%s\nrocketmqHome=%s\n' \
+    "$RMQ_NAMESRV_PORT" "$HOST" "$RMQ_HOME" >"$RMQ_DIR/namesrv.conf"
+  rmq_broker_conf broker-b1 "$RMQ_BROKER_PORT" "$RMQ_STORE" "$RMQ_HOME" |
+    sed 's/^brokerClusterName=.*/brokerClusterName=ClusterB/' >"$RMQ_DIR/broker.conf"
+  rmq_write_admin
+  rmq_start_namesrv -Xms96m -Xmx96m -Xmn48m
+  rmq_launch_broker broker-b1 "$RMQ_BROKER_PORT" "$RMQ_DIR/broker.conf" "$RMQ_BR_PID" "$RMQ_BR_OUT" "$RMQ_HOME" || true
+  rmq_wait_broker broker-b1 "$RMQ_BROKER_PORT" "$RMQ_BR_PID" "$RMQ_BR_OUT" "$RMQ_HOME"
+  env_set SLUICE_ROCKETMQ_B_NAMESRV="$RMQ_NAMESRV" SLUICE_ROCKETMQ_B_CLUSTER=ClusterB \
+    SLUICE_ROCKETMQ_B_BROKER_ADDR="$HOST:$RMQ_BROKER_PORT" SLUICE_ROCKETMQ_B_ADMIN="$RMQ_ADMIN"
+  log "rocketmq-b: ready (name server $RMQ_NAMESRV, broker $HOST:$RMQ_BROKER_PORT, cluster ClusterB) in $(elapsed "$t0")s"
 )
+
+stop_rocketmq_b() ( rmq_b_globals; rmq_single_stop rocketmq-b )
+status_rocketmq_b() ( rmq_b_globals; rmq_single_status b broker-b1 )
 
 # ------------------------------------------------------------------- Kafka --
 # A single-node Apache Kafka 4.x in KRaft mode (one process is broker and
@@ -1129,8 +1182,9 @@ targets() { # expands "all"/empty into the list of servers, validates names
       postgres|postgresql|pg) out+=(postgres) ;;
       rocketmq|rmq) out+=(rocketmq) ;;
       rocketmq-acl|rmq-acl) out+=(rocketmq_acl) ;;
+      rocketmq-b|rmq-b) out+=(rocketmq_b) ;;
       kafka) out+=(kafka) ;;
-      *) die "unknown server '$t' (mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|kafka|all)" ;;
+      *) die "unknown server '$t' (mariadb|mysql|mysql-scratch|postgres|rocketmq|rocketmq-acl|rocketmq-b|kafka|all)" ;;
     esac
   done
   printf '%s\n' "${out[@]}" | awk '!seen[$0]++'
@@ -1158,7 +1212,7 @@ case "$cmd" in
     for s in $(targets "$@" | tac); do "stop_$s"; done
     ;;
   status)
-    status_mariadb; status_mysql; status_postgres; status_rocketmq; status_rocketmq_acl; status_kafka
+    status_mariadb; status_mysql; status_postgres; status_rocketmq; status_rocketmq_acl; status_rocketmq_b; status_kafka
     [[ -f "$ENV_FILE" ]] && echo "env file: $ENV_FILE"
     ;;
   env) echo "$ENV_FILE" ;;
@@ -1166,13 +1220,13 @@ case "$cmd" in
     my_run usr/bin/mysql --no-defaults "$@" ;;
   clean)
     with_lock
-    for s in kafka rocketmq_acl rocketmq postgres mysql mariadb; do "stop_$s"; done
+    for s in kafka rocketmq_b rocketmq_acl rocketmq postgres mysql mariadb; do "stop_$s"; done
     # The ACL store's default path is not under the root (it names only the
     # ACL broker's port): remove it only when this root ran that instance,
     # never the store of another root's ACL broker on the same port.
     acl_store=""
     [[ -d "$ROOT/rocketmq-acl" ]] && acl_store="$RMQ_ACL_STORE"
-    rm -rf "$RMQ_STORE" "$RMQ_STORE-b" ${acl_store:+"$acl_store"} "$ROOT"
+    rm -rf "$RMQ_STORE" "$RMQ_STORE-b" "$RMQ_B_STORE" ${acl_store:+"$acl_store"} "$ROOT"
     log "removed $ROOT, $RMQ_STORE, $RMQ_STORE-b${acl_store:+ and $acl_store}"
     ;;
   -h|--help|help) usage ;;

@@ -3,8 +3,8 @@
 #   1. go vet ./...
 #   2. unit tests with the race detector (every package except ./integration/...)
 #   3. integration tests (./integration/...) against the real servers of scripts/servers.sh
-# It first starts the local servers (scripts/servers.sh start all and
-# rocketmq-acl; a no-op when they run; SLUICE_START_SERVERS=0 skips it). Connection settings come from
+# It first starts the local servers (scripts/servers.sh start all,
+# rocketmq-acl and rocketmq-b; a no-op when they run; SLUICE_START_SERVERS=0 skips it). Connection settings come from
 # $SLUICE_SERVERS_ROOT/servers.env (default /tmp/sluice-servers/servers.env).
 # CI defaults to true (a missing server fails the tests instead of skipping them);
 # run with CI=false to let tests skip when servers are absent.
@@ -20,6 +20,8 @@ if [[ "${SLUICE_START_SERVERS:-1}" != 0 ]]; then
   scripts/servers.sh start all
   # A separate RocketMQ with authentication on, for the ACL credential tests.
   scripts/servers.sh start rocketmq-acl
+  # A second, independent RocketMQ cluster: the replicator's target.
+  scripts/servers.sh start rocketmq-b
   # A second, scratch MariaDB whose global settings tests may change (e.g.
   # binlog_row_metadata=MINIMAL, which MariaDB only has as a global).
   SLUICE_SERVERS_ROOT="${SLUICE_SERVERS_ROOT:-/tmp/sluice-servers}-scratch" SLUICE_MARIADB_PORT="${SLUICE_SCRATCH_MARIADB_PORT:-23307}" \

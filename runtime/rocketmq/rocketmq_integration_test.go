@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2/admin"
-
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/schematest"
@@ -59,36 +57,11 @@ func itConfig(t testing.TB, tables ...schema.TableID) Config {
 	ns := nameServer(t)
 	name := "it-" + suffix()
 	cfg := Config{NameServers: ns, Pipeline: name, Tables: tables, Codec: integrationCodec()}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		ci, err := fetchClusterInfo(ctx, ns)
-		if err != nil {
-			t.Logf("cleanup: %v", err)
-			return
-		}
-		adm, err := newAdmin(Config{NameServers: ns})
-		if err != nil {
-			t.Logf("cleanup: %v", err)
-			return
-		}
-		defer adm.Close()
-		topics := map[string]bool{}
-		for _, id := range tables {
-			topics[TopicName(name, id.Database, id.Table, TopicPerTable)] = true
-			topics[TopicName(name, id.Database, id.Table, TopicPerDatabase)] = true
-		}
-		for topic := range topics {
-			if _, err := fetchRoute(ctx, ns, topic); err != nil {
-				continue // not made by this test
-			}
-			for _, addr := range ci.masters(DefaultCluster) {
-				if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(addr), admin.WithNameSrvAddr(ns)); err != nil {
-					t.Logf("cleanup: delete topic %s: %v", topic, err)
-				}
-			}
-		}
-	})
+	var topics []string
+	for _, id := range tables {
+		topics = append(topics, TopicName(name, id.Database, id.Table, TopicPerTable), TopicName(name, id.Database, id.Table, TopicPerDatabase))
+	}
+	cleanupTopics(t, ns, DefaultCluster, topics...)
 	return cfg
 }
 

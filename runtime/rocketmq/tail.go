@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,6 +80,7 @@ type tailQueue struct {
 	id                  int
 	next, end           int64                 // end: stop offset without Follow
 	cred                primitive.Credentials // signs the requests (brokers with authentication)
+	batch               int                   // most messages a pull asks for; 0: tailPullBatch
 }
 
 // Tail calls emit for each selected message of the topics, in offset order
@@ -298,7 +300,7 @@ func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.Me
 	for attempt := 0; ; attempt++ {
 		h, body, err := invokeSigned(ctx, q.cred, q.addr, reqPullMessage, map[string]string{
 			"consumerGroup": group, "topic": q.topic, "queueId": strconv.Itoa(q.id),
-			"queueOffset": strconv.FormatInt(q.next, 10), "maxMsgNums": strconv.Itoa(tailPullBatch),
+			"queueOffset": strconv.FormatInt(q.next, 10), "maxMsgNums": strconv.Itoa(cmp.Or(q.batch, tailPullBatch)),
 			"sysFlag": strconv.Itoa(flagSubscription), "commitOffset": "0", "suspendTimeoutMillis": "0",
 			"subscription": "*", "subVersion": "0", "expressionType": "TAG", "bname": q.broker,
 		}, nil)

@@ -19,6 +19,7 @@ func init() {
 	connectors.Register(embedded.Plugin())
 	connectors.Register(rocketmqPlugin())
 	connectors.Register(kafkaPlugin())
+	connectors.Register(replicatorPlugin())
 	// a document validated through the REST API runs in a cluster
 	connectors.SetDocumentCheck(func(c *runtime.Config) error {
 		_, err := decodeTask(c, "", true)

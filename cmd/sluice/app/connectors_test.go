@@ -77,7 +77,7 @@ func TestValidateConnector(t *testing.T) {
 			t.Errorf("problem %d: got %q, want it to begin %q", i, got[i], want[i])
 		}
 	}
-	if _, err := ValidateConnector("oracle", []byte("a: 1")); err == nil || !strings.Contains(err.Error(), "known: mysql, jdbc, embedded, kafka, rocketmq") {
+	if _, err := ValidateConnector("oracle", []byte("a: 1")); err == nil || !strings.Contains(err.Error(), "known: mysql, rocketmq-replicator, jdbc, embedded, kafka, rocketmq") {
 		t.Errorf("unknown plugin: %v", err)
 	}
 	if _, err := ValidateConnector("mysql", []byte("- a\n")); err == nil {
@@ -87,7 +87,7 @@ func TestValidateConnector(t *testing.T) {
 	for _, p := range Plugins() {
 		names = append(names, p.Kind+":"+p.Name)
 	}
-	if got := strings.Join(names, " "); got != "source:mysql sink:jdbc transport:embedded transport:kafka transport:rocketmq" {
+	if got := strings.Join(names, " "); got != "source:mysql source:rocketmq-replicator sink:jdbc transport:embedded transport:kafka transport:rocketmq" {
 		t.Errorf("plugins: %s", got)
 	}
 }

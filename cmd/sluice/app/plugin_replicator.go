@@ -1,0 +1,45 @@
+package app
+
+import (
+	"context"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
+)
+
+// replicatorPlugin is the source `type: rocketmq`: the RocketMQ replicator,
+// which copies topics of the cluster it names to the cluster of the
+// pipeline's rocketmq transport (rocketmq.Replicator).
+func replicatorPlugin() runtime.Plugin {
+	return runtime.Spec[rocketmq.ReplicatorConfig]{Kind: runtime.KindSource, Name: "rocketmq-replicator", Types: []string{"rocketmq"},
+		Validate: func(c *rocketmq.ReplicatorConfig, sec *runtime.Section, doc *runtime.Config) error {
+			if doc.Transport == nil || doc.Transport.Type != "rocketmq" {
+				return sec.Err("type", "a rocketmq source copies to the cluster of a rocketmq transport: set transport.type: rocketmq")
+			}
+			return c.Validate()
+		},
+		NewSource: func(ctx context.Context, c *rocketmq.ReplicatorConfig, t *runtime.Task) (runtime.Source, error) {
+			dst, ok := runtime.SectionConfig[rocketmq.Config](t, runtime.KindTransport)
+			if !ok {
+				return nil, t.Config.Source.Err("type", "a rocketmq source needs a rocketmq transport, the cluster it copies to")
+			}
+			return rocketmq.NewReplicator(*c, *dst, t.Log.With("component", "replicator"))
+		},
+		Keys: replicatorKeys}.Plugin()
+}
+
+var replicatorKeys = runtime.KeyDocs{
+	"name_servers":   {Doc: "Name server addresses (host:port) of the cluster to copy from; the transport's cluster is the one copied to."},
+	"cluster":        {Doc: "Name of the source cluster in each copy's sluice_src_cluster property; it must differ from target_cluster.", Default: "DefaultCluster"},
+	"target_cluster": {Doc: "Name of the target cluster in the sluice_src_cluster of copies made from it (the cluster key of a replicator copying the other way): such a message is never copied back (loop prevention). Default: the transport's cluster."},
+	"topic_prefix":   {Doc: "Each target topic is named topic_prefix + the source topic's name; empty keeps the name (identity naming)."},
+	"tags":           {Doc: "Tag expression: copy only messages with one of these tags (TagA || TagB); * copies every message.", Default: "*"},
+	"properties":     {Doc: "Copy only messages whose user properties have all these values (a map of name: value)."},
+	"topics":         {Doc: "Topics to copy (or topics_regex); each is created on the target with the source's queue count."},
+	"topics_regex":   {Doc: "Instead of topics: copy every topic whose whole name matches (system topics excepted), looking for new ones every topics_refresh."},
+	"topics_refresh": {Doc: "How often topics_regex looks for new topics.", Default: rocketmq.DefaultTopicsRefresh.String()},
+	"batch_size":     {Doc: "Messages copied from one queue between two saves of its offset: what a kill -9 may copy twice, per queue (at most 1024).", Default: "64"},
+	"from":           {Doc: "Where a queue without a saved offset starts.", Default: rocketmq.ReplicateFromBeginning, Values: []string{rocketmq.ReplicateFromBeginning, rocketmq.ReplicateFromNow}},
+	"access_key":     {Doc: "ACL access key on the source cluster; with secret_key."},
+	"secret_key":     {Doc: "ACL secret key on the source cluster."},
+}

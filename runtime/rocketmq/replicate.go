@@ -1,0 +1,584 @@
+package rocketmq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
+)
+
+// The replicator copies topics of one RocketMQ cluster (the source
+// section, ReplicatorConfig) to another (the transport section's cluster)
+// byte for byte: body, keys, tags, user properties, flag and born
+// timestamp, with the source coordinates added as properties (Src*). It is
+// a runtime.Source that sends each batch itself and saves its offsets
+// (runtime.PositionKeeper) once the target acknowledged the batch, before
+// it pulls that queue again: a kill -9 copies at most that one batch again.
+
+// Properties the replicator adds to each copy: where it was read.
+const (
+	SrcClusterProperty = "sluice_src_cluster"
+	SrcBrokerProperty  = "sluice_src_broker"
+	SrcQueueProperty   = "sluice_src_queue"
+	SrcOffsetProperty  = "sluice_src_offset"
+	SrcMsgIDProperty   = "sluice_src_msgid"
+)
+
+// Where the replicator starts a queue it has no saved offset for.
+const (
+	ReplicateFromBeginning = "beginning"
+	ReplicateFromNow       = "now"
+)
+
+// DefaultReplicateBatch is the most messages the replicator copies from
+// one queue before it saves its offset.
+const DefaultReplicateBatch = 64
+
+// replicaDropped are the system properties that would make the target
+// broker act on the copy a second time (delay, timer, transaction) or
+// that a pull adds: the copy is a plain message, due at once.
+var replicaDropped = []string{
+	primitive.PropertyDelayTimeLevel, primitive.PropertyTransactionPrepared, primitive.PropertyProducerGroup,
+	primitive.PropertyTranscationPreparedQueueOffset, primitive.PropertyRealTopic, primitive.PropertyRealQueueId,
+	"__STARTDELIVERTIME", primitive.PropertyMinOffset, primitive.PropertyMaxOffset,
+	primitive.PropertyTimerDeliverMS, "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS",
+	"TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_DEL_UNIQKEY",
+}
+
+// ReplicatorConfig is the source section of a replicator (`type: rocketmq`):
+// the cluster it copies from and what it copies.
+type ReplicatorConfig struct {
+	NameServers []string `yaml:"name_servers" sluice:"required"`
+	// Cluster names the source cluster in the copies' sluice_src_cluster
+	// property; default "DefaultCluster".
+	Cluster string `yaml:"cluster"`
+	// Topics to copy, or TopicsRegex: every topic whose whole name matches
+	// (system topics excepted), looked for again every TopicsRefresh.
+	Topics        []string      `yaml:"topics"`
+	TopicsRegex   string        `yaml:"topics_regex"`
+	TopicsRefresh time.Duration `yaml:"topics_refresh"`
+	// BatchSize is the most messages copied from a queue between two
+	// saves of its offset, default DefaultReplicateBatch (at most 1024).
+	BatchSize int `yaml:"batch_size"`
+	// From is where a queue without a saved offset starts:
+	// ReplicateFromBeginning (default) or ReplicateFromNow.
+	From      string `yaml:"from"`
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
+	// TopicPrefix names each target topic: TopicPrefix + the source
+	// topic's name; empty is identity naming (the same name).
+	TopicPrefix string `yaml:"topic_prefix"`
+	// Tags is a tag expression ("TagA || TagB", or "*" for every
+	// message): only messages with one of these tags are copied.
+	Tags string `yaml:"tags"`
+	// Properties: only messages whose user properties have all these
+	// values are copied.
+	Properties map[string]string `yaml:"properties"`
+	// TargetCluster is the target cluster's name in the sluice_src_cluster
+	// of copies made from it (the Cluster of a replicator copying the
+	// other way): such a message is never copied back. Default: the
+	// transport's cluster.
+	TargetCluster string `yaml:"target_cluster"`
+}
+
+// topicNameChars are the characters a RocketMQ topic name may hold.
+var topicNameChars = regexp.MustCompile(`^[%|a-zA-Z0-9_-]*$`)
+
+// replicaTags parses a tag expression: nil for "*" (every message), else
+// the set of tags it names.
+func replicaTags(expr string) (map[string]bool, error) {
+	expr = strings.TrimSpace(expr)
+	if expr == "" || expr == "*" {
+		return nil, nil
+	}
+	tags := map[string]bool{}
+	for _, t := range strings.Split(expr, "||") {
+		t = strings.TrimSpace(t)
+		if t == "" || t == "*" {
+			return nil, fmt.Errorf("%w: tags %q: tags separated by ||, or * alone", ErrConfig, expr)
+		}
+		tags[t] = true
+	}
+	return tags, nil
+}
+
+// Validate checks c and fills its defaults, without contacting a server.
+func (c *ReplicatorConfig) Validate() error {
+	if len(c.NameServers) == 0 {
+		return fmt.Errorf("%w: name_servers is required", ErrConfig)
+	}
+	if (len(c.Topics) == 0) == (c.TopicsRegex == "") {
+		return fmt.Errorf("%w: set topics or topics_regex (one of them)", ErrConfig)
+	}
+	if c.TopicsRegex != "" {
+		if _, err := topicsPattern(c.TopicsRegex); err != nil {
+			return err
+		}
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return fmt.Errorf("%w: access_key and secret_key go together", ErrConfig)
+	}
+	if c.BatchSize < 0 || c.BatchSize > 1024 {
+		return fmt.Errorf("%w: batch_size %d: between 1 and 1024", ErrConfig, c.BatchSize)
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultReplicateBatch
+	}
+	switch c.From {
+	case "":
+		c.From = ReplicateFromBeginning
+	case ReplicateFromBeginning, ReplicateFromNow:
+	default:
+		return fmt.Errorf("%w: from %q: %q or %q", ErrConfig, c.From, ReplicateFromBeginning, ReplicateFromNow)
+	}
+	if c.Cluster == "" {
+		c.Cluster = "DefaultCluster"
+	}
+	if c.TopicsRefresh <= 0 {
+		c.TopicsRefresh = DefaultTopicsRefresh
+	}
+	if !topicNameChars.MatchString(c.TopicPrefix) {
+		return fmt.Errorf("%w: topic_prefix %q: a topic name holds only letters, digits, _, -, %% and |", ErrConfig, c.TopicPrefix)
+	}
+	if _, err := replicaTags(c.Tags); err != nil {
+		return err
+	}
+	return nil
+}
+
+// replicaPosition is the replicator's saved position: the next offset of
+// each source queue ("topic/broker/queue").
+type replicaPosition struct {
+	Version int              `json:"rocketmq_replicator"`
+	Next    map[string]int64 `json:"next"`
+}
+
+// replQueue is one source queue and where its messages go.
+type replQueue struct {
+	src     *tailQueue
+	dst     string // the target topic
+	key     string
+	targets []queue // the target topic's queues
+	index   int     // the source queue's place among its topic's queues
+	sources int     // its topic's source queue count
+	addrs   map[string]string
+}
+
+// Replicator is the source of a replication pipeline (see above).
+type Replicator struct {
+	src   ReplicatorConfig
+	dst   Config
+	log   *slog.Logger
+	group string
+	adm   admin.Admin
+	store runtime.PositionStore
+	name  string
+
+	posMu    sync.Mutex // pos and its saves, while queues are copied at once
+	pos      replicaPosition
+	queues   []*replQueue
+	topics   map[string]bool
+	re       *regexp.Regexp
+	tags     map[string]bool // nil: every tag
+	listed   time.Time
+	idle     time.Duration
+	sendWait time.Duration
+
+	// Progress: messages and body bytes copied since Open, and the born
+	// and acknowledged times (Unix ms) of the newest copy.
+	copied, bytes    atomic.Int64
+	skipped          atomic.Int64 // read and not copied: filters, loop guard
+	lastBorn, lastOK atomic.Int64
+}
+
+var _ runtime.Source = (*Replicator)(nil)
+var _ runtime.PositionKeeper = (*Replicator)(nil)
+var _ runtime.ProgressReporter = (*Replicator)(nil)
+
+// NewReplicator makes a replicator from src to the cluster of dst (the
+// transport's config: name servers, cluster, credentials).
+func NewReplicator(src ReplicatorConfig, dst Config, log *slog.Logger) (*Replicator, error) {
+	if err := src.Validate(); err != nil {
+		return nil, err
+	}
+	dst, err := dst.baseDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if src.TargetCluster == "" {
+		src.TargetCluster = dst.Cluster
+	}
+	if src.TargetCluster == src.Cluster {
+		return nil, fmt.Errorf("%w: the source cluster and the target cluster are both named %q: set cluster (the source's name) or target_cluster apart, or a copy from the target could not be told from a message of the source", ErrConfig, src.Cluster)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Replicator{src: src, dst: dst, log: log, group: sanitizeName(dst.Pipeline + "-replicator"),
+		topics: map[string]bool{}, idle: 200 * time.Millisecond, sendWait: time.Second}, nil
+}
+
+// KeepPositions is runtime.PositionKeeper: r saves its offsets in store.
+func (r *Replicator) KeepPositions(store runtime.PositionStore, pipeline string) {
+	r.store, r.name = store, pipeline
+}
+
+// Open reads the saved offsets and finds the topics to copy.
+func (r *Replicator) Open(ctx context.Context, position []byte) error {
+	r.pos = replicaPosition{Version: 1, Next: map[string]int64{}}
+	if len(position) > 0 {
+		if err := json.Unmarshal(position, &r.pos); err != nil || r.pos.Version != 1 {
+			return schema.Fatal(fmt.Errorf("rocketmq replicator: the saved position %q is not one of the replicator's (a position of another source under this pipeline name?)", position))
+		}
+		if r.pos.Next == nil {
+			r.pos.Next = map[string]int64{}
+		}
+	}
+	if r.src.TopicsRegex != "" {
+		re, err := topicsPattern(r.src.TopicsRegex)
+		if err != nil {
+			return err
+		}
+		r.re = re
+	}
+	tags, err := replicaTags(r.src.Tags)
+	if err != nil {
+		return err
+	}
+	r.tags = tags
+	setClientLogger(r.log)
+	adm, err := newAdmin(r.dst)
+	if err != nil {
+		return err
+	}
+	r.adm = adm
+	if err := r.refresh(ctx); err != nil {
+		_ = r.Close() // the pipeline closes only a source that opened
+		return err
+	}
+	return nil
+}
+
+// refresh adds the source topics not copied yet.
+func (r *Replicator) refresh(ctx context.Context) error {
+	r.listed = time.Now()
+	names := r.src.Topics
+	if r.re != nil {
+		all, err := fetchTopicList(ctx, r.src.NameServers)
+		if err != nil {
+			return err
+		}
+		names = matchingTopics(all, r.re, "")
+	}
+	added := false
+	for _, t := range names {
+		if r.topics[t] {
+			continue
+		}
+		if err := r.addTopic(ctx, t); err != nil {
+			return err
+		}
+		r.topics[t] = true
+		added = true
+	}
+	if added {
+		// Where each new queue starts is saved before anything is copied:
+		// with from: now, a restart must not start at a later "now".
+		return r.save(ctx)
+	}
+	return nil
+}
+
+// addTopic creates topic on the target with the source's queue count (per
+// target master broker, rounded up) unless it exists, and maps its queues.
+func (r *Replicator) addTopic(ctx context.Context, topic string) error {
+	srcQs, err := tailQueues(ctx, r.src.NameServers, topic)
+	if err != nil {
+		return err
+	}
+	ci, err := fetchClusterInfo(ctx, r.dst.NameServers)
+	if err != nil {
+		return err
+	}
+	masters := max(len(ci.masters(r.dst.Cluster)), 1)
+	cfg := r.dst
+	cfg.Queues = max((len(srcQs)+masters-1)/masters, 1)
+	dstTopic := r.src.TopicPrefix + topic
+	set, err := createTopic(ctx, r.adm, cfg, dstTopic)
+	if err != nil {
+		return fmt.Errorf("rocketmq replicator: target topic %q: %w", dstTopic, err)
+	}
+	route, err := fetchRoute(ctx, r.dst.NameServers, dstTopic)
+	if err != nil {
+		return err
+	}
+	addrs := map[string]string{}
+	for _, bd := range route.BrokerDatas {
+		addrs[bd.BrokerName] = bd.BrokerAddrs["0"]
+	}
+	targets := set.queues()
+	for i, q := range srcQs {
+		q.cred = primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
+		q.batch = r.src.BatchSize
+		key := topic + "/" + q.broker + "/" + strconv.Itoa(q.id)
+		next, ok := r.pos.Next[key]
+		if !ok {
+			code := reqGetMinOffset
+			if r.src.From == ReplicateFromNow {
+				code = reqGetMaxOffset
+			}
+			if next, err = queueOffset(ctx, q, code); err != nil {
+				return err
+			}
+		}
+		q.next = next
+		r.pos.Next[key] = next
+		r.queues = append(r.queues, &replQueue{src: q, dst: dstTopic, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs})
+	}
+	r.log.Info("replicating topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
+	return nil
+}
+
+// target is the queue a message of q goes to: the same place when the
+// target has as many queues, else by the hash of its keys (of the source
+// queue when it has none), so that one key's (one queue's) order is kept.
+func (q *replQueue) target(m *primitive.MessageExt) queue {
+	n := len(q.targets)
+	if n >= q.sources {
+		return q.targets[q.index]
+	}
+	h := fnv.New32a()
+	if k := m.GetKeys(); k != "" {
+		h.Write([]byte(k))
+	} else {
+		h.Write([]byte(q.key))
+	}
+	return q.targets[int(h.Sum32()%uint32(n))]
+}
+
+// replicaWorkers bounds the queues copied at once.
+const replicaWorkers = 8
+
+// Read copies one batch from each source queue that has messages, up to
+// replicaWorkers queues at once, saving each queue's offset once its batch
+// is on the target: each queue has at most one batch unsaved. It returns
+// no records: the replicator sends and saves by itself.
+func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
+	if r.re != nil && time.Since(r.listed) >= r.src.TopicsRefresh {
+		if err := r.refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		moved atomic.Bool
+		wg    sync.WaitGroup
+		next  atomic.Int64
+	)
+	for range min(replicaWorkers, len(r.queues)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(r.queues) && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
+				copied, err := r.copyBatch(ctx, r.queues[i])
+				if err != nil {
+					cancel(err)
+					return
+				}
+				if copied {
+					moved.Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	if !moved.Load() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.idle):
+		}
+	}
+	return nil, nil
+}
+
+// copyBatch copies the next batch of q, if any, and saves q's offset.
+func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) {
+	from := q.src.next
+	msgs, err := pullQueue(ctx, r.group, q.src)
+	if err != nil || len(msgs) == 0 {
+		return false, err
+	}
+	if first := msgs[0].QueueOffset; first > from {
+		// The source no longer holds them (past its retention).
+		r.log.Warn("replicator: messages gone from the source before they were copied", "topic", q.src.topic,
+			"broker", q.src.broker, "queue", q.src.id, "from_offset", from, "to_offset", first-1)
+	}
+	sent := 0
+	for _, m := range msgs {
+		if !r.wanted(m) {
+			continue
+		}
+		if err := r.send(ctx, q, m); err != nil {
+			return false, err
+		}
+		sent++
+		r.bytes.Add(int64(len(m.Body)))
+		r.lastBorn.Store(m.BornTimestamp)
+		r.lastOK.Store(time.Now().UnixMilli())
+	}
+	r.posMu.Lock()
+	defer r.posMu.Unlock()
+	r.pos.Next[q.key] = q.src.next
+	if err := r.save(ctx); err != nil {
+		return false, err
+	}
+	r.copied.Add(int64(sent))
+	r.skipped.Add(int64(len(msgs) - sent))
+	return true, nil
+}
+
+// wanted reports whether m is copied: it passes the tag and property
+// filters, and it is not a copy from the target cluster (loop
+// prevention: with A→B and B→A, a message A copied to B is never copied
+// back to A, whatever the topic names).
+func (r *Replicator) wanted(m *primitive.MessageExt) bool {
+	if m.GetProperty(SrcClusterProperty) == r.src.TargetCluster {
+		return false
+	}
+	if r.tags != nil && !r.tags[m.GetTags()] {
+		return false
+	}
+	for k, v := range r.src.Properties {
+		if p, ok := m.GetProperties()[k]; !ok || p != v {
+			return false
+		}
+	}
+	return true
+}
+
+// save saves r.pos (under posMu once copies run).
+func (r *Replicator) save(ctx context.Context) error {
+	if r.store == nil {
+		return nil
+	}
+	b, err := json.Marshal(r.pos)
+	if err != nil {
+		return err
+	}
+	if err := r.store.Save(ctx, r.name, b); err != nil {
+		return fmt.Errorf("rocketmq replicator: save offsets: %w", err)
+	}
+	return nil
+}
+
+// replicaSendAttempts bounds the tries of one message, a second apart (a
+// busy broker refuses for a moment); then Read fails with a retriable
+// error, and the pipeline restarts from the saved offsets.
+const replicaSendAttempts = 10
+
+// resMessageIllegal is MESSAGE_ILLEGAL: the broker refuses the message
+// itself (its size, its properties).
+const resMessageIllegal = 13
+
+// send copies m to its target queue, trying again while the target broker
+// does not take it (up to replicaSendAttempts, until ctx is done or a
+// fatal error).
+func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.MessageExt) error {
+	t := q.target(m)
+	props := make(map[string]string, len(m.GetProperties())+5)
+	for k, v := range m.GetProperties() {
+		props[k] = v
+	}
+	for _, k := range replicaDropped {
+		delete(props, k)
+	}
+	props[SrcClusterProperty] = r.src.Cluster
+	props[SrcBrokerProperty] = q.src.broker
+	props[SrcQueueProperty] = strconv.Itoa(q.src.id)
+	props[SrcOffsetProperty] = strconv.FormatInt(m.QueueOffset, 10)
+	props[SrcMsgIDProperty] = m.MsgId
+	pm := &primitive.Message{}
+	pm.WithProperties(props)
+	// SEND_MESSAGE, not the client's producer: its header carries the born
+	// timestamp, which the client sets to now.
+	ext := map[string]string{
+		"producerGroup": r.group, "topic": q.dst, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": strconv.Itoa(t.ID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(m.BornTimestamp, 10),
+		"flag": strconv.Itoa(int(m.Flag)), "properties": pm.MarshallProperties(), "reconsumeTimes": "0",
+		"unitMode": "false", "batch": "false", "bname": t.Broker,
+	}
+	addr := q.addrs[t.Broker]
+	cred := r.dst.credentials()
+	for attempt := 1; ; attempt++ {
+		h, _, err := invokeSigned(ctx, cred, addr, reqSendMessage, ext, m.Body)
+		if err == nil {
+			if err = authError(cred.AccessKey, addr, h); err != nil {
+				return err
+			}
+			if h.Code == resSuccess {
+				return nil
+			}
+			err = fmt.Errorf("code %d: %s", h.Code, h.Remark)
+			if h.Code == resMessageIllegal {
+				// Refused for good (larger than the target's maxMessageSize,
+				// say): no retry or restart helps.
+				return schema.Fatal(fmt.Errorf("rocketmq replicator: %s queue %d offset %d: the target broker %s refuses the message: %w",
+					q.src.topic, q.src.id, m.QueueOffset, addr, err))
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if attempt >= replicaSendAttempts {
+			return fmt.Errorf("rocketmq replicator: send %s queue %d offset %d to %s queue %d on %s: %w",
+				q.src.topic, q.src.id, m.QueueOffset, t.Broker, t.ID, addr, err)
+		}
+		r.log.Warn("replicator: send failed; trying again", "topic", q.src.topic, "queue", q.src.id, "offset", m.QueueOffset, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.sendWait):
+		}
+	}
+}
+
+// Copied is the number of messages copied since Open.
+func (r *Replicator) Copied() int64 { return r.copied.Load() }
+
+// Progress is runtime.ProgressReporter: replicator_messages and
+// replicator_bytes copied since the start, replicator_skipped (read and
+// not copied: filters, loop guard), and replicator_latency_seconds,
+// from the newest copy's born time on the source to the target's SEND_OK.
+func (r *Replicator) Progress() map[string]float64 {
+	p := map[string]float64{"replicator_messages": float64(r.copied.Load()), "replicator_bytes": float64(r.bytes.Load()),
+		"replicator_skipped": float64(r.skipped.Load())}
+	if ok := r.lastOK.Load(); ok > 0 {
+		p["replicator_latency_seconds"] = float64(ok-r.lastBorn.Load()) / 1000
+	}
+	return p
+}
+
+// Close releases the admin client.
+func (r *Replicator) Close() error {
+	if r.adm != nil {
+		err := r.adm.Close()
+		r.adm = nil
+		return err
+	}
+	return nil
+}
