@@ -476,6 +476,12 @@ func (w *Worker) Status(name string) (TaskStatus, error) {
 		st.State = t.state
 	case t.restarting || (t.done != nil && t.p == nil):
 		st.State = StateRestarting
+	case t.done != nil && st.State == StateFailed:
+		// The run ended and runRestarting has not yet decided: a retriable
+		// error restarts it, a fatal one ends the task FAILED (then ended).
+		// Until then it is not FAILED: a monitor must never see FAILED
+		// flicker between a lost connection and its restart.
+		st.State = StateRestarting
 	}
 	if t.err != nil {
 		st.LastError = t.err.Error()
