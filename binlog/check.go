@@ -375,9 +375,7 @@ func checkTables(ctx context.Context, conn *client.Conn, cfg Config, g grantSet,
 	}
 	var out []Problem
 	var noKey, noSelect []string
-	n := 0
 	for _, id := range tables {
-		n++
 		name := id.Database + "." + id.Table
 		if !keyed[id] {
 			noKey = append(noKey, name)
@@ -396,7 +394,7 @@ func checkTables(ctx context.Context, conn *client.Conn, cfg Config, g grantSet,
 			Detail: fmt.Sprintf("user %s lacks SELECT on included tables: %s", cfg.User, listSome(noSelect)),
 			Fix:    "GRANT SELECT ON each database (db.*) or table TO " + account})
 	}
-	if n == 0 {
+	if len(tables) == 0 {
 		fix := "correct include/exclude, or GRANT SELECT on the tables (tables the account cannot access are invisible to it)"
 		out = append(out, Problem{Check: "tables", Warning: true,
 			Detail: fmt.Sprintf("no table the account can see matches include %q exclude %q", cfg.Include, cfg.Exclude), Fix: fix})

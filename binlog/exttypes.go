@@ -286,7 +286,7 @@ func queryHints(c *client.Conn, id schema.TableID, mariadb bool) (map[string]col
 			return nil, err
 		}
 	}
-	r, err := c.Execute(`SELECT c.COLUMN_NAME, LOWER(c.DATA_TYPE), 0, LOWER(c.COLUMN_TYPE), c.COLUMN_DEFAULT
+	r, err := c.Execute(`SELECT c.COLUMN_NAME, LOWER(c.DATA_TYPE), LOWER(c.COLUMN_TYPE), c.COLUMN_DEFAULT
   FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?`,
 		id.Database, id.Table)
 	if err != nil {
@@ -296,10 +296,10 @@ func queryHints(c *client.Conn, id schema.TableID, mariadb bool) (map[string]col
 	for i := 0; i < r.RowNumber(); i++ {
 		name, _ := r.GetString(i, 0)
 		typ, _ := r.GetString(i, 1)
-		colType, _ := r.GetString(i, 3)
+		colType, _ := r.GetString(i, 2)
 		h := colHint{colType: colType}
-		if isNull, _ := r.IsNull(i, 4); !isNull {
-			d, _ := r.GetString(i, 4)
+		if isNull, _ := r.IsNull(i, 3); !isNull {
+			d, _ := r.GetString(i, 3)
 			h.def = &d
 		}
 		switch {

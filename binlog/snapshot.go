@@ -347,7 +347,7 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 		}
 	}
 	rows, err := sn.conn.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), COLUMN_TYPE, IS_NULLABLE, CHARACTER_SET_NAME, COLLATION_NAME,
-  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, 0, COLUMN_DEFAULT
+  CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, COLUMN_DEFAULT
   FROM information_schema.COLUMNS c WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, id.Database, id.Table)
 	if err != nil {
 		return nil, fmt.Errorf("binlog: snapshot: columns of %s: %w", id, err)
@@ -357,13 +357,11 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 	for rows.Next() {
 		var ic infoColumn
 		if err := rows.Scan(&ic.name, &ic.dataType, &ic.columnType, &ic.nullable, &ic.charset, &ic.collation,
-			&ic.octets, &ic.precision, &ic.scale, &ic.fsp, &ic.jsonChecks, &ic.def); err != nil {
+			&ic.octets, &ic.precision, &ic.scale, &ic.fsp, &ic.def); err != nil {
 			rows.Close()
 			return nil, err
 		}
-		if checked[ic.name] {
-			ic.jsonChecks = 1
-		}
+		ic.jsonChecked = checked[ic.name]
 		sp, err := ic.spec()
 		sp.flavor = sn.s.cfg.Flavor
 		if err != nil {
@@ -441,7 +439,7 @@ type infoColumn struct {
 	name, dataType, columnType, nullable string
 	charset, collation                   sql.NullString
 	octets, precision, scale, fsp        sql.NullInt64
-	jsonChecks                           int64 // json_valid CHECKs on the column (MariaDB's JSON)
+	jsonChecked                          bool // a json_valid CHECK on the column (MariaDB's JSON)
 	def                                  sql.NullString
 }
 
@@ -510,7 +508,7 @@ func (ic *infoColumn) spec() (colSpec, error) {
 		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 3
 	case "longtext", "longblob":
 		sp.typ, sp.meta = mysql.MYSQL_TYPE_BLOB, 4
-		if ic.jsonChecks > 0 && ic.dataType == "longtext" {
+		if ic.jsonChecked && ic.dataType == "longtext" {
 			sp.ext = extJSON
 		}
 	case "json":
