@@ -162,7 +162,11 @@ func killDuringSnapshotRounds(t *testing.T, k *kit) {
 
 func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 	db, my := k.db, k.src
-	const rows = 30000
+	// 15,000 rows (30,000 before): the kills land once 1,500, 3,000 and
+	// 4,500 of them are in the target, while the snapshot (250-row
+	// chunks) is being applied, at half the CPU (three rounds on eleven
+	// pairs were the kit's largest cost in CI, December 7).
+	const rows = 15000
 	mustExec(t, my, "INSERT INTO "+db+".orders SELECT seq, CONCAT('c', seq), 100.00, 'new', '2024-01-01 00:00:00', NULL FROM "+seqRows(rows))
 	mustExec(t, my, "INSERT INTO "+db+".items VALUES (1, 'sku', 1, 1.000)") // so the sink creates both tables
 	cfg := k.config(t)
@@ -217,7 +221,7 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 			if sinkProc != nil {
 				sinkProc.failIfStopped(t)
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(25 * time.Millisecond) // COUNT(*) of up to 15,000 rows each time
 		}
 		n := targetRows()
 		src.kill(t)
