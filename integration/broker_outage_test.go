@@ -196,6 +196,15 @@ func TestFaultBrokerKillDuringBarrier(t *testing.T) {
 	r := startWorker(t, k.config(t))
 	k.waitStreaming(t, r)
 	assertNoRegressions := k.watchRegressions(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			// CI of December 7: 2 orders rows the source had deleted
+			// stayed in the target after round 1; which queues they hash
+			// to, and those queues' progress, tell lost deletes from a
+			// queue never consumed again.
+			k.logStaleByQueue(t)
+		}
+	})
 	w := newWorkload(k.src, k.db)
 	for round := 1; round <= 2; round++ {
 		written := make(chan struct{})

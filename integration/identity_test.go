@@ -271,7 +271,7 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 }
 
 // logStaleByQueue logs, for a failed catch-up, how many orders rows differ
-// per queue they hash to over RocketMQ (brokers by name, each with its
+// (or are on one side only) per queue they hash to over RocketMQ (brokers by name, each with its
 // queues 0..N-1, as the publisher's queue set) and each queue's progress
 // row: rows of one queue whose progress stopped early (updated_at) point to
 // a queue never consumed again, a last_id past their changes to records
@@ -302,14 +302,25 @@ func (k *kit) logStaleByQueue(t *testing.T) {
 	}
 	perQueue := map[int]int{}
 	var some []string
-	for _, r := range src {
-		id, v, _ := strings.Cut(r, ",")
-		if in[id] == v {
-			continue
-		}
+	differs := func(id, what string) {
 		perQueue[runtime.QueueForKey(schema.TableID{Database: k.db, Table: "orders"}, id, queues)]++
 		if len(some) < 10 {
-			some = append(some, fmt.Sprintf("id %s: %s, target %q", id, v, in[id]))
+			some = append(some, "id "+id+": "+what)
+		}
+	}
+	inSource := map[string]bool{}
+	for _, r := range src {
+		id, v, _ := strings.Cut(r, ",")
+		inSource[id] = true
+		if got, ok := in[id]; !ok {
+			differs(id, v+", not in the target")
+		} else if got != v {
+			differs(id, fmt.Sprintf("%s, target %q", v, got))
+		}
+	}
+	for _, r := range dst { // rows the source deleted
+		if id, v, _ := strings.Cut(r, ","); !inSource[id] {
+			differs(id, "not in the source, target "+v)
 		}
 	}
 	t.Logf("orders rows that differ, by queue of %d: %v (e.g. %s); progress rows (topic, queue, last_id, updated_at):\n%s",
