@@ -63,8 +63,9 @@ type ColumnType struct {
 	// Charset is the text column's charset ("binary" for binary strings);
 	// "" when not known yet (the history fills it in from the table).
 	Charset string
-	// Collation is the COLLATE the statement gave, lower case; "" when
-	// none.
+	// Collation is the COLLATE the statement gave a text column, as it
+	// spells it; "" when none (the table's or the charset's default
+	// applies).
 	Collation string
 	Labels    []string // ENUM/SET
 }
