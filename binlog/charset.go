@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/go-mysql-org/go-mysql/client"
 
@@ -22,6 +23,16 @@ const (
 	csUTF16LE = charset.UTF16LE
 	csUTF32   = charset.UTF32
 )
+
+// normCollation names MySQL 5.7's and MariaDB's utf8_* collations as
+// MySQL 8 and MariaDB 10.6+ do (utf8mb3_*).
+func normCollation(coll string) string {
+	coll = strings.ToLower(coll)
+	if rest, ok := strings.CutPrefix(coll, "utf8_"); ok {
+		return "utf8mb3_" + rest
+	}
+	return coll
+}
 
 // errCharset is the error for a column in a charset sluice cannot decode.
 func errCharset(cs string) error {

@@ -131,8 +131,8 @@
 // error from a store's Append stops the source before anything after the
 // statement is handed on.
 //
-// DDL: every statement is read by one parser, the TiDB parser (MySQL's
-// grammar), into the structured changes of schema.SchemaChange (create,
+// DDL: every statement is read by one parser (package binlog/ddl), the
+// TiDB parser (MySQL's grammar), into the structured changes of schema.SchemaChange (create,
 // drop, rename table; add, drop, rename, modify column with type,
 // nullability and default), which the schema history applies too. MariaDB
 // forms with a MySQL equivalent are rewritten first (/*M!NNNNNN … */,

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluicecdc/sluice/binlog/ddl"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -28,14 +29,14 @@ type HistoryEntry struct {
 // position. The mapper changes it as DDL streams by; the Source persists
 // the new entries (pending) before it hands on the records.
 type schemaHistory struct {
-	tables  map[schema.TableID]*histTable
+	tables  map[schema.TableID]*ddl.Table
 	later   []HistoryEntry // entries of the file after the start position, in order
 	last    *Position      // the last entry in the file; nil when empty
 	pending []HistoryEntry // entries to append to the file
 }
 
 func newSchemaHistory() *schemaHistory {
-	return &schemaHistory{tables: map[schema.TableID]*histTable{}}
+	return &schemaHistory{tables: map[schema.TableID]*ddl.Table{}}
 }
 
 // comparePositions orders two positions by binlog file (numeric suffix)
@@ -74,7 +75,11 @@ func comparePositions(a, b Position) int {
 
 // apply changes the shapes by one statement.
 func (h *schemaHistory) apply(q, db string) error {
-	ch, err := parseDDL(q, db, h.tables)
+	res, err := readDDL(q, db)
+	if err != nil {
+		return err
+	}
+	ch, err := res.Apply(h.tables)
 	if err != nil {
 		return err
 	}
@@ -82,18 +87,18 @@ func (h *schemaHistory) apply(q, db string) error {
 	return nil
 }
 
-func (h *schemaHistory) change(ch ddlChange) {
-	if ch.dropDB != "" {
+func (h *schemaHistory) change(ch ddl.Change) {
+	if ch.DropDB != "" {
 		for id := range h.tables {
-			if strings.EqualFold(id.Database, ch.dropDB) {
+			if strings.EqualFold(id.Database, ch.DropDB) {
 				delete(h.tables, id)
 			}
 		}
 	}
-	for _, id := range ch.drop {
+	for _, id := range ch.Drop {
 		delete(h.tables, id)
 	}
-	for id, t := range ch.set {
+	for id, t := range ch.Set {
 		h.tables[id] = t
 	}
 }
@@ -238,8 +243,8 @@ func (h *schemaHistory) ddl(q, db string, pos Position, gtid string, skip map[st
 		return applied, nil
 	}
 	res, perr := readDDL(q, db)
-	relevant := perr != nil && unparsedMatters(q, db, tracked) || res.dropDB != ""
-	for _, id := range res.tables {
+	relevant := perr != nil && unparsedMatters(q, db, tracked) || res.DropDB != ""
+	for _, id := range res.Tables {
 		relevant = relevant || tracked(id) || h.tables[id] != nil
 	}
 	if !relevant {
@@ -248,22 +253,22 @@ func (h *schemaHistory) ddl(q, db string, pos Position, gtid string, skip map[st
 	if skip[strings.TrimSpace(q)] || (gtid != "" && skip[gtid]) {
 		return false, nil
 	}
-	var ch ddlChange
+	var ch ddl.Change
 	if perr == nil {
-		ch, perr = effect(&res, h.tables)
+		ch, perr = res.Apply(h.tables)
 	}
 	if perr != nil {
-		for _, id := range res.tables {
+		for _, id := range res.Tables {
 			if !tracked(id) {
 				continue
 			}
 			return false, unparsedError(q, db, pos, gtid, file, perr)
 		}
-		if len(res.tables) == 0 {
+		if len(res.Tables) == 0 {
 			return false, unparsedError(q, db, pos, gtid, file, perr)
 		}
 		// only tables nobody captures: forget them
-		for _, id := range res.tables {
+		for _, id := range res.Tables {
 			delete(h.tables, id)
 		}
 		return true, nil

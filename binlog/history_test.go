@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicecdc/sluice/binlog/ddl"
 	"github.com/sluicecdc/sluice/schema"
 )
 
 // shape renders a history table: "col:type[ u][ cs][ (labels)] ... pk=a,b".
-func shape(t *histTable) string {
+func shape(t *ddl.Table) string {
 	if t == nil {
 		return "<none>"
 	}
@@ -85,8 +86,8 @@ func TestHistoryRefusesWhatItCannotParse(t *testing.T) {
 		"CREATE TABLE u SELECT * FROM t",
 		"CREATE TABLE u (a INT) SELECT 1 AS a",
 	} {
-		if err := h.apply(q, "d"); !errors.Is(err, errDDLSyntax) {
-			t.Errorf("%s: %v, want errDDLSyntax", q, err)
+		if err := h.apply(q, "d"); !errors.Is(err, ddl.ErrSyntax) {
+			t.Errorf("%s: %v, want ddl.ErrSyntax", q, err)
 		}
 	}
 }

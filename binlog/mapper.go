@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/sluicecdc/sluice/binlog/charset"
+	"github.com/sluicecdc/sluice/binlog/ddl"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -492,7 +493,7 @@ func (m *mapper) tableMap(e *replication.TableMapEvent) error {
 		m.tables[e.TableID] = nil
 		return nil
 	}
-	var ht *histTable
+	var ht *ddl.Table
 	if m.hist != nil {
 		ht = m.hist.tables[schema.TableID{Database: string(e.Schema), Table: string(e.Table)}]
 	}
@@ -775,8 +776,8 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 	if err != nil {
 		return out, err
 	}
-	if d.res.truncate && d.parsed {
-		for _, id := range d.res.tables {
+	if d.res.Truncate && d.parsed {
+		for _, id := range d.res.Tables {
 			if !m.filter.match(id.Database, id.Table) {
 				continue
 			}
@@ -804,7 +805,7 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 		// The first captured table it names: the change travels on that
 		// table's topic. It is a barrier on the queues of every captured
 		// table it names (schema.Record.BarrierTables).
-		for _, id := range d.res.tables {
+		for _, id := range d.res.Tables {
 			if id.Table != "" && m.filter.match(id.Database, id.Table) && !slices.Contains(captured, id) {
 				captured = append(captured, id)
 			}
@@ -813,7 +814,7 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 			rec.Table = captured[0]
 		}
 	}
-	rec.Change = &schema.SchemaChange{DDL: q, Kind: d.res.kind, Tables: d.changes, Captured: captured}
+	rec.Change = &schema.SchemaChange{DDL: q, Kind: d.res.Kind, Tables: d.changes, Captured: captured}
 	return append(out, rec), nil
 }
 

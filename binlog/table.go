@@ -11,6 +11,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/replication"
 
 	"github.com/sluicecdc/sluice/binlog/charset"
+	"github.com/sluicecdc/sluice/binlog/ddl"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -96,7 +97,7 @@ func equalBytesList(a, b [][]byte) bool { return slices.EqualFunc(a, b, bytes.Eq
 // nil: none) name the types the table map shows only as their storage; a
 // history shape overrides them, except where it cannot tell (JSON is
 // LONGTEXT to it, and it keeps no TINYINT(1) width).
-func buildTable(tm *replication.TableMapEvent, serverName string, collations, collNames map[uint64]string, ht *histTable, useHist bool, hints map[string]colHint, flavor string) (*tableInfo, string, error) {
+func buildTable(tm *replication.TableMapEvent, serverName string, collations, collNames map[uint64]string, ht *ddl.Table, useHist bool, hints map[string]colHint, flavor string) (*tableInfo, string, error) {
 	id := schema.TableID{Database: string(tm.Schema), Table: string(tm.Table)}
 	n := int(tm.ColumnCount)
 	names := tm.ColumnNameString()
@@ -201,7 +202,7 @@ func buildTable(tm *replication.TableMapEvent, serverName string, collations, co
 	}
 	if fromHist && len(pk) == 0 {
 		for _, name := range ht.PK {
-			k := ht.colIndex(name)
+			k := ht.Index(name)
 			if k < 0 {
 				return nil, "", fmt.Errorf("%w: schema history of %s: primary key column %s is not a column", ErrUnsupported, id, name)
 			}

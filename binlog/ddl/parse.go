@@ -1,4 +1,18 @@
-package binlog
+// Package ddl reads the DDL statements of the binlog source into structure:
+// a statement's kind, the tables it names, and its changes to table shapes
+// as schema.TableChange (columns added, dropped, modified, renamed; keys;
+// charsets), and applies those changes to the table shapes a schema
+// history keeps. It also tells row changes logged as statements (DML).
+//
+// Statements are parsed by the TiDB parser (MySQL grammar). What the parser
+// rejects (some MariaDB syntax: WITH SYSTEM VERSIONING, EXCHANGE PARTITION,
+// …) is refused with an error wrapping ErrSyntax, never guessed at.
+//
+// A column's value schema and source type come from the caller (TypeFunc):
+// the source builds them as it builds the columns of a table map, so a
+// column declared in DDL and the same column in a row event agree. The
+// package imports nothing of sluice's but schema.
+package ddl
 
 import (
 	"errors"
@@ -9,7 +23,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-mysql-org/go-mysql/mysql"
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	tidbcharset "github.com/pingcap/tidb/pkg/parser/charset"
@@ -19,20 +32,52 @@ import (
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal values in the AST
 	"github.com/pingcap/tidb/pkg/parser/types"
 
-	"github.com/sluicecdc/sluice/binlog/charset"
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// This file is the source's one DDL reader. Statements are parsed by the
-// TiDB parser (MySQL grammar) into an AST, which becomes the structured
-// changes of schema.SchemaChange; the schema history applies the same
-// structure to its table shapes. What the parser rejects (some MariaDB
-// syntax: INET6 and UUID columns, WITH SYSTEM VERSIONING …) is refused with
-// errDDLSyntax, never guessed at.
+// The character sets the reader names itself (the source's names).
+const (
+	csBinary  = "binary"
+	csUTF8MB4 = "utf8mb4"
+	csUTF8MB3 = "utf8mb3"
+)
 
-// histCol is one column as the schema history knows it: what a table map
+// ErrSyntax is wrapped by every error of a statement the reader cannot
+// follow: text the parser rejects, a form whose effect it cannot know
+// (CREATE TABLE … SELECT), or a change to a table or column the history
+// does not have.
+var ErrSyntax = errors.New("statement not understood")
+
+// ColumnType is a column's type as the statement declares it, for a
+// TypeFunc.
+type ColumnType struct {
+	Name string
+	// Field is the type's code in the TiDB parser's mysql package
+	// (pkg/parser/mysql: TypeLong, TypeVarchar, TypeGeometry, …).
+	Field byte
+	// Length and Decimals are the declared length (or display width) and
+	// decimals; negative when the statement gives none.
+	Length, Decimals int
+	Unsigned         bool
+	Nullable         bool
+	// Charset is the text column's charset ("binary" for binary strings);
+	// "" when not known yet (the history fills it in from the table).
+	Charset string
+	// Collation is the COLLATE the statement gave a text column, as it
+	// spells it; "" when none (the table's or the charset's default
+	// applies).
+	Collation string
+	Labels    []string // ENUM/SET
+}
+
+// TypeFunc gives a column's value schema and source type
+// (schema.ColumnDef's Type and SourceType). Its error is returned as it
+// is by Read and Apply: it must wrap ErrSyntax.
+type TypeFunc func(ColumnType) (*schema.Schema, string, error)
+
+// Column is one column as the schema history knows it: what a table map
 // without full metadata lacks, and the definition for schema changes.
-type histCol struct {
+type Column struct {
 	Name     string
 	Type     string // base type, lower case ("varchar", "int", "enum", ...)
 	Unsigned bool
@@ -48,18 +93,20 @@ type histCol struct {
 	nullable  bool
 }
 
-// histTable is one table's shape in the schema history.
-type histTable struct {
-	Cols    []histCol
+// Table is one table's shape in the schema history.
+type Table struct {
+	Cols    []Column
 	PK      []string
 	Charset string // the table's default charset; "" when not stated
 }
 
-func (t *histTable) clone() *histTable {
-	return &histTable{Cols: slices.Clone(t.Cols), PK: slices.Clone(t.PK), Charset: t.Charset}
+func (t *Table) clone() *Table {
+	return &Table{Cols: slices.Clone(t.Cols), PK: slices.Clone(t.PK), Charset: t.Charset}
 }
 
-func (t *histTable) colIndex(name string) int {
+// Index returns the position of the column named name (in any case), or
+// -1.
+func (t *Table) Index(name string) int {
 	for i, c := range t.Cols {
 		if strings.EqualFold(c.Name, name) {
 			return i
@@ -69,7 +116,7 @@ func (t *histTable) colIndex(name string) int {
 }
 
 // shape is t as a schema.TableShape.
-func (t *histTable) shape() *schema.TableShape {
+func (t *Table) shape() *schema.TableShape {
 	s := &schema.TableShape{Columns: make([]schema.ColumnDef, len(t.Cols)), PrimaryKey: slices.Clone(t.PK), Charset: t.Charset}
 	for i, c := range t.Cols {
 		s.Columns[i] = c.def
@@ -78,28 +125,27 @@ func (t *histTable) shape() *schema.TableShape {
 	return s
 }
 
-var errDDLSyntax = errors.New("statement not understood")
-
-// ddlChange is the effect of one statement on the history's tables.
-type ddlChange struct {
-	set    map[schema.TableID]*histTable // created or changed tables
-	drop   []schema.TableID              // dropped (or renamed away) tables
-	dropDB string                        // DROP DATABASE
+// Change is the effect of one statement on a history's tables.
+type Change struct {
+	Set    map[schema.TableID]*Table // created or changed tables
+	Drop   []schema.TableID          // dropped (or renamed away) tables
+	DropDB string                    // DROP DATABASE
 }
 
-// parsedDDL is one statement as the parser read it.
-type parsedDDL struct {
-	kind     string           // the statement's first word, upper case
-	tables   []schema.TableID // the tables it names, for filtering
+// Statement is one statement as the parser read it.
+type Statement struct {
+	Kind     string           // the statement's first word, upper case
+	Tables   []schema.TableID // the tables it names, for filtering
+	DropDB   string           // DROP DATABASE / SCHEMA
+	Truncate bool             // TRUNCATE TABLE
 	changes  []tableEdit      // its effect on table shapes, in order
-	dropDB   string           // DROP DATABASE / SCHEMA
-	truncate bool             // TRUNCATE TABLE
+	typ      TypeFunc
 }
 
 // tableEdit is one schema.TableChange with what the history needs besides.
 type tableEdit struct {
 	schema.TableChange
-	cols    []histCol // per Columns entry: the history's view of the new definition
+	cols    []Column // per Columns entry: the history's view of the new definition
 	like    *schema.TableID
 	charset string // table default charset set by the statement
 	convert bool   // CONVERT TO CHARACTER SET charset
@@ -291,18 +337,20 @@ var (
 // retry. (WITH SYSTEM VERSIONING is not among them: it adds columns.)
 var droppedAttributes = map[string]bool{"invisible": true, "compressed": true}
 
-// readDDL parses one statement (several, separated by ';', are read in
-// order). defaultDB qualifies unqualified names. A statement that changes
-// no table shape gives no changes; one the parser rejects gives an error
-// wrapping errDDLSyntax.
-func readDDL(q, defaultDB string) (res parsedDDL, err error) {
+// Read parses one statement (several, separated by ';', are read in
+// order). defaultDB qualifies unqualified names; typ gives the columns
+// their types (and is kept for Apply). A statement that changes no table
+// shape gives no changes; one the parser rejects gives an error wrapping
+// ErrSyntax (and a Statement with its Kind only).
+func Read(q, defaultDB string, typ TypeFunc) (res Statement, err error) {
+	res.typ = typ
 	if f := strings.Fields(q); len(f) > 0 {
-		res.kind = strings.ToUpper(f[0])
+		res.Kind = strings.ToUpper(f[0])
 	}
 	text, replace := preprocess(q)
 	defer func() {
 		if r := recover(); r != nil { // the parser must not stop the source
-			res, err = parsedDDL{kind: res.kind}, fmt.Errorf("%w: parser failure: %v", errDDLSyntax, r)
+			res, err = Statement{Kind: res.Kind, typ: typ}, fmt.Errorf("%w: parser failure: %v", ErrSyntax, r)
 		}
 	}()
 	var perr error
@@ -322,7 +370,7 @@ func readDDL(q, defaultDB string) (res parsedDDL, err error) {
 			return
 		}
 		if len(stmts) > 0 {
-			res.kind = firstWord(stmts[0])
+			res.Kind = firstWord(stmts[0])
 		}
 		for _, st := range stmts {
 			if err = res.add(st, defaultDB, replace); err != nil {
@@ -331,10 +379,10 @@ func readDDL(q, defaultDB string) (res parsedDDL, err error) {
 		}
 	})
 	if perr != nil {
-		return parsedDDL{kind: res.kind}, fmt.Errorf("%w: %v", errDDLSyntax, perr)
+		return Statement{Kind: res.Kind, typ: typ}, fmt.Errorf("%w: %v", ErrSyntax, perr)
 	}
 	if err != nil {
-		return parsedDDL{kind: res.kind}, err
+		return Statement{Kind: res.Kind, typ: typ}, err
 	}
 	return res, nil
 }
@@ -374,27 +422,27 @@ func tableID(n *ast.TableName, defaultDB string) (schema.TableID, error) {
 		id.Database = defaultDB
 	}
 	if id.Database == "" {
-		return id, fmt.Errorf("%w: table %s without a database", errDDLSyntax, id.Table)
+		return id, fmt.Errorf("%w: table %s without a database", ErrSyntax, id.Table)
 	}
 	return id, nil
 }
 
-func (res *parsedDDL) name(n *ast.TableName, defaultDB string) (schema.TableID, error) {
+func (res *Statement) name(n *ast.TableName, defaultDB string) (schema.TableID, error) {
 	id, err := tableID(n, defaultDB)
 	if err == nil {
-		res.tables = append(res.tables, id)
+		res.Tables = append(res.Tables, id)
 	}
 	return id, err
 }
 
-func (res *parsedDDL) add(st ast.StmtNode, defaultDB string, replace bool) error {
+func (res *Statement) add(st ast.StmtNode, defaultDB string, replace bool) error {
 	switch s := st.(type) {
 	case *ast.TruncateTableStmt:
 		_, err := res.name(s.Table, defaultDB)
-		res.truncate = true
+		res.Truncate = true
 		return err
 	case *ast.DropDatabaseStmt:
-		res.dropDB = s.Name.O
+		res.DropDB = s.Name.O
 	case *ast.CreateIndexStmt:
 		_, err := res.name(s.Table, defaultDB)
 		return err
@@ -445,12 +493,12 @@ func (res *parsedDDL) add(st ast.StmtNode, defaultDB string, replace bool) error
 			colCS = csUTF8MB4 // the server's default here
 		}
 		for _, cd := range s.Cols {
-			c, pk, err := columnDef(cd, colCS)
+			c, pk, err := columnDef(cd, colCS, res.typ)
 			if err != nil {
 				return err
 			}
-			if slices.ContainsFunc(e.cols, func(x histCol) bool { return strings.EqualFold(x.Name, c.Name) }) {
-				return fmt.Errorf("%w: column %s twice", errDDLSyntax, c.Name)
+			if slices.ContainsFunc(e.cols, func(x Column) bool { return strings.EqualFold(x.Name, c.Name) }) {
+				return fmt.Errorf("%w: column %s twice", ErrSyntax, c.Name)
 			}
 			if pk {
 				e.PrimaryKey = []string{c.Name}
@@ -463,11 +511,11 @@ func (res *parsedDDL) add(st ast.StmtNode, defaultDB string, replace bool) error
 			}
 		}
 		if s.Select != nil {
-			return fmt.Errorf("%w: CREATE TABLE … SELECT (the columns of the query are not known)", errDDLSyntax)
+			return fmt.Errorf("%w: CREATE TABLE … SELECT (the columns of the query are not known)", ErrSyntax)
 		}
 		for _, k := range e.PrimaryKey {
-			if !slices.ContainsFunc(e.cols, func(x histCol) bool { return strings.EqualFold(x.Name, k) }) {
-				return fmt.Errorf("%w: primary key column %s is not a column of %s", errDDLSyntax, k, id)
+			if !slices.ContainsFunc(e.cols, func(x Column) bool { return strings.EqualFold(x.Name, k) }) {
+				return fmt.Errorf("%w: primary key column %s is not a column of %s", ErrSyntax, k, id)
 			}
 		}
 		e.Shape = &schema.TableShape{PrimaryKey: slices.Clone(e.PrimaryKey), Charset: e.charset}
@@ -483,12 +531,12 @@ func (res *parsedDDL) add(st ast.StmtNode, defaultDB string, replace bool) error
 		e := tableEdit{TableChange: schema.TableChange{Kind: schema.AlterTable, Table: id}}
 		var renames []tableEdit
 		for _, sp := range s.Specs {
-			r, err := e.spec(sp, defaultDB)
+			r, err := e.spec(sp, defaultDB, res.typ)
 			if err != nil {
 				return err
 			}
 			if r != nil {
-				res.tables = append(res.tables, *r)
+				res.Tables = append(res.Tables, *r)
 				renames = append(renames, tableEdit{TableChange: schema.TableChange{Kind: schema.RenameTable, Table: id, NewTable: *r}})
 			}
 		}
@@ -504,7 +552,7 @@ func (res *parsedDDL) add(st ast.StmtNode, defaultDB string, replace bool) error
 	return nil
 }
 
-func (e *tableEdit) add(cc schema.ColumnChange, c histCol) {
+func (e *tableEdit) add(cc schema.ColumnChange, c Column) {
 	if cc.Kind == schema.AddColumn || cc.Kind == schema.ModifyColumn {
 		d := c.def
 		cc.Column = &d
@@ -526,11 +574,11 @@ func place(cc *schema.ColumnChange, p *ast.ColumnPosition) {
 }
 
 // spec reads one ALTER TABLE clause; it returns the new name of RENAME TO.
-func (e *tableEdit) spec(sp *ast.AlterTableSpec, defaultDB string) (*schema.TableID, error) {
+func (e *tableEdit) spec(sp *ast.AlterTableSpec, defaultDB string, typ TypeFunc) (*schema.TableID, error) {
 	switch sp.Tp {
 	case ast.AlterTableAddColumns:
 		for _, cd := range sp.NewColumns {
-			c, pk, err := columnDef(cd, "")
+			c, pk, err := columnDef(cd, "", typ)
 			if err != nil {
 				return nil, err
 			}
@@ -544,12 +592,12 @@ func (e *tableEdit) spec(sp *ast.AlterTableSpec, defaultDB string) (*schema.Tabl
 			}
 		}
 	case ast.AlterTableDropColumn:
-		e.add(schema.ColumnChange{Kind: schema.DropColumn, Name: sp.OldColumnName.Name.O, IfExists: sp.IfExists}, histCol{})
+		e.add(schema.ColumnChange{Kind: schema.DropColumn, Name: sp.OldColumnName.Name.O, IfExists: sp.IfExists}, Column{})
 	case ast.AlterTableModifyColumn, ast.AlterTableChangeColumn:
 		if len(sp.NewColumns) != 1 {
-			return nil, fmt.Errorf("%w: MODIFY/CHANGE without one column", errDDLSyntax)
+			return nil, fmt.Errorf("%w: MODIFY/CHANGE without one column", ErrSyntax)
 		}
-		c, pk, err := columnDef(sp.NewColumns[0], "")
+		c, pk, err := columnDef(sp.NewColumns[0], "", typ)
 		if err != nil {
 			return nil, err
 		}
@@ -566,7 +614,7 @@ func (e *tableEdit) spec(sp *ast.AlterTableSpec, defaultDB string) (*schema.Tabl
 			e.PrimaryKey = []string{c.Name}
 		}
 	case ast.AlterTableRenameColumn:
-		e.add(schema.ColumnChange{Kind: schema.RenameColumn, Name: sp.OldColumnName.Name.O, NewName: sp.NewColumnName.Name.O}, histCol{})
+		e.add(schema.ColumnChange{Kind: schema.RenameColumn, Name: sp.OldColumnName.Name.O, NewName: sp.NewColumnName.Name.O}, Column{})
 	case ast.AlterTableAlterColumn:
 		if len(sp.NewColumns) != 1 {
 			return nil, nil
@@ -578,7 +626,7 @@ func (e *tableEdit) spec(sp *ast.AlterTableSpec, defaultDB string) (*schema.Tabl
 			cc.Column.Default = defaultOf(cd.Options[0].Expr)
 		}
 		e.Columns = append(e.Columns, cc)
-		e.cols = append(e.cols, histCol{})
+		e.cols = append(e.cols, Column{})
 	case ast.AlterTableAddConstraint:
 		if sp.Constraint != nil && sp.Constraint.Tp == ast.ConstraintPrimaryKey {
 			e.PrimaryKey = keyNames(sp.Constraint)
@@ -589,7 +637,7 @@ func (e *tableEdit) spec(sp *ast.AlterTableSpec, defaultDB string) (*schema.Tabl
 		id, err := tableID(sp.NewTable, defaultDB)
 		return &id, err
 	case ast.AlterTableExchangePartition:
-		return nil, fmt.Errorf("%w: EXCHANGE PARTITION swaps rows with another table", errDDLSyntax)
+		return nil, fmt.Errorf("%w: EXCHANGE PARTITION swaps rows with another table", ErrSyntax)
 	case ast.AlterTableOption:
 		for _, o := range sp.Options {
 			switch o.Tp {
@@ -639,16 +687,6 @@ func normCharset(cs string) string {
 	return cs
 }
 
-// normCollation names MySQL 5.7's and MariaDB's utf8_* collations as
-// MySQL 8 and MariaDB 10.6+ do (utf8mb3_*).
-func normCollation(coll string) string {
-	coll = strings.ToLower(coll)
-	if rest, ok := strings.CutPrefix(coll, "utf8_"); ok {
-		return "utf8mb3_" + rest
-	}
-	return coll
-}
-
 func charsetOfCollation(coll string) string {
 	coll = strings.ToLower(coll)
 	if coll == "binary" {
@@ -665,11 +703,11 @@ var textTypes = map[byte]bool{tmysql.TypeVarchar: true, tmysql.TypeString: true,
 // columnDef converts one column definition; tableCS is the table's default
 // charset when the statement gives it (CREATE TABLE), "" otherwise: the
 // history fills it in from the table. pk says PRIMARY KEY was inline.
-func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error) {
+func columnDef(cd *ast.ColumnDef, tableCS string, typ TypeFunc) (c Column, pk bool, err error) {
 	c.Name = cd.Name.Name.O
 	ft := cd.Tp
 	if ft == nil {
-		return c, false, fmt.Errorf("%w: column %s without a type", errDDLSyntax, c.Name)
+		return c, false, fmt.Errorf("%w: column %s without a type", ErrSyntax, c.Name)
 	}
 	tp := ft.GetType()
 	c.Unsigned = tmysql.HasUnsignedFlag(ft.GetFlag()) || tmysql.HasZerofillFlag(ft.GetFlag())
@@ -720,7 +758,7 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 		}
 		c.Charset = normCharset(cs)
 		if c.Charset != csBinary && coll != "" {
-			c.collation = normCollation(coll)
+			c.collation = coll
 		}
 	}
 	c.Type = types.TypeToStr(tp, c.Charset)
@@ -751,82 +789,17 @@ func columnDef(cd *ast.ColumnDef, tableCS string) (c histCol, pk bool, err error
 			c.def.Length, c.def.Scale = c.flen, c.dec
 		}
 	}
-	return c, pk, c.fillType()
+	return c, pk, c.fillType(typ)
 }
 
-// fillType gives c.def its value schema, through the same builder as the
-// columns of a table map: the parsed type is written as the binlog's type
-// byte and metadata. A text column without a charset yet gets utf8mb4
-// (the history refills it from the table).
-func (c *histCol) fillType() error {
-	tp, flen, dec, nullable := c.tp, c.flen, c.dec, c.nullable
-	cs := c.Charset
-	if cs == "" {
-		cs = csUTF8MB4
-	}
-	var typ byte
-	var meta uint16
-	switch tp {
-	case tmysql.TypeTiny, tmysql.TypeShort, tmysql.TypeInt24, tmysql.TypeLong, tmysql.TypeLonglong,
-		tmysql.TypeFloat, tmysql.TypeDouble, tmysql.TypeYear, tmysql.TypeDate, tmysql.TypeJSON, tmysql.TypeGeometry:
-		typ = tp
-	case tmysql.TypeNewDecimal:
-		if flen <= 0 {
-			flen = 10
-		}
-		if dec < 0 {
-			dec = 0
-		}
-		typ, meta = mysql.MYSQL_TYPE_NEWDECIMAL, uint16(flen)<<8|uint16(dec)
-	case tmysql.TypeBit:
-		if flen <= 0 {
-			flen = 1
-		}
-		typ, meta = mysql.MYSQL_TYPE_BIT, uint16(flen/8)<<8|uint16(flen%8)
-	case tmysql.TypeDuration, tmysql.TypeDatetime, tmysql.TypeTimestamp:
-		if dec < 0 {
-			dec = 0
-		}
-		typ = map[byte]byte{tmysql.TypeDuration: mysql.MYSQL_TYPE_TIME2, tmysql.TypeDatetime: mysql.MYSQL_TYPE_DATETIME2,
-			tmysql.TypeTimestamp: mysql.MYSQL_TYPE_TIMESTAMP2}[tp]
-		meta = uint16(dec)
-	case tmysql.TypeVarchar, tmysql.TypeVarString:
-		if flen < 0 {
-			flen = 1
-		}
-		typ, meta = mysql.MYSQL_TYPE_VARCHAR, uint16(min(flen*charset.MaxBytesPerChar(cs), 65535))
-	case tmysql.TypeString:
-		if flen < 0 {
-			flen = 1
-		}
-		n := min(flen*charset.MaxBytesPerChar(cs), 1023)
-		b0 := byte(0xce) | byte(((n>>4)&0x30)^0x30)
-		typ, meta = mysql.MYSQL_TYPE_STRING, uint16(b0)<<8|uint16(n&0xff)
-	case tmysql.TypeTinyBlob, tmysql.TypeBlob, tmysql.TypeMediumBlob, tmysql.TypeLongBlob:
-		typ, meta = mysql.MYSQL_TYPE_BLOB, map[byte]uint16{tmysql.TypeTinyBlob: 1, tmysql.TypeBlob: 2, tmysql.TypeMediumBlob: 3, tmysql.TypeLongBlob: 4}[tp]
-	case tmysql.TypeEnum:
-		typ, meta = mysql.MYSQL_TYPE_STRING, uint16(mysql.MYSQL_TYPE_ENUM)<<8
-	case tmysql.TypeSet:
-		typ, meta = mysql.MYSQL_TYPE_STRING, uint16(mysql.MYSQL_TYPE_SET)<<8
-	case tmysql.TypeTiDBVectorFloat32:
-		typ = mysql.MYSQL_TYPE_VECTOR
-	default:
-		return fmt.Errorf("%w: column %s has type %s", errDDLSyntax, c.Name, types.TypeStr(tp))
-	}
-	colType := "" // what information_schema would add: FLOAT(M,D) and DOUBLE(M,D)
-	if (tp == tmysql.TypeFloat || tp == tmysql.TypeDouble) && flen > 0 && dec >= 0 {
-		colType = fmt.Sprintf("%s(%d,%d)", map[byte]string{tmysql.TypeFloat: "float", tmysql.TypeDouble: "double"}[tp], flen, dec)
-		if c.Unsigned {
-			colType += " unsigned"
-		}
-	}
-	ti, err := buildTableSpecs(schema.TableID{}, []colSpec{{name: c.Name, typ: typ, meta: meta, unsigned: c.Unsigned,
-		charset: cs, collation: c.collation, nullable: nullable, labels: c.Labels, colType: colType}}, nil, "")
+// fillType gives c.def its value schema and source type through typ.
+func (c *Column) fillType(typ TypeFunc) error {
+	sch, src, err := typ(ColumnType{Name: c.Name, Field: c.tp, Length: c.flen, Decimals: c.dec, Unsigned: c.Unsigned,
+		Nullable: c.nullable, Charset: c.Charset, Collation: c.collation, Labels: c.Labels})
 	if err != nil {
-		return fmt.Errorf("%w: column %s: %v", errDDLSyntax, c.Name, err)
+		return err
 	}
-	col := ti.table.Columns[0]
-	c.def.Type, c.def.SourceType = col.Schema, col.SourceType
+	c.def.Type, c.def.SourceType = sch, src
 	return nil
 }
 
@@ -887,29 +860,32 @@ var decimalText = regexp.MustCompile(`^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$`)
 
 func isDecimal(s string) bool { return decimalText.MatchString(s) }
 
-// effect applies the structured changes of a statement to the tables of
-// hist (which it does not change) and returns the changed tables. Each
-// change with a known result gets its Shape.
-func effect(res *parsedDDL, hist map[schema.TableID]*histTable) (ddlChange, error) {
-	ch := ddlChange{set: map[schema.TableID]*histTable{}, dropDB: res.dropDB}
-	cur := func(id schema.TableID) *histTable {
-		if t, ok := ch.set[id]; ok {
+// Apply applies the structured changes of the statement to the tables of
+// hist (which it does not change) and returns the changed tables. Each of
+// the statement's changes with a known result gets its Shape (and a CREATE
+// TABLE … LIKE its columns and key), as Changes returns them afterwards. A
+// change it cannot follow (an ALTER of a table hist lacks, a column that
+// is not there) gives an error wrapping ErrSyntax.
+func (res *Statement) Apply(hist map[schema.TableID]*Table) (Change, error) {
+	ch := Change{Set: map[schema.TableID]*Table{}, DropDB: res.DropDB}
+	cur := func(id schema.TableID) *Table {
+		if t, ok := ch.Set[id]; ok {
 			return t
 		}
-		if slices.Contains(ch.drop, id) {
+		if slices.Contains(ch.Drop, id) {
 			return nil
 		}
 		return hist[id]
 	}
 	drop := func(id schema.TableID) {
-		delete(ch.set, id)
-		if !slices.Contains(ch.drop, id) {
-			ch.drop = append(ch.drop, id)
+		delete(ch.Set, id)
+		if !slices.Contains(ch.Drop, id) {
+			ch.Drop = append(ch.Drop, id)
 		}
 	}
-	set := func(id schema.TableID, t *histTable) {
-		ch.set[id] = t
-		ch.drop = slices.DeleteFunc(ch.drop, func(x schema.TableID) bool { return x == id })
+	set := func(id schema.TableID, t *Table) {
+		ch.Set[id] = t
+		ch.Drop = slices.DeleteFunc(ch.Drop, func(x schema.TableID) bool { return x == id })
 	}
 	for i := range res.changes {
 		e := &res.changes[i]
@@ -934,7 +910,7 @@ func effect(res *parsedDDL, hist map[schema.TableID]*histTable) (ddlChange, erro
 			if e.like != nil {
 				src := cur(*e.like)
 				if src == nil {
-					return ch, fmt.Errorf("%w: CREATE TABLE ... LIKE %s, a table the history does not know", errDDLSyntax, *e.like)
+					return ch, fmt.Errorf("%w: CREATE TABLE ... LIKE %s, a table the history does not know", ErrSyntax, *e.like)
 				}
 				t := src.clone()
 				set(e.Table, t)
@@ -946,20 +922,20 @@ func effect(res *parsedDDL, hist map[schema.TableID]*histTable) (ddlChange, erro
 				}
 				continue
 			}
-			t := &histTable{Cols: slices.Clone(e.cols), PK: slices.Clone(e.PrimaryKey), Charset: e.charset}
+			t := &Table{Cols: slices.Clone(e.cols), PK: slices.Clone(e.PrimaryKey), Charset: e.charset}
 			set(e.Table, t)
 		case schema.AlterTable:
 			old := cur(e.Table)
 			if old == nil {
-				return ch, fmt.Errorf("%w: ALTER TABLE %s, a table the history does not know", errDDLSyntax, e.Table)
+				return ch, fmt.Errorf("%w: ALTER TABLE %s, a table the history does not know", ErrSyntax, e.Table)
 			}
 			t := old.clone()
-			if err := e.alter(t); err != nil {
+			if err := e.alter(t, res.typ); err != nil {
 				return ch, err
 			}
 			for _, k := range t.PK {
-				if t.colIndex(k) < 0 {
-					return ch, fmt.Errorf("%w: primary key column %s is not a column of %s", errDDLSyntax, k, e.Table)
+				if t.Index(k) < 0 {
+					return ch, fmt.Errorf("%w: primary key column %s is not a column of %s", ErrSyntax, k, e.Table)
 				}
 			}
 			set(e.Table, t)
@@ -970,7 +946,7 @@ func effect(res *parsedDDL, hist map[schema.TableID]*histTable) (ddlChange, erro
 }
 
 // alter applies an ALTER's column changes to t.
-func (e *tableEdit) alter(t *histTable) error {
+func (e *tableEdit) alter(t *Table, typ TypeFunc) error {
 	if e.charset != "" {
 		t.Charset = e.charset
 		if e.convert {
@@ -980,7 +956,7 @@ func (e *tableEdit) alter(t *histTable) error {
 					t.Cols[i].def.Charset = e.charset
 					if t.Cols[i].collation != "" { // the statement's COLLATE is not the column's any more
 						t.Cols[i].collation = ""
-						if err := t.Cols[i].fillType(); err != nil {
+						if err := t.Cols[i].fillType(typ); err != nil {
 							return err
 						}
 					}
@@ -996,7 +972,7 @@ func (e *tableEdit) alter(t *histTable) error {
 		}
 	}
 	for i, cc := range e.Columns {
-		k := t.colIndex(cc.Name)
+		k := t.Index(cc.Name)
 		switch cc.Kind {
 		case schema.AddColumn, schema.ModifyColumn:
 			c := e.cols[i]
@@ -1006,7 +982,7 @@ func (e *tableEdit) alter(t *histTable) error {
 					c.Charset = csUTF8MB4
 				}
 				c.def.Charset = c.Charset
-				if err := c.fillType(); err != nil {
+				if err := c.fillType(typ); err != nil {
 					return err
 				}
 			}
@@ -1015,14 +991,14 @@ func (e *tableEdit) alter(t *histTable) error {
 					if cc.IfExists {
 						continue
 					}
-					return fmt.Errorf("%w: ADD COLUMN %s: the column exists", errDDLSyntax, cc.Name)
+					return fmt.Errorf("%w: ADD COLUMN %s: the column exists", ErrSyntax, cc.Name)
 				}
 			} else {
 				if k < 0 {
 					if cc.IfExists {
 						continue
 					}
-					return fmt.Errorf("%w: MODIFY/CHANGE: no column %s", errDDLSyntax, cc.Name)
+					return fmt.Errorf("%w: MODIFY/CHANGE: no column %s", ErrSyntax, cc.Name)
 				}
 				t.Cols = slices.Delete(t.Cols, k, k+1)
 				renamePK(cc.Name, c.Name)
@@ -1034,9 +1010,9 @@ func (e *tableEdit) alter(t *histTable) error {
 			if cc.First {
 				at = 0
 			} else if cc.After != "" {
-				a := t.colIndex(cc.After)
+				a := t.Index(cc.After)
 				if a < 0 {
-					return fmt.Errorf("%w: AFTER %s: no such column", errDDLSyntax, cc.After)
+					return fmt.Errorf("%w: AFTER %s: no such column", ErrSyntax, cc.After)
 				}
 				at = a + 1
 			}
@@ -1046,20 +1022,20 @@ func (e *tableEdit) alter(t *histTable) error {
 				if cc.IfExists {
 					continue
 				}
-				return fmt.Errorf("%w: DROP COLUMN %s: no such column", errDDLSyntax, cc.Name)
+				return fmt.Errorf("%w: DROP COLUMN %s: no such column", ErrSyntax, cc.Name)
 			}
 			t.Cols = slices.Delete(t.Cols, k, k+1)
 			t.PK = slices.DeleteFunc(t.PK, func(s string) bool { return strings.EqualFold(s, cc.Name) })
 		case schema.RenameColumn:
 			if k < 0 {
-				return fmt.Errorf("%w: RENAME COLUMN %s: no such column", errDDLSyntax, cc.Name)
+				return fmt.Errorf("%w: RENAME COLUMN %s: no such column", ErrSyntax, cc.Name)
 			}
 			t.Cols[k].Name = cc.NewName
 			t.Cols[k].def.Name = cc.NewName
 			renamePK(cc.Name, cc.NewName)
 		case schema.AlterDefault:
 			if k < 0 {
-				return fmt.Errorf("%w: ALTER COLUMN %s: no such column", errDDLSyntax, cc.Name)
+				return fmt.Errorf("%w: ALTER COLUMN %s: no such column", ErrSyntax, cc.Name)
 			}
 			t.Cols[k].def.Default = cc.Column.Default
 		}
@@ -1073,20 +1049,8 @@ func (e *tableEdit) alter(t *histTable) error {
 	return nil
 }
 
-// parseDDL reads one statement and returns its effect on the tables of
-// hist (which it does not change). A statement that changes no table
-// shape gives an empty change; one it cannot follow gives an error
-// wrapping errDDLSyntax.
-func parseDDL(q, defaultDB string, hist map[schema.TableID]*histTable) (ddlChange, error) {
-	res, err := readDDL(q, defaultDB)
-	if err != nil {
-		return ddlChange{}, err
-	}
-	return effect(&res, hist)
-}
-
-// tableChanges returns the statement's changes as the record carries them.
-func (res *parsedDDL) tableChanges() []schema.TableChange {
+// Changes returns the statement's changes as the record carries them.
+func (res *Statement) Changes() []schema.TableChange {
 	if len(res.changes) == 0 {
 		return nil
 	}
@@ -1095,4 +1059,15 @@ func (res *parsedDDL) tableChanges() []schema.TableChange {
 		out[i] = e.TableChange
 	}
 	return out
+}
+
+// Created returns the table of a statement that is one CREATE TABLE, with
+// its columns, key and default charset as the statement gives them; false
+// for any other statement.
+func (res *Statement) Created() (*Table, bool) {
+	if len(res.changes) != 1 || res.changes[0].Kind != schema.CreateTable {
+		return nil, false
+	}
+	e := res.changes[0]
+	return &Table{Cols: e.cols, PK: e.PrimaryKey, Charset: e.charset}, true
 }
