@@ -424,6 +424,9 @@ func tableID(n *ast.TableName, defaultDB string) (schema.TableID, error) {
 	if id.Database == "" {
 		return id, fmt.Errorf("%w: table %s without a database", ErrSyntax, id.Table)
 	}
+	if id.Table == "" { // `` parses; MySQL refuses it ("Incorrect table name")
+		return id, fmt.Errorf("%w: a table with an empty name", ErrSyntax)
+	}
 	return id, nil
 }
 
