@@ -143,6 +143,15 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 	mark := "UPDATE " + qb + " SET applied = true, applied_at = " + now + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 	drop := "DELETE FROM " + qa + " WHERE pipeline = " + p(1) + " AND barrier = " + p(2)
 
+	// pass moves the queue's progress past the copy.
+	pass := func(tx *txn) error {
+		if s.testHook != nil {
+			if err := s.testHook(ctx, "barrier passed", tx); err != nil {
+				return err
+			}
+		}
+		return s.progress.save(ctx, tx, maxOff)
+	}
 	delay := barrierPollMin
 	began, warned := time.Now(), time.Now()
 	// Once waiting, a copy looks without the lock (so that the copies of an
@@ -175,7 +184,7 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 		err := s.inTx(ctx, func(tx *txn) error {
 			if passed {
 				applied = true
-				return s.progress.save(ctx, tx, maxOff)
+				return pass(tx)
 			}
 			var done bool
 			if err := tx.QueryRowContext(ctx, lock, s.cfg.Pipeline, id).Scan(&done); err != nil {
@@ -208,7 +217,7 @@ func (s *Sink) passBarrier(ctx context.Context, r *schema.Record) error {
 				appliedHere = true
 			}
 			applied = true
-			return s.progress.save(ctx, tx, maxOff)
+			return pass(tx)
 		})
 		s.catalog.forgetTargets(changed)
 		if err != nil {

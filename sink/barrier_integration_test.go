@@ -159,3 +159,65 @@ func (e *tenv) rebind(q string) string {
 	}
 	return q
 }
+
+// stale marks the context of the stale writer in
+// TestBarrierStaleWriterOfAQueue.
+type stale struct{}
+
+// Two Writes of one queue in one Sink (the consumer dropped the queue's
+// process queue and made a new one while the old one's batch was waiting
+// at a barrier): the new one passes the barrier and applies the rows after
+// it; the old one then passes the barrier too, with records after it that
+// are older than what the new one applied. They must be filtered again,
+// not written over the newer rows with the queue's progress moved back to
+// them: issue #27, where rows the source deleted came back in the target.
+func TestBarrierStaleWriterOfAQueue(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		s := e.open(t, nil)
+		tr := truncRec("bt", 25)
+		newDone := make(chan struct{})
+		s.testHook = func(ctx context.Context, stage string, _ *txn) error {
+			if stage == "barrier passed" && ctx.Value(stale{}) != nil {
+				select { // the old writer passes once the new one is done
+				case <-newDone:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stale{}, true), time.Minute)
+		defer cancel()
+		old := make(chan error, 1)
+		go func() {
+			old <- s.Write(ctx, []schema.Record{on(cIns("bt", 1, "a"), 0, 1), barrierOf(tr, 2, 0, 2), on(cIns("bt", 2, "b"), 0, 4)})
+		}()
+		// The old writer filtered its batch once the row before the barrier
+		// is committed.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+			var n int
+			if e.db.QueryRow("SELECT COUNT(*) FROM "+e.table("bt")).Scan(&n) == nil && n == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the row before the barrier was not committed within a minute")
+			}
+		}
+		writeAll(t, s,
+			[]schema.Record{barrierOf(tr, 2, 0, 2), on(cIns("bt", 2, "b"), 0, 4), on(cDel("bt", 2), 0, 5)}, // the new writer of queue 0
+			[]schema.Record{barrierOf(tr, 2, 1, 2)},
+		)
+		close(newDone)
+		if err := <-old; err != nil {
+			t.Fatalf("old writer: %v", err)
+		}
+		wantRows(t, e, "bt", map[int64]string{}) // row 2 deleted after the barrier
+		var last string
+		if err := e.db.QueryRow(e.rebind("SELECT last_id FROM sluice_progress WHERE pipeline = $1 AND topic = 'bt' AND queue = 0"), e.cfg.Pipeline).Scan(&last); err != nil {
+			t.Fatal(err)
+		}
+		if want := (schema.ID{Epoch: 1, File: 1, Pos: 50}).String(); last != want {
+			t.Fatalf("progress of queue 0 is %s, want %s (the delete's): it moved back", last, want)
+		}
+	})
+}

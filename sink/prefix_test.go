@@ -20,7 +20,7 @@ func TestSinkErrorsSayTheirPrefixOnce(t *testing.T) {
 		"no value schema": {{Op: schema.OpCreate, Table: id}},
 		"no key or image": {{Op: schema.OpDelete, Table: id}},
 	} {
-		err := s.applyOnce(context.Background(), recs, nil, reduceOpts{}, nil)
+		err := s.applyOnce(context.Background(), recs, nil, reduceOpts{}, nil, nil)
 		if err == nil || !errors.Is(err, ErrSchema) {
 			t.Fatalf("%s: %v, want ErrSchema", name, err)
 		}

@@ -152,18 +152,18 @@ func (e *progressMoved) Error() string {
 // fence stops a stale writer of the queues a transaction writes:
 // without the fence a writer that read the progress before another
 // applied newer records would write its older versions over them. For a
-// queue whose progress this Sink knows, the fence is the transaction's
-// last statement (record: the progress row moves only from the ID the
-// batch was filtered against, in one statement that also takes the row's
-// lock, and the whole transaction rolls back when it moved); fence
-// returns those queues with that ID. It locks the rows of the other
-// queues now, in a fixed order, creating missing ones, and checks them.
-func (pr *progress) fence(ctx context.Context, tx *txn, queues map[progressKey]schema.ID) (map[progressKey]schema.ID, error) {
+// queue with a progress in from (what the batch was filtered against, not
+// the cache, which another Write of this Sink moves), the fence is the
+// transaction's last statement (record: the progress row moves only from
+// that ID, in one statement that also takes the row's lock, and the whole
+// transaction rolls back when it moved); fence returns those queues with
+// that ID. It locks the rows of the other queues now, in a fixed order,
+// creating missing ones, and checks that they hold nothing applied.
+func (pr *progress) fence(ctx context.Context, tx *txn, queues map[progressKey]schema.ID, from filtered) (map[progressKey]schema.ID, error) {
 	var fenced map[progressKey]schema.ID
 	var keys []progressKey
-	pr.mu.Lock()
 	for k := range queues {
-		if believed, known := pr.applied[k]; known {
+		if believed, known := from[k]; known {
 			if fenced == nil {
 				fenced = map[progressKey]schema.ID{}
 			}
@@ -172,13 +172,12 @@ func (pr *progress) fence(ctx context.Context, tx *txn, queues map[progressKey]s
 			keys = append(keys, k)
 		}
 	}
-	pr.mu.Unlock()
 	slices.SortFunc(keys, func(a, b progressKey) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Broker, b.Broker), cmp.Compare(a.Queue, b.Queue))
 	})
 	sel := pr.d.ProgressSelect(pr.cfg.ProgressTable) + " FOR UPDATE"
 	for _, k := range keys {
-		var believed schema.ID // not known: nothing applied as far as this Sink knows
+		var believed schema.ID // not in from: nothing applied when the batch was filtered
 		// A queue without a progress row gets one first ('': nothing
 		// applied), so the lock is on a row: locking a missing row takes a
 		// gap lock on MySQL, and two first writers then deadlock.

@@ -31,7 +31,9 @@ type Sink struct {
 	mapped        sync.Map // schema.TableID -> error (nil: maps onto no control table)
 
 	// testHook, when set by tests, runs at named stages inside Write's
-	// transaction ("applied": after the data statements, before progress).
+	// transaction ("applied": after the data statements, before progress;
+	// "barrier passed": a barrier's copy is about to move its queue's
+	// progress past itself).
 	testHook func(ctx context.Context, stage string, tx *txn) error
 }
 

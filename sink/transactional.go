@@ -112,7 +112,7 @@ func openTail(recs []schema.Record) int {
 // transaction is applied, the open tail is stored in the pending table, in
 // the same transaction as the progress that covers it.
 func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) error {
-	recs, err := s.undelivered(ctx, recs)
+	recs, from, err := s.undelivered(ctx, recs)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) err
 		}
 	}
 	if single {
-		if err := s.writeQueueTx(ctx, first, recs); err != nil {
+		if err := s.writeQueueTx(ctx, first, recs, from); err != nil {
 			s.progress.dropHeld(first)
 			return err
 		}
@@ -146,7 +146,7 @@ func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) err
 		byQueue[k] = append(byQueue[k], recs[i])
 	}
 	for _, k := range order {
-		if err := s.writeQueueTx(ctx, k, byQueue[k]); err != nil {
+		if err := s.writeQueueTx(ctx, k, byQueue[k], from); err != nil {
 			s.progress.dropHeld(k)
 			return err
 		}
@@ -154,7 +154,7 @@ func (s *Sink) writeTransactional(ctx context.Context, recs []schema.Record) err
 	return nil
 }
 
-func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Record) error {
+func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Record, from filtered) error {
 	held, err := s.progress.loadPending(ctx, k)
 	if err != nil {
 		return err
@@ -211,20 +211,9 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 	}
 	doneTail := false
 	for i, st := range steps {
-		if st.barrier != nil {
-			if err := s.passBarrier(ctx, st.barrier); err != nil {
-				return err
-			}
-			continue
-		}
-		if st.ddl != nil {
-			if err := s.applySchemaChange(ctx, st.ddl); err != nil {
-				return err
-			}
-			continue
-		}
 		var extra *txExtra
 		switch {
+		case st.ddl != nil || st.barrier != nil:
 		case i == lastData && i == len(steps)-1:
 			extra = &txExtra{run: storeTail, offsets: tailOff}
 			doneTail = true
@@ -235,7 +224,7 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 			}}
 			hadPending = false
 		}
-		if err := s.applyData(ctx, st.recs, extra); err != nil {
+		if err := s.applyStep(ctx, st, extra, from); err != nil {
 			return err
 		}
 	}

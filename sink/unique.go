@@ -26,7 +26,7 @@ func uniqueViolation(err error) bool {
 
 // applyInOrder is applyOnce without reduction: one change after the other
 // in the order of recs, in one transaction with the progress.
-func (s *Sink) applyInOrder(ctx context.Context, recs []schema.Record, maxOff map[progressKey]schema.ID, opts reduceOpts, extra *txExtra) error {
+func (s *Sink) applyInOrder(ctx context.Context, recs []schema.Record, maxOff map[progressKey]schema.ID, opts reduceOpts, extra *txExtra, from filtered) error {
 	p, err := reduceWith(recs, s.cfg.target, opts) // the tables to prepare, with their newest schemas
 	if err != nil {
 		return err
@@ -38,5 +38,5 @@ func (s *Sink) applyInOrder(ctx context.Context, recs []schema.Record, maxOff ma
 		}
 		p.inOrder = append(p.inOrder, one.tables...)
 	}
-	return s.applyWith(ctx, p, maxOff, extra.fn())
+	return s.applyWith(ctx, p, maxOff, extra.fn(), from)
 }

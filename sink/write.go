@@ -69,46 +69,78 @@ func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 	if !s.relevant(recs) {
 		return nil
 	}
-	recs, err := s.undelivered(ctx, recs)
+	recs, from, err := s.undelivered(ctx, recs)
 	if err != nil {
 		return err
 	}
 	for _, st := range s.steps(recs) {
-		if st.barrier != nil {
-			err = s.passBarrier(ctx, st.barrier)
-		} else if st.ddl != nil {
-			err = s.applySchemaChange(ctx, st.ddl)
-		} else {
-			err = s.applyData(ctx, st.recs, nil)
-		}
-		if err != nil {
+		if err = s.applyStep(ctx, st, nil, from); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// applyStep applies st (with extra, for a data step) and moves from past
+// it.
+func (s *Sink) applyStep(ctx context.Context, st step, extra *txExtra, from filtered) error {
+	switch {
+	case st.barrier != nil:
+		if err := s.passBarrier(ctx, st.barrier); err != nil {
+			return err
+		}
+		from.advance(offsetsOf([]schema.Record{*st.barrier}))
+	case st.ddl != nil:
+		if err := s.applySchemaChange(ctx, st.ddl); err != nil {
+			return err
+		}
+		from.advance(offsetsOf([]schema.Record{*st.ddl}))
+	default:
+		return s.applyData(ctx, st.recs, extra, from)
+	}
+	return nil
+}
+
+// filtered is the progress a Write filtered its records against, per queue
+// (absent: none), moved on by each step it committed since: the progress
+// the next step's transaction must find (progress.fence). Not the cache of
+// applied IDs: another Write of the same queue in this Sink (two process
+// queues of one queue after a rebalance) moves that, and a step filtered
+// against less would then write its older records over what that Write
+// applied, and move the queue's progress back (issue #27).
+type filtered map[progressKey]schema.ID
+
+// advance moves f to the IDs of maxOff, a step committed.
+func (f filtered) advance(maxOff map[progressKey]schema.ID) {
+	for k, id := range maxOff {
+		if cur, ok := f[k]; !ok || id.Compare(cur) > 0 {
+			f[k] = id
+		}
+	}
+}
+
 // undelivered drops the records already applied per the progress of their
-// queues, and refuses a schema change under SchemaChanges "fail".
-func (s *Sink) undelivered(ctx context.Context, recs []schema.Record) ([]schema.Record, error) {
+// queues, which it returns, and refuses a schema change under SchemaChanges
+// "fail".
+func (s *Sink) undelivered(ctx context.Context, recs []schema.Record) ([]schema.Record, filtered, error) {
 	if err := s.checkControl(recs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	last, err := s.progress.lastApplied(ctx, recs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if recs, _, err = filterDelivered(recs, last); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.cfg.SchemaChanges == SchemaChangesFail {
 		for i := range recs {
 			if r := &recs[i]; r.Op == schema.OpSchemaChange {
-				return nil, fatal(fmt.Errorf("%w: %s (set schema_changes: %s or %s in the sink config to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
+				return nil, nil, fatal(fmt.Errorf("%w: %s (set schema_changes: %s or %s in the sink config to go on)", ErrSchemaChange, describeDDL(r), SchemaChangesIgnore, SchemaChangesApply))
 			}
 		}
 	}
-	return recs, nil
+	return recs, last, nil
 }
 
 // relevant reports whether recs hold anything to apply: data, or schema
@@ -163,7 +195,7 @@ func (s *Sink) steps(recs []schema.Record) []step {
 // cache. Under OnError "skip" and "dlq", rows the target rejects for good
 // are left out and the rest is applied again from scratch (the failed
 // transaction applied nothing).
-func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExtra) error {
+func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExtra, from filtered) error {
 	maxOff := offsetsOf(recs)
 	if extra != nil {
 		for k, off := range extra.offsets {
@@ -178,13 +210,14 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 		opts.skip = func(r *schema.Record) bool { return excluded[r] }
 	}
 	for {
-		err := s.applyOnce(ctx, recs, maxOff, opts, extra)
+		err := s.applyOnce(ctx, recs, maxOff, opts, extra, from)
 		if err != nil && uniqueViolation(err) && ctx.Err() == nil {
 			s.log.Info("unique violation applying the reduced batch; applying it in source order", "records", len(recs), "err", err)
-			err = s.applyInOrder(ctx, recs, maxOff, opts, extra)
+			err = s.applyInOrder(ctx, recs, maxOff, opts, extra, from)
 		}
 		if err == nil {
 			s.countLeftOut(len(excluded))
+			from.advance(maxOff)
 			return nil
 		}
 		var re *rowError
@@ -244,7 +277,7 @@ func (s *Sink) leaveOut(ctx context.Context, b badRow) error {
 	return nil
 }
 
-func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]schema.ID, opts reduceOpts, extra *txExtra) error {
+func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[progressKey]schema.ID, opts reduceOpts, extra *txExtra, from filtered) error {
 	p, err := reduceWith(recs, s.cfg.target, opts)
 	if err != nil {
 		return err // ErrSchema and ErrValue say "sink:" already
@@ -257,13 +290,13 @@ func (s *Sink) applyOnce(ctx context.Context, recs []schema.Record, maxOff map[p
 	if len(p.tables) == 0 && len(maxOff) == 0 && extra == nil {
 		return nil
 	}
-	err = s.applyWith(ctx, p, maxOff, extra.fn())
+	err = s.applyWith(ctx, p, maxOff, extra.fn(), from)
 	if err != nil && staleMeta(err) && ctx.Err() == nil {
 		// A table or column vanished behind the cached metadata (dropped or
 		// altered by someone else): the failed transaction applied nothing,
 		// so try once more with metadata read afresh.
 		s.log.Warn("target table changed behind the sink; retrying with fresh metadata", "err", err)
-		err = s.applyWith(ctx, p, maxOff, extra.fn())
+		err = s.applyWith(ctx, p, maxOff, extra.fn(), from)
 	}
 	return err
 }
@@ -280,7 +313,7 @@ func staleMeta(err error) bool {
 // outside the data transaction: MySQL commits implicitly on DDL), then
 // inside the transaction the fence, the rows, extra (transactional mode's
 // pending records), the progress, and the commit.
-func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]schema.ID, extra func(tx *txn) error) error {
+func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]schema.ID, extra func(tx *txn) error, from filtered) error {
 	views, err := s.catalog.prepareTables(ctx, p)
 	if err != nil {
 		s.catalog.forgetTables(p)
@@ -288,7 +321,7 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 	}
 	committing := false
 	err = s.inTx(ctx, func(tx *txn) error {
-		fenced, err := s.fence(ctx, tx, p, views, maxOff)
+		fenced, err := s.fence(ctx, tx, p, views, maxOff, from)
 		if err != nil {
 			return err
 		}
@@ -317,8 +350,9 @@ func (s *Sink) applyWith(ctx context.Context, p *plan, maxOff map[progressKey]sc
 // fence checks, first in the transaction, that nothing moved behind the
 // sink: the tables the plan writes are those it wrote before (the table
 // registry), and no other writer applied the queues since this Sink read
-// their progress (progress.fence, whose result goes to progress.record).
-func (s *Sink) fence(ctx context.Context, tx *txn, p *plan, views []*tableView, maxOff map[progressKey]schema.ID) (map[progressKey]schema.ID, error) {
+// their progress, from (progress.fence, whose result goes to
+// progress.record).
+func (s *Sink) fence(ctx context.Context, tx *txn, p *plan, views []*tableView, maxOff map[progressKey]schema.ID, from filtered) (map[progressKey]schema.ID, error) {
 	var written []target
 	for i, tp := range p.tables {
 		if views[i] != nil {
@@ -328,7 +362,7 @@ func (s *Sink) fence(ctx context.Context, tx *txn, p *plan, views []*tableView, 
 	if err := s.catalog.checkIdentities(ctx, tx, written); err != nil {
 		return nil, err
 	}
-	return s.progress.fence(ctx, tx, maxOff)
+	return s.progress.fence(ctx, tx, maxOff, from)
 }
 
 // settle brings the caches in line with how applyWith's transaction ended

@@ -65,6 +65,14 @@ type Subscriber struct {
 	hcancel  context.CancelFunc
 	fatal    error
 	used     runtime.TopicSet // the topics records were delivered from (UsedTopics)
+	// queueLocks holds a *sync.Mutex per primitive.MessageQueue: one batch
+	// of a queue at a time reaches the handler. The client means to do
+	// that (consumeMessageOrderly's queue lock), but its QueueLock.fetchLock
+	// has a value receiver, so each call locks a new mutex; after a
+	// rebalance drops a queue and takes it again, the old and the new
+	// process queue of it then consume at once, older batches beside newer
+	// ones (issue #27).
+	queueLocks sync.Map
 
 	closing   chan struct{} // closed by Close or a fatal error
 	closeOnce sync.Once
@@ -347,6 +355,11 @@ func (s *Subscriber) consume(hctx, cctx context.Context, h runtime.Handler, msgs
 	s.inflight.Add(1)
 	s.mu.Unlock()
 	defer s.inflight.Done()
+	if len(msgs) > 0 && msgs[0].Queue != nil {
+		l, _ := s.queueLocks.LoadOrStore(*msgs[0].Queue, new(sync.Mutex))
+		l.(*sync.Mutex).Lock()
+		defer l.(*sync.Mutex).Unlock()
+	}
 
 	recs := make([]schema.Record, 0, recordCount(msgs))
 	if len(msgs) > 0 {

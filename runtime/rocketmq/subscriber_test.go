@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,5 +262,63 @@ func TestSubscriberAddTopics(t *testing.T) {
 	case <-s.grown:
 		t.Fatal("adding a known topic signalled the consumer")
 	default:
+	}
+}
+
+// One queue's batches reach the handler one at a time even when the client
+// calls back for it from two process queues at once (its own queue lock
+// locks a new mutex each time: issue #27), while another queue's go on
+// beside them.
+func TestSubscriberOneBatchOfAQueueAtATime(t *testing.T) {
+	s := testSubscriber(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	var running, overlapped atomic.Bool
+	first := func(_ context.Context, rs []schema.Record) error {
+		running.Store(true)
+		close(started)
+		<-release
+		running.Store(false)
+		return nil
+	}
+	second := func(_ context.Context, rs []schema.Record) error {
+		if running.Load() {
+			overlapped.Store(true)
+		}
+		return nil
+	}
+	done := make(chan consumer.ConsumeResult, 2)
+	go func() {
+		cctx, _ := orderlyCtx()
+		res, _ := s.consume(context.Background(), cctx, first, []*primitive.MessageExt{messageOf(t, rec(1, 0), 2, 40, 0)}, 0)
+		done <- res
+	}()
+	<-started
+	// Another queue is not held up by queue 2's batch.
+	other := make(chan consumer.ConsumeResult, 1)
+	go func() {
+		cctx, _ := orderlyCtx()
+		res, _ := s.consume(context.Background(), cctx, second, []*primitive.MessageExt{messageOf(t, rec(1, 1), 3, 40, 0)}, 0)
+		other <- res
+	}()
+	select {
+	case <-other:
+	case <-time.After(time.Minute):
+		t.Fatal("queue 3's batch waited for queue 2's")
+	}
+	overlapped.Store(false)
+	go func() {
+		cctx, _ := orderlyCtx()
+		res, _ := s.consume(context.Background(), cctx, second, []*primitive.MessageExt{messageOf(t, rec(1, 1), 2, 40, 0)}, 0)
+		done <- res
+	}()
+	time.Sleep(100 * time.Millisecond) // room for the second batch to overlap the first
+	close(release)
+	for range 2 {
+		if res := <-done; res != consumer.ConsumeSuccess {
+			t.Fatalf("result %v", res)
+		}
+	}
+	if overlapped.Load() {
+		t.Fatal("two batches of queue 2 reached the handler at once")
 	}
 }
