@@ -38,7 +38,13 @@ func TestSchemaHistoryInDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	// Closed by a cleanup registered before the one that puts
+	// binlog_row_metadata back (cleanups run last first): a deferred Close
+	// ran before that cleanup, whose SET GLOBAL then failed unseen on the
+	// closed connection, and the scratch server stayed MINIMAL for the next
+	// holder of its lock (binlog's TestCheckMinimalMetadataWithHistory and
+	// TestRowImagesRefused failed in CI on December 7).
+	t.Cleanup(func() { c.Close() })
 	exec := func(q string) {
 		t.Helper()
 		if _, err := c.Execute(q); err != nil {
@@ -48,7 +54,11 @@ func TestSchemaHistoryInDatabase(t *testing.T) {
 	n := rand.Uint32()
 	db := fmt.Sprintf("hist_db_it_%d", n)
 	exec("SET GLOBAL binlog_row_metadata = MINIMAL")
-	t.Cleanup(func() { _, _ = c.Execute("SET GLOBAL binlog_row_metadata = FULL") })
+	t.Cleanup(func() {
+		if _, err := c.Execute("SET GLOBAL binlog_row_metadata = FULL"); err != nil {
+			t.Errorf("put binlog_row_metadata back to FULL on the scratch server: %v", err)
+		}
+	})
 	exec("CREATE DATABASE " + db)
 	t.Cleanup(func() { _, _ = c.Execute("DROP DATABASE IF EXISTS " + db) })
 	exec("USE " + db)
