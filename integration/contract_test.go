@@ -324,23 +324,14 @@ func (k *kit) sameRows(t *testing.T, r *running, table, cols string, limit time.
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The interval grows from 50 ms to 1 s: most waits end within a
-	// second, a long one (queue locks after a kill) then costs the target
-	// a dump a second, not twenty.
-	deadline, interval := time.Now().Add(limit), 50*time.Millisecond
-	for {
+	schematest.Eventually(t, limit, 50*time.Millisecond, table+": the target never matched the source", func() (bool, string) {
 		got, err := dump(k.dst, "SELECT "+cols+" FROM "+k.targetTable(table)+" ORDER BY id")
 		if err == nil && slices.Equal(got, want) {
-			return
+			return true, ""
 		}
 		r.failIfStopped(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the target never matched the source: not within %s (last: source %d rows %s, target %d rows %s (err %v))",
-				table, limit, len(want), brief(want), len(got), brief(got), err)
-		}
-		time.Sleep(interval)
-		interval = min(interval*5/4, time.Second)
-	}
+		return false, fmt.Sprintf("source %d rows %s, target %d rows %s (err %v)", len(want), brief(want), len(got), brief(got), err)
+	})
 }
 
 // brief shows the first and last rows of a dump.

@@ -221,7 +221,7 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 			if sinkProc != nil {
 				sinkProc.failIfStopped(t)
 			}
-			time.Sleep(25 * time.Millisecond) // COUNT(*) of up to 15,000 rows each time
+			time.Sleep(10 * time.Millisecond)
 		}
 		n := targetRows()
 		src.kill(t)

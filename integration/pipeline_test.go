@@ -240,11 +240,6 @@ func waitSame(t *testing.T, p *running, cmp func() (bool, string, error)) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	var detail string
-	// Each try dumps both sides' tables whole (15,000 rows in the contract
-	// kit's kill test): the interval grows from 200 ms to 1.5 s, so that a
-	// long catch-up (a minute of RocketMQ queue locks after a killed sink)
-	// does not keep two servers and the test busy with dumps.
-	interval := 200 * time.Millisecond
 	for time.Now().Before(deadline) {
 		same, d, err := cmp()
 		if err != nil {
@@ -257,8 +252,7 @@ func waitSame(t *testing.T, p *running, cmp func() (bool, string, error)) {
 		if p != nil {
 			p.failIfStopped(t)
 		}
-		time.Sleep(interval)
-		interval = min(interval*5/4, 1500*time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 	}
 	t.Fatalf("target never matched the source: %s", detail)
 }

@@ -213,7 +213,7 @@ func (s *Sink) writeQueueTx(ctx context.Context, k progressKey, recs []schema.Re
 	for i, st := range steps {
 		var extra *txExtra
 		switch {
-		case st.ddl != nil || st.barrier != nil:
+		case st.ddl != nil || st.barrier != nil: // no pending rows ride with them
 		case i == lastData && i == len(steps)-1:
 			extra = &txExtra{run: storeTail, offsets: tailOff}
 			doneTail = true
