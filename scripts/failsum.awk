@@ -1,22 +1,44 @@
-# Prints, for each test that failed in `go test -v` output, the last lines
-# that output gave under that test's name (its t.Log/t.Error lines and what
-# the code printed while it ran). scripts/test.sh runs it over every go test
-# output of the run when something failed, so the failure's own lines come
-# last in a long log (CI keeps the end of it).
-#   awk -f scripts/failsum.awk [-v keep=40] LOG...
-BEGIN { if (keep == "") keep = 40 }
-/^=== (RUN|NAME|CONT) / { cur = $3; next }
+# Prints, for each test that failed in `go test` output, the lines that
+# output gave under that test's name: first the last lines the code printed
+# while it ran (slog lines below ERROR left out), then the test's own
+# t.Log/t.Error lines, and at the very end the names of the failed tests.
+# scripts/test.sh runs it over every go test output of the run when
+# something failed, so the failure's own lines come last in a long log (CI
+# keeps only the end of it).
+#   awk -f scripts/failsum.awk [-v keep=40] [-v keepown=60] LOG...
+#
+# Without -v, a failed test's own lines follow its --- FAIL line indented;
+# an unindented line after them is another test's stderr (the source's
+# slog lines), not this test's: in session 17's CI those pushed the
+# assertion out of the kept lines.
+BEGIN { if (keep == "") keep = 40; if (keepown == "") keepown = 60 }
+/^=== (RUN|NAME|CONT) / { cur = $3; afterfail = 0; inown = 0; next }
 /^=== PAUSE / { next }
 /^ *--- FAIL: / {
   name = $3
   if (!(name in failed)) { failed[name] = 1; order[++nf] = name }
   # Without -v a failed test's lines follow its --- FAIL line.
-  if (!(name in count)) cur = name
+  if (!(name in count) && !(name in owncount)) { cur = name; afterfail = 1 }
+  inown = 0
   next
 }
-/^ *--- (PASS|SKIP): / { next }
-/^(FAIL|ok|PASS)([ \t]|$)/ { cur = ""; next }
+/^ *--- (PASS|SKIP): / { if (afterfail) cur = ""; inown = 0; next }
+/^(FAIL|ok|PASS)([ \t]|$)/ { cur = ""; afterfail = 0; inown = 0; next }
 cur != "" {
+  if (afterfail && $0 !~ /^[ \t]/) { cur = ""; afterfail = 0; inown = 0; next }
+  # A test's own line: "    name_test.go:123: message"; its message's
+  # further lines are indented deeper.
+  if ($0 ~ /^[ \t]*[A-Za-z0-9_.-]+_test\.go:[0-9]+: /) {
+    inown = 1
+    m = ++owncount[cur]; own[cur, m % keepown] = $0
+    next
+  }
+  if (inown && $0 ~ /^(        |\t\t)/) {
+    m = ++owncount[cur]; own[cur, m % keepown] = $0
+    next
+  }
+  inown = 0
+  if ($0 ~ /(^|[ \t|])time=[^ ]+ level=(DEBUG|INFO|WARN) /) next
   n = ++count[cur]
   buf[cur, n % keep] = $0
 }
@@ -27,10 +49,20 @@ END {
     # parents only when no child of theirs failed.
     leaf = 1
     for (j = 1; j <= nf; j++) if (index(order[j], name "/") == 1) { leaf = 0; break }
-    if (!leaf) continue
+    if (!leaf) { continue }
+    leaves[++nl] = name
     n = count[name] + 0
-    printf "== FAILED %s: its last %d of %d lines\n", name, (n < keep ? n : keep), n
+    if (n) printf "== FAILED %s: the last %d of %d lines printed while it ran (slog below ERROR left out)\n", name, (n < keep ? n : keep), n
     start = (n > keep ? n - keep + 1 : 1)
     for (k = start; k <= n; k++) print "   | " buf[name, k % keep]
+    m = owncount[name] + 0
+    printf "== FAILED %s: its own last %d of %d lines (t.Log, t.Error)\n", name, (m < keepown ? m : keepown), m
+    start = (m > keepown ? m - keepown + 1 : 1)
+    for (k = start; k <= m; k++) print "   | " own[name, k % keepown]
+  }
+  if (nl) {
+    printf "== failed tests:"
+    for (i = 1; i <= nl; i++) printf " %s", leaves[i]
+    printf "\n"
   }
 }
