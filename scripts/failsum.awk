@@ -12,6 +12,15 @@
 # slog lines), not this test's: in session 17's CI those pushed the
 # assertion out of the kept lines.
 BEGIN { if (keep == "") keep = 40; if (keepown == "") keepown = 60 }
+# The race detector's reports go to stderr before the --- FAIL line of
+# the test that ran them ("race detected during execution of test"): the
+# first few are kept whole.
+/^WARNING: DATA RACE/ { inrace = 1; if (++nraces <= 3) race[nraces] = $0; next }
+inrace {
+  if (nraces <= 3 && racelines[nraces]++ < 40) race[nraces] = race[nraces] "\n" $0
+  if ($0 ~ /^==================/) inrace = 0
+  next
+}
 /^=== (RUN|NAME|CONT) / { cur = $3; afterfail = 0; inown = 0; next }
 /^=== PAUSE / { next }
 /^ *--- FAIL: / {
@@ -26,9 +35,9 @@ BEGIN { if (keep == "") keep = 40; if (keepown == "") keepown = 60 }
 /^(FAIL|ok|PASS)([ \t]|$)/ { cur = ""; afterfail = 0; inown = 0; next }
 cur != "" {
   if (afterfail && $0 !~ /^[ \t]/) { cur = ""; afterfail = 0; inown = 0; next }
-  # A test's own line: "    name_test.go:123: message"; its message's
+  # A test's own line: "    name_test.go:123: message" (or testing.go: a race); its message's
   # further lines are indented deeper.
-  if ($0 ~ /^[ \t]*[A-Za-z0-9_.-]+_test\.go:[0-9]+: /) {
+  if ($0 ~ /^[ \t]+[A-Za-z0-9_.-]+\.go:[0-9]+: /) {
     inown = 1
     m = ++owncount[cur]; own[cur, m % keepown] = $0
     next
@@ -43,6 +52,11 @@ cur != "" {
   buf[cur, n % keep] = $0
 }
 END {
+  # Races first: the failed tests' own lines and names come last.
+  for (i = 1; i <= nraces && i <= 3; i++) {
+    printf "== DATA RACE %d of %d (its first 40 lines)\n", i, nraces
+    print race[i]
+  }
   for (i = 1; i <= nf; i++) {
     name = order[i]
     # A parent's lines are its children's summary; print leaves, and
