@@ -71,7 +71,8 @@ type Subscriber struct {
 	// has a value receiver, so each call locks a new mutex; after a
 	// rebalance drops a queue and takes it again, the old and the new
 	// process queue of it then consume at once, older batches beside newer
-	// ones (issue #27).
+	// ones (issue #27). Upstream: apache/rocketmq-client-go issue 1239
+	// (open); keep this lock while the client version we use has it.
 	queueLocks sync.Map
 
 	closing   chan struct{} // closed by Close or a fatal error
