@@ -92,26 +92,34 @@ tail_log() { # tail_log FILE...
 
 port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 
+# read_pid PIDFILE: the pid in the file, or nothing. A server removes its
+# own pid file as it shuts down (MariaDB after SQL SHUTDOWN), so the file can
+# go between a test for it and a read of it: one read, its failure tolerated
+# (in CI, stop_mariadb failed on that read under set -e, December 7).
+read_pid() { tr -dc 0-9 <"$1" 2>/dev/null || true; }
+
 pid_alive() { # pid_alive PIDFILE
   local pid
-  [[ -f "$1" ]] || return 1
-  pid="$(tr -dc 0-9 <"$1")"
+  pid="$(read_pid "$1")"
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
 }
 
-kill_pidfile() { # kill_pidfile PIDFILE NAME TIMEOUT
-  local pidfile="$1" name="$2" timeout="$3" pid i
-  pid_alive "$pidfile" || { rm -f "$pidfile"; return 0; }
-  pid="$(tr -dc 0-9 <"$pidfile")"
+kill_pid() { # kill_pid PID NAME TIMEOUT: TERM, wait, then KILL
+  local pid="$1" name="$2" timeout="$3" i
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 0
   kill -TERM "$pid" 2>/dev/null || true
   for ((i = 0; i < timeout * 5; i++)); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$pidfile"; return 0; }
+    kill -0 "$pid" 2>/dev/null || return 0
     sleep 0.2
   done
   log "$name (pid $pid) did not stop in ${timeout}s, killing"
   kill -KILL "$pid" 2>/dev/null || true
   sleep 0.5
-  rm -f "$pidfile"
+}
+
+kill_pidfile() { # kill_pidfile PIDFILE NAME TIMEOUT
+  kill_pid "$(read_pid "$1")" "$2" "$3"
+  rm -f "$1"
 }
 
 # ---------------------------------------------------------------- packages --
@@ -300,8 +308,12 @@ SQL
 stop_mariadb() {
   mdb_running || { rm -f "$MDB_PID"; log "mariadb: not running"; return 0; }
   log "mariadb: stopping"
+  # The pid is read before SHUTDOWN: MariaDB removes its pid file while it
+  # shuts down, and the wait below must still see the process go.
+  local pid; pid="$(read_pid "$MDB_PID")"
   mdb_root -e 'SHUTDOWN' >/dev/null 2>&1 || true
-  kill_pidfile "$MDB_PID" mariadb 30
+  kill_pid "$pid" mariadb 30
+  rm -f "$MDB_PID"
   local i
   for ((i = 0; i < 150; i++)); do port_open "$MARIADB_PORT" || break; sleep 0.2; done
   port_open "$MARIADB_PORT" && die "mariadb: still listening on $MARIADB_PORT after shutdown"
@@ -450,8 +462,10 @@ my_stop_instance() { # my_stop_instance NAME PORT
   [[ -x "$MY_PKG_ROOT/usr/sbin/mysqld" ]] || { log "$MY_NAME: not installed"; return 0; }
   my_running || { rm -f "$MY_PIDF"; log "$MY_NAME: not running"; return 0; }
   log "$MY_NAME: stopping"
+  local pid; pid="$(read_pid "$MY_PIDF")" # before SHUTDOWN, as in stop_mariadb
   my_root_sql -e 'SHUTDOWN' >/dev/null 2>&1 || true
-  kill_pidfile "$MY_PIDF" "$MY_NAME" 30
+  kill_pid "$pid" "$MY_NAME" 30
+  rm -f "$MY_PIDF"
   local i
   for ((i = 0; i < 150; i++)); do port_open "$MY_PORT" || break; sleep 0.2; done
   port_open "$MY_PORT" && die "$MY_NAME: still listening on $MY_PORT after shutdown"
