@@ -18,8 +18,9 @@ import (
 // ONE PHASE lands. A restart from a position saved between a branch's
 // PREPARE and its COMMIT lands the branch once and repeats nothing a sink
 // has not already applied (records read again carry the IDs they had).
+// On the scratch server, locked (TestXAPreparedAcrossRestart says why).
 func TestXATransactions(t *testing.T) {
-	env := needServer(t)
+	env := needScratchServer(t, true)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
 	// MariaDB keeps a prepared branch on its session: other work goes on
@@ -105,9 +106,10 @@ func TestXATransactions(t *testing.T) {
 
 // TestXABranchOverBoundStops: the records of prepared XA branches are held
 // in memory up to a bound; a branch that passes it stops the source with a
-// fatal error that says so, rather than growing without limit.
+// fatal error that says so, rather than growing without limit. On the
+// scratch server, locked (TestXAPreparedAcrossRestart says why).
 func TestXABranchOverBoundStops(t *testing.T) {
-	env := needServer(t)
+	env := needScratchServer(t, true)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(100))")
 	defer func(n int) { maxXABytes = n }(maxXABytes)
@@ -141,9 +143,10 @@ func TestXABranchOverBoundStops(t *testing.T) {
 // snapshot reads its rows. Before, the snapshot missed the prepared rows
 // and the stream's XA COMMIT had no branch to release (a warning only).
 // The source's user here may list prepared branches (XA RECOVER; MySQL:
-// XA_RECOVER_ADMIN).
+// XA_RECOVER_ADMIN). On the scratch server, locked (TestXAPreparedAcrossRestart
+// says why).
 func TestXAPreparedBeforeFirstStart(t *testing.T) {
-	env := needServer(t)
+	env := needScratchServer(t, true)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
 	xid := "'" + db + "pre'"
