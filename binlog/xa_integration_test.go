@@ -20,8 +20,7 @@ import (
 // has not already applied (records read again carry the IDs they had).
 // On the scratch server, locked (TestXAPreparedAcrossRestart says why).
 func TestXATransactions(t *testing.T) {
-	env := needScratchServer(t, true)
-	c, db := adminConn(t, env)
+	env, c, db := xaScratch(t, "ON")
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
 	// MariaDB keeps a prepared branch on its session: other work goes on
 	// another connection
@@ -186,15 +185,25 @@ func TestXAPreparedBeforeFirstStart(t *testing.T) {
 }
 
 // TestXAPreparedAcrossRestart: branches prepared while the source runs and
-// still prepared when it stops are held again after a restart from the
+// still prepared when it stops (on MySQL with gtid_mode ON and OFF) are held again after a restart from the
 // position it saved, and their outcome, written after the restart, is
 // applied there: the committed branch lands once, the rolled-back one
 // never, and what the sink applied before the restart does not come again
 // with new IDs. On the scratch server, locked: XA RECOVER lists a prepared
 // branch to every user, and another test's first start would wait for it.
 func TestXAPreparedAcrossRestart(t *testing.T) {
-	env := needScratchServer(t, true)
-	c, db := adminConn(t, env)
+	for _, mode := range []string{"ON", "OFF"} { // MySQL: resumed by GTID set, by file and offset
+		t.Run("gtid_mode="+mode, func(t *testing.T) {
+			if mode == "OFF" && needServer(t).flavor != FlavorMySQL {
+				t.Skip("gtid_mode is a MySQL setting")
+			}
+			testXAPreparedAcrossRestart(t, mode)
+		})
+	}
+}
+
+func testXAPreparedAcrossRestart(t *testing.T, mode string) {
+	env, c, db := xaScratch(t, mode)
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
 	c2, c3 := sideConn(t, env, db), sideConn(t, env, db)
 	x7, x8 := "'"+db+"x7'", "'"+db+"x8','b',3"
@@ -268,4 +277,24 @@ func readPast(t *testing.T, s *Source, applied schema.ID, db string, n int) []sc
 		return countOps(ownData(replayed, db), schema.OpCommit) >= n
 	})
 	return replayed
+}
+
+// xaScratch is the scratch server, locked, with an admin connection and a
+// fresh database; on MySQL its gtid_mode is mode until the test ends. The
+// XA tests hold prepared branches there: XA RECOVER lists them to every
+// account (MariaDB) and a first start elsewhere would wait for them.
+func xaScratch(t *testing.T, mode string) (serverEnv, *client.Conn, string) {
+	t.Helper()
+	env := needScratchServer(t, true)
+	c, db := adminConn(t, env)
+	if env.flavor == FlavorMySQL {
+		r, err := c.Execute("SELECT @@GLOBAL.gtid_mode")
+		if err != nil {
+			t.Fatal(err)
+		}
+		was, _ := r.GetString(0, 0)
+		setGTIDMode(t, c, mode)
+		t.Cleanup(func() { setGTIDMode(t, c, strings.ToUpper(was)) })
+	}
+	return env, c, db
 }
