@@ -335,7 +335,9 @@ func TestCheckReportsGTIDModes(t *testing.T) {
 // TestTaggedGTIDs: MySQL 8.3+ tagged GTIDs (uuid:tag:N, from SET
 // gtid_next='AUTOMATIC:tag'): records carry the tagged GTID, positions
 // carry the server's whole executed set with its tags, and a restart from
-// a position before and after a tagged transaction resumes exactly.
+// a position before and after a tagged transaction resumes exactly; a
+// snapshot's start point, read from SHOW BINARY LOG STATUS, keeps the tags
+// too (without them the stream after it repeats the tagged transactions).
 func TestTaggedGTIDs(t *testing.T) {
 	// On the scratch server: a tagged GTID stays in a server's
 	// gtid_executed for good, and tools that read the shared source after
@@ -393,7 +395,6 @@ func TestTaggedGTIDs(t *testing.T) {
 		t.Fatalf("position after a tagged transaction: %s", afterTagged)
 	}
 	s3 := openSource(t, cfg, EncodePosition(afterTagged))
-	defer s3.Close()
 	exec(t, c, "INSERT INTO t VALUES (6)")
 	if _, got := streamRows(t, s3, db, 2); got != "c t 5 [] -> [5]\nEND\nc t 6 [] -> [6]\nEND\n" {
 		t.Fatalf("after a restart at %s:\n%s", afterTagged, got)
@@ -401,6 +402,34 @@ func TestTaggedGTIDs(t *testing.T) {
 	purged, err := positionPurged(c, afterTagged)
 	if err != nil || purged {
 		t.Errorf("positionPurged(%s) = %v, %v", afterTagged, purged, err)
+	}
+	s3.Close()
+
+	// a first start with a snapshot on a server whose executed set has
+	// tags: its start point carries them, and the stream goes on from there
+	snap := cfg
+	snap.Snapshot = SnapshotInitial
+	s4 := openSource(t, snap, nil)
+	exec(t, c, "SET gtid_next = 'AUTOMATIC:sluice_tag'")
+	exec(t, c, "INSERT INTO t VALUES (7)")
+	exec(t, c, "SET gtid_next = 'AUTOMATIC'")
+	recs = readUntil(t, s4, func(rs []schema.Record) bool { return countOps(ownData(rs, db), schema.OpCommit) >= 1 })
+	want = "r t 1 [] -> [1]\nr t 2 [] -> [2]\nr t 3 [] -> [3]\nr t 4 [] -> [4]\nr t 5 [] -> [5]\nr t 6 [] -> [6]\nc t 7 [] -> [7]\nEND\n"
+	if got := summary(ownData(recs, db)); got != want {
+		t.Fatalf("snapshot, then a tagged transaction:\n%s\nwant:\n%s", got, want)
+	}
+	snapEnd, err := ParsePosition(ownData(recs, db)[5].Position)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(snapEnd.GTIDSet, ":sluice_tag:") {
+		t.Errorf("snapshot's start point %s, want the server's executed set with its tag", snapEnd)
+	}
+	s4.Close()
+	s5 := openSource(t, snap, EncodePosition(lastCommit(t, recs)))
+	exec(t, c, "INSERT INTO t VALUES (8)")
+	if _, got := streamRows(t, s5, db, 1); got != "c t 8 [] -> [8]\nEND\n" {
+		t.Fatalf("after a restart past the snapshot and a tagged transaction:\n%s", got)
 	}
 }
 

@@ -114,15 +114,17 @@ func readUntil(t *testing.T, s *Source, ok func([]schema.Record) bool) []schema.
 }
 
 // ownData keeps the data records of db and the commit markers of their
-// transactions.
+// transactions (snapshot records have none).
 func ownData(recs []schema.Record, db string) []schema.Record {
 	var out []schema.Record
 	txs := map[string]bool{}
 	for _, r := range recs {
 		if r.Op.IsData() && r.Table.Database == db {
 			out = append(out, r)
-			txs[r.Transaction.ID] = true
-		} else if r.Op == schema.OpCommit && txs[r.Transaction.ID] {
+			if r.Transaction != nil {
+				txs[r.Transaction.ID] = true
+			}
+		} else if r.Op == schema.OpCommit && r.Transaction != nil && txs[r.Transaction.ID] {
 			out = append(out, r)
 		}
 	}

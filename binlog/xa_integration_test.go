@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-mysql-org/go-mysql/client"
+
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -16,9 +18,9 @@ import (
 // ONE PHASE lands. A restart from a position saved between a branch's
 // PREPARE and its COMMIT lands the branch once and repeats nothing a sink
 // has not already applied (records read again carry the IDs they had).
+// On the scratch server, locked (TestXAPreparedAcrossRestart says why).
 func TestXATransactions(t *testing.T) {
-	env := needServer(t)
-	c, db := adminConn(t, env)
+	env, c, db := xaScratch(t, "ON")
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
 	// MariaDB keeps a prepared branch on its session: other work goes on
 	// another connection
@@ -66,12 +68,7 @@ func TestXATransactions(t *testing.T) {
 		t.Fatalf("records after a prepare:\n%s", got)
 	}
 	saved := lastCommit(t, recs)
-	applied := schema.ID{}
-	for _, r := range recs {
-		if r.ID.Compare(applied) > 0 {
-			applied = r.ID
-		}
-	}
+	applied := lastID(recs)
 	s.Close()
 	exec(t, c, "XA COMMIT '"+db+"x5'")
 	exec(t, c, "XA START '"+db+"x6'")
@@ -81,16 +78,7 @@ func TestXATransactions(t *testing.T) {
 	exec(t, c, "XA ROLLBACK '"+db+"x6'")
 	exec(t, c, "INSERT INTO t VALUES (12,12)")
 	s2 := openSource(t, cfg, EncodePosition(saved))
-	var replayed []schema.Record
-	readUntil(t, s2, func(rs []schema.Record) bool {
-		replayed = replayed[:0]
-		for _, r := range rs {
-			if r.ID.Compare(applied) > 0 { // what a sink applies
-				replayed = append(replayed, r)
-			}
-		}
-		return countOps(ownData(replayed, db), schema.OpCommit) >= 2
-	})
+	replayed := readPast(t, s2, applied, db, 2)
 	if got, want := summary(ownData(replayed, db)), "c t 6 [] -> [6 6]\nEND\nc t 12 [] -> [12 12]\nEND\n"; got != want {
 		t.Fatalf("after a restart at %s (saved between PREPARE and COMMIT), records past the applied ID:\n%s\nwant:\n%s", saved, got, want)
 	}
@@ -117,9 +105,10 @@ func TestXATransactions(t *testing.T) {
 
 // TestXABranchOverBoundStops: the records of prepared XA branches are held
 // in memory up to a bound; a branch that passes it stops the source with a
-// fatal error that says so, rather than growing without limit.
+// fatal error that says so, rather than growing without limit. On the
+// scratch server, locked (TestXAPreparedAcrossRestart says why).
 func TestXABranchOverBoundStops(t *testing.T) {
-	env := needServer(t)
+	env := needScratchServer(t, true)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(100))")
 	defer func(n int) { maxXABytes = n }(maxXABytes)
@@ -153,9 +142,10 @@ func TestXABranchOverBoundStops(t *testing.T) {
 // snapshot reads its rows. Before, the snapshot missed the prepared rows
 // and the stream's XA COMMIT had no branch to release (a warning only).
 // The source's user here may list prepared branches (XA RECOVER; MySQL:
-// XA_RECOVER_ADMIN).
+// XA_RECOVER_ADMIN). On the scratch server, locked (TestXAPreparedAcrossRestart
+// says why).
 func TestXAPreparedBeforeFirstStart(t *testing.T) {
-	env := needServer(t)
+	env := needScratchServer(t, true)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
 	xid := "'" + db + "pre'"
@@ -192,4 +182,119 @@ func TestXAPreparedBeforeFirstStart(t *testing.T) {
 	if got, want := summary(own(recs)), "r t 1 [] -> [1 1]\nc t 2 [] -> [2 2]\n"; got != want {
 		t.Fatalf("records:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// TestXAPreparedAcrossRestart: branches prepared while the source runs and
+// still prepared when it stops (on MySQL with gtid_mode ON and OFF) are held again after a restart from the
+// position it saved, and their outcome, written after the restart, is
+// applied there: the committed branch lands once, the rolled-back one
+// never, and what the sink applied before the restart does not come again
+// with new IDs. On the scratch server, locked: XA RECOVER lists a prepared
+// branch to every user, and another test's first start would wait for it.
+func TestXAPreparedAcrossRestart(t *testing.T) {
+	for _, mode := range []string{"ON", "OFF"} { // MySQL: resumed by GTID set, by file and offset
+		t.Run("gtid_mode="+mode, func(t *testing.T) {
+			if mode == "OFF" && needServer(t).flavor != FlavorMySQL {
+				t.Skip("gtid_mode is a MySQL setting")
+			}
+			testXAPreparedAcrossRestart(t, mode)
+		})
+	}
+}
+
+func testXAPreparedAcrossRestart(t *testing.T, mode string) {
+	env, c, db := xaScratch(t, mode)
+	exec(t, c, "CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+	c2, c3 := sideConn(t, env, db), sideConn(t, env, db)
+	x7, x8 := "'"+db+"x7'", "'"+db+"x8','b',3"
+	t.Cleanup(func() { // a failed run leaves no branch prepared (MariaDB: on its own session)
+		_, _ = c.Execute("XA ROLLBACK " + x7)
+		_, _ = c3.Execute("XA ROLLBACK " + x8)
+	})
+	cfg := testConfig(env, db)
+	s := openSource(t, cfg, nil)
+	exec(t, c2, "INSERT INTO t VALUES (1,1)")
+	for _, st := range []struct {
+		conn *client.Conn
+		xid  string
+		work []string
+	}{
+		{c, x7, []string{"INSERT INTO t VALUES (7,7)", "UPDATE t SET v=70 WHERE id=7"}},
+		{c3, x8, []string{"INSERT INTO t VALUES (8,8)", "DELETE FROM t WHERE id=1"}},
+	} {
+		exec(t, st.conn, "XA START "+st.xid)
+		for _, q := range st.work {
+			exec(t, st.conn, q)
+		}
+		exec(t, st.conn, "XA END "+st.xid)
+		exec(t, st.conn, "XA PREPARE "+st.xid)
+	}
+	exec(t, c2, "INSERT INTO t VALUES (13,13)")
+	recs, got := streamRows(t, s, db, 2)
+	if want := "c t 1 [] -> [1 1]\nEND\nc t 13 [] -> [13 13]\nEND\n"; got != want {
+		t.Fatalf("records with two branches prepared:\n%s\nwant:\n%s", got, want)
+	}
+	saved := lastCommit(t, recs)
+	applied := lastID(recs)
+	s.Close()
+
+	s2 := openSource(t, cfg, EncodePosition(saved))
+	exec(t, c, "XA COMMIT "+x7)
+	exec(t, c3, "XA ROLLBACK "+x8)
+	exec(t, c2, "INSERT INTO t VALUES (14,14)")
+	replayed := readPast(t, s2, applied, db, 2)
+	want := "c t 7 [] -> [7 7]\nu t 7 [7 7] -> [7 70]\nEND\nc t 14 [] -> [14 14]\nEND\n"
+	if got := summary(ownData(replayed, db)); got != want {
+		t.Fatalf("after a restart at %s (two branches prepared), outcomes written after it, records past the applied ID:\n%s\nwant:\n%s", saved, got, want)
+	}
+}
+
+// lastID is the highest record ID of recs: what a sink has applied after
+// it wrote them.
+func lastID(recs []schema.Record) schema.ID {
+	applied := schema.ID{}
+	for _, r := range recs {
+		if r.ID.Compare(applied) > 0 {
+			applied = r.ID
+		}
+	}
+	return applied
+}
+
+// readPast reads s until n transactions of db came with IDs past applied,
+// and returns the records past applied: what a sink that applied up to it
+// applies.
+func readPast(t *testing.T, s *Source, applied schema.ID, db string, n int) []schema.Record {
+	t.Helper()
+	var replayed []schema.Record
+	readUntil(t, s, func(rs []schema.Record) bool {
+		replayed = replayed[:0]
+		for _, r := range rs {
+			if r.ID.Compare(applied) > 0 {
+				replayed = append(replayed, r)
+			}
+		}
+		return countOps(ownData(replayed, db), schema.OpCommit) >= n
+	})
+	return replayed
+}
+
+// xaScratch is the scratch server, locked, with an admin connection and a
+// fresh database; on MySQL its gtid_mode is mode until the test ends. The
+// XA tests hold prepared branches there: XA RECOVER lists them to every
+// account (MariaDB) and a first start elsewhere would wait for them.
+func xaScratch(t *testing.T, mode string) (serverEnv, *client.Conn, string) {
+	t.Helper()
+	env := needScratchServer(t, true)
+	c, db := adminConn(t, env)
+	if env.flavor == FlavorMySQL {
+		r, err := c.Execute("SELECT @@GLOBAL.gtid_mode")
+		if err != nil {
+			t.Fatal(err)
+		}
+		was, _ := r.GetString(0, 0)
+		setGTIDMode(t, c, mode)
+		t.Cleanup(func() { setGTIDMode(t, c, strings.ToUpper(was)) })
+	}
+	return env, c, db
 }
