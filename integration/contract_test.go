@@ -114,11 +114,13 @@ func (p pair) String() string {
 
 // pairs: every transport × target pair from each source, MariaDB and
 // MySQL 9.7 (into the MySQL 9.7 target server), Kafka from MariaDB only.
-// The packed RocketMQ format changes what a message holds (many records
-// sharing an offset), so the whole contract runs over it too.
-var pairs = []pair{{"embedded", "postgres", "", ""}, {"embedded", "mysql", "", ""}, {"rocketmq", "postgres", "", ""}, {"rocketmq", "mysql", "", ""},
+// Each RocketMQ format runs the whole contract from each source: the
+// default (compact) into PostgreSQL, json into MySQL, and packed, which
+// changes what a message holds (many records sharing an offset), into
+// PostgreSQL.
+var pairs = []pair{{"embedded", "postgres", "", ""}, {"embedded", "mysql", "", ""}, {"rocketmq", "postgres", "", ""}, {"rocketmq", "mysql", rocketmq.FormatJSON, ""},
 	{"rocketmq", "postgres", rocketmq.FormatPacked, ""},
-	{"embedded", "postgres", "", mysql97}, {"embedded", "mysql", "", mysql97}, {"rocketmq", "postgres", "", mysql97}, {"rocketmq", "mysql", "", mysql97},
+	{"embedded", "postgres", "", mysql97}, {"embedded", "mysql", "", mysql97}, {"rocketmq", "postgres", "", mysql97}, {"rocketmq", "mysql", rocketmq.FormatJSON, mysql97},
 	{"rocketmq", "postgres", rocketmq.FormatPacked, mysql97},
 	{"kafka", "postgres", "", ""}, {"kafka", "mysql", "", ""}}
 

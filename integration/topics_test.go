@@ -2,16 +2,88 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/schema"
 )
+
+// plainConsumerReadsCompact reads topic (of a pipeline whose config names
+// no format, prefix db) as a consumer that is not sluice would, by what
+// docs/record-format.md says of the default format: a row change's body
+// is the payload alone, property sluice_schema names its schemas, and the
+// message of the schema topic whose key is that name holds them; the
+// envelope {"schema":…,"payload":…} rebuilt from them decodes as the JSON
+// format's. A schema change (no value schema) travels whole.
+func plainConsumerReadsCompact(t *testing.T, e env, db, topic string) {
+	t.Helper()
+	cfg := rocketmq.Config{NameServers: []string{e["SLUICE_ROCKETMQ_NAMESRV"]}, Pipeline: db, TopicPrefix: db}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type entry struct {
+		ID         string          `json:"id"`
+		Key, Value json.RawMessage // Connect schema JSON
+	}
+	schemas := map[string]entry{}
+	err := rocketmq.Tail(ctx, cfg, rocketmq.TailOptions{Topics: []string{rocketmq.SchemaTopic(db)}}, func(m rocketmq.TailMessage) error {
+		var en entry
+		if err := json.Unmarshal(m.Value, &en); err != nil {
+			return fmt.Errorf("schema message %s: %w", m.Value, err)
+		}
+		if keys := m.Properties[primitive.PropertyKeys]; keys != en.ID {
+			return fmt.Errorf("schema message of id %s has key %q", en.ID, keys)
+		}
+		schemas[en.ID] = en
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reading the schema topic: %v", err)
+	}
+	codec := converter.NewJSON(converter.DefaultOptions())
+	n := 0
+	err = rocketmq.Tail(ctx, cfg, rocketmq.TailOptions{Topics: []string{topic}}, func(m rocketmq.TailMessage) error {
+		id, key, value := m.Properties[rocketmq.SchemaProperty], m.Key, m.Value
+		if id != "" { // the envelope, rebuilt
+			en, ok := schemas[id]
+			if !ok || bytes.HasPrefix(m.Value, []byte(`{"schema":`)) || !json.Valid(m.Value) {
+				return fmt.Errorf("message at offset %d: %s %q (known: %d schemas), body %s", m.Offset, rocketmq.SchemaProperty, id, len(schemas), m.Value)
+			}
+			key = []byte(`{"schema":` + string(en.Key) + `,"payload":` + string(m.Key) + `}`)
+			value = []byte(`{"schema":` + string(en.Value) + `,"payload":` + string(m.Value) + `}`)
+		}
+		rec, err := codec.Decode(key, value)
+		if err != nil {
+			return fmt.Errorf("message at offset %d (%s %q): %w", m.Offset, rocketmq.SchemaProperty, id, err)
+		}
+		if rec.Table.Table != "newt" {
+			return fmt.Errorf("message at offset %d decodes to table %s", m.Offset, rec.Table)
+		}
+		if (rec.Op == schema.OpSchemaChange) == (id != "") {
+			return fmt.Errorf("message at offset %d: op %s with %s %q: want a row's change by reference, a schema change whole", m.Offset, rec.Op, rocketmq.SchemaProperty, id)
+		}
+		if id != "" {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Fatalf("%d row changes on %s, want at least the 20 inserts", n, topic)
+	}
+}
 
 // rocketmqConfig writes a config of db's tables over RocketMQ whose
 // transport section has the given extra lines (topics, topics_regex, …).
@@ -63,6 +135,9 @@ func TestRocketMQNewTableReachesTheSink(t *testing.T) {
 			defer r.stop(t)
 			waitStreaming(t, my, pg, db, r)
 			newTableLands(t, my, pg, db, r)
+			if format == "" {
+				plainConsumerReadsCompact(t, e, db, rocketmq.TopicName(db, db, "newt", rocketmq.TopicPerTable))
+			}
 		})
 	}
 	t.Run("sink-only-regex", func(t *testing.T) {

@@ -4,7 +4,7 @@
 # builds sluice, runs `sluice bench` with the arguments given, and runs
 # Debezium 3.4 beside it on the same binlog when Java and Maven are present.
 #   scripts/bench.sh                          200k inserts + 100k updates, embedded transport
-#   scripts/bench.sh --transport rocketmq     through a RocketMQ broker (add --format compact)
+#   scripts/bench.sh --transport rocketmq     through a RocketMQ broker (default format compact; --format json|packed)
 #   scripts/bench.sh --transport kafka        through a Kafka broker (KRaft, one node)
 #   scripts/bench.sh --rows 1000000 --json /tmp/bench.json
 # SLUICE_BENCH_DEBEZIUM=0 skips Debezium; SLUICE_BENCH_KEEP=1 keeps the servers.

@@ -144,9 +144,9 @@ if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
       # embedded pairs (in-process)
       '^TestFault|^TestContract$/^mysql97$/^embedded$'
       # MariaDB over RocketMQ into PostgreSQL; MySQL into the MySQL target
-      '^TestContract$/^rocketmq(-packed)?$/^postgres$|^TestContract$/^mysql97$/^rocketmq$/^mysql$'
+      '^TestContract$/^rocketmq(-packed)?$/^postgres$|^TestContract$/^mysql97$/^rocketmq-json$/^mysql$'
       # MariaDB over RocketMQ into MariaDB; MySQL into PostgreSQL
-      '^TestContract$/^rocketmq$/^mysql$|^TestContract$/^mysql97$/^rocketmq(-packed)?$/^postgres$'
+      '^TestContract$/^rocketmq-json$/^mysql$|^TestContract$/^mysql97$/^rocketmq(-packed)?$/^postgres$'
       # MariaDB over Kafka into PostgreSQL and into MariaDB; MariaDB's
       # embedded pair into MariaDB (in-process)
       '^TestContract$/^kafka$|^TestContract$/^embedded$/^mysql$'

@@ -46,14 +46,14 @@ func benchRecords(n int) []schema.Record {
 }
 
 // BenchmarkJSONMessages is the transport's own work for a record of the
-// default format, without a broker: the publisher's message (encoding and
+// json format, without a broker: the publisher's message (encoding and
 // properties) and the batch body it sends, then the subscriber decoding
 // the message as the client hands it over (body and properties, as the
 // broker returns them with its own).
 func BenchmarkJSONMessages(b *testing.B) {
 	const n = 100
 	recs := benchRecords(n)
-	p := testPublisher(b, okSender{}, func(c *Config) { c.Codec = nil })
+	p := testPublisher(b, okSender{}, func(c *Config) { c.Codec, c.Format = nil, FormatJSON })
 	s := &Subscriber{cfg: p.cfg, log: quietLog()}
 	ctx := context.Background()
 	topic := "t_sluice_bench_events"

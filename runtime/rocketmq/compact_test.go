@@ -176,10 +176,42 @@ func TestCompactFormatMissingSchema(t *testing.T) {
 	}
 }
 
-func TestJSONFormatIsTheDefault(t *testing.T) {
+// A Config without a format publishes compact messages: payloads only,
+// naming their schemas, which are stored in the schema topic.
+func TestCompactFormatIsTheDefault(t *testing.T) {
 	codec := converter.NewJSON(converter.DefaultOptions())
 	f := newFakeSender()
 	p := testPublisher(t, f, func(c *Config) { c.Codec = codec })
+	defer p.Close(context.Background())
+	if p.cfg.Format != FormatCompact {
+		t.Errorf("format %q, want %q", p.cfg.Format, FormatCompact)
+	}
+	publishAcked(t, p, compactRecords()[:4])
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var data, schemas int
+	for _, ms := range f.sent {
+		for _, m := range ms {
+			if m.Topic == SchemaTopic("t") {
+				schemas++
+				continue
+			}
+			data++
+			if bytes.HasPrefix(m.Body, []byte(`{"schema":`)) || len(m.GetProperty(SchemaProperty)) != 24 {
+				t.Errorf("default format sent %s %s (%s %q)", m.Topic, m.Body, SchemaProperty, m.GetProperty(SchemaProperty))
+			}
+		}
+	}
+	if data != 4 || schemas != 2 {
+		t.Errorf("%d data messages and %d schema messages, want 4 and 2 (two tables)", data, schemas)
+	}
+}
+
+// format: json sends the whole envelope, schema included, in every message.
+func TestJSONFormatSendsEnvelopes(t *testing.T) {
+	codec := converter.NewJSON(converter.DefaultOptions())
+	f := newFakeSender()
+	p := testPublisher(t, f, func(c *Config) { c.Codec, c.Format = codec, FormatJSON })
 	defer p.Close(context.Background())
 	publishAcked(t, p, compactRecords()[:4])
 	f.mu.Lock()

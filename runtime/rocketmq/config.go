@@ -161,9 +161,10 @@ type Config struct {
 	// Codec encodes and decodes records; default the JSON converter with
 	// schemas.
 	Codec Codec
-	// Format is the publisher's message format: FormatJSON (default, the
-	// codec's envelopes), FormatCompact (payloads, schemas by reference
-	// in SchemaTopic(TopicPrefix); needs the JSON codec with schemas) or
+	// Format is the publisher's message format: FormatCompact (the
+	// default, DefaultFormat: payloads, schemas by reference in
+	// SchemaTopic(TopicPrefix); needs the JSON codec with schemas),
+	// FormatJSON (the codec's envelopes, schema in every message) or
 	// FormatPacked (the compact format's records, several a message). The
 	// subscriber reads all three, whatever its own Format.
 	Format string `yaml:"format"`
@@ -286,7 +287,7 @@ func (c Config) baseDefaults() (Config, error) {
 	}
 	switch c.Format {
 	case "":
-		c.Format = FormatJSON
+		c.Format = DefaultFormat
 	case FormatJSON, FormatCompact, FormatPacked:
 	default:
 		return c, fmt.Errorf("%w: Format %q: use %q, %q or %q", ErrConfig, c.Format, FormatJSON, FormatCompact, FormatPacked)

@@ -14,9 +14,10 @@
 //     converter's value, property "sluice_key" = the converter's key,
 //     property "sluice_id" = Record.ID (required: the subscriber refuses a
 //     message without it); Delivery names topic, broker, queue and offset;
-//   - FormatCompact: body and sluice_key are the payloads only, property
-//     "sluice_schema" names the schemas, stored in SchemaTopic(prefix)
-//     before the first message naming them (see FormatCompact).
+//   - FormatCompact (DefaultFormat): body and sluice_key are the payloads
+//     only, property "sluice_schema" names the schemas, stored in
+//     SchemaTopic(prefix) before the first message naming them (see
+//     FormatCompact); FormatJSON sends the whole envelopes instead.
 //   - FormatPacked: the compact format's records of one queue, sent
 //     together in messages of about PackBytes, one JSON line a record
 //     (see FormatPacked); records of a pack share its Delivery offset.

@@ -72,7 +72,10 @@ func publishWait(t *testing.T, p *Publisher, recs []schema.Record) (publishErr, 
 	return nil, <-done
 }
 
-func withCodec(c *Config) { c.Codec = defaultCodec() }
+// withCodec sets the JSON codec and the json format, whose messages carry
+// the whole envelopes these tests size and decode (the default format,
+// compact, also stores a schema message first).
+func withCodec(c *Config) { c.Codec, c.Format = defaultCodec(), FormatJSON }
 
 func TestOversizeFailIsFatalAndNamesTableKeySize(t *testing.T) {
 	f := newFakeSender()

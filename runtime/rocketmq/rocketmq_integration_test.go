@@ -57,7 +57,7 @@ func itConfig(t testing.TB, tables ...schema.TableID) Config {
 	ns := nameServer(t)
 	name := "it-" + suffix()
 	cfg := Config{NameServers: ns, Pipeline: name, Tables: tables, Codec: integrationCodec()}
-	var topics []string
+	topics := []string{SchemaTopic(name)} // the default format's
 	for _, id := range tables {
 		topics = append(topics, TopicName(name, id.Database, id.Table, TopicPerTable), TopicName(name, id.Database, id.Table, TopicPerDatabase))
 	}
@@ -221,7 +221,9 @@ func TestIntegrationOrderPerKeyDatabaseMode(t *testing.T) {
 	testOrderPerKey(t, TopicPerDatabase)
 }
 
-func testOrderPerKey(t *testing.T, mode string) { testOrderPerKeyFormat(t, mode, "") }
+// testOrderPerKey runs over the json format (compact, the default, has a
+// test of its own).
+func testOrderPerKey(t *testing.T, mode string) { testOrderPerKeyFormat(t, mode, FormatJSON) }
 
 func testOrderPerKeyFormat(t *testing.T, mode, format string) {
 	ids := []schema.TableID{{Database: "db", Table: "orders"}, {Database: "db", Table: "items"}}

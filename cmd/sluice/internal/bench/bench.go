@@ -186,7 +186,7 @@ func NewCommand(fs *flag.FlagSet) *Command {
 	fs.IntVar(&o.txn, "txn", 100, "rows per source transaction")
 	fs.StringVar(&o.transport, "transport", "embedded", "embedded, rocketmq or kafka (kafka reads the broker from SLUICE_KAFKA_BROKERS)")
 	fs.IntVar(&o.queues, "queues", 4, "queues of the transport (kafka: partitions of the topic)")
-	fs.StringVar(&o.format, "format", "json", "rocketmq message format: json, compact (schemas by reference) or packed (compact records, several a message)")
+	fs.StringVar(&o.format, "format", rocketmq.DefaultFormat, "rocketmq message format: compact (schemas by reference, the transport's default), json (schema in every message) or packed (compact records, several a message)")
 	c.liveRate = fs.String("live-rate", "2000", "rows/s written while measuring lag, or several separated by commas, one lag phase each (0 skips the lag phase)")
 	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long each lag phase writes")
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
