@@ -83,9 +83,16 @@ func (s *Sink) controlCollision(id schema.TableID) error {
 			cs, ct = "", c.name
 		}
 		if same(schemaOf(t.Schema), schemaOf(cs)) && same(t.Table, ct) {
-			return fatal(fmt.Errorf("%w: source table %s maps to %s.%s, the sink's %s: refusing to write over it; exclude the table at the source, map it elsewhere (schema/table template), or give the %s another name",
+			return fatal(fmt.Errorf("%w: source table %s maps to %s.%s, the sink's %s: refusing to write over it; exclude the table at the source, map it elsewhere (schema/table template or routes), or give the %s another name",
 				ErrConfig, id, schemaOf(t.Schema), t.Table, c.what, c.what))
 		}
+	}
+	if s.cfg.routing != nil {
+		key := target{Schema: schemaOf(t.Schema), Table: t.Table}
+		if s.d.FoldCase() {
+			key = target{Schema: strings.ToLower(key.Schema), Table: strings.ToLower(key.Table)}
+		}
+		return s.cfg.routing.claim(id, key)
 	}
 	return nil
 }
