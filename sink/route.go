@@ -64,11 +64,10 @@ func wholeName(what string, i int, m string) (*regexp.Regexp, error) {
 	if m == "" {
 		return nil, fmt.Errorf("%w: %s[%d]: match is empty", ErrConfig, what, i)
 	}
-	re, err := regexp.Compile("^(?:" + m + ")$")
-	if err != nil {
+	if _, err := regexp.Compile(m); err != nil { // the error quotes the pattern as written
 		return nil, fmt.Errorf("%w: %s[%d]: match %q: %v", ErrConfig, what, i, m, err)
 	}
-	return re, nil
+	return regexp.Compile("^(?:" + m + ")$")
 }
 
 // compileRouting checks and compiles c.Routes and c.Columns; nil when both

@@ -91,7 +91,7 @@ func TestRoutesAndColumnRules(t *testing.T) {
 // TestRoutesRefuse: two source tables routed to one target table, a route
 // onto the progress table and a rule dropping a key column are refused,
 // fatal, before anything of theirs is written (the key check at start,
-// through CheckShapes, too).
+// through CheckShapes, and by sluice check, too).
 func TestRoutesRefuse(t *testing.T) {
 	forPGAndMariaDB(t, func(t *testing.T, e *tenv) {
 		var def string
@@ -102,10 +102,11 @@ func TestRoutesRefuse(t *testing.T) {
 		if err := e.db.QueryRow(q).Scan(&def); err != nil {
 			t.Fatal(err)
 		}
-		s := e.open(t, func(c *Config) {
+		mod := func(c *Config) {
 			c.Routes = []Route{{Match: `src\.m_\d+`, Table: "merged"}, {Match: `src\.evil`, Schema: def, Table: c.ProgressTable}}
 			c.Columns = []ColumnRule{{Match: `src\.kd`, Drop: []string{"id"}}}
-		})
+		}
+		s := e.open(t, mod)
 		cols := []string{"id", "v"}
 		write(t, s, upsertRec("m_1", cols, int64(1), "one"))
 		refused := func(what string, recs ...schema.Record) {
@@ -125,6 +126,11 @@ func TestRoutesRefuse(t *testing.T) {
 		shape := schema.Table{ID: src("kd"), Columns: []schema.Column{{Name: "id", Schema: schema.Primitive(schema.Int64, false)}}, PrimaryKey: []string{"id"}}
 		if err := s.CheckShapes(context.Background(), []schema.Table{shape}); !errors.Is(err, ErrConfig) || !isFatal(err) || !s.WantsShapes() {
 			t.Fatalf("CheckShapes of a dropped key column: %v (wants shapes %v)", err, s.WantsShapes())
+		}
+		cfg := e.cfg
+		mod(&cfg)
+		if ps := Check(context.Background(), cfg, []schema.Table{shape}); len(ps) != 1 || ps[0].Check != "target_columns" {
+			t.Fatalf("check of a dropped key column: %+v", ps)
 		}
 		wantRows(t, e, "merged", map[int64]string{1: "one"})
 		if got := e.columns(t, "kd"); len(got) != 0 {

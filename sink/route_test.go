@@ -51,6 +51,7 @@ func TestRouteTarget(t *testing.T) {
 		{Match: `shop\.shard_.*`, Table: "never"},
 		{Match: `(\w+)\.legacy_(.+)`, Schema: "old_$1", Table: "${table}$$"},
 		{Match: `crm\..*`, Schema: "c"},
+		{Match: `(o)(p)(q)(r)(s)(t)(u)(v)(w)(x)(y)\.z`, Table: "$12$0"},
 	}, nil)
 	c.TableTemplate = "t_${table}"
 	if err := c.normalize(); err != nil {
@@ -64,6 +65,7 @@ func TestRouteTarget(t *testing.T) {
 		{schema.TableID{Database: "hr", Table: "legacy_$1"}, target{Schema: "old_hr", Table: "legacy_$1$$"}},
 		{schema.TableID{Database: "crm", Table: "users"}, target{Schema: "c", Table: "t_users"}},
 		{schema.TableID{Database: "shop", Table: "items"}, target{Schema: "shop", Table: "t_items"}},
+		{schema.TableID{Database: "opqrstuvwxy", Table: "z"}, target{Schema: "opqrstuvwxy", Table: "o2opqrstuvwxy.z"}},
 		{schema.TableID{Database: "xshop", Table: "shard_1_a"}, target{Schema: "xshop", Table: "t_shard_1_a"}},
 	} {
 		if got := c.target(tc.id); got != tc.want {
@@ -111,5 +113,45 @@ func TestRouteColumnsLeavesInputs(t *testing.T) {
 	s.cfg = &c2
 	if _, err := s.routeColumns(in); !errors.Is(err, ErrConfig) || !isFatal(err) || !strings.Contains(err.Error(), "primary key") {
 		t.Fatalf("dropped key column: %v", err)
+	}
+}
+
+// TestRouteSchemaChange: an applied schema change follows the column rule:
+// added and renamed columns take their target names, the changes of a
+// dropped column are left out (a placement after it goes to the end), the
+// shape loses it; a rename between a kept and a dropped column is refused.
+func TestRouteSchemaChange(t *testing.T) {
+	c := routed(nil, []ColumnRule{{Match: `db\.t`, Rename: map[string]string{"a": "a2", "b": "b2"}, Drop: []string{"x", "y"}}})
+	if err := c.normalize(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Sink{backend: backend{cfg: &c}}
+	def := func(n string) *schema.ColumnDef { return &schema.ColumnDef{Name: n} }
+	ch := &schema.SchemaChange{Tables: []schema.TableChange{{Kind: schema.AlterTable, Table: tID, Columns: []schema.ColumnChange{
+		{Kind: schema.AddColumn, Name: "a", Column: def("a"), After: "x"},
+		{Kind: schema.AddColumn, Name: "x", Column: def("x")},
+		{Kind: schema.ModifyColumn, Name: "y", Column: def("y")},
+		{Kind: schema.RenameColumn, Name: "a", NewName: "b"},
+		{Kind: schema.DropColumn, Name: "x"},
+	}, Shape: &schema.TableShape{Columns: []schema.ColumnDef{*def("id"), *def("b"), *def("x")}, PrimaryKey: []string{"id"}}}}}
+	out, err := s.routeColumns([]schema.Record{{Op: schema.OpSchemaChange, Table: schema.TableID{Database: "db"}, Change: ch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := out[0].Change.Tables[0]
+	if len(tc.Columns) != 2 || tc.Columns[0].Name != "a2" || tc.Columns[0].Column.Name != "a2" || tc.Columns[0].After != "" ||
+		tc.Columns[1].Name != "a2" || tc.Columns[1].NewName != "b2" {
+		t.Fatalf("mapped columns %+v", tc.Columns)
+	}
+	if sh := tc.Shape; len(sh.Columns) != 2 || sh.Columns[1].Name != "b2" || sh.PrimaryKey[0] != "id" {
+		t.Fatalf("mapped shape %+v", sh)
+	}
+	if ch.Tables[0].Columns[0].Name != "a" || len(ch.Tables[0].Columns) != 5 || len(ch.Tables[0].Shape.Columns) != 3 {
+		t.Fatalf("the input change was modified: %+v", ch.Tables[0])
+	}
+	bad := &schema.SchemaChange{Tables: []schema.TableChange{{Kind: schema.AlterTable, Table: tID, Columns: []schema.ColumnChange{
+		{Kind: schema.RenameColumn, Name: "a", NewName: "x"}}}}}
+	if _, err := s.routeColumns([]schema.Record{{Op: schema.OpSchemaChange, Change: bad}}); !errors.Is(err, ErrSchemaChange) || !isFatal(err) {
+		t.Fatalf("rename onto a dropped column: %v", err)
 	}
 }
