@@ -43,6 +43,7 @@ type routing struct {
 	cols   []colRule
 
 	mu      sync.Mutex
+	targets map[schema.TableID]*target  // the route's target of each table met; nil: none matches
 	rules   map[schema.TableID]*colRule // the rule of each table met; nil: none
 	claimed map[target]schema.TableID   // the source table of each routed target met (by its folded name)
 }
@@ -76,7 +77,7 @@ func compileRouting(c *Config) (*routing, error) {
 	if len(c.Routes) == 0 && len(c.Columns) == 0 {
 		return nil, nil
 	}
-	r := &routing{rules: map[schema.TableID]*colRule{}, claimed: map[target]schema.TableID{}}
+	r := &routing{targets: map[schema.TableID]*target{}, rules: map[schema.TableID]*colRule{}, claimed: map[target]schema.TableID{}}
 	for i, rt := range c.Routes {
 		re, err := wholeName("routes", i, rt.Match)
 		if err != nil {
@@ -126,6 +127,24 @@ func compileRouting(c *Config) (*routing, error) {
 // target maps id through the first matching route; ok is false when none
 // matches.
 func (r *routing) target(c *Config, id schema.TableID) (target, bool) {
+	if len(r.routes) == 0 {
+		return target{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.targets[id]
+	if !ok {
+		t = r.route(c, id)
+		r.targets[id] = t
+	}
+	if t == nil {
+		return target{}, false
+	}
+	return *t, true
+}
+
+// route is the target of the first route matching id, nil when none does.
+func (r *routing) route(c *Config, id schema.TableID) *target {
 	name := id.Database + "." + id.Table
 	for _, rt := range r.routes {
 		m := rt.re.FindStringSubmatch(name)
@@ -139,9 +158,9 @@ func (r *routing) target(c *Config, id schema.TableID) (target, bool) {
 		if rt.table != "" {
 			t = rt.table
 		}
-		return target{Schema: expandRoute(s, id, m), Table: expandRoute(t, id, m)}, true
+		return &target{Schema: expandRoute(s, id, m), Table: expandRoute(t, id, m)}
 	}
-	return target{}, false
+	return nil
 }
 
 // expandRoute replaces ${db}, ${table} and $0 … $9 (m's groups) in t, in

@@ -42,15 +42,31 @@ func deleteRec(table string, cols []string, row ...any) schema.Record {
 // exactly: rows, a delete, an ALTER … ADD COLUMN applied after start (the
 // renamed column added under its new name, the dropped one never
 // created) and a TRUNCATE all act on the routed table; the templates'
-// schema gets nothing.
+// schema gets nothing. A renamed key column keys the table it creates
+// (an upsert of a key replaces its row, a delete finds it).
 func TestRoutesAndColumnRules(t *testing.T) {
 	forPGAndMariaDB(t, func(t *testing.T, e *tenv) {
 		r := e.in(t, e.schema+"_r")
 		s := e.open(t, func(c *Config) {
 			c.SchemaChanges = SchemaChangesApply
 			c.Routes = []Route{{Match: `src\.shard_(\d+)_(\w+)`, Schema: r.schema, Table: "$2_s$1"}}
-			c.Columns = []ColumnRule{{Match: `src\.shard_.*`, Rename: map[string]string{"v": "val", "c": "cc"}, Drop: []string{"secret", "secret2"}}}
+			c.Columns = []ColumnRule{
+				{Match: `src\.kr`, Rename: map[string]string{"id": "pk", "v": "w"}},
+				{Match: `src\.shard_.*`, Rename: map[string]string{"v": "val", "c": "cc"}, Drop: []string{"secret", "secret2"}}}
 		})
+		kr := []string{"id", "v"}
+		onKR := func(r schema.Record, off int64) schema.Record {
+			r.Delivery, r.ID = deliveredAt("kr", 0, off)
+			return r
+		}
+		write(t, s, onKR(upsertRec("kr", kr, int64(1), "a"), 1), onKR(upsertRec("kr", kr, int64(2), "b"), 2))
+		write(t, s, onKR(upsertRec("kr", kr, int64(1), "a1"), 3), onKR(deleteRec("kr", kr, int64(2), "b"), 4))
+		if got, want := e.columns(t, "kr"), map[string]bool{"pk": true, "w": true}; !maps.Equal(got, want) {
+			t.Fatalf("renamed key: columns %v, want %v", got, want)
+		}
+		if got, want := e.idText(t, "SELECT pk, w FROM "+e.table("kr")), map[int64]string{1: "a1"}; !maps.Equal(got, want) {
+			t.Fatalf("renamed key: rows %v, want %v", got, want)
+		}
 		cols := []string{"id", "v", "secret"}
 		write(t, s,
 			at(upsertRec("shard_7_orders", cols, int64(1), "a", "s1"), 1),
