@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"testing"
 
@@ -43,11 +44,19 @@ func deleteRec(table string, cols []string, row ...any) schema.Record {
 // renamed column added under its new name, the dropped one never
 // created) and a TRUNCATE all act on the routed table; the templates'
 // schema gets nothing. A renamed key column keys the table it creates
-// (an upsert of a key replaces its row, a delete finds it).
+// (an upsert of a key replaces its row, a delete finds it). Both with and
+// without transactional mode.
 func TestRoutesAndColumnRules(t *testing.T) {
+	for _, tx := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transactional=%v", tx), func(t *testing.T) { testRoutesAndColumnRules(t, tx) })
+	}
+}
+
+func testRoutesAndColumnRules(t *testing.T, transactional bool) {
 	forPGAndMariaDB(t, func(t *testing.T, e *tenv) {
 		r := e.in(t, e.schema+"_r")
 		s := e.open(t, func(c *Config) {
+			c.Transactional = transactional
 			c.SchemaChanges = SchemaChangesApply
 			c.Routes = []Route{{Match: `src\.shard_(\d+)_(\w+)`, Schema: r.schema, Table: "$2_s$1"}}
 			c.Columns = []ColumnRule{
