@@ -60,6 +60,15 @@ func Check(ctx context.Context, cfg Config, tables []schema.Table) []schema.Prob
 		fail("target_columns", err.Error(), "keep the table's key columns (sink.columns drop)")
 		return out
 	}
+	for _, tb := range tables {
+		t := cfg.target(tb.ID)
+		if d.FoldCase() {
+			t = target{Schema: strings.ToLower(t.Schema), Table: strings.ToLower(t.Table)}
+		}
+		if err := cfg.routing.claim(tb.ID, t); err != nil {
+			fail("target_routes", err.Error(), "give each source table its own target table (sink.routes)")
+		}
+	}
 	schemas := []string{""} // the progress and barrier tables'
 	for _, tb := range tables {
 		if s := cfg.target(tb.ID).Schema; !slices.Contains(schemas, s) {

@@ -116,7 +116,7 @@ func testRoutesAndColumnRules(t *testing.T, transactional bool) {
 // TestRoutesRefuse: two source tables routed to one target table, a route
 // onto the progress table and a rule dropping a key column are refused,
 // fatal, before anything of theirs is written (the key check at start,
-// through CheckShapes, and by sluice check, too).
+// through CheckShapes, and by sluice check: target_columns, target_routes).
 func TestRoutesRefuse(t *testing.T) {
 	forPGAndMariaDB(t, func(t *testing.T, e *tenv) {
 		var def string
@@ -156,6 +156,9 @@ func TestRoutesRefuse(t *testing.T) {
 		mod(&cfg)
 		if ps := Check(context.Background(), cfg, []schema.Table{shape}); len(ps) != 1 || ps[0].Check != "target_columns" {
 			t.Fatalf("check of a dropped key column: %+v", ps)
+		}
+		if ps := Check(context.Background(), cfg, []schema.Table{{ID: src("m_1")}, {ID: src("m_2")}}); len(ps) != 1 || ps[0].Check != "target_routes" {
+			t.Fatalf("check of two tables routed to one: %+v", ps)
 		}
 		wantRows(t, e, "merged", map[int64]string{1: "one"})
 		if got := e.columns(t, "kd"); len(got) != 0 {
