@@ -63,10 +63,10 @@ type colRule struct {
 // wholeName compiles a Match pattern anchored at both ends.
 func wholeName(what string, i int, m string) (*regexp.Regexp, error) {
 	if m == "" {
-		return nil, fmt.Errorf("%w: %s[%d]: match is empty", ErrConfig, what, i)
+		return nil, fmt.Errorf("%w: %s[%d].Match is empty", ErrConfig, what, i)
 	}
 	if _, err := regexp.Compile(m); err != nil { // the error quotes the pattern as written
-		return nil, fmt.Errorf("%w: %s[%d]: match %q: %v", ErrConfig, what, i, m, err)
+		return nil, fmt.Errorf("%w: %s[%d].Match %q: %v", ErrConfig, what, i, m, err)
 	}
 	return regexp.Compile("^(?:" + m + ")$")
 }
@@ -79,43 +79,44 @@ func compileRouting(c *Config) (*routing, error) {
 	}
 	r := &routing{targets: map[schema.TableID]*target{}, rules: map[schema.TableID]*colRule{}, claimed: map[target]schema.TableID{}}
 	for i, rt := range c.Routes {
-		re, err := wholeName("routes", i, rt.Match)
+		re, err := wholeName("Routes", i, rt.Match)
 		if err != nil {
 			return nil, err
 		}
 		if rt.Schema == "" && rt.Table == "" {
-			return nil, fmt.Errorf("%w: routes[%d]: give schema or table (or both)", ErrConfig, i)
+			return nil, fmt.Errorf("%w: Routes[%d] names neither Schema nor Table", ErrConfig, i)
 		}
-		for _, t := range []string{rt.Schema, rt.Table} {
+		for _, f := range []struct{ key, t string }{{"Schema", rt.Schema}, {"Table", rt.Table}} {
+			t := f.t
 			if err := checkTemplate(t); err != nil {
-				return nil, fmt.Errorf("routes[%d]: %w", i, err)
+				return nil, fmt.Errorf("Routes[%d].%s: %w", i, f.key, err)
 			}
 			for j := 0; j+1 < len(t); j++ {
 				if t[j] == '$' && t[j+1] >= '0' && t[j+1] <= '9' && int(t[j+1]-'0') > re.NumSubexp() {
-					return nil, fmt.Errorf("%w: routes[%d]: %q refers to $%c but match %q has %d group(s)", ErrConfig, i, t, t[j+1], rt.Match, re.NumSubexp())
+					return nil, fmt.Errorf("%w: Routes[%d].%s %q refers to $%c, but the pattern %q has %d group(s)", ErrConfig, i, f.key, t, t[j+1], rt.Match, re.NumSubexp())
 				}
 			}
 		}
 		r.routes = append(r.routes, route{re: re, schema: rt.Schema, table: rt.Table})
 	}
 	for i, cr := range c.Columns {
-		re, err := wholeName("columns", i, cr.Match)
+		re, err := wholeName("Columns", i, cr.Match)
 		if err != nil {
 			return nil, err
 		}
 		if len(cr.Rename) == 0 && len(cr.Drop) == 0 {
-			return nil, fmt.Errorf("%w: columns[%d]: give rename or drop (or both)", ErrConfig, i)
+			return nil, fmt.Errorf("%w: Columns[%d] has neither Rename nor Drop", ErrConfig, i)
 		}
 		to := map[string]string{}
 		for old, nw := range cr.Rename {
 			if old == "" || nw == "" {
-				return nil, fmt.Errorf("%w: columns[%d]: rename %q to %q: a name is empty", ErrConfig, i, old, nw)
+				return nil, fmt.Errorf("%w: Columns[%d].Rename %q to %q: a name is empty", ErrConfig, i, old, nw)
 			}
 			if slices.Contains(cr.Drop, old) {
-				return nil, fmt.Errorf("%w: columns[%d]: column %q is both renamed and dropped", ErrConfig, i, old)
+				return nil, fmt.Errorf("%w: Columns[%d].Drop: column %q is both renamed and dropped", ErrConfig, i, old)
 			}
 			if o, ok := to[nw]; ok {
-				return nil, fmt.Errorf("%w: columns[%d]: columns %q and %q are both renamed to %q", ErrConfig, i, o, old, nw)
+				return nil, fmt.Errorf("%w: Columns[%d].Rename: columns %q and %q are both renamed to %q", ErrConfig, i, o, old, nw)
 			}
 			to[nw] = old
 		}

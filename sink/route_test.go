@@ -20,15 +20,15 @@ func TestRoutingConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"bad regex", routed([]Route{{Match: `shop\.(orders`, Table: "x"}}, nil), "routes[0]: match"},
-		{"empty match", routed([]Route{{Table: "x"}}, nil), "routes[0]: match is empty"},
-		{"no target", routed([]Route{{Match: `a\.b`}}, nil), "routes[0]: give schema or table"},
-		{"capture beyond groups", routed([]Route{{Match: `shop\.(\w+)`, Table: "$1_$2"}}, nil), "refers to $2 but match"},
-		{"unknown placeholder", routed([]Route{{Match: `a\.b`, Table: "${schema}"}}, nil), "unknown placeholder ${schema}"},
-		{"columns bad regex", routed(nil, []ColumnRule{{Match: `[`, Drop: []string{"x"}}}), "columns[0]: match"},
-		{"columns empty", routed(nil, []ColumnRule{{Match: `a\.b`}}), "columns[0]: give rename or drop"},
-		{"renamed and dropped", routed(nil, []ColumnRule{{Match: `a\.b`, Rename: map[string]string{"x": "y"}, Drop: []string{"x"}}}), `column "x" is both renamed and dropped`},
-		{"two to one", routed(nil, []ColumnRule{{Match: `a\.b`, Rename: map[string]string{"x": "z", "y": "z"}}}), `are both renamed to "z"`},
+		{"bad regex", routed([]Route{{Match: `shop\.(orders`, Table: "x"}}, nil), "Routes[0].Match \""},
+		{"empty match", routed([]Route{{Table: "x"}}, nil), "Routes[0].Match is empty"},
+		{"no target", routed([]Route{{Match: `a\.b`}}, nil), "Routes[0] names neither Schema nor Table"},
+		{"capture beyond groups", routed([]Route{{Match: `shop\.(\w+)`, Table: "$1_$2"}}, nil), "Routes[0].Table \"$1_$2\" refers to $2, but the pattern"},
+		{"unknown placeholder", routed([]Route{{Match: `a\.b`, Table: "${schema}"}}, nil), "Routes[0].Table: "},
+		{"columns bad regex", routed(nil, []ColumnRule{{Match: `[`, Drop: []string{"x"}}}), "Columns[0].Match \""},
+		{"columns empty", routed(nil, []ColumnRule{{Match: `a\.b`}}), "Columns[0] has neither Rename nor Drop"},
+		{"renamed and dropped", routed(nil, []ColumnRule{{Match: `a\.b`, Rename: map[string]string{"x": "y"}, Drop: []string{"x"}}}), `Columns[0].Drop: column "x" is both renamed and dropped`},
+		{"two to one", routed(nil, []ColumnRule{{Match: `a\.b`, Rename: map[string]string{"x": "z", "y": "z"}}}), `Columns[0].Rename: columns `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(tc.cfg)
