@@ -267,11 +267,18 @@ type structMap struct {
 	keep []int
 }
 
-func (cr *colRule) mapStruct(s *schema.Schema, cache map[*schema.Schema]structMap) structMap {
+// structKey keys mapStruct's cache: one schema may serve tables of
+// different rules.
+type structKey struct {
+	cr *colRule
+	s  *schema.Schema
+}
+
+func (cr *colRule) mapStruct(s *schema.Schema, cache map[structKey]structMap) structMap {
 	if s == nil {
 		return structMap{}
 	}
-	if m, ok := cache[s]; ok {
+	if m, ok := cache[structKey{cr, s}]; ok {
 		return m
 	}
 	out := *s
@@ -288,7 +295,7 @@ func (cr *colRule) mapStruct(s *schema.Schema, cache map[*schema.Schema]structMa
 	if len(keep) < len(s.Fields) {
 		m.keep = keep
 	}
-	cache[s] = m
+	cache[structKey{cr, s}] = m
 	return m
 }
 
@@ -314,7 +321,7 @@ func (s *Sink) routeColumns(recs []schema.Record) ([]schema.Record, error) {
 		return recs, nil
 	}
 	var out []schema.Record
-	cache := map[*schema.Schema]structMap{}
+	cache := map[structKey]structMap{}
 	for i := range recs {
 		rec := &recs[i]
 		var cr *colRule

@@ -106,6 +106,14 @@ func TestRouteColumnsLeavesInputs(t *testing.T) {
 	if len(val.Fields) != 3 || val.Fields[1].Name != "v" || len(in[0].After) != 3 || out[1].ValueSchema != val || len(out[1].After) != 3 {
 		t.Fatalf("inputs changed or an unmatched table mapped: %+v %v %+v", val.Fields, in[0].After, out[1])
 	}
+	c1 := routed(nil, []ColumnRule{{Match: `db\.t`, Rename: map[string]string{"v": "val"}}, {Match: `db\.u`, Rename: map[string]string{"v": "vu"}}})
+	if err := c1.normalize(); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg = &c1
+	if out, err := s.routeColumns(in); err != nil || out[0].ValueSchema.Fields[1].Name != "val" || out[1].ValueSchema.Fields[1].Name != "vu" {
+		t.Fatalf("one schema, two tables of two rules: %v %+v", err, out)
+	}
 	c2 := routed(nil, []ColumnRule{{Match: `db\.t`, Drop: []string{"id"}}})
 	if err := c2.normalize(); err != nil {
 		t.Fatal(err)
