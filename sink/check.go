@@ -61,11 +61,7 @@ func Check(ctx context.Context, cfg Config, tables []schema.Table) []schema.Prob
 		return out
 	}
 	for _, tb := range tables {
-		t := cfg.target(tb.ID)
-		if d.FoldCase() {
-			t = target{Schema: strings.ToLower(t.Schema), Table: strings.ToLower(t.Table)}
-		}
-		if err := cfg.routing.claim(tb.ID, t); err != nil {
+		if err := cfg.routing.claim(tb.ID, cfg.target(tb.ID), d.FoldCase()); err != nil {
 			fail("target_routes", err.Error(), "give each source table its own target table (sink.routes)")
 		}
 	}

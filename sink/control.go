@@ -87,12 +87,5 @@ func (s *Sink) controlCollision(id schema.TableID) error {
 				ErrConfig, id, schemaOf(t.Schema), t.Table, c.what, c.what))
 		}
 	}
-	if s.cfg.routing != nil {
-		key := target{Schema: schemaOf(t.Schema), Table: t.Table}
-		if s.d.FoldCase() {
-			key = target{Schema: strings.ToLower(key.Schema), Table: strings.ToLower(key.Table)}
-		}
-		return s.cfg.routing.claim(id, key)
-	}
-	return nil
+	return s.cfg.routing.claim(id, target{Schema: schemaOf(t.Schema), Table: t.Table}, s.d.FoldCase())
 }

@@ -191,11 +191,14 @@ func expandRoute(t string, id schema.TableID, m []string) string {
 	return b.String()
 }
 
-// claim records that source table id writes into t (folded: the name as
-// the target compares it) and refuses a second source table there.
-func (r *routing) claim(id schema.TableID, t target) error {
+// claim records that source table id writes into t (in lower case when
+// the target folds names) and refuses a second source table there.
+func (r *routing) claim(id schema.TableID, t target, fold bool) error {
 	if r == nil || len(r.routes) == 0 {
 		return nil
+	}
+	if fold {
+		t = target{Schema: strings.ToLower(t.Schema), Table: strings.ToLower(t.Table)}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
