@@ -10,13 +10,6 @@ import (
 	"github.com/sluicecdc/sluice/schema"
 )
 
-// forPGAndMariaDB runs f against PostgreSQL and MariaDB (one server per
-// dialect: routing is dialect-independent above the SQL).
-func forPGAndMariaDB(t *testing.T, f func(t *testing.T, e *tenv)) {
-	t.Run("postgres", func(t *testing.T) { f(t, pgEnv(t)) })
-	t.Run("mariadb", func(t *testing.T) { f(t, mysqlEnv(t)) })
-}
-
 // in is e with another schema (PostgreSQL) or database (MySQL), dropped
 // at the end of the test.
 func (e *tenv) in(t *testing.T, name string) *tenv {
@@ -53,7 +46,7 @@ func TestRoutesAndColumnRules(t *testing.T) {
 }
 
 func testRoutesAndColumnRules(t *testing.T, transactional bool) {
-	forPGAndMariaDB(t, func(t *testing.T, e *tenv) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
 		r := e.in(t, e.schema+"_r")
 		s := e.open(t, func(c *Config) {
 			c.Transactional = transactional
@@ -118,7 +111,7 @@ func testRoutesAndColumnRules(t *testing.T, transactional bool) {
 // fatal, before anything of theirs is written (the key check at start,
 // through CheckShapes, and by sluice check: target_columns, target_routes).
 func TestRoutesRefuse(t *testing.T) {
-	forPGAndMariaDB(t, func(t *testing.T, e *tenv) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
 		var def string
 		q := "SELECT current_schema()"
 		if e.dialect == DialectMySQL {
