@@ -238,7 +238,11 @@ func expandEnv(file string, n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
 		out, missing := expandString(n.Value)
 		if missing != "" {
-			return cfgErr(file, n.Line, "${"+missing+"}", "environment variable is not set (set it, or write ${"+missing+":-default}; write $${ for a literal ${)")
+			msg := "environment variable is not set (set it, or write ${" + missing + ":-default}; write $${ for a literal ${)"
+			if missing == "db" || missing == "table" {
+				msg = "environment variable is not set: a sink placeholder is written $${" + missing + "} in a config file"
+			}
+			return cfgErr(file, n.Line, "${"+missing+"}", msg)
 		}
 		if n.Style == 0 {
 			n.Tag = "" // a plain scalar: let the expanded text resolve as a number or bool

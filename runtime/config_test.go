@@ -63,6 +63,7 @@ func TestConfigErrorsNameKeyAndLine(t *testing.T) {
 		{"bad duration", strings.Replace(goodConfig, "2s", "soon", 1), "x.yaml:7: source.timeout: expected a duration"},
 		{"nested unknown", strings.Replace(goodConfig, "enabled:", "enable:", 1), "x.yaml:9: source.tls.enable: unknown key"},
 		{"unset env", strings.Replace(goodConfig, "SLUICE_TEST_HOST", "SLUICE_TEST_UNSET_VAR", 1), "x.yaml:4: ${SLUICE_TEST_UNSET_VAR}: environment variable is not set"},
+		{"sink placeholder", goodConfig + "  table: src_${table}\n", "x.yaml:14: ${table}: environment variable is not set: a sink placeholder is written $${table} in a config file"},
 		{"missing name", strings.Replace(goodConfig, "name: demo\n", "", 1), "name: is required"},
 		{"missing type", strings.Replace(goodConfig, "  type: postgres\n", "  dsn: x\n", 1), "sink.type: is required"},
 	}

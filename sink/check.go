@@ -56,6 +56,15 @@ func Check(ctx context.Context, cfg Config, tables []schema.Table) []schema.Prob
 		fail("target_server", secure.RedactDSNError(err, cfg.DSN).Error(), "use a supported server and name a database in sink.dsn")
 		return out
 	}
+	if tables, err = cfg.routing.routeTables(tables); err != nil {
+		fail("target_columns", err.Error(), "keep the table's key columns (sink.columns drop)")
+		return out
+	}
+	for _, tb := range tables {
+		if err := cfg.routing.claim(tb.ID, cfg.target(tb.ID), d.FoldCase()); err != nil {
+			fail("target_routes", err.Error(), "give each source table its own target table (sink.routes)")
+		}
+	}
 	schemas := []string{""} // the progress and barrier tables'
 	for _, tb := range tables {
 		if s := cfg.target(tb.ID).Schema; !slices.Contains(schemas, s) {

@@ -147,6 +147,14 @@ type Config struct {
 	// progress and pending tables, no source table may map onto one: the
 	// sink refuses such a record instead of writing over it.
 	ControlTables []string
+	// Routes send source tables to other schemas and names than the
+	// templates (Route); the first match wins.
+	Routes []Route `yaml:"routes"`
+	// Columns rename and drop columns per table (ColumnRule); the first
+	// match applies.
+	Columns []ColumnRule `yaml:"columns"`
+
+	routing *routing // Routes and Columns compiled by normalize; nil without them
 }
 
 // Policies of Config.SchemaChanges, Config.OnError and Config.KeylessMode.
@@ -248,7 +256,8 @@ func (c *Config) normalize() error {
 			return err
 		}
 	}
-	return nil
+	c.routing, err = compileRouting(c)
+	return err
 }
 
 // LoadTLS checks TLSMode with SSLCA, SSLCert and SSLKey and loads the
@@ -333,5 +342,10 @@ func expand(t string, id schema.TableID) string {
 }
 
 func (c *Config) target(id schema.TableID) target {
+	if c.routing != nil {
+		if t, ok := c.routing.target(c, id); ok {
+			return t
+		}
+	}
 	return target{Schema: expand(c.SchemaTemplate, id), Table: expand(c.TableTemplate, id)}
 }

@@ -83,9 +83,9 @@ func (s *Sink) controlCollision(id schema.TableID) error {
 			cs, ct = "", c.name
 		}
 		if same(schemaOf(t.Schema), schemaOf(cs)) && same(t.Table, ct) {
-			return fatal(fmt.Errorf("%w: source table %s maps to %s.%s, the sink's %s: refusing to write over it; exclude the table at the source, map it elsewhere (schema/table template), or give the %s another name",
+			return fatal(fmt.Errorf("%w: source table %s maps to %s.%s, the sink's %s: refusing to write over it; exclude the table at the source, map it elsewhere (schema/table template or routes), or give the %s another name",
 				ErrConfig, id, schemaOf(t.Schema), t.Table, c.what, c.what))
 		}
 	}
-	return nil
+	return s.cfg.routing.claim(id, target{Schema: schemaOf(t.Schema), Table: t.Table}, s.d.FoldCase())
 }

@@ -70,7 +70,8 @@
 // The sink never parses the DDL text: it applies the record's structure
 // (schema.SchemaChange.Tables, read by the source's DDL parser), building
 // each statement from identifiers, quoted, and literals it renders. Names
-// map through SchemaTemplate/TableTemplate.
+// map through Routes and SchemaTemplate/TableTemplate, columns through
+// Columns (route.go).
 //
 //   - CREATE TABLE: created from the columns (OR REPLACE drops it first); a
 //     change without columns is left to AutoCreate.

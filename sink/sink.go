@@ -138,15 +138,23 @@ func (s *Sink) SplitsQueues() bool { return s.cfg.Transactional }
 // compare), and every type the sink creates on PostgreSQL compares
 // exactly. The error names every refused
 // table and is fatal; another error says a target table's columns could
-// not be read.
+// not be read. Column rules (Config.Columns) apply to the shapes first; a
+// rule dropping a key column is refused here, fatal.
 func (s *Sink) CheckShapes(ctx context.Context, tables []schema.Table) error {
+	tables, err := s.cfg.routing.routeTables(tables)
+	if err != nil {
+		return err
+	}
 	return s.catalog.checkShapes(ctx, tables)
 }
 
-// WantsShapes reports whether CheckShapes checks anything: only under
-// keyless_mode before_image, so the source need not read its catalogue
+// WantsShapes reports whether CheckShapes checks anything: under
+// keyless_mode before_image, and with column rules (a rule dropping a key
+// column is refused at start), so the source need not read its catalogue
 // at start otherwise.
-func (s *Sink) WantsShapes() bool { return s.cfg.KeylessMode == KeylessBeforeImage }
+func (s *Sink) WantsShapes() bool {
+	return s.cfg.KeylessMode == KeylessBeforeImage || (s.cfg.routing != nil && len(s.cfg.routing.cols) > 0)
+}
 
 func isFatal(err error) bool { return schema.ClassOf(err) == schema.ClassFatal }
 

@@ -60,6 +60,10 @@ func (s *Sink) Write(ctx context.Context, recs []schema.Record) error {
 const maxFenceRetries = 5
 
 func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
+	recs, err := s.routeColumns(recs)
+	if err != nil {
+		return err
+	}
 	if s.cfg.SchemaChanges == SchemaChangesIgnore {
 		s.catalog.warnIgnoredGenerated(recs)
 	}
