@@ -171,9 +171,10 @@ type Config struct {
 	// MaxMessageBytes is the largest message the publisher sends (body,
 	// properties and topic), default DefaultMaxMessageBytes. Keep it below
 	// the broker's maxMessageSize. It is measured before the client
-	// zlib-compresses a message body over 4 KiB (the broker checks the
-	// compressed size), so a well-compressible record just over it would
-	// have fitted: the limit depends on the record, not on its entropy.
+	// zlib-compresses a body sent alone from DefaultMaxMessageBytes (the
+	// broker checks the compressed size), so with it raised a
+	// well-compressible record over the broker's limit may fit: the limit
+	// depends on the record, not on its entropy.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// OversizePolicy decides what a larger record does: "fail" (default),
 	// "dlq" or "truncate_columns"; see OversizeFail, OversizeDLQ and

@@ -19,6 +19,14 @@ import (
 // was built with (unexported: options.ClientOptions.Credentials).
 func clientCredentials(t *testing.T, client any, path ...string) (string, string) {
 	t.Helper()
+	c := clientField(t, client, append(path, "Credentials")...)
+	return c.FieldByName("AccessKey").String(), c.FieldByName("SecretKey").String()
+}
+
+// clientField reads the field at path (unexported ones too) of a client of
+// rocketmq-client-go, through pointers and interfaces.
+func clientField(t *testing.T, client any, path ...string) reflect.Value {
+	t.Helper()
 	v := reflect.ValueOf(client)
 	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 		v = v.Elem()
@@ -32,8 +40,7 @@ func clientCredentials(t *testing.T, client any, path ...string) (string, string
 			t.Fatalf("%T has no field %s: the client's layout changed", client, f)
 		}
 	}
-	c := v.FieldByName("Credentials")
-	return c.FieldByName("AccessKey").String(), c.FieldByName("SecretKey").String()
+	return v
 }
 
 // TestCredentialsReachTheClients: access_key and secret_key are set on the
@@ -112,5 +119,27 @@ func TestSignRequest(t *testing.T) {
 	}
 	if err := authError("ak", "b:1", remotingHeader{Code: resSuccess}); err != nil {
 		t.Errorf("success: %v", err)
+	}
+}
+
+// TestProducerCompressesOnlyTooBigBodies: whatever the format, the
+// producer has the client compress no body under DefaultMaxMessageBytes
+// (the client's default, 4 KiB, compressed the json format's records,
+// about 4.4 KB, whenever one was sent alone) and still compresses a larger
+// one, which only a broker with a raised maxMessageSize takes uncompressed.
+func TestProducerCompressesOnlyTooBigBodies(t *testing.T) {
+	for _, format := range []string{FormatJSON, FormatCompact, FormatPacked} {
+		cfg, err := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "zip", Format: format}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		prod, err := rmq.NewProducer(producerOptions(cfg, "source", "pub")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The client compresses a body of at least this many bytes.
+		if from := clientField(t, prod, "options", "CompressMsgBodyOverHowmuch").Int(); from != DefaultMaxMessageBytes {
+			t.Errorf("format %s: the client compresses bodies from %d bytes, want %d", format, from, DefaultMaxMessageBytes)
+		}
 	}
 }

@@ -62,8 +62,9 @@ func TestIntegrationOversize(t *testing.T) {
 	t.Run("broker-limit", func(t *testing.T) {
 		// Past our check, the broker (default maxMessageSize 4 MiB) refuses
 		// the message: the default MaxMessageBytes is what keeps it out.
-		// The client zlib-compresses a single message over 4 KiB, so the
-		// 5 MiB must be incompressible: random bytes.
+		// The client zlib-compresses a message sent alone from
+		// DefaultMaxMessageBytes (compressBodyFrom), so the 5 MiB must be
+		// incompressible: random bytes.
 		id := schema.TableID{Database: "db", Table: "big"}
 		cfg := itConfig(t, id)
 		cfg.MaxMessageBytes, cfg.SendRetries = 64<<20, -1

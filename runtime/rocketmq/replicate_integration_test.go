@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	rmq "github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema/schematest"
@@ -82,7 +84,9 @@ func replCreate(t *testing.T, ns []string, cluster string, queues int, topic str
 
 // replProduce sends perQueue messages to each queue of topic on ns, in
 // order: binary bodies (invalid UTF-8, NUL bytes, one over the client's
-// 4 KiB compression threshold), keys, tags and a user property.
+// default 4 KiB compression threshold, which its producer keeps, unlike
+// sluice's, so that the body reaches the broker compressed), keys, tags
+// and a user property.
 func replProduce(t *testing.T, ns []string, topic string, perQueue, from int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -91,8 +95,12 @@ func replProduce(t *testing.T, ns []string, topic string, perQueue, from int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := startProducer(Config{NameServers: ns, Pipeline: "it-repl-" + suffix()}, "src", "src")
+	opts := producerOptions(Config{NameServers: ns, Pipeline: "it-repl-" + suffix()}, "src", "src")
+	prod, err := rmq.NewProducer(append(opts, producer.WithCompressMsgBodyOverHowmuch(4096))...)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = prod.Shutdown() }()
