@@ -861,6 +861,9 @@ type countingSink struct {
 	lagUS    []int64
 	// committed: per live row, its source time and commit time (unix µs)
 	committed map[int64][2]int64
+	// tops: per queue (Delivery without its offset), the highest record ID
+	// counted (see first).
+	tops map[schema.Delivery]schema.ID
 }
 
 func newCountingSink() *countingSink { return &countingSink{changed: make(chan struct{})} }
@@ -883,7 +886,7 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 	c.mu.Lock()
 	for i := range recs {
 		r := &recs[i]
-		if !r.Op.IsData() {
+		if !r.Op.IsData() || !c.first(r) {
 			continue
 		}
 		n++
@@ -903,6 +906,29 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
 	return nil
+}
+
+// first tells whether r is its record's first delivery; c.mu is held. A
+// transport delivers at least once (a send retried after a timeout can
+// store a batch twice on a busy broker; a consumer redelivers a batch),
+// and the sink skips a record whose ID is at or below its queue's last
+// applied one: counted again, such copies ended the wait for the catch-up
+// before every record was applied, and verification found the target
+// behind the source.
+func (c *countingSink) first(r *schema.Record) bool {
+	if r.Delivery == nil {
+		return true
+	}
+	k := *r.Delivery
+	k.Offset = 0
+	if top, ok := c.tops[k]; ok && r.ID.Compare(top) <= 0 {
+		return false
+	}
+	if c.tops == nil {
+		c.tops = map[schema.Delivery]schema.ID{}
+	}
+	c.tops[k] = r.ID
+	return true
 }
 
 // SplitsQueues passes the sink's answer on (runtime.QueueSplitter).

@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // The raw broker round trip runs after sluice's phase has set the memory
@@ -84,5 +86,39 @@ func TestSettleWaitsForQuietBrokers(t *testing.T) {
 	}
 	if d := (benchProcs{"mariadb": os.Getpid()}).settle(ctx, "broker", 0.5, time.Minute); d > time.Second {
 		t.Fatalf("no broker among the processes: settle waited %s", d)
+	}
+}
+
+type nopSink struct{}
+
+func (nopSink) Write(context.Context, []schema.Record) error { return nil }
+func (nopSink) Close() error                                 { return nil }
+
+// TestCountingSinkCountsRecordsOnce: a record delivered again (a batch a
+// busy broker stored twice, a redelivery), which the sink skips, is not
+// counted again, so the catch-up's wait ends only once every record was
+// applied; queues are told apart, and records without a delivery (the
+// embedded transport) all count.
+func TestCountingSinkCountsRecordsOnce(t *testing.T) {
+	ctx := context.Background()
+	rec := func(queue int, pos uint64) schema.Record {
+		return schema.Record{Op: schema.OpUpdate, ID: schema.ID{Epoch: 1, Pos: pos},
+			Delivery: &schema.Delivery{Topic: "t", Broker: "broker-a", Queue: queue, Offset: int64(pos)}}
+	}
+	c := newCountingSink()
+	c.Sink = nopSink{}
+	batches := [][]schema.Record{
+		{rec(0, 1), rec(0, 2), {Op: schema.OpCommit}},
+		{rec(0, 1), rec(0, 2), rec(0, 3)},                        // the first batch stored twice
+		{rec(1, 2), rec(0, 3)},                                   // another queue; queue 0 redelivered
+		{{Op: schema.OpCreate, ID: schema.ID{Epoch: 1, Pos: 1}}}, // embedded: no delivery
+	}
+	for _, b := range batches {
+		if err := c.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.applied.Load(); got != 5 {
+		t.Errorf("applied %d records, want 5 (3 of queue 0, 1 of queue 1, 1 embedded)", got)
 	}
 }
