@@ -1143,8 +1143,8 @@ func startProducer(cfg Config, group, instance string) (rmq.Producer, error) {
 // a message sent alone (it never compresses a batch): the broker's default
 // maxMessageSize less headroom, DefaultMaxMessageBytes, so that only a row
 // too big for that broker uncompressed (max_message_bytes raised) is
-// compressed. The client's default, 4 KiB, compressed the json format's
-// records (about 4.4 KB with their schema) and the packed format's packs
+// compressed (packs, at most PackBytes, never are). The client's default,
+// 4 KiB, compressed the json format's records (4-4.5 KB with their schema)
 // whenever one went alone, as on a quiet queue, but not the same records
 // in a batch, as in a catch-up: zlib cost about 45 µs to compress and 45
 // µs and a 53 KB zlib reader to decompress such a record, ten times the
