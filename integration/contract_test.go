@@ -51,7 +51,12 @@ func onTransport(tr string) func(pair) bool { return func(p pair) bool { return 
 //     queue in one sink process, after a rebalance, and a fence that let
 //     the older writer move rows and progress back); a failure logs the
 //     differing rows by queue with each queue's progress row
-//     (logStaleByQueue).
+//     (logStaleByQueue), each lagging key's messages and the processes'
+//     output (logMessagesOf, logProcesses). With them a second cause was
+//     found on December 7: a source process starting while the sink
+//     process created the topics took the route of broker-a alone as the
+//     queue set, so its keys moved to other queues once a restarted source
+//     hashed over both brokers (TestEnsureTopicBeingCreatedElsewhere).
 //   - incremental_snapshot runs on the embedded transport into PostgreSQL
 //     from both sources: it tests the source's part (the transports and
 //     sinks see op r records as after any snapshot).

@@ -55,6 +55,14 @@ type process struct {
 	*running
 	cmd    *exec.Cmd
 	exited chan struct{}
+	out    *syncWriter // the process's stdout and stderr
+}
+
+// logText returns what the process has written so far.
+func (p *process) logText() string {
+	p.out.mu.Lock()
+	defer p.out.mu.Unlock()
+	return p.out.w.String()
 }
 
 func startProcess(t *testing.T, bin, only, cfg string) *process {
@@ -68,7 +76,7 @@ func startProcess(t *testing.T, bin, only, cfg string) *process {
 		t.Fatal(err)
 	}
 	p := &process{running: &running{p: &runtime.Pipeline{Name: only + " process"}, cancel: func() {}, errc: make(chan error, 1)},
-		cmd: cmd, exited: make(chan struct{})}
+		cmd: cmd, exited: make(chan struct{}), out: lw}
 	go func() {
 		err := cmd.Wait()
 		if err == nil {

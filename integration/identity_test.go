@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/big"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -14,7 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -190,15 +196,21 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 	targetRows := func() int { return k.targetCount("orders", "") }
 	transport := k.transport
 	broker := transport != "embedded" // the sink runs in its own process
+	var started []*process            // for the logs of a failure
 	start := func() *process {
+		var p *process
 		if broker {
-			return startProcess(t, bin, "source", cfg)
+			p = startProcess(t, bin, "source", cfg)
+		} else {
+			p = startWhole(t, bin, cfg)
 		}
-		return startWhole(t, bin, cfg)
+		started = append(started, p)
+		return p
 	}
 	var sinkProc *process
 	if broker {
 		sinkProc = startProcess(t, bin, "sink", cfg)
+		started = append(started, sinkProc)
 	}
 	kills := 0
 	var assertNoRegressions func(*testing.T)
@@ -245,6 +257,7 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 		t.Logf("sink process killed while streaming, %d writes so far", writes.Load())
 		pause()
 		sinkProc = startProcess(t, bin, "sink", cfg)
+		started = append(started, sinkProc)
 		pause()
 	}
 	src.kill(t)
@@ -259,7 +272,15 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			k.logStaleByQueue(t)
+			ids := k.logStaleByQueue(t)
+			if len(ids) > 5 {
+				ids = ids[:5]
+			}
+			k.logMessagesOf(t, "orders", ids)
+			if n := k.targetCount("regressions", ""); n > 0 { // a catch-up failure stops before assertNoRegressions
+				t.Logf("%d writes moved a row back to an older version", n)
+			}
+			logProcesses(t, started)
 		}
 	})
 	k.waitCaughtUp(t, procs...)
@@ -277,7 +298,7 @@ func killDuringSnapshot(t *testing.T, bin string, k *kit, killSink bool) {
 // a queue never consumed again, a last_id past their changes to records
 // skipped as applied. Issue 26's open failure left 674 rows behind on
 // MySQL → RocketMQ → MySQL with nothing logged to tell the two apart.
-func (k *kit) logStaleByQueue(t *testing.T) {
+func (k *kit) logStaleByQueue(t *testing.T) (ids []string) {
 	src, err1 := dump(k.src, "SELECT id, amount FROM "+k.db+".orders")
 	dst, err2 := dump(k.dst, "SELECT id, amount FROM "+k.targetTable("orders"))
 	progress, pipeline := "sluice_progress", "pipeline = '"+k.db+"'"
@@ -287,7 +308,7 @@ func (k *kit) logStaleByQueue(t *testing.T) {
 	prog, err3 := dump(k.dst, "SELECT topic, queue, last_id, updated_at FROM "+progress+" WHERE "+pipeline+" ORDER BY topic, queue")
 	if err := errors.Join(err1, err2, err3); err != nil {
 		t.Logf("stale rows by queue: %v", err)
-		return
+		return nil
 	}
 	queues := 0
 	for _, r := range prog {
@@ -303,6 +324,7 @@ func (k *kit) logStaleByQueue(t *testing.T) {
 	perQueue := map[int]int{}
 	var some []string
 	differs := func(id, what string) {
+		ids = append(ids, id)
 		perQueue[runtime.QueueForKey(schema.TableID{Database: k.db, Table: "orders"}, id, queues)]++
 		if len(some) < 10 {
 			some = append(some, "id "+id+": "+what)
@@ -325,6 +347,7 @@ func (k *kit) logStaleByQueue(t *testing.T) {
 	}
 	t.Logf("orders rows that differ, by queue of %d: %v (e.g. %s); progress rows (topic, queue, last_id, updated_at):\n%s",
 		queues, perQueue, strings.Join(some, "; "), strings.Join(prog, "\n"))
+	return ids
 }
 
 // startWhole runs `sluice run` with the whole pipeline (source and sink) in
@@ -588,4 +611,92 @@ func seqRows(n int) string {
 		sum += fmt.Sprintf(" + d%d.d * %d", i, mul)
 	}
 	return fmt.Sprintf("(SELECT %s AS seq FROM %s) g WHERE seq <= %d", sum, strings.Join(from, ", "), n)
+}
+
+// logMessagesOf logs, for a failed catch-up over RocketMQ, how many keys of
+// table's topic have messages on more than one queue (a key's queue must
+// never change), and every message whose key is one of ids, in queue
+// order: broker/queue, offset, sluice_id, op and the after image's amount. With the progress
+// rows logStaleByQueue prints, it tells a change never published (the
+// newer amount is not in the topic) from one published but skipped (its
+// sluice_id at or below the queue's last_id, or dropped in a batch) from
+// one applied and then overwritten.
+func (k *kit) logMessagesOf(t *testing.T, table string, ids []string) {
+	if k.transport != "rocketmq" || len(ids) == 0 {
+		return
+	}
+	want := map[string][]string{}
+	for i, id := range ids {
+		ids[i] = strings.Trim(id, "'") // dump quotes values
+		want[ids[i]] = nil
+	}
+	queueOf := map[string]string{} // a key's first queue
+	moved := map[string]bool{}     // keys seen on more than one queue
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic := rocketmq.TopicName(k.db, k.db, table, "table")
+	err := rocketmq.Tail(ctx, rocketmq.Config{NameServers: []string{k.e["SLUICE_ROCKETMQ_NAMESRV"]}, Pipeline: k.db},
+		rocketmq.TailOptions{Topics: []string{topic}, Group: k.db + "-diag"}, func(m rocketmq.TailMessage) error {
+			key := m.Properties[primitive.PropertyKeys]
+			q := fmt.Sprintf("%s/%d", m.Broker, m.Queue)
+			if first, ok := queueOf[key]; !ok {
+				queueOf[key] = q
+			} else if first != q {
+				moved[key] = true
+			}
+			if seen, ok := want[key]; ok {
+				want[key] = append(seen, fmt.Sprintf("%s/%d@%d[%d] id=%s %s", m.Broker, m.Queue, m.Offset, m.Index,
+					m.Properties[rocketmq.IDProperty], opAndAmount(m.Value)))
+			}
+			return nil
+		})
+	if err != nil {
+		t.Logf("reading topic %s: %v", topic, err)
+	}
+	// A key's changes on two queues are consumed independently: its older
+	// change may land after its newer one, or be skipped by the other
+	// queue's progress.
+	t.Logf("keys of %s on more than one queue: %d of %d", topic, len(moved), len(queueOf))
+	for _, id := range ids {
+		t.Logf("messages of %s key %s (broker/queue@offset[index] id op amount):\n  %s", topic, id, strings.Join(want[id], "\n  "))
+	}
+}
+
+// opAndAmount reads op and the after image's amount of a JSON envelope
+// (with or without its schema); other bodies are shown by length.
+func opAndAmount(v []byte) string {
+	var env struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	var p struct {
+		Op    string         `json:"op"`
+		After map[string]any `json:"after"`
+	}
+	body := v
+	if json.Unmarshal(v, &env) == nil && len(env.Payload) > 0 {
+		body = env.Payload
+	}
+	if err := json.Unmarshal(body, &p); err != nil || p.Op == "" {
+		return fmt.Sprintf("(%d bytes)", len(v))
+	}
+	a := p.After["amount"]
+	if s, ok := a.(string); ok { // a decimal as bytes: the unscaled value, big-endian
+		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+			a = new(big.Int).SetBytes(b).String() + " (unscaled)"
+		}
+	}
+	return fmt.Sprintf("op=%s amount=%v", p.Op, a)
+}
+
+// logProcesses logs the first and last lines of each process's output,
+// in the order they were started (where a restarted source resumed, what
+// each did last).
+func logProcesses(t *testing.T, ps []*process) {
+	for i, p := range ps {
+		lines := strings.Split(strings.TrimRight(p.logText(), "\n"), "\n")
+		if len(lines) > 40 {
+			lines = append(append(lines[:20:20], "..."), lines[len(lines)-20:]...)
+		}
+		t.Logf("process %d (%s) output:\n%s", i, strings.Join(p.cmd.Args[1:], " "), strings.Join(lines, "\n"))
+	}
 }

@@ -15,7 +15,8 @@ import (
 // and its queues with it (RocketMQ 5.3: its route then lists the other
 // brokers only), so the set cannot be read from a route: the first route
 // seen (right after creating the topic, or when a pipeline first meets an
-// existing one) is recorded on the name servers, in RocketMQ's own
+// existing one, once its route shows every master: wholeRoute) is
+// recorded on the name servers, in RocketMQ's own
 // ORDER_TOPIC_CONFIG (see fetchOrderConf), and every later publisher uses
 // the recorded set. A route that lacks a broker of the set means that
 // broker is down: the records of its queues wait for it. A route with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -141,7 +142,7 @@ func createTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 	route, err := fetchRoute(ctx, cfg.NameServers, topic)
 	if err == nil {
 		if set := routeQueueSet(route); len(set) > 0 {
-			return set, nil
+			return wholeRoute(ctx, cfg, topic, set)
 		}
 	} else if !errors.Is(err, errTopicNotExist) {
 		return nil, err
@@ -215,6 +216,54 @@ func createTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// wholeRoute returns the queue set of topic's route, set now, once it
+// shows every master broker of cfg.Cluster, waiting up to
+// topicVisibleTimeout for the others. A topic that another process is
+// creating right now shows up on the name servers one broker at a time:
+// taking the route of its first broker as the queue set, and recording it,
+// made that process's publisher hash keys over another set than every
+// later one (which read the set the creator recorded after it), so a
+// key's changes went to two queues, consumed independently: an older
+// change applied after a newer one, or skipped (the kill_source_and_sink
+// contract property lost updates this way). A topic created on fewer
+// brokers (by hand) keeps the route it shows once the wait is over; without
+// the cluster table the route is taken as it is.
+func wholeRoute(ctx context.Context, cfg Config, topic string, set queueSet) (queueSet, error) {
+	ci, err := fetchClusterInfo(ctx, cfg.NameServers)
+	if err != nil {
+		return set, nil
+	}
+	var brokers []string
+	for _, name := range ci.ClusterAddrTable[cfg.Cluster] {
+		if ci.BrokerAddrTable[name].BrokerAddrs["0"] != "" {
+			brokers = append(brokers, name)
+		}
+	}
+	whole := func(set queueSet) bool {
+		for _, b := range brokers {
+			if !slices.ContainsFunc(set, func(q brokerQueues) bool { return q.Broker == b }) {
+				return false
+			}
+		}
+		return true
+	}
+	for start := time.Now(); !whole(set) && time.Since(start) < topicVisibleTimeout; {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		route, err := fetchRoute(ctx, cfg.NameServers, topic)
+		if err != nil {
+			return nil, err
+		}
+		if s := routeQueueSet(route); len(s) >= len(set) {
+			set = s
+		}
+	}
+	return set, nil
 }
 
 // topicCache creates each topic once and remembers its queue set.

@@ -95,6 +95,50 @@ func TestEnsureTopicExisting(t *testing.T) {
 	}
 }
 
+const twoBrokerCluster = `{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"},` +
+	`"broker-b":{"brokerAddrs":{0:"127.0.0.1:11911"},"brokerName":"broker-b","cluster":"DefaultCluster"}},"clusterAddrTable":{"DefaultCluster":["broker-a","broker-b"]}}`
+
+// TestEnsureTopicBeingCreatedElsewhere: a topic another process is creating
+// on two master brokers shows up on the name server one broker at a time.
+// ensureTopic must take (and record) the set of both brokers, the one the
+// creator records: before, it took broker-a's four queues as the set, so
+// its publisher hashed keys over 4 queues while every later one hashed
+// them over 8, and a key's changes went to two queues (lost updates in
+// TestContract/*/kill_source_and_sink).
+func TestEnsureTopicBeingCreatedElsewhere(t *testing.T) {
+	var routeAsks atomic.Int32
+	var recorded atomic.Value
+	addr := fakeNameServer(t, func(h remotingHeader) (int, string) {
+		switch h.Code {
+		case reqGetKVConfig:
+			return resQueryNotFound, ""
+		case reqPutKVConfig:
+			recorded.Store(h.ExtFields["value"])
+			return resSuccess, ""
+		case reqGetBrokerClusterInfo:
+			return 0, twoBrokerCluster
+		case reqGetRouteInfoByTopic:
+			if routeAsks.Add(1) < 4 {
+				return 0, fourQueueRoute // broker-a registered the topic, broker-b not yet
+			}
+			return 0, twoBrokerRoute
+		}
+		return 1, ""
+	})
+	cfg, _ := Config{NameServers: []string{addr}, Pipeline: "p"}.baseDefaults()
+	fc := &fakeCreator{}
+	qs, err := ensureTopic(context.Background(), fc, cfg, "p_db_t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qs.String() != "broker-a:4;broker-b:4" || len(fc.calls) != 0 {
+		t.Fatalf("queue set %s, create calls %d: want broker-a:4;broker-b:4 and no create", qs, len(fc.calls))
+	}
+	if r, _ := recorded.Load().(string); r != "broker-a:4;broker-b:4" {
+		t.Fatalf("recorded %q", r)
+	}
+}
+
 // withNoRecord makes answer a name server's that has no queue set recorded
 // and takes one.
 func withNoRecord(answer func(h remotingHeader) (int, string)) func(h remotingHeader) (int, string) {
