@@ -96,7 +96,7 @@ port_open() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
 # own pid file as it shuts down (MariaDB after SQL SHUTDOWN), so the file can
 # go between a test for it and a read of it: one read, its failure tolerated
 # (in CI, stop_mariadb failed on that read under set -e, December 7).
-read_pid() { tr -dc 0-9 <"$1" 2>/dev/null || true; }
+read_pid() { tr -dc 0-9 2>/dev/null <"$1" || true; }
 
 pid_alive() { # pid_alive PIDFILE
   local pid
