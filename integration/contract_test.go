@@ -119,14 +119,17 @@ func (p pair) String() string {
 
 // pairs: every transport × target pair from each source, MariaDB and
 // MySQL 9.7 (into the MySQL 9.7 target server), Kafka from MariaDB only.
-// Each RocketMQ format runs the whole contract from each source: the
-// default (compact) into PostgreSQL, json into MySQL, and packed, which
+// Each RocketMQ format runs the whole contract: the default (compact) into
+// PostgreSQL and json into MySQL from each source, and packed, which
 // changes what a message holds (many records sharing an offset), into
-// PostgreSQL.
+// PostgreSQL from MariaDB. A format is the transport's encoding of the
+// records the source made, so MySQL's records are covered in packed by
+// the same records from MariaDB; the pair MySQL → packed → PostgreSQL was
+// taken out on December 7 to keep CI inside its time (it took 240 s of a
+// CI process and never failed alone).
 var pairs = []pair{{"embedded", "postgres", "", ""}, {"embedded", "mysql", "", ""}, {"rocketmq", "postgres", "", ""}, {"rocketmq", "mysql", rocketmq.FormatJSON, ""},
 	{"rocketmq", "postgres", rocketmq.FormatPacked, ""},
 	{"embedded", "postgres", "", mysql97}, {"embedded", "mysql", "", mysql97}, {"rocketmq", "postgres", "", mysql97}, {"rocketmq", "mysql", rocketmq.FormatJSON, mysql97},
-	{"rocketmq", "postgres", rocketmq.FormatPacked, mysql97},
 	{"kafka", "postgres", "", ""}, {"kafka", "mysql", "", ""}}
 
 // mysql97 names MySQL 9.7 as a pair's source.
