@@ -19,7 +19,12 @@ import (
 const memoryBoundMiB = 200
 
 // bigTxRows is the size of the one source transaction of
-// TestBigTransactionMemoryBound: 1,000,000 unless SLUICE_BIGTX_ROWS says.
+// TestBigTransactionMemoryBound: 500,000 unless SLUICE_BIGTX_ROWS says
+// (about 50 MB of rows, 30 times the default max_in_flight_bytes: a
+// process that held the transaction whole would pass 300 MiB). The figures
+// of docs/operations.md are of 1,000,000 rows; CI runs half of that to
+// keep inside its time (the three transports' runs took 293 s of one CI
+// process on December 7).
 func bigTxRows(t *testing.T) int {
 	if s := os.Getenv("SLUICE_BIGTX_ROWS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -28,7 +33,7 @@ func bigTxRows(t *testing.T) int {
 		}
 		return n
 	}
-	return 1_000_000
+	return 500_000
 }
 
 // peakRSSMiB is the kernel's high-water mark of the resident set of pid
@@ -132,7 +137,7 @@ func waitTargetRows(t *testing.T, pg *sql.DB, name string, want int, limit time.
 	t.Fatalf("target has %d rows, not %d, after %s", got, want, limit)
 }
 
-// TestBigTransactionMemoryBound: one source transaction of 1,000,000 rows
+// TestBigTransactionMemoryBound: one source transaction of 500,000 rows
 // (SLUICE_BIGTX_ROWS) streams through a sluice process on each transport
 // with its peak RSS, as the kernel measured it (VmHWM), under the bound
 // docs/operations.md states, at the default settings; every row arrives.
