@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/runtime"
 )
 
 // Consumer progress across clusters, as Kafka's MirrorMaker 2 does it:
@@ -253,22 +255,18 @@ func ReplicaGroups(ctx context.Context, dst Config, position []byte, apply bool)
 // applyCheckpoints is ReplicaGroups on decoded checkpoints.
 func applyCheckpoints(ctx context.Context, dst Config, cps map[string]map[string]groupCheckpoint, apply bool, now time.Time) ([]GroupStatus, error) {
 	cred := dst.credentials()
-	addrs := map[string]map[string]string{} // target topic -> broker -> address
+	addrs := map[string]string{} // "target topic/broker" -> master address
 	addr := func(topic, broker string) (string, error) {
-		if addrs[topic] == nil {
-			route, err := fetchRoute(ctx, dst.NameServers, topic)
-			if err != nil {
-				return "", err
-			}
-			addrs[topic] = map[string]string{}
-			for _, bd := range route.BrokerDatas {
-				addrs[topic][bd.BrokerName] = bd.BrokerAddrs["0"]
-			}
-		}
-		if a := addrs[topic][broker]; a != "" {
+		k := topic + "/" + broker
+		if a, ok := addrs[k]; ok {
 			return a, nil
 		}
-		return "", fmt.Errorf("rocketmq: topic %s: broker %s has no master on the target", topic, broker)
+		a, err := brokerAddr(ctx, dst, topic, broker)
+		if err != nil {
+			return "", err
+		}
+		addrs[k] = a
+		return a, nil
 	}
 	var out []GroupStatus
 	for _, group := range slices.Sorted(maps.Keys(cps)) {
@@ -336,26 +334,28 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 	r.pointed = time.Now()
 	cred := primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
 	r.posMu.Lock()
-	defer r.posMu.Unlock()
 	if r.pos.Checkpoints == nil {
 		r.pos.Checkpoints = map[string]map[string]groupCheckpoint{}
 	}
 	now := time.Now().UnixMilli()
+	down := map[string]bool{} // source brokers that did not answer: asked no more this time
 	for _, g := range r.src.Groups {
 		cps := r.pos.Checkpoints[g]
 		if cps == nil {
 			cps = map[string]groupCheckpoint{}
 		}
 		for _, q := range r.queues {
-			if !q.mapped() {
+			if !q.mapped() || down[q.src.addr] {
 				continue
 			}
 			off, ok, err := groupOffset(ctx, cred, q.src.addr, g, q.src.topic, q.src.id)
 			if err != nil {
 				if ctx.Err() != nil {
+					r.posMu.Unlock()
 					return ctx.Err()
 				}
 				r.log.Warn("replicator: cannot read a group's offset on the source; its last checkpoint stays", "group", g, "queue", q.key, "err", err)
+				down[q.src.addr] = true
 				continue
 			}
 			if !ok {
@@ -366,19 +366,24 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 				continue // before every sync: nothing copied is known to precede it
 			}
 			t := q.targets[q.index]
-			cps[q.key] = groupCheckpoint{Topic: q.dst, Broker: t.Broker, Queue: t.ID, Src: off, Dst: dst, Dup: dup, At: now}
+			cp := groupCheckpoint{Topic: q.dst, Broker: t.Broker, Queue: t.ID, Src: off, Dst: dst, Dup: dup, At: now}
+			if old, ok := cps[q.key]; ok && old.Src == off && old.Dup < dup && old.Topic == cp.Topic && old.Broker == cp.Broker && old.Queue == cp.Queue {
+				// The group has not moved: its last translation, from a sync
+				// since thinned out, still holds and reads less again.
+				cp.Dst, cp.Dup = old.Dst, old.Dup
+			}
+			cps[q.key] = cp
 		}
 		if len(cps) > 0 {
 			r.pos.Checkpoints[g] = cps
 		}
 	}
-	if err := r.save(ctx); err != nil {
+	err := r.save(ctx)
+	r.posMu.Unlock()
+	if err != nil || !r.src.SyncGroupOffsets {
 		return err
 	}
-	if !r.src.SyncGroupOffsets {
-		return nil
-	}
-	sts, err := applyCheckpoints(ctx, r.dst, r.pos.Checkpoints, true, time.Now())
+	sts, err := r.Groups(ctx, true)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -386,10 +391,65 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 		r.log.Warn("replicator: cannot write the groups' offsets on the target; trying again at the next checkpoint", "err", err)
 		return nil
 	}
-	for _, st := range sts {
+	for _, st := range sts.([]GroupStatus) {
 		if st.Applied > 0 {
 			r.log.Debug("replicator: group offsets written on the target", "group", st.Group, "queues", st.Applied)
 		}
 	}
 	return nil
+}
+
+var _ runtime.GroupReporter = (*Replicator)(nil)
+
+// Groups is runtime.GroupReporter: the groups of r's last checkpoints on
+// the target ([]GroupStatus), and with apply their offsets written there
+// (as ReplicaGroups).
+func (r *Replicator) Groups(ctx context.Context, apply bool) (any, error) {
+	r.posMu.Lock()
+	cps := make(map[string]map[string]groupCheckpoint, len(r.pos.Checkpoints))
+	for g, qs := range r.pos.Checkpoints {
+		cps[g] = maps.Clone(qs)
+	}
+	r.posMu.Unlock()
+	sts, err := applyCheckpoints(ctx, r.dst, cps, apply, time.Now())
+	if sts == nil {
+		sts = []GroupStatus{}
+	}
+	return sts, err
+}
+
+// GroupOffset is group's committed offset of queue queue of topic on
+// broker (a broker name) in the cluster of cfg; ok is false when it has
+// none.
+func GroupOffset(ctx context.Context, cfg Config, group, topic, broker string, queue int) (off int64, ok bool, err error) {
+	addr, err := brokerAddr(ctx, cfg, topic, broker)
+	if err != nil {
+		return 0, false, err
+	}
+	return groupOffset(ctx, cfg.credentials(), addr, group, topic, queue)
+}
+
+// CommitGroupOffset sets group's committed offset of queue queue of topic
+// on broker in the cluster of cfg to off, as a consumer's commit does
+// (creating the subscription group when the broker has none).
+func CommitGroupOffset(ctx context.Context, cfg Config, group, topic, broker string, queue int, off int64) error {
+	addr, err := brokerAddr(ctx, cfg, topic, broker)
+	if err != nil {
+		return err
+	}
+	return setGroupOffset(ctx, cfg.credentials(), addr, group, topic, queue, off)
+}
+
+// brokerAddr is the master address of broker in topic's route.
+func brokerAddr(ctx context.Context, cfg Config, topic, broker string) (string, error) {
+	route, err := fetchRoute(ctx, cfg.NameServers, topic)
+	if err != nil {
+		return "", err
+	}
+	for _, bd := range route.BrokerDatas {
+		if bd.BrokerName == broker && bd.BrokerAddrs["0"] != "" {
+			return bd.BrokerAddrs["0"], nil
+		}
+	}
+	return "", fmt.Errorf("rocketmq: topic %s: broker %s has no master", topic, broker)
 }
