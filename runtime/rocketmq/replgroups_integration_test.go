@@ -57,7 +57,8 @@ func targetOffsets(t *testing.T, ns []string, topic, group string) []int64 {
 // on the source; the replicator checkpoints it and, once no consumer of
 // the group is online on the target, writes its offsets there. Reading on
 // the target from them skips no message it had not read, and reads again
-// at most offset_sync_messages-1 per queue, as many as the status reports.
+// at most offset_sync_messages-1 per queue, as many as the status reports;
+// a consumer of the group on the target starts there.
 // The target offsets are not written while a consumer of the group is
 // online there, and a target offset further on is never moved back.
 func TestIntegrationReplicatorGroupFailover(t *testing.T) {
@@ -172,6 +173,49 @@ func TestIntegrationReplicatorGroupFailover(t *testing.T) {
 	if dups == 0 {
 		t.Fatalf("no duplicates: the test should make some (offsets between syncs)")
 	}
+
+	// A consumer of the group on the target starts from those offsets.
+	dstQs, err := tailQueues(ctx, dst, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	place := map[string]int{}
+	for i, q := range dstQs {
+		place[q.broker+"/"+strconv.Itoa(q.id)] = i
+	}
+	got := make(chan *primitive.MessageExt, rest+100)
+	pc, err = rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(dst)), consumer.WithGroupName(group),
+		consumer.WithInstance("it-reader-"+suffix()), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, ms ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range ms {
+			got <- m
+		}
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for n := int64(0); n < rest; n++ {
+		select {
+		case m := <-got:
+			i := place[m.Queue.BrokerName+"/"+strconv.Itoa(m.Queue.QueueId)]
+			if m.QueueOffset < offs[i] {
+				t.Fatalf("the consumer on the target got queue %d offset %d, before the group's offset %d", i, m.QueueOffset, offs[i])
+			}
+		case <-ctx.Done():
+			t.Fatalf("the consumer on the target got %d of %d messages", n, rest)
+		}
+	}
+	if err := pc.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitOnline(t, brokerB, group, false)
+	t.Logf("the group read %d messages on the target from its offsets %v, %d of them again", rest, offs, dups)
 
 	// A target offset further on (the group read on the target) is never
 	// moved back by a later checkpoint or failover.
