@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,8 +31,8 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig); !ok || d.rocketmq == nil {
-		return fmt.Errorf("replicator: %s is not a replicator (source type rocketmq, transport type rocketmq): %w", cfg.File, runtime.ErrConfig)
+	if err := isReplicator(cfg, d); err != nil {
+		return err
 	}
 	ctx := context.Background()
 	store, err := openPositions(ctx, d.positions)
@@ -60,6 +61,32 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 		return fmt.Errorf("groups %s have consumers online on the target: their offsets there were not written; stop them and run failover again", strings.Join(online, ", "))
 	}
 	return nil
+}
+
+// isReplicator refuses a config whose source is not the replicator.
+func isReplicator(cfg *runtime.Config, d *decoded) error {
+	if _, ok := d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig); !ok || d.rocketmq == nil {
+		return fmt.Errorf("%s is not a replicator (source type rocketmq, transport type rocketmq): %w: %w", cmp.Or(cfg.File, cfg.Name), runtime.ErrConfig, runtime.ErrNoGroups)
+	}
+	return nil
+}
+
+// groupsForCluster is cluster.Control's GroupsOf: a replicator connector's
+// groups on its target from the position the coordinator keeps, from any
+// worker (the source task may run elsewhere).
+func groupsForCluster(ctx context.Context, cfg *runtime.Config, position []byte, apply bool) (any, error) {
+	d, err := decodeTask(cfg, "", true)
+	if err != nil {
+		return nil, err
+	}
+	if err := isReplicator(cfg, d); err != nil {
+		return nil, err
+	}
+	sts, err := rocketmq.ReplicaGroups(ctx, *d.rocketmq, position, apply)
+	if sts == nil && err == nil {
+		sts = []rocketmq.GroupStatus{}
+	}
+	return sts, err
 }
 
 // printGroups prints sts as a table, or as JSON.

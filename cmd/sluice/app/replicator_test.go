@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +92,26 @@ func TestPrintGroups(t *testing.T) {
 		"billing  8       40   2.5               3                 false   6        2\n"
 	if b.String() != want {
 		t.Fatalf("table:\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// A worker reports a replicator connector's groups from the position the
+// coordinator keeps (none saved: no groups), and refuses another source.
+func TestGroupsForCluster(t *testing.T) {
+	parse := func(doc string) *runtime.Config {
+		cfg, err := runtime.ParseConfig([]byte(doc), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	repl := parse("name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n  groups: [billing]\n" +
+		"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n  cluster: B\n")
+	if sts, err := groupsForCluster(context.Background(), repl, nil, true); err != nil || fmt.Sprint(sts) != "[]" {
+		t.Fatalf("no position: %v, %v", sts, err)
+	}
+	other := parse("name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n")
+	if _, err := groupsForCluster(context.Background(), other, nil, false); !errors.Is(err, runtime.ErrNoGroups) {
+		t.Fatalf("a binlog source: %v, want ErrNoGroups", err)
 	}
 }
