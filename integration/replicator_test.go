@@ -5,8 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -61,7 +65,11 @@ func tryReadTopic(ns, topic string, copies bool) (map[string][]replicaMsg, error
 // TestReplicatorKill9: `sluice run` of a replicator killed with SIGKILL
 // mid-copy and started again copies every message, in order per queue,
 // byte for byte, and copies again at most one batch (batch_size) of each
-// queue.
+// queue. A group that had read half of each queue on the source is
+// checkpointed across the kill; `sluice replicator failover` then sets its
+// offsets on the target, from which it reads every message it had not
+// read, and again at most offset_sync_messages-1 per queue it had (plus
+// the batch the kill copied twice).
 func TestReplicatorKill9(t *testing.T) {
 	env := schematest.NeedServers(t, "SLUICE_ROCKETMQ_NAMESRV", "SLUICE_ROCKETMQ_B_NAMESRV", "SLUICE_ROCKETMQ_B_CLUSTER")
 	a, b, bCluster := env[0], env[1], env[2]
@@ -120,11 +128,21 @@ func TestReplicatorKill9(t *testing.T) {
 	}
 	src := readTopic(t, a, topic, false)
 
+	// The group read half of each queue on the source.
+	group := "it_repl_kill_g_" + hex.EncodeToString(sfx[:])
+	const groupRead, syncEvery = perQueue / 2, 20
+	for _, q := range queues {
+		if err := rocketmq.CommitGroupOffset(ctx, rocketmq.Config{NameServers: []string{a}}, group, topic, q.BrokerName, q.QueueId, groupRead); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	const batchSize = 10
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "replicator.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "name: it-repl-kill\nsource:\n  type: rocketmq\n  name_servers: [%s]\n  topics: [%s]\n  batch_size: %d\n"+
-		"transport:\n  type: rocketmq\n  name_servers: [%s]\n  cluster: %s\npositions:\n  type: file\n  dir: positions\n", a, topic, batchSize, b, bCluster), 0o600); err != nil {
+		"  groups: [%s]\n  offset_sync_messages: %d\n  checkpoint_interval: 100ms\n"+
+		"transport:\n  type: rocketmq\n  name_servers: [%s]\n  cluster: %s\npositions:\n  type: file\n  dir: positions\n", a, topic, batchSize, group, syncEvery, b, bCluster), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	bin := buildSluice(t)
@@ -154,6 +172,8 @@ func TestReplicatorKill9(t *testing.T) {
 	if atKill >= perQueue*len(queues) {
 		t.Logf("everything was copied before the kill (%d messages): the restart proves no resume", atKill)
 	}
+	rest := freePort(t)
+	t.Setenv("SLUICE_REST", rest) // sluice run serves the REST API there
 	p = startProcess(t, bin, "source", cfg)
 	var dst map[string][]replicaMsg
 	schematest.Eventually(t, 2*time.Minute, 200*time.Millisecond, "the replicator copies the rest", func() (bool, string) {
@@ -166,7 +186,46 @@ func TestReplicatorKill9(t *testing.T) {
 		}
 		return done == len(src), fmt.Sprintf("%d of %d queues complete (%d copies at the kill)", done, len(src), atKill)
 	})
+	// The checkpoints are taken every 100ms, and a finer one is kept: GET
+	// .../groups reports them, POST .../groups/failover writes them on the
+	// target while the replicator runs.
+	var groups struct{ Groups []rocketmq.GroupStatus }
+	restGroups := func(method, path string) string {
+		req, err := http.NewRequestWithContext(ctx, method, "http://"+rest+"/connectors/it-repl-kill/groups"+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(body, &groups); resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("%s .../groups%s: %d %s", method, path, resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	schematest.Eventually(t, time.Minute, 100*time.Millisecond, "the group is checkpointed", func() (bool, string) {
+		body := restGroups(http.MethodGet, "")
+		sts := groups.Groups
+		return len(sts) == 1 && sts[0].Queues == len(queues) && sts[0].DuplicateWindow < int64(syncEvery*len(queues)), body
+	})
+	if body := restGroups(http.MethodPost, "/failover"); len(groups.Groups) != 1 || groups.Groups[0].Applied != len(queues) {
+		t.Fatalf("POST .../groups/failover: %s", body)
+	}
 	p.stopProcess(t)
+	// Failover again from the command line, the replicator stopped: the
+	// offsets are where the last checkpoints say (none moved back).
+	out, err := exec.Command(bin, "replicator", "failover", "--json", "--config", cfg).CombinedOutput()
+	var sts []rocketmq.GroupStatus
+	if err == nil {
+		err = json.Unmarshal(out, &sts)
+	}
+	if err != nil || len(sts) != 1 || sts[0].Group != group || sts[0].Applied+sts[0].Kept != len(queues) || sts[0].Online {
+		t.Fatalf("replicator failover: %v\n%s", err, out)
+	}
+	checkGroupOnTarget(t, b, topic, group, groupRead, perQueue, syncEvery+batchSize)
 
 	dups := 0
 	for k, want := range src {
@@ -208,4 +267,61 @@ func readQueues(t *testing.T, ns, topic string) []*primitive.MessageQueue {
 		t.Fatalf("queues of %s: %v %v", topic, qs, err)
 	}
 	return qs
+}
+
+// checkGroupOnTarget reads topic on ns from group's committed offsets and
+// checks that it holds, per source queue, every source offset from read to
+// perQueue-1, and at most dups before read.
+func checkGroupOnTarget(t *testing.T, ns, topic, group string, read, perQueue int64, dups int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := rocketmq.Config{NameServers: []string{ns}, Pipeline: "it-repl"}
+	from := map[string]int64{} // target "broker/queue" -> the group's offset
+	seen := map[string]map[int64]bool{}
+	again := map[string]int{}
+	err := rocketmq.Tail(ctx, cfg, rocketmq.TailOptions{Topics: []string{topic}}, func(m rocketmq.TailMessage) error {
+		k := m.Broker + "/" + strconv.Itoa(m.Queue)
+		off, ok := from[k]
+		if !ok {
+			o, has, err := rocketmq.GroupOffset(ctx, cfg, group, topic, m.Broker, m.Queue)
+			if err != nil || !has {
+				return fmt.Errorf("group %s on target queue %s: offset %d %v %v", group, k, o, has, err)
+			}
+			off, from[k] = o, o
+		}
+		if m.Offset < off {
+			return nil
+		}
+		so, err := strconv.ParseInt(m.Properties[rocketmq.SrcOffsetProperty], 10, 64)
+		if err != nil {
+			return err
+		}
+		sk := m.Properties[rocketmq.SrcBrokerProperty] + "/" + m.Properties[rocketmq.SrcQueueProperty]
+		if seen[sk] == nil {
+			seen[sk] = map[int64]bool{}
+		}
+		seen[sk][so] = true
+		if so < read {
+			again[sk]++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 || len(seen) != len(from) {
+		t.Fatalf("the group reads %d source queues on %d target queues", len(seen), len(from))
+	}
+	for sk, offs := range seen {
+		for o := read; o < perQueue; o++ {
+			if !offs[o] {
+				t.Fatalf("source queue %s: offset %d skipped for the group on the target", sk, o)
+			}
+		}
+		if again[sk] > dups {
+			t.Fatalf("source queue %s: the group reads %d messages again, more than %d", sk, again[sk], dups)
+		}
+	}
+	t.Logf("group offsets on the target %v; messages read again per source queue %v", from, again)
 }

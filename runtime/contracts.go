@@ -122,6 +122,15 @@ type Signaler interface {
 	Signal(ctx context.Context, id, typ, data string) (string, error)
 }
 
+// GroupReporter is an optional capability of a Source that keeps consumer
+// group checkpoints for another cluster (the RocketMQ replicator): it
+// reports each group's state there and, with apply, writes its last
+// checkpoints as the group's offsets there (failover), GET
+// /connectors/{name}/groups and POST /connectors/{name}/groups/failover.
+type GroupReporter interface {
+	Groups(ctx context.Context, apply bool) (any, error)
+}
+
 // IncrementalReporter is an optional capability of a Source: the progress
 // of its newest incremental snapshot for status (nil: none ran).
 type IncrementalReporter interface {

@@ -398,6 +398,23 @@ func (w *Worker) Signal(ctx context.Context, name, id, typ, data string) (string
 	return sg.Signal(ctx, id, typ, data)
 }
 
+// ErrNoGroups: group checkpoints asked of a pipeline whose source keeps none.
+var ErrNoGroups = errors.New("the pipeline's source keeps no group checkpoints (the rocketmq replicator does)")
+
+// Groups reports the group checkpoints of a running pipeline's source (a
+// GroupReporter) and, with apply, writes them on the target (failover).
+func (w *Worker) Groups(ctx context.Context, name string, apply bool) (any, error) {
+	p, err := w.running(name)
+	if err != nil || p == nil {
+		return nil, errors.Join(err, notRunning(name, p))
+	}
+	g, ok := p.Source.(GroupReporter)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", name, ErrNoGroups)
+	}
+	return g.Groups(ctx, apply)
+}
+
 // ErrNotRunning: a call that needs the pipeline running (pause, resume,
 // signal) found it stopped, finished or failed.
 var ErrNotRunning = errors.New("not running")

@@ -37,6 +37,7 @@ var (
 	_ MetricsCollector = (*Local)(nil)
 	_ HealthChecker    = (*Local)(nil)
 	_ Signaler         = (*Local)(nil)
+	_ Grouper          = (*Local)(nil)
 )
 
 // errRunReadOnly says where the operations of a cluster are.
@@ -177,6 +178,22 @@ func (l *Local) Signal(ctx context.Context, name, id, typ, data string) (string,
 		return "", classify(err)
 	}
 	return "", err
+}
+
+// Groups reports (and with apply, fails over) the group checkpoints of the
+// pipeline's source: a source that keeps none is ErrInvalid, a pipeline
+// that does not run ErrState.
+func (l *Local) Groups(ctx context.Context, name string, apply bool) (any, error) {
+	sts, err := l.W.Groups(ctx, name, apply)
+	switch {
+	case err == nil:
+		return sts, nil
+	case errors.Is(err, runtime.ErrNoGroups):
+		return nil, marked{err, ErrInvalid}
+	case errors.Is(err, runtime.ErrUnknownPipeline), errors.Is(err, runtime.ErrNotRunning):
+		return nil, classify(err)
+	}
+	return nil, err
 }
 
 // Offset reads the saved source position.

@@ -48,6 +48,12 @@ type (
 	Signaler interface {
 		Signal(ctx context.Context, name, id, typ, data string) (string, error)
 	}
+	// Grouper serves GET /connectors/{name}/groups and POST
+	// /connectors/{name}/groups/failover: a replicator's consumer group
+	// checkpoints on its target, and with apply their offsets written there.
+	Grouper interface {
+		Groups(ctx context.Context, name string, apply bool) (any, error)
+	}
 	// HealthChecker decides GET /health; without it, /health is 200 while
 	// the Cluster can list its connectors.
 	HealthChecker interface {
@@ -155,6 +161,8 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("GET /connectors/{name}/topics", a.topics)
 	mux.HandleFunc("PUT /connectors/{name}/topics/reset", a.topics)
 	mux.HandleFunc("POST /connectors/{name}/signals", a.signal)
+	mux.HandleFunc("GET /connectors/{name}/groups", a.groups)
+	mux.HandleFunc("POST /connectors/{name}/groups/failover", a.groups)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("PATCH /connectors/{name}/offsets", a.offsets)
@@ -556,6 +564,20 @@ func (a *api) topics(rw http.ResponseWriter, r *http.Request) {
 	}
 	ts, err := t.Topics(r.Context(), name)
 	respond(rw, http.StatusOK, map[string]map[string][]string{name: {"topics": nonNil(ts)}}, err)
+}
+
+// groups answers a replicator's groups, or applies their checkpoints.
+func (a *api) groups(rw http.ResponseWriter, r *http.Request) {
+	g, ok := capable[Grouper](rw, a.c, "groups")
+	if !ok {
+		return
+	}
+	apply := r.Method == http.MethodPost
+	sts, err := g.Groups(r.Context(), r.PathValue("name"), apply)
+	if apply {
+		err = logLifecycle(r, "groups failover", err)
+	}
+	respond(rw, http.StatusOK, map[string]any{"groups": sts}, err)
 }
 
 // SignalRequest is the body of POST /connectors/{name}/signals: the

@@ -934,3 +934,39 @@ func TestAPISignals(t *testing.T) {
 		t.Fatalf("a cluster without signals: %d, want 405", code)
 	}
 }
+
+// groupingCluster answers GET and POST .../groups.
+type groupingCluster struct {
+	*fakeCluster
+	applied []string
+}
+
+func (g *groupingCluster) Groups(_ context.Context, name string, apply bool) (any, error) {
+	if name == "binlog" {
+		return nil, fmt.Errorf("no groups: %w", ErrInvalid)
+	}
+	if apply {
+		g.applied = append(g.applied, name)
+	}
+	return []map[string]any{{"group": "g1", "applied": len(g.applied)}}, nil
+}
+
+// TestAPIGroups: GET .../groups reports and POST .../groups/failover
+// applies (only it); a source without groups is 400, a cluster without the
+// capability 405.
+func TestAPIGroups(t *testing.T) {
+	gc := &groupingCluster{fakeCluster: newFake()}
+	h := NewHandler(gc, "")
+	if code, body := do(t, h, "GET", "/connectors/r/groups", ""); code != 200 || body != `{"groups":[{"applied":0,"group":"g1"}]}`+"\n" || len(gc.applied) != 0 {
+		t.Fatalf("GET: %d %q (applied %v)", code, body, gc.applied)
+	}
+	if code, body := do(t, h, "POST", "/connectors/r/groups/failover", ""); code != 200 || !strings.Contains(body, `"applied":1`) || !slices.Equal(gc.applied, []string{"r"}) {
+		t.Fatalf("POST failover: %d %q (applied %v)", code, body, gc.applied)
+	}
+	if code, _ := do(t, h, "GET", "/connectors/binlog/groups", ""); code != http.StatusBadRequest {
+		t.Fatalf("a source without groups: %d, want 400", code)
+	}
+	if code, _ := do(t, NewHandler(newFake(), ""), "GET", "/connectors/r/groups", ""); code != http.StatusMethodNotAllowed {
+		t.Fatalf("a cluster without groups: %d, want 405", code)
+	}
+}

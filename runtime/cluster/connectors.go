@@ -138,11 +138,18 @@ type Control struct {
 	// worker can do, wherever the source task runs); a signal it refuses
 	// wraps schema.ErrConfig. nil: POST .../signals answers 405.
 	Signals func(ctx context.Context, cfg *runtime.Config, id, typ, data string) (string, error)
+	// GroupsOf, when set, reports a replicator connector's consumer group
+	// checkpoints from its config and saved position, and with apply
+	// writes them on its target cluster (failover); a connector whose
+	// source keeps none wraps runtime.ErrNoGroups. nil: GET .../groups
+	// answers 405.
+	GroupsOf func(ctx context.Context, cfg *runtime.Config, position []byte, apply bool) (any, error)
 }
 
 var (
 	_ admin.Cluster  = (*Control)(nil)
 	_ admin.Signaler = (*Control)(nil)
+	_ admin.Grouper  = (*Control)(nil)
 )
 
 // Signal sends a snapshot signal for the connector name (Signals).
@@ -684,15 +691,50 @@ func (c *Control) Offset(ctx context.Context, name string) (string, error) {
 	if _, err := c.S.connector(ctx, name); err != nil {
 		return "", err
 	}
+	pos, err := c.position(ctx, name)
+	if err != nil || pos == nil {
+		return "", err
+	}
+	return string(runtime.SourcePosition(pos)), nil
+}
+
+// position is the saved position of connector name (nil: none).
+func (c *Control) position(ctx context.Context, name string) ([]byte, error) {
 	var pos sql.NullString
 	err := c.S.db.QueryRowContext(ctx, c.S.q("SELECT position FROM "+c.S.Table("positions")+" WHERE pipeline = ?"), name).Scan(&pos)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !pos.Valid {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", retriable("read the position of "+name, err)
+		return nil, retriable("read the position of "+name, err)
 	}
-	return string(runtime.SourcePosition([]byte(pos.String))), nil
+	return []byte(pos.String), nil
+}
+
+// Groups reports, and with apply fails over, the consumer group
+// checkpoints of connector name, from its config and its saved position
+// (GroupsOf), from any worker.
+func (c *Control) Groups(ctx context.Context, name string, apply bool) (any, error) {
+	if c.GroupsOf == nil {
+		return nil, fmt.Errorf("groups: %w", admin.ErrReadOnly)
+	}
+	k, err := c.S.connector(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	cfg, _, err := ParseConnector(name, k.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	}
+	pos, err := c.position(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	sts, err := c.GroupsOf(ctx, cfg, pos, apply)
+	if errors.Is(err, schema.ErrConfig) || errors.Is(err, runtime.ErrNoGroups) {
+		return nil, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+	}
+	return sts, err
 }
 
 // SetOffset replaces ("" removes) the saved position of a paused or stopped

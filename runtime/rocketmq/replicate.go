@@ -1,6 +1,7 @@
 package rocketmq
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,6 +93,21 @@ type ReplicatorConfig struct {
 	// other way): such a message is never copied back. Default: the
 	// transport's cluster.
 	TargetCluster string `yaml:"target_cluster"`
+	// Groups are the consumer groups whose progress on the source is
+	// checkpointed for the target (replgroups.go).
+	Groups []string `yaml:"groups"`
+	// OffsetSyncMessages and OffsetSyncInterval: a queue records an offset
+	// sync at least every this many copies, and for the last copy of a
+	// batch once this long has passed since its last sync (or when the
+	// batch emptied the queue).
+	OffsetSyncMessages int           `yaml:"offset_sync_messages"`
+	OffsetSyncInterval time.Duration `yaml:"offset_sync_interval"`
+	// CheckpointInterval: how often the groups' offsets are read and
+	// checkpointed.
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
+	// SyncGroupOffsets writes each checkpoint into the target's group
+	// offsets (for groups with no consumer online there, never backwards).
+	SyncGroupOffsets bool `yaml:"sync_group_offsets"`
 }
 
 // topicNameChars are the characters a RocketMQ topic name may hold.
@@ -156,26 +172,46 @@ func (c *ReplicatorConfig) Validate() error {
 	if _, err := replicaTags(c.Tags); err != nil {
 		return err
 	}
+	if c.OffsetSyncMessages < 0 || c.OffsetSyncInterval < 0 || c.CheckpointInterval < 0 {
+		return fmt.Errorf("%w: offset_sync_messages, offset_sync_interval and checkpoint_interval are positive", ErrConfig)
+	}
+	c.OffsetSyncMessages = cmp.Or(c.OffsetSyncMessages, DefaultOffsetSyncMessages)
+	c.OffsetSyncInterval = cmp.Or(c.OffsetSyncInterval, DefaultOffsetSyncInterval)
+	c.CheckpointInterval = cmp.Or(c.CheckpointInterval, DefaultCheckpointInterval)
+	for _, g := range c.Groups {
+		if g == "" || !topicNameChars.MatchString(g) {
+			return fmt.Errorf("%w: groups: %q is not a group name", ErrConfig, g)
+		}
+	}
 	return nil
 }
 
 // replicaPosition is the replicator's saved position: the next offset of
-// each source queue ("topic/broker/queue").
+// each source queue ("topic/broker/queue"), its offset syncs, and the
+// groups' checkpoints (group, then queue).
 type replicaPosition struct {
-	Version int              `json:"rocketmq_replicator"`
-	Next    map[string]int64 `json:"next"`
+	Version     int                                   `json:"rocketmq_replicator"`
+	Next        map[string]int64                      `json:"next"`
+	Syncs       map[string][]offsetSync               `json:"syncs,omitempty"`
+	Checkpoints map[string]map[string]groupCheckpoint `json:"checkpoints,omitempty"`
 }
 
 // replQueue is one source queue and where its messages go.
 type replQueue struct {
-	src     *tailQueue
-	dst     string // the target topic
-	key     string
-	targets []queue // the target topic's queues
-	index   int     // the source queue's place among its topic's queues
-	sources int     // its topic's source queue count
-	addrs   map[string]string
+	src      *tailQueue
+	dst      string // the target topic
+	key      string
+	targets  []queue // the target topic's queues
+	index    int     // the source queue's place among its topic's queues
+	sources  int     // its topic's source queue count
+	addrs    map[string]string
+	synced   time.Time // when its last offset sync was recorded
+	lastSync int64     // the source offset of that sync; -1: none
 }
+
+// mapped reports whether q goes to the target queue of its own place,
+// which alone receives its copies: only then are its offsets synced.
+func (q *replQueue) mapped() bool { return len(q.targets) >= q.sources }
 
 // Replicator is the source of a replication pipeline (see above).
 type Replicator struct {
@@ -194,6 +230,7 @@ type Replicator struct {
 	re       *regexp.Regexp
 	tags     map[string]bool // nil: every tag
 	listed   time.Time
+	pointed  time.Time // the last checkpoint
 	idle     time.Duration
 	sendWait time.Duration
 
@@ -246,6 +283,9 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 		if r.pos.Next == nil {
 			r.pos.Next = map[string]int64{}
 		}
+	}
+	if r.pos.Syncs == nil {
+		r.pos.Syncs = map[string][]offsetSync{}
 	}
 	if r.src.TopicsRegex != "" {
 		re, err := topicsPattern(r.src.TopicsRegex)
@@ -346,7 +386,11 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 		}
 		q.next = next
 		r.pos.Next[key] = next
-		r.queues = append(r.queues, &replQueue{src: q, dst: dstTopic, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs})
+		rq := &replQueue{src: q, dst: dstTopic, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs, lastSync: -1}
+		if s := r.pos.Syncs[key]; len(s) > 0 {
+			rq.lastSync = s[len(s)-1].Src
+		}
+		r.queues = append(r.queues, rq)
 	}
 	r.log.Info("replicating topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
 	return nil
@@ -379,6 +423,11 @@ const replicaWorkers = 8
 func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 	if r.re != nil && time.Since(r.listed) >= r.src.TopicsRefresh {
 		if err := r.refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.src.Groups) > 0 && time.Since(r.pointed) >= r.src.CheckpointInterval {
+		if err := r.Checkpoint(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -429,21 +478,43 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 			"broker", q.src.broker, "queue", q.src.id, "from_offset", from, "to_offset", first-1)
 	}
 	sent := 0
+	var (
+		syncs []offsetSync
+		last  *offsetSync // the batch's last copy, when not synced
+	)
 	for _, m := range msgs {
 		if !r.wanted(m) {
 			continue
 		}
-		if err := r.send(ctx, q, m); err != nil {
+		dst, err := r.send(ctx, q, m)
+		if err != nil {
 			return false, err
+		}
+		if q.mapped() {
+			last = &offsetSync{Src: m.QueueOffset, Dst: dst}
+			if q.lastSync < 0 || m.QueueOffset-q.lastSync >= int64(r.src.OffsetSyncMessages) {
+				syncs = append(syncs, *last)
+				q.lastSync, q.synced, last = m.QueueOffset, time.Now(), nil
+			}
 		}
 		sent++
 		r.bytes.Add(int64(len(m.Body)))
 		r.lastBorn.Store(m.BornTimestamp)
 		r.lastOK.Store(time.Now().UnixMilli())
 	}
+	// The batch's last copy is synced too once offset_sync_interval has
+	// passed, or when the batch emptied the queue: a group that read all
+	// of it then translates exactly.
+	if last != nil && (time.Since(q.synced) >= r.src.OffsetSyncInterval || len(msgs) < q.src.batch) {
+		syncs = append(syncs, *last)
+		q.lastSync, q.synced = last.Src, time.Now()
+	}
 	r.posMu.Lock()
 	defer r.posMu.Unlock()
 	r.pos.Next[q.key] = q.src.next
+	for _, s := range syncs {
+		r.pos.Syncs[q.key] = addSync(r.pos.Syncs[q.key], s, int64(r.src.OffsetSyncMessages))
+	}
 	if err := r.save(ctx); err != nil {
 		return false, err
 	}
@@ -498,7 +569,7 @@ const resMessageIllegal = 13
 // send copies m to its target queue, trying again while the target broker
 // does not take it (up to replicaSendAttempts, until ctx is done or a
 // fatal error).
-func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.MessageExt) error {
+func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.MessageExt) (int64, error) {
 	t := q.target(m)
 	props := make(map[string]string, len(m.GetProperties())+5)
 	for k, v := range m.GetProperties() {
@@ -528,30 +599,35 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 		h, _, err := invokeSigned(ctx, cred, addr, reqSendMessage, ext, m.Body)
 		if err == nil {
 			if err = authError(cred.AccessKey, addr, h); err != nil {
-				return err
+				return 0, err
 			}
 			if h.Code == resSuccess {
-				return nil
+				off, err := strconv.ParseInt(h.ExtFields["queueOffset"], 10, 64)
+				if err != nil {
+					return 0, fmt.Errorf("rocketmq replicator: %s queue %d offset %d: the target broker %s answered SEND_OK without a queue offset (%q)",
+						q.src.topic, q.src.id, m.QueueOffset, addr, h.ExtFields["queueOffset"])
+				}
+				return off, nil
 			}
 			err = fmt.Errorf("code %d: %s", h.Code, h.Remark)
 			if h.Code == resMessageIllegal {
 				// Refused for good (larger than the target's maxMessageSize,
 				// say): no retry or restart helps.
-				return schema.Fatal(fmt.Errorf("rocketmq replicator: %s queue %d offset %d: the target broker %s refuses the message: %w",
+				return 0, schema.Fatal(fmt.Errorf("rocketmq replicator: %s queue %d offset %d: the target broker %s refuses the message: %w",
 					q.src.topic, q.src.id, m.QueueOffset, addr, err))
 			}
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 		if attempt >= replicaSendAttempts {
-			return fmt.Errorf("rocketmq replicator: send %s queue %d offset %d to %s queue %d on %s: %w",
+			return 0, fmt.Errorf("rocketmq replicator: send %s queue %d offset %d to %s queue %d on %s: %w",
 				q.src.topic, q.src.id, m.QueueOffset, t.Broker, t.ID, addr, err)
 		}
 		r.log.Warn("replicator: send failed; trying again", "topic", q.src.topic, "queue", q.src.id, "offset", m.QueueOffset, "err", err)
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		case <-time.After(r.sendWait):
 		}
 	}

@@ -419,7 +419,7 @@ func TestIntegrationReplicatorRefusedMessageIsFatal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	big := &primitive.MessageExt{Message: primitive.Message{Topic: topic, Body: make([]byte, 4<<20+1)}}
-	err := r.send(ctx, r.queues[0], big)
+	_, err := r.send(ctx, r.queues[0], big)
 	if err == nil || !runtime.IsFatal(err) || !strings.Contains(err.Error(), "code 13") {
 		t.Fatalf("send of a message over the target's limit: %v, want a fatal MESSAGE_ILLEGAL", err)
 	}

@@ -31,6 +31,9 @@ Usage:
   sluice check --config FILE                      check the source (binlog settings, privileges, keys), the target and the broker
   sluice positions show|reset --config FILE       read or reset the saved source position
   sluice config-reference                         print the reference of every config key (docs/configuration.md)
+  sluice replicator status|failover --config FILE [--json]
+                                                  a replicator's synced groups on the target: lag, checkpoint age,
+                                                  duplicate window; failover writes their checkpoints as the target's offsets
   sluice tail --config FILE [--from beginning|now] [--follow] [--table db.table] [--key K] [--limit N] [--schemas] [--dlq]
                                                   print the records on the pipeline's RocketMQ topics as JSON lines (sink offsets untouched)
   sluice bench [--rows N] [--txn N] [--updates F] [--transport embedded|rocketmq] [--debezium DIR] [--json FILE]
@@ -72,6 +75,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = cmdCheck(args[1:], stdout, log)
 	case "tail":
 		err = cmdTail(args[1:], stdout)
+	case "replicator":
+		err = cmdReplicator(args[1:], stdout)
 	case "bench":
 		err = cmdBench(args[1:], stdout, log)
 	case "config-reference":

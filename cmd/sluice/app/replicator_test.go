@@ -3,6 +3,9 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,5 +41,77 @@ func TestReplicatorConfigKeys(t *testing.T) {
 	}
 	if _, err := build("  tags: \"TagA ||\"\n", "ClusterB"); err == nil || !strings.Contains(err.Error(), "tags") {
 		t.Fatalf("tags with an empty tag: %v", err)
+	}
+}
+
+// sluice replicator needs status or failover and a replicator's config; a
+// replicator without saved checkpoints reports none. Its groups keys are
+// checked when the config is read.
+func TestReplicatorCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	repl := write("r.yaml", "name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n  groups: [billing]\n"+
+		"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n  cluster: B\n")
+	other := write("m.yaml", "name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\n"+
+		"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n")
+	badGroup := write("g.yaml", "name: g\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n  groups: [\"a b\"]\n"+
+		"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n  cluster: B\n")
+	for _, c := range []struct {
+		args       []string
+		code       int
+		out, inErr string
+	}{
+		{[]string{"replicator"}, 2, "", "say status or failover"},
+		{[]string{"replicator", "status", "--config", other}, 2, "", "is not a replicator"},
+		{[]string{"replicator", "status", "--config", badGroup}, 2, "", "is not a group name"},
+		{[]string{"replicator", "status", "--config", repl}, 0, "no checkpoints", ""},
+		{[]string{"replicator", "failover", "--json", "--config", repl}, 0, "[]\n", ""},
+	} {
+		var out, errOut strings.Builder
+		code := Main(c.args, &out, &errOut)
+		if code != c.code || !strings.Contains(out.String(), c.out) || !strings.Contains(errOut.String(), c.inErr) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %d, %q, %q", c.args, code, out.String(), errOut.String(), c.code, c.out, c.inErr)
+		}
+	}
+}
+
+// The status table has a line per group; failover adds applied and kept.
+func TestPrintGroups(t *testing.T) {
+	var b strings.Builder
+	sts := []rocketmq.GroupStatus{{Group: "billing", Queues: 8, Lag: 40, CheckpointAge: 2.5, DuplicateWindow: 3, Applied: 6, Kept: 2}}
+	if err := printGroups(&b, sts, true, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "GROUP    QUEUES  LAG  CHECKPOINT_AGE_S  DUPLICATE_WINDOW  ONLINE  APPLIED  KEPT\n" +
+		"billing  8       40   2.5               3                 false   6        2\n"
+	if b.String() != want {
+		t.Fatalf("table:\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// A worker reports a replicator connector's groups from the position the
+// coordinator keeps (none saved: no groups), and refuses another source.
+func TestGroupsForCluster(t *testing.T) {
+	parse := func(doc string) *runtime.Config {
+		cfg, err := runtime.ParseConfig([]byte(doc), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	repl := parse("name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n  groups: [billing]\n" +
+		"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n  cluster: B\n")
+	if sts, err := groupsForCluster(context.Background(), repl, nil, true); err != nil || fmt.Sprint(sts) != "[]" {
+		t.Fatalf("no position: %v, %v", sts, err)
+	}
+	other := parse("name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n")
+	if _, err := groupsForCluster(context.Background(), other, nil, false); !errors.Is(err, runtime.ErrNoGroups) {
+		t.Fatalf("a binlog source: %v, want ErrNoGroups", err)
 	}
 }

@@ -1,0 +1,240 @@
+package rocketmq
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// waitOnline waits until group's online state on the broker at addr is want.
+func waitOnline(t *testing.T, addr, group string, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		on, err := groupOnline(context.Background(), primitive.Credentials{}, addr, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s online %v on %s, want %v", group, on, addr, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// targetOffsets is group's committed offset of each queue of topic on ns
+// (-1: none).
+func targetOffsets(t *testing.T, ns []string, topic, group string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	qs, err := tailQueues(ctx, ns, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(qs))
+	for i, q := range qs {
+		off, ok, err := groupOffset(ctx, primitive.Credentials{}, q.addr, group, topic, q.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = -1
+		if ok {
+			out[i] = off
+		}
+	}
+	return out
+}
+
+// TestIntegrationReplicatorGroupFailover: a group read part of each queue
+// on the source; the replicator checkpoints it and, once no consumer of
+// the group is online on the target, writes its offsets there. Reading on
+// the target from them skips no message it had not read, and reads again
+// at most offset_sync_messages-1 per queue, as many as the status reports;
+// a consumer of the group on the target starts there.
+// The target offsets are not written while a consumer of the group is
+// online there, and a target offset further on is never moved back.
+func TestIntegrationReplicatorGroupFailover(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_" + suffix()
+	group := "it_repl_g_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	const perQueue, every = 10, 3
+	replProduce(t, src, topic, perQueue, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	// The group reads 3 to 6 messages of each source queue and commits.
+	srcQs, err := tailQueues(ctx, src, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make([]int64, len(srcQs))
+	for i, q := range srcQs {
+		read[i] = int64(3 + i%4)
+		if err := setGroupOffset(ctx, primitive.Credentials{}, q.addr, group, topic, q.id, read[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := ReplicatorConfig{NameServers: src, Topics: []string{topic}, BatchSize: 4, Groups: []string{group},
+		OffsetSyncMessages: every, CheckpointInterval: time.Hour, SyncGroupOffsets: true}
+	store := &memPositions{}
+	r := replDrain(t, cfg, dst, dstCluster, store)
+
+	// A consumer of the group is online on the target (on another topic):
+	// the checkpoint is taken, and no target offset is written.
+	idle := "it_repl_idle_" + suffix()
+	replCreate(t, dst, dstCluster, 1, idle)
+	cleanupTopics(t, dst, dstCluster, idle)
+	brokerB := r.queues[0].addrs[r.queues[0].targets[0].Broker]
+	pc, err := rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(dst)), consumer.WithGroupName(group),
+		consumer.WithInstance("it-online-"+suffix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(idle, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitOnline(t, brokerB, group, true)
+	if err := r.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, off := range targetOffsets(t, dst, topic, group) {
+		if off != -1 {
+			t.Fatalf("queue %d: target offset %d written while a consumer of the group is online", i, off)
+		}
+	}
+	sts, err := ReplicaGroups(ctx, Config{NameServers: dst}, store.pos, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || !sts[0].Online || sts[0].Applied != 0 || sts[0].Queues != len(srcQs) {
+		t.Fatalf("failover with a consumer online: %+v", sts)
+	}
+	if err := pc.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitOnline(t, brokerB, group, false)
+
+	// Now the checkpoint is written.
+	if err := r.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	offs := targetOffsets(t, dst, topic, group)
+	dstMsgs := replRead(t, dst, topic)
+	var dups, rest int64
+	for i, off := range offs {
+		if off < 0 {
+			t.Fatalf("queue %d: no target offset written: %v", i, offs)
+		}
+		// Reading on from there: every message the group had not read on
+		// the source, and at most every-1 it had.
+		seen := map[int64]bool{}
+		for _, m := range dstMsgs[i][off:] {
+			so, err := strconv.ParseInt(m.GetProperty(SrcOffsetProperty), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if so < read[i] {
+				dups++
+				if read[i]-so >= every {
+					t.Errorf("queue %d: source offset %d read again, the group had read up to %d", i, so, read[i])
+				}
+			}
+			seen[so] = true
+		}
+		for so := read[i]; so < perQueue; so++ {
+			if !seen[so] {
+				t.Fatalf("queue %d: source offset %d skipped on the target (target offset %d)", i, so, off)
+			}
+		}
+		rest += int64(len(dstMsgs[i])) - off
+	}
+	sts, err = ReplicaGroups(ctx, Config{NameServers: dst}, store.pos, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || sts[0].Online || sts[0].DuplicateWindow != dups || sts[0].Lag != rest || sts[0].CheckpointAge < 0 {
+		t.Fatalf("status %+v, want %d duplicates and a lag of %d", sts, dups, rest)
+	}
+	if dups == 0 {
+		t.Fatalf("no duplicates: the test should make some (offsets between syncs)")
+	}
+
+	// A consumer of the group on the target starts from those offsets.
+	dstQs, err := tailQueues(ctx, dst, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	place := map[string]int{}
+	for i, q := range dstQs {
+		place[q.broker+"/"+strconv.Itoa(q.id)] = i
+	}
+	got := make(chan *primitive.MessageExt, rest+100)
+	pc, err = rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(dst)), consumer.WithGroupName(group),
+		consumer.WithInstance("it-reader-"+suffix()), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, ms ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		for _, m := range ms {
+			got <- m
+		}
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for n := int64(0); n < rest; n++ {
+		select {
+		case m := <-got:
+			i := place[m.Queue.BrokerName+"/"+strconv.Itoa(m.Queue.QueueId)]
+			if m.QueueOffset < offs[i] {
+				t.Fatalf("the consumer on the target got queue %d offset %d, before the group's offset %d", i, m.QueueOffset, offs[i])
+			}
+		case <-ctx.Done():
+			t.Fatalf("the consumer on the target got %d of %d messages", n, rest)
+		}
+	}
+	if err := pc.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitOnline(t, brokerB, group, false)
+	t.Logf("the group read %d messages on the target from its offsets %v, %d of them again", rest, offs, dups)
+
+	// A target offset further on (the group read on the target) is never
+	// moved back by a later checkpoint or failover.
+	q0 := r.queues[0]
+	end := int64(len(dstMsgs[0]))
+	if err := setGroupOffset(ctx, primitive.Credentials{}, brokerB, group, topic, q0.targets[0].ID, end); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sts, err = ReplicaGroups(ctx, Config{NameServers: dst}, store.pos, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := targetOffsets(t, dst, topic, group); got[0] != end {
+		t.Fatalf("queue 0: target offset %d moved back from %d", got[0], end)
+	}
+	if sts[0].Kept != len(srcQs) || sts[0].Applied != 0 {
+		t.Fatalf("failover after the checkpoints were written: %+v, want every queue kept", sts)
+	}
+}
