@@ -26,8 +26,8 @@ if [[ "${SLUICE_START_SERVERS:-1}" != 0 ]]; then
   # binlog_row_metadata=MINIMAL, which MariaDB only has as a global).
   SLUICE_SERVERS_ROOT="${SLUICE_SERVERS_ROOT:-/tmp/sluice-servers}-scratch" SLUICE_MARIADB_PORT="${SLUICE_SCRATCH_MARIADB_PORT:-23307}" \
     scripts/servers.sh start mariadb
-  export SLUICE_MYSQL_SCRATCH_PORT="${SLUICE_SCRATCH_MARIADB_PORT:-23307}"
 fi
+export SLUICE_MYSQL_SCRATCH_PORT="${SLUICE_SCRATCH_MARIADB_PORT:-23307}"
 if [[ -f "$env_file" ]]; then
   echo "== using server settings from $env_file"
   set -a
