@@ -54,26 +54,47 @@ func (s batchSender) SendSync(ctx context.Context, msgs ...*primitive.Message) (
 // marshalBatch is producer.MarshalMessageBatch: each message as
 // primitive.Message.Marshal writes it (total size, magic code, body CRC,
 // flag, body size, body, properties' size, properties), one after the
-// other. Properties are written in the map's order, as the client writes
-// them. It appends to b, which it grows at most once.
+// other. Properties are written in the order of a map's iteration, as the
+// client writes them, straight into b from a copy of each message's map:
+// MarshallProperties builds a string in a buffer that starts empty and
+// grows four times for a record's properties, then copies it (6% of the
+// json catch-up's CPU profile; BenchmarkJSONMessages/publish, five
+// alternating pairs: 5.6 against 5.1 µs and 15.5 against 11.9 allocations
+// a record). It appends to b, which it grows at most once.
 func marshalBatch(b []byte, msgs []*primitive.Message) []byte {
 	const head = 4 + 4 + 4 + 4 + 4 // total size, magic code, body CRC, flag, body size
-	props := make([]string, len(msgs))
+	props := make([]map[string]string, len(msgs))
+	sizes := make([]int, len(msgs)) // of each message's properties
 	n := 0
 	for i, m := range msgs {
-		props[i] = m.MarshallProperties()
-		n += head + len(m.Body) + 2 + len(props[i])
+		props[i] = m.GetProperties()
+		for k, v := range props[i] {
+			sizes[i] += len(k) + len(v) + 2
+		}
+		n += head + len(m.Body) + 2 + sizes[i]
 	}
 	b = slices.Grow(b, n)
 	for i, m := range msgs {
-		b = binary.BigEndian.AppendUint32(b, uint32(head+len(m.Body)+2+len(props[i])))
+		b = binary.BigEndian.AppendUint32(b, uint32(head+len(m.Body)+2+sizes[i]))
 		b = binary.BigEndian.AppendUint32(b, 0) // magic code
 		b = binary.BigEndian.AppendUint32(b, 0) // body CRC
 		b = binary.BigEndian.AppendUint32(b, uint32(m.Flag))
 		b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
 		b = append(b, m.Body...)
-		b = binary.BigEndian.AppendUint16(b, uint16(len(props[i])))
-		b = append(b, props[i]...)
+		b = binary.BigEndian.AppendUint16(b, uint16(sizes[i]))
+		for k, v := range props[i] {
+			b = append(b, k...)
+			b = append(b, nameValueSeparator)
+			b = append(b, v...)
+			b = append(b, propertySeparator)
+		}
 	}
 	return b
 }
+
+// The client's separators of a message's properties (primitive: name,
+// value, name, value...).
+const (
+	nameValueSeparator = 1
+	propertySeparator  = 2
+)
