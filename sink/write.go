@@ -235,7 +235,7 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 				return err // left out already and still failing: not a row problem
 			}
 			if len(excluded) >= maxRowErrors {
-				return fmt.Errorf("sink: more than %d rejected rows in one batch, giving up (check the target table): %w", maxRowErrors, err)
+				return schema.Wrapf("sink", err, "more than %d rejected rows in one batch, giving up (check the target table)", maxRowErrors)
 			}
 			if err := s.leaveOut(ctx, b); err != nil {
 				return err
