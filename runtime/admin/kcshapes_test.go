@@ -1,10 +1,12 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/sluicecdc/sluice/runtime"
@@ -134,5 +136,47 @@ func sameShape(at string, doc, got any) []string {
 			return []string{fmt.Sprintf("%s: %T, want %T", at, got, doc)}
 		}
 		return nil
+	}
+}
+
+// everything is kcCluster with stop and signals too.
+type everything struct {
+	kcCluster
+	*signalingCluster
+}
+
+func (everything) Stop(context.Context, string) error { return nil }
+
+// TestEveryLifecycleCallLogged: besides pause, resume and restart
+// (TestLifecycleLogged), every call that changes a connector logs one INFO
+// line naming the action, the connector and who asked: create, config
+// change, stop, a signal, offsets altered and reset, topics reset, delete.
+func TestEveryLifecycleCallLogged(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	f := newFake()
+	c := everything{kcCluster{&offsetting{fakeCluster: f, pos: map[string]string{}}}, &signalingCluster{fakeCluster: f}}
+	h := NewHandler(c, "")
+	for _, call := range []struct{ method, path, body, line string }{
+		{"POST", "/connectors", `{"name": "c", "config": {"source": {"password": "s3cret"}}}`, "connector create through REST"},
+		{"PUT", "/connectors/c/config", `{"source": {"password": "s3cret", "port": 1}}`, "connector config change through REST"},
+		{"PUT", "/connectors/c/stop", "", "connector stop through REST"},
+		{"POST", "/connectors/c/signals", `{"type": "execute-snapshot"}`, "connector signal execute-snapshot through REST"},
+		{"PATCH", "/connectors/c/offsets", `{"offsets": [{"partition": {"server": "s"}, "offset": {"pos": 1}}]}`, "connector offsets alter through REST"},
+		{"DELETE", "/connectors/c/offsets", "", "connector offsets reset through REST"},
+		{"PUT", "/connectors/c/topics/reset", "", "connector topics reset through REST"},
+		{"DELETE", "/connectors/c", "", "connector delete through REST"},
+		{"DELETE", "/connectors/c", "", "connector delete through REST failed"},
+	} {
+		buf.Reset()
+		code, body := do(t, h, call.method, call.path, call.body)
+		out := buf.String()
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") || !strings.Contains(lines[0], `msg="`+call.line+`"`) ||
+			!strings.Contains(lines[0], "remote=192.0.2.1:1234") || !strings.Contains(lines[0], "connector=c") || strings.Contains(out, "s3cret") {
+			t.Errorf("%s %s (%d %s) logged %q, want one INFO line %q with connector=c and remote=192.0.2.1:1234, no secret", call.method, call.path, code, body, out, call.line)
+		}
 	}
 }
