@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -152,10 +151,7 @@ func (everything) Stop(context.Context, string) error { return nil }
 // line naming the action, the connector and who asked: create, config
 // change, stop, a signal, offsets altered and reset, topics reset, delete.
 func TestEveryLifecycleCallLogged(t *testing.T) {
-	var buf bytes.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	defer slog.SetDefault(prev)
+	buf := logToBuffer(t)
 	f := newFake()
 	c := everything{kcCluster{&offsetting{fakeCluster: f, pos: map[string]string{}}}, &signalingCluster{fakeCluster: f}}
 	h := NewHandler(c, "")

@@ -855,13 +855,20 @@ func TestMetricsDocumented(t *testing.T) {
 	}
 }
 
-// TestLifecycleLogged: each lifecycle call through REST logs one INFO line
-// naming the action, the connector and who asked; a failed one says why.
-func TestLifecycleLogged(t *testing.T) {
+// logToBuffer makes the default logger write text to the buffer it
+// returns until the test ends.
+func logToBuffer(t *testing.T) *bytes.Buffer {
 	var buf bytes.Buffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	defer slog.SetDefault(prev)
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	return &buf
+}
+
+// TestLifecycleLogged: each lifecycle call through REST logs one INFO line
+// naming the action, the connector and who asked; a failed one says why.
+func TestLifecycleLogged(t *testing.T) {
+	buf := logToBuffer(t)
 	f := newFake()
 	h := NewHandler(f, "")
 	if code, body := do(t, h, "POST", "/connectors", `{"name": "c", "config": {"source": {}}}`); code != 201 {
