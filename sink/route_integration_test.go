@@ -210,3 +210,21 @@ func TestRouteClaimFollowsRename(t *testing.T) {
 		})
 	}
 }
+
+// TestRoutedBarrier: a TRUNCATE copied to two queues (a barrier) acts on
+// the routed table, after the rows before it on both queues and before the
+// rows after it; the template's table is never created.
+func TestRoutedBarrier(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		r := e.in(t, e.schema+"_rb")
+		s := e.open(t, func(c *Config) { c.Routes = []Route{{Match: `src\.bt`, Schema: r.schema, Table: "bt_routed"}} })
+		tr := truncRec("bt", 25)
+		writeAll(t, s,
+			[]schema.Record{on(cIns("bt", 1, "a"), 0, 1), on(cIns("bt", 2, "a"), 0, 2), barrierOf(tr, 2, 0, 3), on(cIns("bt", 10, "after"), 0, 4)},
+			[]schema.Record{on(cIns("bt", 3, "b"), 1, 1), barrierOf(tr, 2, 1, 2), on(cIns("bt", 11, "after"), 1, 3)})
+		wantRows(t, r, "bt_routed", map[int64]string{10: "after", 11: "after"})
+		if got := e.columns(t, "bt"); len(got) != 0 {
+			t.Fatalf("the template's table was created: %v", got)
+		}
+	})
+}
