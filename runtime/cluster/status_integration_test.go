@@ -71,10 +71,11 @@ func TestClusterStatusAsRichAsRun(t *testing.T) {
 	local := httptest.NewServer(admin.NewHandler(&admin.Local{W: rw}, ""))
 	defer local.Close()
 	var run map[string]any
-	waitUntil(t, 10*time.Second, "sluice run's status with records read", func() bool {
+	waitUntil(t, 10*time.Second, "sluice run's status with records read and a position", func() bool {
 		run = statusBody(t, local, "/connectors/run/status")
 		n, _ := run["records_read"].(float64)
-		return n > 0
+		pos, _ := run["position"].(string)
+		return n > 0 && pos != ""
 	})
 
 	for driver, dsn := range coordinators(t) {
@@ -98,11 +99,12 @@ func TestClusterStatusAsRichAsRun(t *testing.T) {
 			}
 
 			var ok map[string]any
-			waitUntil(t, 15*time.Second, "the cluster's status with records read", func() bool {
+			waitUntil(t, 15*time.Second, "the cluster's status with records read and a position", func() bool {
 				ok = statusBody(t, srv, "/connectors/ok/status")
 				n, _ := ok["records_read"].(float64)
 				tn, _ := task0(ok)["records_read"].(float64)
-				return n > 0 && tn > 0
+				pos, _ := task0(ok)["position"].(string)
+				return n > 0 && tn > 0 && pos != ""
 			})
 			for k := range run {
 				if _, has := ok[k]; !has {
@@ -112,7 +114,7 @@ func TestClusterStatusAsRichAsRun(t *testing.T) {
 					t.Errorf("the cluster's task entry lacks %q: %v", k, task0(ok))
 				}
 			}
-			if pos, _ := task0(ok)["position"].(string); !strings.HasPrefix(pos, "pos-") {
+			if pos, _ := task0(ok)["position"].(string); !strings.HasPrefix(pos, "pos-") || ok["position"] != pos {
 				t.Errorf("the task's position %q", pos)
 			}
 			if task0(ok)["worker_id"] != "a" || ok["name"] != "ok" {
