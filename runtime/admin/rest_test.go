@@ -848,9 +848,41 @@ func TestMetricsDocumented(t *testing.T) {
 	if len(names) < 30 {
 		t.Fatalf("only %d metrics described: %v", len(names), names)
 	}
+	// Each row under a header naming the peers' columns (Debezium where it
+	// has the figure, always Kafka Connect), each of them filled ("—" for
+	// none).
+	rows, header := map[string][]string{}, []string(nil)
+	cells := func(l string) []string {
+		c := strings.Split(strings.Trim(strings.TrimSpace(l), "|"), "|")
+		for i := range c {
+			c[i] = strings.TrimSpace(c[i])
+		}
+		return c
+	}
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(l, "| metric |") {
+			if header = cells(l); !slices.Contains(header, "Kafka Connect") {
+				t.Errorf("docs/operations.md: a metric table without a Kafka Connect column: %s", l)
+			}
+		} else if strings.HasPrefix(l, "| `") && header != nil {
+			c := cells(l)
+			rows[strings.Trim(c[0], "`")] = c
+			if len(c) != len(header) {
+				t.Errorf("docs/operations.md: row %s has %d cells, its header %d", c[0], len(c), len(header))
+				continue
+			}
+			for i, h := range header {
+				if (strings.HasPrefix(h, "Debezium") || h == "Kafka Connect") && c[i] == "" {
+					t.Errorf("docs/operations.md: row %s has no %s name (write — for none)", c[0], h)
+				}
+			}
+		} else if !strings.HasPrefix(l, "|") {
+			header = nil
+		}
+	}
 	for _, n := range names {
-		if !strings.Contains(string(doc), "| `"+n+"` |") {
-			t.Errorf("docs/operations.md has no row for %s", n)
+		if rows[n] == nil {
+			t.Errorf("docs/operations.md has no row for %s under a metric table's header", n)
 		}
 	}
 }
