@@ -744,11 +744,16 @@ func TestOffsetsKafkaConnectShape(t *testing.T) {
 		t.Fatalf("PATCH stored %s, want %s", o.pos["a"], want)
 	}
 
-	// The older body, for one release.
+	// The older body, for one release, with a Warning header and a WARN
+	// line in the log.
+	logs := logToBuffer(t)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("PATCH", "http://127.0.0.1/connectors/a/offsets", strings.NewReader(`{"position": "`+strings.ReplaceAll(pos, `"`, `\"`)+`"}`)))
 	if rec.Code != 200 || o.pos["a"] != pos || !strings.Contains(rec.Header().Get("Warning"), "deprecated") {
 		t.Fatalf("PATCH with {\"position\"}: %d %s, stored %s, Warning %q", rec.Code, rec.Body, o.pos["a"], rec.Header().Get("Warning"))
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "is deprecated") || !strings.Contains(l, "connector=a") {
+		t.Fatalf("PATCH with {\"position\"} logged %q, want a WARN line naming the connector", l)
 	}
 
 	for _, bad := range []string{`{"offsets": []}`, `{"offsets": [{"partition": {}, "offset": 5}]}`, `{"offsets": [{"offset": {}}, {"offset": {}}]}`, `[]`} {
