@@ -699,7 +699,7 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 		for schema.ClassOf(err) != schema.ClassFatal {
 			failures++
 			if failures > maxRetries {
-				err = fmt.Errorf("binlog: giving up after %d reconnects: %w", maxRetries, err)
+				err = schema.Wrapf("binlog", err, "giving up after %d reconnects", maxRetries)
 				break
 			}
 			delay := min(backoffInitial<<min(failures-1, 10), backoffMax)
@@ -753,11 +753,7 @@ func (s *Source) mapEvent(ctx context.Context, m *mapper, ev *replication.Binlog
 	m.emit = nil
 	if err != nil {
 		// One "binlog:" prefix: the mapper's errors mostly carry it already.
-		err = fmt.Errorf("%w (at %s:%d)", err, m.file, ev.Header.LogPos)
-		if !strings.HasPrefix(err.Error(), "binlog: ") {
-			err = fmt.Errorf("binlog: %w", err)
-		}
-		return err
+		return schema.Wrapf("binlog", fmt.Errorf("%w (at %s:%d)", err, m.file, ev.Header.LogPos), "")
 	}
 	return s.handOn(ctx, m, recs)
 }
@@ -804,7 +800,7 @@ func (s *Source) catchUp(ctx context.Context, m *mapper, to Position) error {
 	for {
 		ev, err := stream.GetEvent(ctx)
 		if err != nil {
-			return fmt.Errorf("binlog: resumed snapshot: catching the stream up from %s to %s: %w", m.Committed().String(), to.String(), s.classify(err, m.Committed()))
+			return schema.Wrapf("binlog", s.classify(err, m.Committed()), "resumed snapshot: catching the stream up from %s to %s", m.Committed().String(), to.String())
 		}
 		h := ev.Header
 		if h.LogPos >= h.EventSize && h.LogPos > 0 && !m.inTx && h.EventType != replication.ROTATE_EVENT &&
@@ -1041,7 +1037,7 @@ func (s *Source) saveHistory(ctx context.Context, entries []HistoryEntry) error 
 		delay *= 2
 	}
 	if schema.ClassOf(err) == schema.ClassFatal {
-		return fmt.Errorf("binlog: schema history %s: %w", store, err)
+		return schema.Wrapf("binlog", err, "schema history %s", store)
 	}
 	return fmt.Errorf("%w: schema history %s: %v", ErrUnsupported, store, err)
 }

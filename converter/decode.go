@@ -93,7 +93,7 @@ func (c *JSON) Decode(key, value []byte) (schema.Record, error) {
 		return r, nil
 	}
 	if err := c.decodeKey(&r, key); err != nil {
-		return schema.Record{}, fmt.Errorf("converter: key: %w", err)
+		return schema.Record{}, schema.Wrapf("converter", err, "key")
 	}
 	return r, nil
 }
@@ -144,7 +144,7 @@ func (c *JSON) decodeAnyValue(value []byte) (schema.Record, error) {
 		return 0
 	})
 	if err != nil {
-		return r, fmt.Errorf("converter: value: %w", err)
+		return r, schema.Wrapf("converter", err, "value")
 	}
 	if sch == nil {
 		err = decodeSchemaless(&r, payload)
@@ -160,7 +160,7 @@ func (c *JSON) decodeAnyValue(value []byte) (schema.Record, error) {
 		}
 	}
 	if err != nil {
-		return schema.Record{}, fmt.Errorf("converter: value: %w", err)
+		return schema.Record{}, schema.Wrapf("converter", err, "value")
 	}
 	return r, nil
 }
@@ -186,7 +186,7 @@ func (c *JSON) DecodeParts(keySchema, key, valueSchema, value []byte) (schema.Re
 		err = decodeValue(&r, ed, value)
 	}
 	if err != nil {
-		return schema.Record{}, fmt.Errorf("converter: value: %w", err)
+		return schema.Record{}, schema.Wrapf("converter", err, "value")
 	}
 	if len(key) == 0 || r.Op == schema.OpSchemaChange {
 		return r, nil
@@ -205,7 +205,7 @@ func (c *JSON) DecodeParts(keySchema, key, valueSchema, value []byte) (schema.Re
 		}
 	}
 	if err != nil {
-		return schema.Record{}, fmt.Errorf("converter: key: %w", err)
+		return schema.Record{}, schema.Wrapf("converter", err, "key")
 	}
 	return r, nil
 }

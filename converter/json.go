@@ -147,7 +147,7 @@ func (c *JSON) encodeKey(r *schema.Record, schemas bool) ([]byte, error) {
 	}
 	ke, err := c.keyEncoder(r.KeySchema)
 	if err != nil {
-		return nil, fmt.Errorf("converter: key schema of %s: %w", r.Table, err)
+		return nil, schema.Wrapf("converter", err, "key schema of %s", r.Table)
 	}
 	prefix := ke.prefix
 	if !schemas {
@@ -158,7 +158,7 @@ func (c *JSON) encodeKey(r *schema.Record, schemas bool) ([]byte, error) {
 	if r.Key == nil {
 		b = append(b, "null"...)
 	} else if b, err = appendRow(b, ke.p, r.Key); err != nil {
-		return nil, fmt.Errorf("converter: key of %s: %w", r.Table, err)
+		return nil, schema.Wrapf("converter", err, "key of %s", r.Table)
 	}
 	if schemas {
 		b = append(b, '}')
@@ -318,7 +318,7 @@ func (c *JSON) encodeValue(r *schema.Record, schemas bool) ([]byte, error) {
 	}
 	ee, err := c.valueEncoder(r)
 	if err != nil {
-		return nil, fmt.Errorf("converter: value schema of %s: %w", r.Table, err)
+		return nil, schema.Wrapf("converter", err, "value schema of %s", r.Table)
 	}
 	n := ee.last.Load()
 	if n == 0 {
@@ -335,11 +335,11 @@ func (c *JSON) encodeValue(r *schema.Record, schemas bool) ([]byte, error) {
 	b = append(b, prefix...)
 	b = append(b, `"before":`...)
 	if b, err = appendImage(b, ee.p, r.Before); err != nil {
-		return nil, fmt.Errorf("converter: before image of %s: %w", r.Table, err)
+		return nil, schema.Wrapf("converter", err, "before image of %s", r.Table)
 	}
 	b = append(b, `,"after":`...)
 	if b, err = appendImage(b, ee.p, r.After); err != nil {
-		return nil, fmt.Errorf("converter: after image of %s: %w", r.Table, err)
+		return nil, schema.Wrapf("converter", err, "after image of %s", r.Table)
 	}
 	b = append(b, `,"source":`...)
 	b = appendSource(b, r)

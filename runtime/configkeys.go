@@ -197,9 +197,9 @@ func defaultOf(v reflect.Value) string {
 	return ""
 }
 
-// suggest returns the known name closest to key when it is close enough
+// Suggest returns the known name closest to key when it is close enough
 // to be a misspelling ("" otherwise), for "did you mean".
-func suggest(key string, known []string) string {
+func Suggest(key string, known []string) string {
 	best, bestD := "", len(key)/3+2
 	for _, k := range known {
 		if d := editDistance(key, k); d < bestD {
@@ -234,7 +234,7 @@ func editDistance(a, b string) int {
 // which key ("key", "top-level key").
 func unknownKey(what, key string, known []string) string {
 	msg := "unknown " + what + " (known: " + strings.Join(known, ", ") + ")"
-	if s := suggest(key, known); s != "" {
+	if s := Suggest(key, known); s != "" {
 		msg += ": did you mean " + s + "?"
 	}
 	return msg

@@ -233,7 +233,7 @@ func (r *Registry) decode(kind string, sec *Section, doc *Config, all bool) (any
 	if !ok {
 		known := r.known(kind)
 		msg := fmt.Sprintf("unknown %s type %q (known: %s)", kind, sec.Type, known)
-		if s := suggest(sec.Type, strings.Split(known, ", ")); s != "" {
+		if s := Suggest(sec.Type, strings.Split(known, ", ")); s != "" {
 			msg += ": did you mean " + s + "?"
 		}
 		return nil, sec.Err("type", msg)

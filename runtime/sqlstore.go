@@ -86,7 +86,7 @@ func NewSQLStore(ctx context.Context, driver, dsn, table string) (*SQLStore, err
 	ddl := "CREATE TABLE IF NOT EXISTS " + table + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6))"
 	if err := createTable(ctx, db, ddl, table); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("position store: create table %s (check the DSN and that the user may create tables): %w", table, err)
+		return nil, schema.Wrapf("position store", err, "create table %s (check the DSN and that the user may create tables)", table)
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Class is what the runtime does with an error. Every connector classifies
@@ -104,3 +105,29 @@ func ClassOf(err error) Class {
 	}
 	return ClassUnknown
 }
+
+// Wrapf returns err behind "prefix: " and format's text (none when format
+// is empty), saying prefix once: when err's text starts with "prefix: "
+// already (an error of the same package, passed up), that prefix is left
+// out of the message, so "rocketmq: offsets of t: rocketmq: the broker
+// refused" reads "rocketmq: offsets of t: the broker refused". errors.Is,
+// errors.As and ClassOf see err as through %w.
+func Wrapf(prefix string, err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	msg := prefix + ": "
+	if format != "" {
+		msg += fmt.Sprintf(format, args...) + ": "
+	}
+	inner, _ := strings.CutPrefix(err.Error(), prefix+": ")
+	return &wrapped{msg + inner, err}
+}
+
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (e *wrapped) Error() string { return e.msg }
+func (e *wrapped) Unwrap() error { return e.err }

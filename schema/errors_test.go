@@ -64,3 +64,30 @@ func TestConfigError(t *testing.T) {
 		t.Errorf("message %q", err.Error())
 	}
 }
+
+// Wrapf says a prefix once, keeps the class and what errors.Is finds.
+func TestWrapfSaysThePrefixOnce(t *testing.T) {
+	base := errors.New("the broker refused")
+	for _, tc := range []struct {
+		err         error
+		format      string
+		want        string
+		class       Class
+		isBase      bool
+		args        []any
+		description string
+	}{
+		{Fatal(fmt.Errorf("rocketmq: %w", base)), "offsets of %s", "rocketmq: offsets of t: the broker refused", ClassFatal, true, []any{"t"}, "same prefix"},
+		{Retriable(base), "offsets of %s", "rocketmq: offsets of t: the broker refused", ClassRetriable, true, []any{"t"}, "no prefix"},
+		{errors.New("kafka: down"), "", "rocketmq: kafka: down", ClassUnknown, false, nil, "another prefix, no context"},
+		{errors.New("rocketmq:x"), "", "rocketmq: rocketmq:x", ClassUnknown, false, nil, "not a prefix"},
+	} {
+		got := Wrapf("rocketmq", tc.err, tc.format, tc.args...)
+		if got.Error() != tc.want || ClassOf(got) != tc.class || errors.Is(got, base) != tc.isBase || !errors.Is(got, tc.err) {
+			t.Errorf("%s: %q (class %v, is base %v), want %q (%v, %v)", tc.description, got, ClassOf(got), errors.Is(got, base), tc.want, tc.class, tc.isBase)
+		}
+	}
+	if Wrapf("p", nil, "x") != nil {
+		t.Error("Wrapf of nil is not nil")
+	}
+}

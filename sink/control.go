@@ -17,6 +17,10 @@ func (s *Sink) checkControl(recs []schema.Record) error {
 	var last schema.TableID
 	for i := range recs {
 		r := &recs[i]
+		if r.Op == schema.OpSchemaChange && r.Change != nil {
+			s.followTables(r.Change.Tables)
+			last = schema.TableID{}
+		}
 		if r.Table.Table == "" || r.Table == last || !(r.Op.IsData() || r.Op == schema.OpSchemaChange) {
 			continue
 		}
@@ -35,6 +39,28 @@ func (s *Sink) checkControl(recs []schema.Record) error {
 		s.mapped.Store(r.Table, nil)
 	}
 	return nil
+}
+
+// followTables moves the route claims (routing.claim) with the source's
+// tables, whatever schema_changes says: a table renamed or dropped gives
+// up its target, and a table renamed to or created claims its target
+// again at its next record. The old name's check stays cached: its
+// records still in flight on another queue go on to its old target.
+func (s *Sink) followTables(changes []schema.TableChange) {
+	if s.cfg.routing == nil || len(s.cfg.routing.routes) == 0 {
+		return
+	}
+	for _, c := range changes {
+		switch c.Kind {
+		case schema.RenameTable:
+			s.cfg.routing.release(c.Table)
+			s.mapped.Delete(c.NewTable)
+		case schema.DropTable:
+			s.cfg.routing.release(c.Table)
+		case schema.CreateTable:
+			s.mapped.Delete(c.Table)
+		}
+	}
 }
 
 // CheckTables refuses, before anything is written, source tables that map

@@ -209,6 +209,21 @@ func (r *routing) claim(id schema.TableID, t target, fold bool) error {
 	return nil
 }
 
+// release gives up the target tables source table id claimed: it was
+// renamed or dropped at the source, so its target may be another's.
+func (r *routing) release(id schema.TableID) {
+	if r == nil || len(r.routes) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for t, held := range r.claimed {
+		if held == id {
+			delete(r.claimed, t)
+		}
+	}
+}
+
 // rule is the column rule of table id, nil when none matches.
 func (r *routing) rule(id schema.TableID) *colRule {
 	if r == nil || len(r.cols) == 0 {

@@ -159,3 +159,72 @@ func TestRoutesRefuse(t *testing.T) {
 		}
 	})
 }
+
+// TestRouteClaimFollowsRename: a source table renamed gives the target
+// table its route chose to its new name (here both names route to one
+// table: the new name's rows land there, not refused as a second table);
+// a table created under the old name is refused while the renamed one
+// holds the target; a dropped table releases it for the next. Under
+// schema_changes ignore, where a batch of only a schema change applies
+// nothing, and apply.
+func TestRouteClaimFollowsRename(t *testing.T) {
+	for _, mode := range []string{SchemaChangesIgnore, SchemaChangesApply} {
+		t.Run(mode, func(t *testing.T) {
+			forEachTarget(t, func(t *testing.T, e *tenv) {
+				s := e.open(t, func(c *Config) {
+					c.SchemaChanges = mode
+					c.Routes = []Route{{Match: `src\.orders(_old)?`, Table: "orders_all"}}
+				})
+				cols := []string{"id", "v"}
+				change := func(q string, off int64, kind string, table, to string) schema.Record {
+					tc := schema.TableChange{Kind: kind, Table: src(table)}
+					if to != "" {
+						tc.NewTable = src(to)
+					}
+					return ddlRec("src", q, off, tc)
+				}
+				refused := func(what string, r schema.Record) {
+					t.Helper()
+					if err := s.Write(context.Background(), []schema.Record{r}); !errors.Is(err, ErrConfig) || !isFatal(err) {
+						t.Fatalf("%s: %v, want a fatal ErrConfig", what, err)
+					}
+				}
+				write(t, s, at(upsertRec("orders", cols, int64(1), "a"), 1))
+				write(t, s, change("RENAME TABLE orders TO orders_old", 2, schema.RenameTable, "orders", "orders_old"))
+				write(t, s, at(upsertRec("orders_old", cols, int64(2), "b"), 3))
+				wantRows(t, e, "orders_all", map[int64]string{1: "a", 2: "b"})
+
+				write(t, s, change("DROP TABLE orders_old", 4, schema.DropTable, "orders_old", ""),
+					change("CREATE TABLE orders (id INT PRIMARY KEY, v TEXT)", 5, schema.CreateTable, "orders", ""))
+				write(t, s, at(upsertRec("orders", cols, int64(3), "c"), 6))
+				want := map[int64]string{1: "a", 2: "b", 3: "c"}
+				if mode == SchemaChangesApply { // the DROP dropped the target table
+					want = map[int64]string{3: "c"}
+				}
+				wantRows(t, e, "orders_all", want)
+
+				write(t, s, change("CREATE TABLE orders_old (id INT PRIMARY KEY, v TEXT)", 7, schema.CreateTable, "orders_old", ""))
+				refused("a second table onto the held target", at(upsertRec("orders_old", cols, int64(4), "d"), 8))
+				wantRows(t, e, "orders_all", want)
+			})
+		})
+	}
+}
+
+// TestRoutedBarrier: a TRUNCATE copied to two queues (a barrier) acts on
+// the routed table, after the rows before it on both queues and before the
+// rows after it; the template's table is never created.
+func TestRoutedBarrier(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, e *tenv) {
+		r := e.in(t, e.schema+"_rb")
+		s := e.open(t, func(c *Config) { c.Routes = []Route{{Match: `src\.bt`, Schema: r.schema, Table: "bt_routed"}} })
+		tr := truncRec("bt", 25)
+		writeAll(t, s,
+			[]schema.Record{on(cIns("bt", 1, "a"), 0, 1), on(cIns("bt", 2, "a"), 0, 2), barrierOf(tr, 2, 0, 3), on(cIns("bt", 10, "after"), 0, 4)},
+			[]schema.Record{on(cIns("bt", 3, "b"), 1, 1), barrierOf(tr, 2, 1, 2), on(cIns("bt", 11, "after"), 1, 3)})
+		wantRows(t, r, "bt_routed", map[int64]string{10: "after", 11: "after"})
+		if got := e.columns(t, "bt"); len(got) != 0 {
+			t.Fatalf("the template's table was created: %v", got)
+		}
+	})
+}

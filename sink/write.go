@@ -64,6 +64,11 @@ func (s *Sink) write(ctx context.Context, recs []schema.Record) error {
 	if err != nil {
 		return err
 	}
+	// Before the relevance test: a batch of schema changes applies nothing
+	// under schema_changes ignore, but its renames move route claims.
+	if err := s.checkControl(recs); err != nil {
+		return err
+	}
 	if s.cfg.SchemaChanges == SchemaChangesIgnore {
 		s.catalog.warnIgnoredGenerated(recs)
 	}
@@ -127,9 +132,6 @@ func (f filtered) advance(maxOff map[progressKey]schema.ID) {
 // queues, which it returns, and refuses a schema change under SchemaChanges
 // "fail".
 func (s *Sink) undelivered(ctx context.Context, recs []schema.Record) ([]schema.Record, filtered, error) {
-	if err := s.checkControl(recs); err != nil {
-		return nil, nil, err
-	}
 	last, err := s.progress.lastApplied(ctx, recs)
 	if err != nil {
 		return nil, nil, err
@@ -233,7 +235,7 @@ func (s *Sink) applyData(ctx context.Context, recs []schema.Record, extra *txExt
 				return err // left out already and still failing: not a row problem
 			}
 			if len(excluded) >= maxRowErrors {
-				return fmt.Errorf("sink: more than %d rejected rows in one batch, giving up (check the target table): %w", maxRowErrors, err)
+				return schema.Wrapf("sink", err, "more than %d rejected rows in one batch, giving up (check the target table)", maxRowErrors)
 			}
 			if err := s.leaveOut(ctx, b); err != nil {
 				return err

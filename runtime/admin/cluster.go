@@ -61,6 +61,21 @@ type TaskState struct {
 	Epoch      int64  `json:"epoch"`      // the lease epoch it runs under (0: no lease)
 	Generation int64  `json:"generation"` // the config version it runs
 	Trace      string `json:"trace,omitempty"`
+	// Extra, a JSON object, adds its members to the task's entry (a
+	// cluster: what its worker last reported, as sluice run's status has
+	// it: counters, position, lag, snapshot, last_error); the members
+	// above win a clash.
+	Extra json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the task's state with Extra's members merged in.
+func (s TaskState) MarshalJSON() ([]byte, error) {
+	type plain TaskState
+	b, err := json.Marshal(plain(s))
+	if err != nil {
+		return nil, err
+	}
+	return withExtra(b, s.Extra, fmt.Sprintf("task %d", s.ID))
 }
 
 // ConnectorState is the connector's own state.
@@ -85,23 +100,32 @@ type ConnectorStatus struct {
 func (s ConnectorStatus) MarshalJSON() ([]byte, error) {
 	type plain ConnectorStatus
 	b, err := json.Marshal(plain(s))
-	if err != nil || len(s.Extra) == 0 {
-		return b, err
+	if err != nil {
+		return nil, err
 	}
-	var base, extra map[string]json.RawMessage
+	return withExtra(b, s.Extra, s.Name)
+}
+
+// withExtra merges the members of the JSON object extra (nil or null:
+// none) into the object b, b's members winning a clash.
+func withExtra(b []byte, extra json.RawMessage, what string) ([]byte, error) {
+	if len(extra) == 0 {
+		return b, nil
+	}
+	var base, more map[string]json.RawMessage
 	if err := json.Unmarshal(b, &base); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal(s.Extra, &extra); err != nil {
-		return nil, fmt.Errorf("status of %s: extra fields are not a JSON object: %w", s.Name, err)
+	if err := json.Unmarshal(extra, &more); err != nil {
+		return nil, fmt.Errorf("status of %s: extra fields are not a JSON object: %w", what, err)
 	}
-	if extra == nil { // Extra was null
+	if more == nil { // extra was null
 		return b, nil
 	}
 	for k, v := range base {
-		extra[k] = v
+		more[k] = v
 	}
-	return json.Marshal(extra)
+	return json.Marshal(more)
 }
 
 // WorkerInfo is one live or recently seen worker.

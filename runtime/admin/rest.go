@@ -121,7 +121,7 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("POST /connectors", a.create)
 	mux.HandleFunc("GET /connectors/{name}", a.info)
 	mux.HandleFunc("DELETE /connectors/{name}", func(rw http.ResponseWriter, r *http.Request) {
-		respond(rw, http.StatusNoContent, nil, c.Delete(r.Context(), r.PathValue("name")))
+		respond(rw, http.StatusNoContent, nil, logLifecycle(r, "delete", c.Delete(r.Context(), r.PathValue("name"))))
 	})
 	mux.HandleFunc("GET /connectors/{name}/config", func(rw http.ResponseWriter, r *http.Request) {
 		info, err := c.Connector(r.Context(), r.PathValue("name"))
@@ -333,7 +333,7 @@ func (a *api) create(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, err := a.c.Create(r.Context(), body.Name, body.Config)
-	respond(rw, http.StatusCreated, redactInfo(info), err)
+	respond(rw, http.StatusCreated, redactInfo(info), logAction(r, body.Name, "create", err))
 }
 
 func (a *api) info(rw http.ResponseWriter, r *http.Request) {
@@ -356,6 +356,7 @@ func (a *api) putConfig(rw http.ResponseWriter, r *http.Request) {
 		cfg = Unmask(cfg, old.Config) // a config read here and put back keeps its secrets
 	}
 	info, created, err := a.c.PutConfig(r.Context(), name, cfg)
+	err = logLifecycle(r, "config change", err)
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
@@ -495,7 +496,14 @@ func (a *api) restartTask(rw http.ResponseWriter, r *http.Request) {
 // on the connector of its path, who asked (the client's address) and,
 // when it failed, why; it returns err.
 func logLifecycle(r *http.Request, action string, err error) error {
-	args := []any{"connector", r.PathValue("name"), "remote", r.RemoteAddr}
+	return logAction(r, r.PathValue("name"), action, err)
+}
+
+// logAction logs one INFO line for a call that changes connector name:
+// the action, the connector and who asked; a failed call with its error.
+// Never the config: it may hold secrets.
+func logAction(r *http.Request, name, action string, err error) error {
+	args := []any{"connector", name, "remote", r.RemoteAddr}
 	if err != nil {
 		slog.Info("connector "+action+" through REST failed", append(args, "err", err)...)
 		return err
@@ -616,6 +624,7 @@ func (a *api) signal(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, err := sg.Signal(r.Context(), r.PathValue("name"), req.ID, req.Type, data)
+	err = logLifecycle(r, "signal "+req.Type, err)
 	respond(rw, http.StatusAccepted, struct {
 		ID string `json:"id"`
 	}{id}, err)
@@ -632,7 +641,7 @@ func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
 		pos, err := o.Offset(r.Context(), name)
 		respond(rw, http.StatusOK, offsetsOf(name, pos), err)
 	case http.MethodDelete:
-		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been reset successfully"}, o.SetOffset(r.Context(), name, ""))
+		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been reset successfully"}, logLifecycle(r, "offsets reset", o.SetOffset(r.Context(), name, "")))
 	default:
 		pos, deprecated, err := positionOf(rw, r)
 		if err != nil {
@@ -650,7 +659,7 @@ func (a *api) offsets(rw http.ResponseWriter, r *http.Request) {
 			rw.Header().Set("Warning", `299 sluice "the {\"position\": ...} body is deprecated: send {\"offsets\": [...]}"`)
 			slog.Warn(`PATCH .../offsets with {"position": "..."} is deprecated and will be refused in a later release: send {"offsets": [{"partition": {...}, "offset": {...}}]}, the form GET .../offsets answers`, "connector", name)
 		}
-		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been altered successfully"}, o.SetOffset(r.Context(), name, pos))
+		respond(rw, http.StatusOK, offsetsMessage{"The offsets for this connector have been altered successfully"}, logLifecycle(r, "offsets alter", o.SetOffset(r.Context(), name, pos)))
 	}
 }
 

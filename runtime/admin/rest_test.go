@@ -744,11 +744,16 @@ func TestOffsetsKafkaConnectShape(t *testing.T) {
 		t.Fatalf("PATCH stored %s, want %s", o.pos["a"], want)
 	}
 
-	// The older body, for one release.
+	// The older body, for one release, with a Warning header and a WARN
+	// line in the log.
+	logs := logToBuffer(t)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("PATCH", "http://127.0.0.1/connectors/a/offsets", strings.NewReader(`{"position": "`+strings.ReplaceAll(pos, `"`, `\"`)+`"}`)))
 	if rec.Code != 200 || o.pos["a"] != pos || !strings.Contains(rec.Header().Get("Warning"), "deprecated") {
 		t.Fatalf("PATCH with {\"position\"}: %d %s, stored %s, Warning %q", rec.Code, rec.Body, o.pos["a"], rec.Header().Get("Warning"))
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "is deprecated") || !strings.Contains(l, "connector=a") {
+		t.Fatalf("PATCH with {\"position\"} logged %q, want a WARN line naming the connector", l)
 	}
 
 	for _, bad := range []string{`{"offsets": []}`, `{"offsets": [{"partition": {}, "offset": 5}]}`, `{"offsets": [{"offset": {}}, {"offset": {}}]}`, `[]`} {
@@ -848,20 +853,59 @@ func TestMetricsDocumented(t *testing.T) {
 	if len(names) < 30 {
 		t.Fatalf("only %d metrics described: %v", len(names), names)
 	}
-	for _, n := range names {
-		if !strings.Contains(string(doc), "| `"+n+"` |") {
-			t.Errorf("docs/operations.md has no row for %s", n)
+	// Each row under a header naming the peers' columns (Debezium where it
+	// has the figure, always Kafka Connect), each of them filled ("—" for
+	// none).
+	rows, header := map[string][]string{}, []string(nil)
+	cells := func(l string) []string {
+		c := strings.Split(strings.Trim(strings.TrimSpace(l), "|"), "|")
+		for i := range c {
+			c[i] = strings.TrimSpace(c[i])
+		}
+		return c
+	}
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(l, "| metric |") {
+			if header = cells(l); !slices.Contains(header, "Kafka Connect") {
+				t.Errorf("docs/operations.md: a metric table without a Kafka Connect column: %s", l)
+			}
+		} else if strings.HasPrefix(l, "| `") && header != nil {
+			c := cells(l)
+			rows[strings.Trim(c[0], "`")] = c
+			if len(c) != len(header) {
+				t.Errorf("docs/operations.md: row %s has %d cells, its header %d", c[0], len(c), len(header))
+				continue
+			}
+			for i, h := range header {
+				if (strings.HasPrefix(h, "Debezium") || h == "Kafka Connect") && c[i] == "" {
+					t.Errorf("docs/operations.md: row %s has no %s name (write — for none)", c[0], h)
+				}
+			}
+		} else if !strings.HasPrefix(l, "|") {
+			header = nil
 		}
 	}
+	for _, n := range names {
+		if rows[n] == nil {
+			t.Errorf("docs/operations.md has no row for %s under a metric table's header", n)
+		}
+	}
+}
+
+// logToBuffer makes the default logger write text to the buffer it
+// returns until the test ends.
+func logToBuffer(t *testing.T) *bytes.Buffer {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	return &buf
 }
 
 // TestLifecycleLogged: each lifecycle call through REST logs one INFO line
 // naming the action, the connector and who asked; a failed one says why.
 func TestLifecycleLogged(t *testing.T) {
-	var buf bytes.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	defer slog.SetDefault(prev)
+	buf := logToBuffer(t)
 	f := newFake()
 	h := NewHandler(f, "")
 	if code, body := do(t, h, "POST", "/connectors", `{"name": "c", "config": {"source": {}}}`); code != 201 {

@@ -496,10 +496,11 @@ func (c *Control) Tasks(ctx context.Context, name string) ([]admin.TaskInfo, err
 type statusRow struct {
 	worker, state, trace string
 	epoch, generation    int64
+	detail               json.RawMessage // the task's runtime.TaskStatus; nil when none was written
 }
 
 func (s *Store) statusRows(ctx context.Context, connector string) (map[string]statusRow, error) {
-	rows, err := s.db.QueryContext(ctx, s.q("SELECT task, worker, state, epoch, generation, trace FROM "+s.Table("status")+" WHERE connector = ?"), connector)
+	rows, err := s.db.QueryContext(ctx, s.q("SELECT task, worker, state, epoch, generation, trace, detail FROM "+s.Table("status")+" WHERE connector = ?"), connector)
 	if err != nil {
 		return nil, retriable("read status", err)
 	}
@@ -508,11 +509,14 @@ func (s *Store) statusRows(ctx context.Context, connector string) (map[string]st
 	for rows.Next() {
 		var task string
 		var r statusRow
-		var trace sql.NullString
-		if err := rows.Scan(&task, &r.worker, &r.state, &r.epoch, &r.generation, &trace); err != nil {
+		var trace, detail sql.NullString
+		if err := rows.Scan(&task, &r.worker, &r.state, &r.epoch, &r.generation, &trace, &detail); err != nil {
 			return nil, retriable("read status", err)
 		}
 		r.trace = trace.String
+		if detail.Valid && json.Valid([]byte(detail.String)) {
+			r.detail = json.RawMessage(detail.String)
+		}
 		out[task] = r
 	}
 	return out, rows.Err()
@@ -558,15 +562,20 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 			ts.WorkerID, ts.Epoch = l.Holder, l.Epoch
 			ts.State = string(runtime.StateRestarting) // held, its worker has not reported yet
 			if hasRow && r.worker == l.Holder && r.epoch == l.Epoch {
-				ts.State, ts.Generation, ts.Trace = r.state, r.generation, r.trace
+				ts.State, ts.Generation, ts.Trace, ts.Extra = r.state, r.generation, r.trace, r.detail
 			}
 		case hasRow && r.state == string(runtime.StateFailed):
-			ts.State, ts.WorkerID, ts.Epoch, ts.Generation, ts.Trace = r.state, r.worker, r.epoch, r.generation, r.trace
+			ts.State, ts.WorkerID, ts.Epoch, ts.Generation, ts.Trace, ts.Extra = r.state, r.worker, r.epoch, r.generation, r.trace, r.detail
 		}
 		if t.ID == 0 || st.Connector.WorkerID == "" {
 			st.Connector.WorkerID = ts.WorkerID
 		}
 		st.Tasks = append(st.Tasks, ts)
+	}
+	if len(st.Tasks) == 1 {
+		// One task (embedded): its status at the top level too, where
+		// sluice run shows it.
+		st.Extra = st.Tasks[0].Extra
 	}
 	return st, nil
 }

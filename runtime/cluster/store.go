@@ -12,7 +12,7 @@
 //	<p>connectors  name, config (JSON), version (compare-and-set), target (running|paused), restarts
 //	<p>workers     id, url, heartbeat_at (the database's CURRENT_TIMESTAMP)
 //	<p>leases      task, holder, epoch, expires_at (runtime.Lease's table)
-//	<p>status      task, connector, worker, state, epoch, generation, trace
+//	<p>status      task, connector, worker, state, epoch, generation, trace, detail (the task's runtime.TaskStatus as JSON)
 //	<p>positions   pipeline, position, epoch (the writer's lease epoch)
 //
 // Clocks: no worker's wall clock decides anything, so workers whose clocks
@@ -184,7 +184,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		"CREATE TABLE IF NOT EXISTS " + s.Table("connectors") + " (name VARCHAR(255) PRIMARY KEY, config TEXT NOT NULL, version BIGINT NOT NULL, target VARCHAR(16) NOT NULL, restarts BIGINT NOT NULL DEFAULT 0, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 		"CREATE TABLE IF NOT EXISTS " + s.Table("workers") + " (id VARCHAR(255) PRIMARY KEY, url VARCHAR(1024) NOT NULL, heartbeat_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 		"CREATE TABLE IF NOT EXISTS " + s.Table("leases") + " (task VARCHAR(255) PRIMARY KEY, holder VARCHAR(255) NOT NULL, epoch BIGINT NOT NULL, expires_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
-		"CREATE TABLE IF NOT EXISTS " + s.Table("status") + " (task VARCHAR(255) PRIMARY KEY, connector VARCHAR(255) NOT NULL, worker VARCHAR(255) NOT NULL, state VARCHAR(32) NOT NULL, epoch BIGINT NOT NULL, generation BIGINT NOT NULL, trace TEXT, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
+		"CREATE TABLE IF NOT EXISTS " + s.Table("status") + " (task VARCHAR(255) PRIMARY KEY, connector VARCHAR(255) NOT NULL, worker VARCHAR(255) NOT NULL, state VARCHAR(32) NOT NULL, epoch BIGINT NOT NULL, generation BIGINT NOT NULL, trace TEXT, detail TEXT, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 		"CREATE TABLE IF NOT EXISTS " + s.Table("positions") + " (pipeline VARCHAR(255) PRIMARY KEY, position TEXT, epoch BIGINT NOT NULL, updated_at " + ts + " NOT NULL DEFAULT CURRENT_TIMESTAMP(6))",
 		// The topics each connector's tasks used (GET /connectors/{name}/topics);
 		// the row with topic '' counts the connector's resets, and a topic
@@ -201,6 +201,22 @@ func (s *Store) migrate(ctx context.Context) error {
 				continue
 			}
 			return schema.Retriable(fmt.Errorf("coordinator: create control table %s (check the DSN and that the user may create tables): %w", name, err))
+		}
+	}
+	// Columns added since a table's first release, for tables created
+	// before (MySQL has no ADD COLUMN IF NOT EXISTS): each is looked for,
+	// added, and looked for again when two workers added it together.
+	for _, c := range []struct{ table, column, def string }{{"status", "detail", "TEXT"}} {
+		name := s.Table(c.table)
+		has := func() bool {
+			var one int
+			return errors.Is(s.db.QueryRowContext(ctx, "SELECT 1 FROM "+name+" WHERE "+c.column+" IS NULL AND 1 = 0").Scan(&one), sql.ErrNoRows)
+		}
+		if has() {
+			continue
+		}
+		if _, err := s.db.ExecContext(ctx, "ALTER TABLE "+name+" ADD COLUMN "+c.column+" "+c.def); err != nil && !has() {
+			return schema.Retriable(fmt.Errorf("coordinator: add column %s to control table %s (check that the user may alter it): %w", c.column, name, err))
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -531,10 +532,10 @@ func (w *Worker) writeStatus(ctx context.Context) error {
 	if w.s.dialect == "postgres" {
 		num = "CAST(? AS BIGINT)" // a SELECT list gives no type to a bare parameter
 	}
-	sel := " SELECT ?, ?, ?, ?, " + num + ", " + num + ", ?, CURRENT_TIMESTAMP(6) WHERE EXISTS (SELECT 1 FROM " + w.s.Table("connectors") + " WHERE name = ?)"
-	q := "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, updated_at)" + sel + " ON CONFLICT (task) DO UPDATE SET connector = EXCLUDED.connector, worker = EXCLUDED.worker, state = EXCLUDED.state, epoch = EXCLUDED.epoch, generation = EXCLUDED.generation, trace = EXCLUDED.trace, updated_at = EXCLUDED.updated_at"
+	sel := " SELECT ?, ?, ?, ?, " + num + ", " + num + ", ?, ?, CURRENT_TIMESTAMP(6) WHERE EXISTS (SELECT 1 FROM " + w.s.Table("connectors") + " WHERE name = ?)"
+	q := "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, detail, updated_at)" + sel + " ON CONFLICT (task) DO UPDATE SET connector = EXCLUDED.connector, worker = EXCLUDED.worker, state = EXCLUDED.state, epoch = EXCLUDED.epoch, generation = EXCLUDED.generation, trace = EXCLUDED.trace, detail = EXCLUDED.detail, updated_at = EXCLUDED.updated_at"
 	if w.s.dialect == "mysql" {
-		q = "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, updated_at)" + strings.Replace(sel, " WHERE EXISTS", " FROM DUAL WHERE EXISTS", 1) + " ON DUPLICATE KEY UPDATE connector = VALUES(connector), worker = VALUES(worker), state = VALUES(state), epoch = VALUES(epoch), generation = VALUES(generation), trace = VALUES(trace), updated_at = VALUES(updated_at)"
+		q = "INSERT INTO " + w.s.Table("status") + " (task, connector, worker, state, epoch, generation, trace, detail, updated_at)" + strings.Replace(sel, " WHERE EXISTS", " FROM DUAL WHERE EXISTS", 1) + " ON DUPLICATE KEY UPDATE connector = VALUES(connector), worker = VALUES(worker), state = VALUES(state), epoch = VALUES(epoch), generation = VALUES(generation), trace = VALUES(trace), detail = VALUES(detail), updated_at = VALUES(updated_at)"
 	}
 	var errs []error
 	for _, h := range w.held() {
@@ -548,12 +549,18 @@ func (w *Worker) writeStatus(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
+		// What sluice run's status shows (counters, position, lag,
+		// snapshot, last error), for the cluster's GET status.
+		detail, err := json.Marshal(st)
+		if err != nil {
+			continue
+		}
 		// Only while the lease is ours: the condition keeps a worker that
 		// lost it from overwriting its successor's row.
 		if !w.valid(h) {
 			continue
 		}
-		if _, err := w.s.db.ExecContext(ctx, w.s.q(q), h.t.Name, h.t.Connector, w.cfg.ID, string(st.State), h.lease.Epoch, h.gen, st.LastError, h.t.Connector); err != nil {
+		if _, err := w.s.db.ExecContext(ctx, w.s.q(q), h.t.Name, h.t.Connector, w.cfg.ID, string(st.State), h.lease.Epoch, h.gen, st.LastError, string(detail), h.t.Connector); err != nil {
 			errs = append(errs, retriable("write status of "+h.t.Name, err))
 		}
 		errs = append(errs, w.writeTopics(ctx, h))

@@ -130,7 +130,7 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 		dlq, err = NewDeadLetter(ctx, cfg, log)
 		if err != nil {
 			cleanup()
-			return nil, fmt.Errorf("rocketmq: oversize_policy %q needs the dead-letter topic: %w", OversizeDLQ, err)
+			return nil, schema.Wrapf("rocketmq", err, "oversize_policy %q needs the dead-letter topic", OversizeDLQ)
 		}
 		cleanup = func() {
 			_ = prod.Shutdown()
@@ -626,7 +626,7 @@ func (p *Publisher) fitMessage(ctx context.Context, rec *schema.Record, topic st
 			return nil, 0, schema.Fatal(fmt.Errorf("%w; no dead-letter sender is set up", tooBig))
 		}
 		if err := p.dlq.Send(ctx, *rec, tooBig); err != nil {
-			return nil, 0, fmt.Errorf("rocketmq: oversize record of %s key %q to the dead-letter topic: %w", rec.Table, rec.KeyString(), err)
+			return nil, 0, schema.Wrapf("rocketmq", err, "oversize record of %s key %q to the dead-letter topic", rec.Table, rec.KeyString())
 		}
 		p.log.Warn("record too large, sent to the dead-letter topic", "table", rec.Table.String(), "key", rec.KeyString(), "bytes", size, "max", p.maxRecordBytes())
 		return nil, 0, nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Tail reads a pipeline's topics without a consumer: it pulls each queue
@@ -279,7 +281,7 @@ func tailQueues(ctx context.Context, ns []string, topic string) ([]*tailQueue, e
 func queueOffset(ctx context.Context, q *tailQueue, code int) (int64, error) {
 	h, _, err := invokeSigned(ctx, q.cred, q.addr, code, map[string]string{"topic": q.topic, "queueId": strconv.Itoa(q.id)}, nil)
 	if err != nil {
-		return 0, fmt.Errorf("rocketmq: offsets of %s queue %d on %s: %w", q.topic, q.id, q.addr, err)
+		return 0, schema.Wrapf("rocketmq", err, "offsets of %s queue %d on %s", q.topic, q.id, q.addr)
 	}
 	if err := authError(q.cred.AccessKey, q.addr, h); err != nil {
 		return 0, err
@@ -305,7 +307,7 @@ func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.Me
 			"subscription": "*", "subVersion": "0", "expressionType": "TAG", "bname": q.broker,
 		}, nil)
 		if err != nil {
-			return nil, fmt.Errorf("rocketmq: pull %s queue %d offset %d from %s: %w", q.topic, q.id, q.next, q.addr, err)
+			return nil, schema.Wrapf("rocketmq", err, "pull %s queue %d offset %d from %s", q.topic, q.id, q.next, q.addr)
 		}
 		if err := authError(q.cred.AccessKey, q.addr, h); err != nil {
 			return nil, err

@@ -89,7 +89,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout)
 	default:
-		fmt.Fprintf(stderr, "sluice: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "sluice: unknown command %q", args[0])
+		if s := runtime.Suggest(args[0], commands); s != "" {
+			fmt.Fprintf(stderr, ": did you mean %s?", s)
+		}
+		fmt.Fprintf(stderr, "\n\n%s", usage)
 		return 2
 	}
 	if fe := (flagError{}); errors.As(err, &fe) {
@@ -117,6 +121,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// commands are Main's commands, for "did you mean".
+var commands = []string{"run", "worker", "validate", "positions", "check", "tail", "bench", "config-reference", "version"}
 
 // logLevelVar is the level of the process's logger: SLUICE_LOG_LEVEL at
 // start, then PUT /admin/loggers/root.

@@ -137,3 +137,26 @@ func TestStopLineNamesThePosition(t *testing.T) {
 		}
 	}
 }
+
+// An unknown command is refused once, exit 2, with the usage and, when it
+// looks like a misspelling, the command meant (issue 33, item 5:
+// suggestions, without a CLI library).
+func TestUnknownCommandSuggests(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"valdate": `sluice: unknown command "valdate": did you mean validate?`,
+		"wroker":  `sluice: unknown command "wroker": did you mean worker?`,
+		"xyzzy":   `sluice: unknown command "xyzzy"` + "\n",
+	} {
+		var out, errOut bytes.Buffer
+		code := Main([]string{cmd}, &out, &errOut)
+		if code != 2 || !strings.HasPrefix(errOut.String(), want) || strings.Count(errOut.String(), "unknown command") != 1 || !strings.Contains(errOut.String(), "config-reference") {
+			t.Errorf("%s: exit %d, stderr %q: want 2 and %q, then the usage", cmd, code, errOut.String(), want)
+		}
+	}
+	for _, cmd := range commands { // the suggestions are Main's commands
+		var out, errOut bytes.Buffer
+		if Main([]string{cmd, "-h"}, &out, &errOut); strings.Contains(errOut.String(), "unknown command") {
+			t.Errorf("%s, suggested, is no command: %s", cmd, errOut.String())
+		}
+	}
+}

@@ -524,7 +524,7 @@ func (b *benchRun) lagPhases(ctx context.Context, live *benchPipeline) error {
 		written += n
 		if err == nil {
 			if err = live.sink.await(ctx, int64(rep.Events+written)); err != nil {
-				err = fmt.Errorf("bench: sluice under live load: %w (%s)", err, live.status())
+				err = fmt.Errorf("%w (%s)", schema.Wrapf("bench", err, "sluice under live load"), live.status())
 			}
 		}
 		var slept map[string]float64
