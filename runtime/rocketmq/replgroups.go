@@ -15,6 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/schema"
 )
 
 // Consumer progress across clusters, as Kafka's MirrorMaker 2 does it:
@@ -151,7 +152,7 @@ func setGroupOffset(ctx context.Context, cred primitive.Credentials, addr, group
 			err = authError(cred.AccessKey, addr, h)
 		}
 		if err != nil {
-			return fmt.Errorf("rocketmq: set offset of group %s on %s queue %d at %s: %w", group, topic, queue, addr, err)
+			return schema.Wrapf("rocketmq", err, "set offset of group %s on %s queue %d at %s", group, topic, queue, addr)
 		}
 		switch {
 		case h.Code == resSuccess:
@@ -195,7 +196,7 @@ func groupOnline(ctx context.Context, cred primitive.Credentials, addr, group st
 		err = authError(cred.AccessKey, addr, h)
 	}
 	if err != nil {
-		return false, fmt.Errorf("rocketmq: consumers of group %s at %s: %w", group, addr, err)
+		return false, schema.Wrapf("rocketmq", err, "consumers of group %s at %s", group, addr)
 	}
 	switch {
 	case h.Code == resSuccess:
@@ -203,7 +204,7 @@ func groupOnline(ctx context.Context, cred primitive.Credentials, addr, group st
 			IDs []string `json:"consumerIdList"`
 		}
 		if err := json.Unmarshal(body, &list); err != nil {
-			return false, fmt.Errorf("rocketmq: consumers of group %s at %s: %w", group, addr, err)
+			return false, schema.Wrapf("rocketmq", err, "consumers of group %s at %s", group, addr)
 		}
 		return len(list.IDs) > 0, nil
 	case h.Code == resSystemError && strings.HasPrefix(h.Remark, "no consumer"):
