@@ -131,6 +131,14 @@ type GroupReporter interface {
 	Groups(ctx context.Context, apply bool) (any, error)
 }
 
+// GroupSwitcher is an optional capability of a GroupReporter: a planned
+// switchover of groups (none: the configured ones) to the other cluster,
+// once everything is copied (waiting at most timeout), POST
+// /connectors/{name}/groups/switchover.
+type GroupSwitcher interface {
+	Switchover(ctx context.Context, groups []string, timeout time.Duration) (any, error)
+}
+
 // IncrementalReporter is an optional capability of a Source: the progress
 // of its newest incremental snapshot for status (nil: none ran).
 type IncrementalReporter interface {

@@ -243,11 +243,9 @@ type GroupStatus struct {
 // offsets (failover): only for a group with no consumer online there, and
 // only where the target offset is behind the checkpoint.
 func ReplicaGroups(ctx context.Context, dst Config, position []byte, apply bool) ([]GroupStatus, error) {
-	var pos replicaPosition
-	if len(position) > 0 {
-		if err := json.Unmarshal(position, &pos); err != nil || pos.Version != 1 {
-			return nil, fmt.Errorf("%w: the saved position is not a replicator's", ErrConfig)
-		}
+	pos, err := decodeReplicaPosition(position)
+	if err != nil {
+		return nil, err
 	}
 	return applyCheckpoints(ctx, dst, pos.Checkpoints, apply, time.Now())
 }

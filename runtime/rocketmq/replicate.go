@@ -194,6 +194,16 @@ type replicaPosition struct {
 	Next        map[string]int64                      `json:"next"`
 	Syncs       map[string][]offsetSync               `json:"syncs,omitempty"`
 	Checkpoints map[string]map[string]groupCheckpoint `json:"checkpoints,omitempty"`
+	// Targets: the target queue of each source queue copied to the queue
+	// of its own place (the queues whose offsets are synced).
+	Targets map[string]targetQueue `json:"targets,omitempty"`
+}
+
+// targetQueue is a queue of the target cluster.
+type targetQueue struct {
+	Topic  string `json:"topic"`
+	Broker string `json:"broker"`
+	Queue  int    `json:"queue"`
 }
 
 // replQueue is one source queue and where its messages go.
@@ -287,6 +297,9 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 	if r.pos.Syncs == nil {
 		r.pos.Syncs = map[string][]offsetSync{}
 	}
+	if r.pos.Targets == nil {
+		r.pos.Targets = map[string]targetQueue{}
+	}
 	if r.src.TopicsRegex != "" {
 		re, err := topicsPattern(r.src.TopicsRegex)
 		if err != nil {
@@ -337,6 +350,8 @@ func (r *Replicator) refresh(ctx context.Context) error {
 	if added {
 		// Where each new queue starts is saved before anything is copied:
 		// with from: now, a restart must not start at a later "now".
+		r.posMu.Lock()
+		defer r.posMu.Unlock()
 		return r.save(ctx)
 	}
 	return nil
@@ -385,11 +400,17 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 			}
 		}
 		q.next = next
-		r.pos.Next[key] = next
 		rq := &replQueue{src: q, dst: dstTopic, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs, lastSync: -1}
+		r.posMu.Lock() // a switchover may read the position meanwhile
+		r.pos.Next[key] = next
 		if s := r.pos.Syncs[key]; len(s) > 0 {
 			rq.lastSync = s[len(s)-1].Src
 		}
+		if rq.mapped() {
+			t := targets[i]
+			r.pos.Targets[key] = targetQueue{Topic: dstTopic, Broker: t.Broker, Queue: t.ID}
+		}
+		r.posMu.Unlock()
 		r.queues = append(r.queues, rq)
 	}
 	r.log.Info("replicating topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
@@ -503,9 +524,10 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 		r.lastOK.Store(time.Now().UnixMilli())
 	}
 	// The batch's last copy is synced too once offset_sync_interval has
-	// passed, or when the batch emptied the queue: a group that read all
-	// of it then translates exactly.
-	if last != nil && (time.Since(q.synced) >= r.src.OffsetSyncInterval || len(msgs) < q.src.batch) {
+	// passed, or when the batch emptied the queue (a full batch may end
+	// it too: the pull answers the queue's end): a group that read all of
+	// it then translates exactly, and a switchover reads nothing again.
+	if last != nil && (time.Since(q.synced) >= r.src.OffsetSyncInterval || len(msgs) < q.src.batch || q.src.next >= q.src.max) {
 		syncs = append(syncs, *last)
 		q.lastSync, q.synced = last.Src, time.Now()
 	}
