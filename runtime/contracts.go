@@ -113,6 +113,13 @@ type ProgressReporter interface {
 	Progress() map[string]float64
 }
 
+// QueueProgressReporter is an optional capability of a Source: gauges per
+// queue (key, then queue name), which /metrics exports for each key it
+// knows (queueMetrics) as sluice_<key>{queue="<name>"}.
+type QueueProgressReporter interface {
+	QueueProgress() map[string]map[string]float64
+}
+
 // Signaler is an optional capability of a Source: it takes a snapshot
 // signal in Debezium's form (type execute-snapshot, stop-snapshot,
 // pause-snapshot or resume-snapshot, and its JSON data) from outside the

@@ -330,6 +330,7 @@ func applyCheckpoints(ctx context.Context, dst Config, cps map[string]map[string
 // answer (the source down) leaves the queue's last checkpoint as it was.
 func (r *Replicator) Checkpoint(ctx context.Context) error {
 	r.pointed = time.Now()
+	defer func() { r.lastPoint.Store(r.pointed.UnixMilli()) }()
 	cred := primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
 	r.posMu.Lock()
 	if r.pos.Checkpoints == nil {

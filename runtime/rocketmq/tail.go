@@ -326,6 +326,7 @@ func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.Me
 			}
 			return msgs, nil
 		case resPullNotFound:
+			q.max, _ = strconv.ParseInt(h.ExtFields["maxOffset"], 10, 64)
 			return nil, nil
 		case resPullOffsetMove:
 			// The offset fell out of the store (or past its end): go on
