@@ -113,6 +113,7 @@ const (
 	reqUpdateConsumerOffset = 15  // UPDATE_CONSUMER_OFFSET
 	reqGetConsumerList      = 38  // GET_CONSUMER_LIST_BY_GROUP
 	reqCreateGroup          = 200 // UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+	reqGetAllGroups         = 201 // GET_ALL_SUBSCRIPTIONGROUP_CONFIG
 	resSystemError          = 1
 	resGroupNotExist        = 26 // SUBSCRIPTION_GROUP_NOT_EXIST
 )
@@ -174,7 +175,13 @@ func createGroup(ctx context.Context, cred primitive.Credentials, addr, group st
 	if err != nil {
 		return err
 	}
-	h, _, err := invokeSigned(ctx, cred, addr, reqCreateGroup, nil, body)
+	return putGroup(ctx, cred, addr, group, body)
+}
+
+// putGroup creates or updates subscription group group on the broker at
+// addr with config, a SubscriptionGroupConfig as JSON.
+func putGroup(ctx context.Context, cred primitive.Credentials, addr, group string, config []byte) error {
+	h, _, err := invokeSigned(ctx, cred, addr, reqCreateGroup, nil, config)
 	if err == nil {
 		err = authError(cred.AccessKey, addr, h)
 	}

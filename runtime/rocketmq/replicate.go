@@ -344,6 +344,12 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 		_ = r.Close() // the pipeline closes only a source that opened
 		return err
 	}
+	if len(r.src.Groups) > 0 {
+		if err := r.copyGroups(ctx); err != nil {
+			_ = r.Close()
+			return err
+		}
+	}
 	if r.src.HeartbeatTopic != "" {
 		if r.beats, err = startHeartbeats(ctx, r.src, r.group, r.log); err != nil {
 			_ = r.Close()

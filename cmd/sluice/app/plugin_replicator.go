@@ -42,7 +42,7 @@ var replicatorKeys = runtime.KeyDocs{
 	"from":           {Doc: "Where a queue without a saved offset starts.", Default: rocketmq.ReplicateFromBeginning, Values: []string{rocketmq.ReplicateFromBeginning, rocketmq.ReplicateFromNow}},
 	"access_key":     {Doc: "ACL access key on the source cluster; with secret_key."},
 	"secret_key":     {Doc: "ACL secret key on the source cluster."},
-	"groups": {Doc: "Consumer groups whose committed offsets on the source are checkpointed for the target (translated through offset syncs, never past copied data); " +
+	"groups": {Doc: "Consumer groups whose committed offsets on the source are checkpointed for the target (translated through offset syncs, never past copied data), and whose subscription group settings are copied there at the start; " +
 		"sluice replicator status|failover|switchover reports and applies them."},
 	"offset_sync_messages": {Doc: "A queue records an offset sync (source offset to target offset) at least every this many copies.", Default: "100"},
 	"offset_sync_interval": {Doc: "A batch's last copy is also recorded as an offset sync once this long has passed since the queue's last one (and always when the batch emptied the queue).",
