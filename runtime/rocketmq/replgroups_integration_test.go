@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -303,6 +304,34 @@ func TestIntegrationReplicatorSwitchover(t *testing.T) {
 	}
 	if rep.(SwitchoverReport).Drained || left != perQueue*int64(len(srcQs)) {
 		t.Fatalf("switchover before the copy: %+v, want %d messages left", rep, perQueue*len(srcQs))
+	}
+
+	// A consumer of the group online on the source: refused.
+	idle := "it_repl_swi_" + suffix()
+	replCreate(t, src, DefaultCluster, 1, idle)
+	cleanupTopics(t, src, DefaultCluster, idle)
+	pc, err := rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(src)), consumer.WithGroupName(group),
+		consumer.WithInstance("it-online-"+suffix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(idle, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitOnline(t, srcQs[0].addr, group, true)
+	if _, err := r.Switchover(ctx, nil, time.Minute); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "online on the source") {
+		t.Fatalf("switchover with a consumer online on the source: %v", err)
+	}
+	if err := pc.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range srcQs {
+		waitOnline(t, q.addr, group, false)
 	}
 
 	// The replicator runs; the switchover waits for it.
