@@ -33,6 +33,30 @@ func waitOnline(t *testing.T, addr, group string, want bool) {
 	}
 }
 
+// idleConsumer starts a push consumer of group on ns, subscribed to a new
+// topic of its own (created in cluster) that nothing writes to: the group
+// is online there and reads nothing.
+func idleConsumer(t *testing.T, ns []string, cluster, group string) rmq.PushConsumer {
+	t.Helper()
+	idle := "it_repl_idle_" + suffix()
+	replCreate(t, ns, cluster, 1, idle)
+	cleanupTopics(t, ns, cluster, idle)
+	pc, err := rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(ns)), consumer.WithGroupName(group),
+		consumer.WithInstance("it-online-"+suffix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(idle, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
+
 // targetOffsets is group's committed offset of each queue of topic on ns
 // (-1: none).
 func targetOffsets(t *testing.T, ns []string, topic, group string) []int64 {
@@ -141,23 +165,8 @@ func TestIntegrationReplicatorGroupFailover(t *testing.T) {
 
 	// A consumer of the group is online on the target (on another topic):
 	// the checkpoint is taken, and no target offset is written.
-	idle := "it_repl_idle_" + suffix()
-	replCreate(t, dst, dstCluster, 1, idle)
-	cleanupTopics(t, dst, dstCluster, idle)
 	brokerB := r.queues[0].addrs[r.queues[0].targets[0].Broker]
-	pc, err := rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(dst)), consumer.WithGroupName(group),
-		consumer.WithInstance("it-online-"+suffix()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(idle, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		return consumer.ConsumeSuccess, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pc := idleConsumer(t, dst, dstCluster, group)
 	waitOnline(t, brokerB, group, true)
 	if err := r.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
@@ -306,32 +315,14 @@ func TestIntegrationReplicatorSwitchover(t *testing.T) {
 		t.Fatalf("switchover before the copy: %+v, want %d messages left", rep, perQueue*len(srcQs))
 	}
 
-	// A consumer of the group online on the source: refused.
-	idle := "it_repl_swi_" + suffix()
-	replCreate(t, src, DefaultCluster, 1, idle)
-	cleanupTopics(t, src, DefaultCluster, idle)
-	pc, err := rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(src)), consumer.WithGroupName(group),
-		consumer.WithInstance("it-online-"+suffix()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(idle, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		return consumer.ConsumeSuccess, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitOnline(t, srcQs[0].addr, group, true)
-	if _, err := r.Switchover(ctx, nil, time.Minute); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "online on the source") {
+	// A group with a consumer online on the source: refused. (Another
+	// group: the broker may take long to see a consumer gone.)
+	online := "it_repl_swo_" + suffix()
+	pc := idleConsumer(t, src, DefaultCluster, online)
+	t.Cleanup(func() { _ = pc.Shutdown() })
+	waitOnline(t, srcQs[0].addr, online, true)
+	if _, err := r.Switchover(ctx, []string{online}, time.Minute); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "online on the source") {
 		t.Fatalf("switchover with a consumer online on the source: %v", err)
-	}
-	if err := pc.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range srcQs {
-		waitOnline(t, q.addr, group, false)
 	}
 
 	// The replicator runs; the switchover waits for it.
