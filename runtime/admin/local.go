@@ -193,10 +193,15 @@ func (l *Local) Groups(ctx context.Context, name string, apply bool) (any, error
 // unknown group name, consumers online on the source) is ErrInvalid.
 func (l *Local) Switchover(ctx context.Context, name string, groups []string, timeout time.Duration) (any, error) {
 	rep, err := l.W.Switchover(ctx, name, groups, timeout)
+	return rep, switchoverError(err)
+}
+
+// switchoverError classifies an error of Switchover.
+func switchoverError(err error) error {
 	if errors.Is(err, runtime.ErrConfig) {
-		return rep, marked{err, ErrInvalid}
+		return marked{err, ErrInvalid}
 	}
-	return rep, groupsError(err)
+	return groupsError(err)
 }
 
 // groupsError classifies an error of Groups or Switchover.

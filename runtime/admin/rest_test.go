@@ -974,6 +974,25 @@ func TestAPIGroups(t *testing.T) {
 	}
 }
 
+// TestSwitchoverErrors: a switchover's refusal (a config error: a
+// consumer online on the source, a bad group name) is 400, a timeout 504,
+// a source without groups 400, a stopped pipeline 409.
+func TestSwitchoverErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("group g has consumers online on the source: %w", runtime.ErrConfig), http.StatusBadRequest},
+		{fmt.Errorf("not drained: %w", context.DeadlineExceeded), http.StatusGatewayTimeout},
+		{fmt.Errorf("p: %w", runtime.ErrNoGroups), http.StatusBadRequest},
+		{fmt.Errorf("p: %w", runtime.ErrNotRunning), http.StatusConflict},
+	} {
+		if got := statusOf(switchoverError(c.err)); got != c.want {
+			t.Errorf("%v: %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
 // switchingCluster answers POST .../groups/switchover.
 type switchingCluster struct {
 	*groupingCluster
