@@ -133,6 +133,9 @@ func switchover(ctx context.Context, src ReplicatorConfig, dst Config, load func
 		}
 	}
 	rep.Drained, rep.Remaining = true, nil
+	if len(pos.Targets) == 0 {
+		return rep, nil, fmt.Errorf("%w: switchover: the saved position names no queue copied to the queue of its own place (saved by an older sluice, or every target topic has fewer queues than its source): start the replicator once with this version", ErrConfig)
+	}
 
 	// The final checkpoints, from the drained position's syncs.
 	now := time.Now()

@@ -73,6 +73,7 @@ func TestReplicatorCommand(t *testing.T) {
 		{[]string{"replicator", "status", "--config", repl}, 0, "no checkpoints", ""},
 		{[]string{"replicator", "failover", "--json", "--config", repl}, 0, "[]\n", ""},
 		{[]string{"replicator", "switchover", "--groups", "a b", "--config", repl}, 2, "", "is not a group name"},
+		{[]string{"replicator", "switchover", "--config", repl}, 2, "", "names no queue copied"},
 	} {
 		var out, errOut strings.Builder
 		code := Main(c.args, &out, &errOut)
