@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,16 +215,25 @@ func TestReplicatorKill9(t *testing.T) {
 	if body := restGroups(http.MethodPost, "/failover"); len(groups.Groups) != 1 || groups.Groups[0].Applied != len(queues) {
 		t.Fatalf("POST .../groups/failover: %s", body)
 	}
-	p.stopProcess(t)
-	// Failover again from the command line, the replicator stopped: the
-	// offsets are where the last checkpoints say (none moved back).
-	out, err := exec.Command(bin, "replicator", "failover", "--json", "--config", cfg).CombinedOutput()
-	var sts []rocketmq.GroupStatus
-	if err == nil {
-		err = json.Unmarshal(out, &sts)
+	// A planned switchover through the running replicator: everything is
+	// copied, so it writes the final checkpoints at once.
+	if body := restGroups(http.MethodPost, "/switchover?timeout=30s"); !strings.Contains(body, `"drained":true`) || len(groups.Groups) != 1 ||
+		groups.Groups[0].Applied+groups.Groups[0].Kept != len(queues) {
+		t.Fatalf("POST .../groups/switchover: %s", body)
 	}
-	if err != nil || len(sts) != 1 || sts[0].Group != group || sts[0].Applied+sts[0].Kept != len(queues) || sts[0].Online {
-		t.Fatalf("replicator failover: %v\n%s", err, out)
+	p.stopProcess(t)
+	// Failover and switchover again from the command line, the replicator
+	// stopped: the offsets are where the last checkpoints say (none moved
+	// back), and the saved position shows everything copied.
+	for _, cmd := range []string{"failover", "switchover"} {
+		out, err := exec.Command(bin, "replicator", cmd, "--json", "--timeout", "5s", "--config", cfg).CombinedOutput()
+		var sts []rocketmq.GroupStatus
+		if err == nil {
+			err = json.Unmarshal(out, &sts)
+		}
+		if err != nil || len(sts) != 1 || sts[0].Group != group || sts[0].Applied+sts[0].Kept != len(queues) || sts[0].Online {
+			t.Fatalf("replicator %s: %v\n%s", cmd, err, out)
+		}
 	}
 	checkGroupOnTarget(t, b, topic, group, groupRead, perQueue, syncEvery+batchSize)
 

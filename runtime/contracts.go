@@ -113,6 +113,13 @@ type ProgressReporter interface {
 	Progress() map[string]float64
 }
 
+// QueueProgressReporter is an optional capability of a Source: gauges per
+// queue (key, then queue name), which /metrics exports for each key it
+// knows (queueMetrics) as sluice_<key>{queue="<name>"}.
+type QueueProgressReporter interface {
+	QueueProgress() map[string]map[string]float64
+}
+
 // Signaler is an optional capability of a Source: it takes a snapshot
 // signal in Debezium's form (type execute-snapshot, stop-snapshot,
 // pause-snapshot or resume-snapshot, and its JSON data) from outside the
@@ -129,6 +136,14 @@ type Signaler interface {
 // /connectors/{name}/groups and POST /connectors/{name}/groups/failover.
 type GroupReporter interface {
 	Groups(ctx context.Context, apply bool) (any, error)
+}
+
+// GroupSwitcher is an optional capability of a GroupReporter: a planned
+// switchover of groups (none: the configured ones) to the other cluster,
+// once everything is copied (waiting at most timeout), POST
+// /connectors/{name}/groups/switchover.
+type GroupSwitcher interface {
+	Switchover(ctx context.Context, groups []string, timeout time.Duration) (any, error)
 }
 
 // IncrementalReporter is an optional capability of a Source: the progress

@@ -122,6 +122,16 @@ var progressMetrics = []struct{ key, help string }{
 	{"replicator_skipped", "Messages the RocketMQ replicator read and did not copy (tag or property filter, or a copy from the target cluster) since its start."},
 	{"replicator_bytes", "Body bytes the RocketMQ replicator copied since its start."},
 	{"replicator_latency_seconds", "Seconds from the newest copied message's born time on the source cluster to the target's SEND_OK."},
+	{"replicator_heartbeat_age_seconds", "Seconds from the born time on the source cluster of the newest heartbeat the target acknowledged to now (the replication latency, plus up to a heartbeat_interval)."},
+	{"replicator_checkpoint_age_seconds", "Seconds since the RocketMQ replicator last checkpointed its groups."},
+	{"replicator_offset_sync_age_seconds", "Seconds since the oldest offset sync of a queue with copies made after its last sync (0: every copy synced)."},
+	{"replicator_send_errors", "Sends to the target cluster that failed (each try counted) since the RocketMQ replicator started."},
+}
+
+// queueMetrics are the QueueProgressReporter keys /metrics exports, each as
+// its own gauge sluice_<key> labelled queue="<name>".
+var queueMetrics = []struct{ key, help string }{
+	{"replicator_lag_messages", "Messages of a source queue (topic/broker/queue) that the RocketMQ replicator has not read yet, as of its last pull of the queue."},
 }
 
 // Collector is a prometheus.Collector of the pipelines a list function
@@ -129,10 +139,11 @@ var progressMetrics = []struct{ key, help string }{
 // task="<task>" when the collector was made for tasks (a worker hosting a
 // connector's source and sink tasks runs pipelines of the same name).
 type Collector struct {
-	list  func() ([]*Pipeline, []string)
-	tasks bool
-	descs map[string]*prometheus.Desc
-	byKey map[string]*prometheus.Desc // progressMetrics by key
+	list       func() ([]*Pipeline, []string)
+	tasks      bool
+	descs      map[string]*prometheus.Desc
+	byKey      map[string]*prometheus.Desc // progressMetrics by key
+	byQueueKey map[string]*prometheus.Desc // queueMetrics by key
 }
 
 // metricDef is one metric of the Collector: its name, help and the labels
@@ -170,12 +181,16 @@ func NewCollector(list func() ([]*Pipeline, []string), tasks bool) *Collector {
 	if tasks {
 		base = append(base, "task")
 	}
-	c := &Collector{list: list, tasks: tasks, descs: map[string]*prometheus.Desc{}, byKey: map[string]*prometheus.Desc{}}
+	c := &Collector{list: list, tasks: tasks, descs: map[string]*prometheus.Desc{}, byKey: map[string]*prometheus.Desc{},
+		byQueueKey: map[string]*prometheus.Desc{}}
 	for _, d := range pipelineMetrics {
 		c.descs[d.name] = prometheus.NewDesc(d.name, d.help, append(slices.Clone(base), d.labels...), nil)
 	}
 	for _, pm := range progressMetrics {
 		c.byKey[pm.key] = prometheus.NewDesc("sluice_"+pm.key, pm.help, base, nil)
+	}
+	for _, qm := range queueMetrics {
+		c.byQueueKey[qm.key] = prometheus.NewDesc("sluice_"+qm.key, qm.help, append(slices.Clone(base), "queue"), nil)
 	}
 	return c
 }
@@ -186,6 +201,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range c.byKey {
+		ch <- d
+	}
+	for _, d := range c.byQueueKey {
 		ch <- d
 	}
 }
@@ -279,6 +297,15 @@ func (c *Collector) collect(ch chan<- prometheus.Metric, p *Pipeline, labels []s
 		for k, v := range pr.Progress() {
 			if d := c.byKey[k]; d != nil {
 				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+			}
+		}
+	}
+	if qr, ok := p.Source.(QueueProgressReporter); ok {
+		for k, qs := range qr.QueueProgress() {
+			if d := c.byQueueKey[k]; d != nil {
+				for q, v := range qs {
+					ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(slices.Clone(labels), q)...)
+				}
 			}
 		}
 	}

@@ -57,6 +57,7 @@ func TestMetricsCollector(t *testing.T) {
 		`sluice_records_dead_lettered_total{pipeline="q"} 2`,
 		`sluice_apply_seconds_count{pipeline="p"} `,
 		`sluice_up{pipeline="p"} 1`,
+		`sluice_replicator_lag_messages{pipeline="p",queue="t/b/0"} 3`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %s:\n%s", want, out)

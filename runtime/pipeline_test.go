@@ -33,6 +33,9 @@ func (s *fakeSource) Close() error                             { return nil }
 func (s *fakeSource) Progress() map[string]float64 {
 	return map[string]float64{"snapshot_rows": float64(s.read.Load())}
 }
+func (s *fakeSource) QueueProgress() map[string]map[string]float64 {
+	return map[string]map[string]float64{"replicator_lag_messages": {"t/b/0": 3}, "not_exported": {"t/b/0": 1}}
+}
 func (s *fakeSource) Read(ctx context.Context) ([]schema.Record, error) {
 	if s.next >= s.n {
 		<-ctx.Done()

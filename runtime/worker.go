@@ -415,6 +415,20 @@ func (w *Worker) Groups(ctx context.Context, name string, apply bool) (any, erro
 	return g.Groups(ctx, apply)
 }
 
+// Switchover carries out a planned switchover of groups of a running
+// pipeline's source (a GroupSwitcher).
+func (w *Worker) Switchover(ctx context.Context, name string, groups []string, timeout time.Duration) (any, error) {
+	p, err := w.running(name)
+	if err != nil || p == nil {
+		return nil, errors.Join(err, notRunning(name, p))
+	}
+	g, ok := p.Source.(GroupSwitcher)
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", name, ErrNoGroups)
+	}
+	return g.Switchover(ctx, groups, timeout)
+}
+
 // ErrNotRunning: a call that needs the pipeline running (pause, resume,
 // signal) found it stopped, finished or failed.
 var ErrNotRunning = errors.New("not running")

@@ -185,15 +185,34 @@ func (l *Local) Signal(ctx context.Context, name, id, typ, data string) (string,
 // that does not run ErrState.
 func (l *Local) Groups(ctx context.Context, name string, apply bool) (any, error) {
 	sts, err := l.W.Groups(ctx, name, apply)
-	switch {
-	case err == nil:
-		return sts, nil
-	case errors.Is(err, runtime.ErrNoGroups):
-		return nil, marked{err, ErrInvalid}
-	case errors.Is(err, runtime.ErrUnknownPipeline), errors.Is(err, runtime.ErrNotRunning):
-		return nil, classify(err)
+	return sts, groupsError(err)
+}
+
+// Switchover carries out a planned switchover of the pipeline's groups
+// (runtime.Worker.Switchover), classified as Groups; a bad request (an
+// unknown group name, consumers online on the source) is ErrInvalid.
+func (l *Local) Switchover(ctx context.Context, name string, groups []string, timeout time.Duration) (any, error) {
+	rep, err := l.W.Switchover(ctx, name, groups, timeout)
+	return rep, switchoverError(err)
+}
+
+// switchoverError classifies an error of Switchover.
+func switchoverError(err error) error {
+	if errors.Is(err, runtime.ErrConfig) {
+		return marked{err, ErrInvalid}
 	}
-	return nil, err
+	return groupsError(err)
+}
+
+// groupsError classifies an error of Groups or Switchover.
+func groupsError(err error) error {
+	switch {
+	case errors.Is(err, runtime.ErrNoGroups):
+		return marked{err, ErrInvalid}
+	case errors.Is(err, runtime.ErrUnknownPipeline), errors.Is(err, runtime.ErrNotRunning):
+		return classify(err)
+	}
+	return err
 }
 
 // Offset reads the saved source position.

@@ -54,6 +54,13 @@ type (
 	Grouper interface {
 		Groups(ctx context.Context, name string, apply bool) (any, error)
 	}
+	// Switcher serves POST /connectors/{name}/groups/switchover: a
+	// replicator's planned switchover of groups (?group=, repeated; none:
+	// its configured groups), waiting until everything is copied
+	// (?timeout=, default DefaultSwitchoverTimeout).
+	Switcher interface {
+		Switchover(ctx context.Context, name string, groups []string, timeout time.Duration) (any, error)
+	}
 	// HealthChecker decides GET /health; without it, /health is 200 while
 	// the Cluster can list its connectors.
 	HealthChecker interface {
@@ -163,6 +170,7 @@ func NewHandler(c Cluster, token string, opts ...Option) http.Handler {
 	mux.HandleFunc("POST /connectors/{name}/signals", a.signal)
 	mux.HandleFunc("GET /connectors/{name}/groups", a.groups)
 	mux.HandleFunc("POST /connectors/{name}/groups/failover", a.groups)
+	mux.HandleFunc("POST /connectors/{name}/groups/switchover", a.switchover)
 	mux.HandleFunc("GET /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("DELETE /connectors/{name}/offsets", a.offsets)
 	mux.HandleFunc("PATCH /connectors/{name}/offsets", a.offsets)
@@ -586,6 +594,29 @@ func (a *api) groups(rw http.ResponseWriter, r *http.Request) {
 		err = logLifecycle(r, "groups failover", err)
 	}
 	respond(rw, http.StatusOK, map[string]any{"groups": sts}, err)
+}
+
+// DefaultSwitchoverTimeout bounds a switchover's wait for the replicator
+// to copy everything, when the request names no timeout.
+const DefaultSwitchoverTimeout = time.Minute
+
+// switchover carries out a replicator's planned switchover of groups.
+func (a *api) switchover(rw http.ResponseWriter, r *http.Request) {
+	s, ok := capable[Switcher](rw, a.c, "switchover")
+	if !ok {
+		return
+	}
+	timeout := DefaultSwitchoverTimeout
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			respond(rw, 0, nil, fmt.Errorf("timeout %q: a duration such as 30s: %w", v, ErrInvalid))
+			return
+		}
+		timeout = d
+	}
+	rep, err := s.Switchover(r.Context(), r.PathValue("name"), r.URL.Query()["group"], timeout)
+	respond(rw, http.StatusOK, rep, logLifecycle(r, "groups switchover", err))
 }
 
 // SignalRequest is the body of POST /connectors/{name}/signals: the

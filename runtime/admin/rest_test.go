@@ -1013,4 +1013,59 @@ func TestAPIGroups(t *testing.T) {
 	if code, _ := do(t, NewHandler(newFake(), ""), "GET", "/connectors/r/groups", ""); code != http.StatusMethodNotAllowed {
 		t.Fatalf("a cluster without groups: %d, want 405", code)
 	}
+	if code, _ := do(t, h, "POST", "/connectors/r/groups/switchover", ""); code != http.StatusMethodNotAllowed {
+		t.Fatalf("a cluster without switchover: %d, want 405", code)
+	}
+}
+
+// TestSwitchoverErrors: a switchover's refusal (a config error: a
+// consumer online on the source, a bad group name) is 400, a timeout 504,
+// a source without groups 400, a stopped pipeline 409.
+func TestSwitchoverErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("group g has consumers online on the source: %w", runtime.ErrConfig), http.StatusBadRequest},
+		{fmt.Errorf("not drained: %w", context.DeadlineExceeded), http.StatusGatewayTimeout},
+		{fmt.Errorf("p: %w", runtime.ErrNoGroups), http.StatusBadRequest},
+		{fmt.Errorf("p: %w", runtime.ErrNotRunning), http.StatusConflict},
+	} {
+		if got := statusOf(switchoverError(c.err)); got != c.want {
+			t.Errorf("%v: %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// switchingCluster answers POST .../groups/switchover.
+type switchingCluster struct {
+	*groupingCluster
+	groups  []string
+	timeout time.Duration
+}
+
+func (s *switchingCluster) Switchover(_ context.Context, name string, groups []string, timeout time.Duration) (any, error) {
+	s.groups, s.timeout = groups, timeout
+	if timeout < time.Second {
+		return nil, fmt.Errorf("not drained: %w", context.DeadlineExceeded)
+	}
+	return map[string]any{"drained": true}, nil
+}
+
+// TestAPISwitchover: POST .../groups/switchover hands on the groups and the
+// timeout (default DefaultSwitchoverTimeout); a timeout that passed is
+// 504, a bad one 400.
+func TestAPISwitchover(t *testing.T) {
+	sc := &switchingCluster{groupingCluster: &groupingCluster{fakeCluster: newFake()}}
+	h := NewHandler(sc, "")
+	if code, body := do(t, h, "POST", "/connectors/r/groups/switchover?group=a&group=b", ""); code != 200 || body != `{"drained":true}`+"\n" ||
+		!slices.Equal(sc.groups, []string{"a", "b"}) || sc.timeout != DefaultSwitchoverTimeout {
+		t.Fatalf("POST: %d %q (groups %v, timeout %v)", code, body, sc.groups, sc.timeout)
+	}
+	if code, _ := do(t, h, "POST", "/connectors/r/groups/switchover?timeout=10ms", ""); code != http.StatusGatewayTimeout || sc.groups != nil {
+		t.Fatalf("POST with a short timeout: %d (groups %v), want 504", code, sc.groups)
+	}
+	if code, _ := do(t, h, "POST", "/connectors/r/groups/switchover?timeout=soon", ""); code != http.StatusBadRequest {
+		t.Fatalf("POST with a bad timeout: %d, want 400", code)
+	}
 }

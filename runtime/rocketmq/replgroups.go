@@ -114,6 +114,7 @@ const (
 	reqUpdateConsumerOffset = 15  // UPDATE_CONSUMER_OFFSET
 	reqGetConsumerList      = 38  // GET_CONSUMER_LIST_BY_GROUP
 	reqCreateGroup          = 200 // UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+	reqGetAllGroups         = 201 // GET_ALL_SUBSCRIPTIONGROUP_CONFIG
 	resSystemError          = 1
 	resGroupNotExist        = 26 // SUBSCRIPTION_GROUP_NOT_EXIST
 )
@@ -175,7 +176,13 @@ func createGroup(ctx context.Context, cred primitive.Credentials, addr, group st
 	if err != nil {
 		return err
 	}
-	h, _, err := invokeSigned(ctx, cred, addr, reqCreateGroup, nil, body)
+	return putGroup(ctx, cred, addr, group, body)
+}
+
+// putGroup creates or updates subscription group group on the broker at
+// addr with config, a SubscriptionGroupConfig as JSON.
+func putGroup(ctx context.Context, cred primitive.Credentials, addr, group string, config []byte) error {
+	h, _, err := invokeSigned(ctx, cred, addr, reqCreateGroup, nil, config)
 	if err == nil {
 		err = authError(cred.AccessKey, addr, h)
 	}
@@ -244,11 +251,9 @@ type GroupStatus struct {
 // offsets (failover): only for a group with no consumer online there, and
 // only where the target offset is behind the checkpoint.
 func ReplicaGroups(ctx context.Context, dst Config, position []byte, apply bool) ([]GroupStatus, error) {
-	var pos replicaPosition
-	if len(position) > 0 {
-		if err := json.Unmarshal(position, &pos); err != nil || pos.Version != 1 {
-			return nil, fmt.Errorf("%w: the saved position is not a replicator's", ErrConfig)
-		}
+	pos, err := decodeReplicaPosition(position)
+	if err != nil {
+		return nil, err
 	}
 	return applyCheckpoints(ctx, dst, pos.Checkpoints, apply, time.Now())
 }
@@ -333,6 +338,7 @@ func applyCheckpoints(ctx context.Context, dst Config, cps map[string]map[string
 // answer (the source down) leaves the queue's last checkpoint as it was.
 func (r *Replicator) Checkpoint(ctx context.Context) error {
 	r.pointed = time.Now()
+	defer func() { r.lastPoint.Store(r.pointed.UnixMilli()) }()
 	cred := primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
 	r.posMu.Lock()
 	if r.pos.Checkpoints == nil {

@@ -2,7 +2,10 @@ package rocketmq
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +33,30 @@ func waitOnline(t *testing.T, addr, group string, want bool) {
 	}
 }
 
+// idleConsumer starts a push consumer of group on ns, subscribed to a new
+// topic of its own (created in cluster) that nothing writes to: the group
+// is online there and reads nothing.
+func idleConsumer(t *testing.T, ns []string, cluster, group string) rmq.PushConsumer {
+	t.Helper()
+	idle := "it_repl_idle_" + suffix()
+	replCreate(t, ns, cluster, 1, idle)
+	cleanupTopics(t, ns, cluster, idle)
+	pc, err := rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(ns)), consumer.WithGroupName(group),
+		consumer.WithInstance("it-online-"+suffix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Subscribe(idle, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		return consumer.ConsumeSuccess, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
+
 // targetOffsets is group's committed offset of each queue of topic on ns
 // (-1: none).
 func targetOffsets(t *testing.T, ns []string, topic, group string) []int64 {
@@ -53,6 +80,63 @@ func targetOffsets(t *testing.T, ns []string, topic, group string) []int64 {
 	return out
 }
 
+// commitRead commits read(i) as group's offset of each source queue i of
+// topic, as if the group had read that many messages of it.
+func commitRead(t *testing.T, ns []string, topic, group string, read func(i int) int64) ([]*tailQueue, []int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	qs, err := tailQueues(ctx, ns, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs := make([]int64, len(qs))
+	for i, q := range qs {
+		offs[i] = read(i)
+		if err := setGroupOffset(ctx, primitive.Credentials{}, q.addr, group, topic, q.id, offs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return qs, offs
+}
+
+// readOnTarget reads each queue of topic on ns from group's offset there
+// and checks that it gets every message the group had not read on the
+// source (read[i] of perQueue of source queue i) and at most every-1 that
+// it had, none at all of a queue it had read to its end; dups counts
+// those, rest all it gets.
+func readOnTarget(t *testing.T, ns []string, topic, group string, read []int64, perQueue, every int64) (offs []int64, dstMsgs [][]*primitive.MessageExt, dups, rest int64) {
+	t.Helper()
+	offs = targetOffsets(t, ns, topic, group)
+	dstMsgs = replRead(t, ns, topic)
+	for i, off := range offs {
+		if off < 0 {
+			t.Fatalf("queue %d: no target offset written: %v", i, offs)
+		}
+		seen := map[int64]bool{}
+		for _, m := range dstMsgs[i][off:] {
+			so, err := strconv.ParseInt(m.GetProperty(SrcOffsetProperty), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if so < read[i] {
+				dups++
+				if read[i] == perQueue || read[i]-so >= every {
+					t.Errorf("queue %d: source offset %d read again, the group had read up to %d", i, so, read[i])
+				}
+			}
+			seen[so] = true
+		}
+		for so := read[i]; so < perQueue; so++ {
+			if !seen[so] {
+				t.Fatalf("queue %d: source offset %d skipped on the target (target offset %d)", i, so, off)
+			}
+		}
+		rest += int64(len(dstMsgs[i])) - off
+	}
+	return offs, dstMsgs, dups, rest
+}
+
 // TestIntegrationReplicatorGroupFailover: a group read part of each queue
 // on the source; the replicator checkpoints it and, once no consumer of
 // the group is online on the target, writes its offsets there. Reading on
@@ -72,17 +156,7 @@ func TestIntegrationReplicatorGroupFailover(t *testing.T) {
 	defer cancel()
 
 	// The group reads 3 to 6 messages of each source queue and commits.
-	srcQs, err := tailQueues(ctx, src, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := make([]int64, len(srcQs))
-	for i, q := range srcQs {
-		read[i] = int64(3 + i%4)
-		if err := setGroupOffset(ctx, primitive.Credentials{}, q.addr, group, topic, q.id, read[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srcQs, read := commitRead(t, src, topic, group, func(i int) int64 { return int64(3 + i%4) })
 
 	cfg := ReplicatorConfig{NameServers: src, Topics: []string{topic}, BatchSize: 4, Groups: []string{group},
 		OffsetSyncMessages: every, CheckpointInterval: time.Hour, SyncGroupOffsets: true}
@@ -91,23 +165,8 @@ func TestIntegrationReplicatorGroupFailover(t *testing.T) {
 
 	// A consumer of the group is online on the target (on another topic):
 	// the checkpoint is taken, and no target offset is written.
-	idle := "it_repl_idle_" + suffix()
-	replCreate(t, dst, dstCluster, 1, idle)
-	cleanupTopics(t, dst, dstCluster, idle)
 	brokerB := r.queues[0].addrs[r.queues[0].targets[0].Broker]
-	pc, err := rmq.NewPushConsumer(consumer.WithNsResolver(primitive.NewPassthroughResolver(dst)), consumer.WithGroupName(group),
-		consumer.WithInstance("it-online-"+suffix()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Subscribe(idle, consumer.MessageSelector{}, func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
-		return consumer.ConsumeSuccess, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pc := idleConsumer(t, dst, dstCluster, group)
 	waitOnline(t, brokerB, group, true)
 	if err := r.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
@@ -133,36 +192,7 @@ func TestIntegrationReplicatorGroupFailover(t *testing.T) {
 	if err := r.Checkpoint(ctx); err != nil {
 		t.Fatal(err)
 	}
-	offs := targetOffsets(t, dst, topic, group)
-	dstMsgs := replRead(t, dst, topic)
-	var dups, rest int64
-	for i, off := range offs {
-		if off < 0 {
-			t.Fatalf("queue %d: no target offset written: %v", i, offs)
-		}
-		// Reading on from there: every message the group had not read on
-		// the source, and at most every-1 it had.
-		seen := map[int64]bool{}
-		for _, m := range dstMsgs[i][off:] {
-			so, err := strconv.ParseInt(m.GetProperty(SrcOffsetProperty), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if so < read[i] {
-				dups++
-				if read[i]-so >= every {
-					t.Errorf("queue %d: source offset %d read again, the group had read up to %d", i, so, read[i])
-				}
-			}
-			seen[so] = true
-		}
-		for so := read[i]; so < perQueue; so++ {
-			if !seen[so] {
-				t.Fatalf("queue %d: source offset %d skipped on the target (target offset %d)", i, so, off)
-			}
-		}
-		rest += int64(len(dstMsgs[i])) - off
-	}
+	offs, dstMsgs, dups, rest := readOnTarget(t, dst, topic, group, read, perQueue, every)
 	sts, err = ReplicaGroups(ctx, Config{NameServers: dst}, store.pos, false)
 	if err != nil {
 		t.Fatal(err)
@@ -237,4 +267,121 @@ func TestIntegrationReplicatorGroupFailover(t *testing.T) {
 	if sts[0].Kept != len(srcQs) || sts[0].Applied != 0 {
 		t.Fatalf("failover after the checkpoints were written: %+v, want every queue kept", sts)
 	}
+}
+
+// TestIntegrationReplicatorSwitchover: a planned switchover waits until
+// the running replicator has copied everything (reporting what is left
+// when its timeout passes first), then writes the group's final
+// checkpoints on the target: reading on from them skips nothing, reads
+// again nothing of a queue the group had read to its end (a full last
+// batch ends on a sync too), fewer than offset_sync_messages of the
+// others, exactly the reported duplicate window.
+func TestIntegrationReplicatorSwitchover(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_sw_" + suffix()
+	group := "it_repl_swg_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	const perQueue, every, batch = 10, 4, 5 // the last batch of each queue is full
+	replProduce(t, src, topic, perQueue, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	// The group read every message of even queues and 3 to 6 of the others.
+	srcQs, read := commitRead(t, src, topic, group, func(i int) int64 { return int64(max(perQueue*(1-i%2), 3+i%4)) })
+
+	cfg := ReplicatorConfig{NameServers: src, Topics: []string{topic}, BatchSize: batch, Groups: []string{group},
+		OffsetSyncMessages: every, CheckpointInterval: time.Hour}
+	r, err := NewReplicator(cfg, Config{NameServers: dst, Cluster: dstCluster, Pipeline: "it-repl-sw"}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &lockedPositions{}
+	r.KeepPositions(store, "it-repl-sw")
+	if err := r.Open(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	// Nothing copied yet: the timeout passes, and the report says what is left.
+	rep, err := r.Switchover(ctx, nil, 300*time.Millisecond)
+	if !errors.Is(err, ErrNotDrained) {
+		t.Fatalf("switchover before the copy: %v, want ErrNotDrained", err)
+	}
+	var left int64
+	for _, n := range rep.(SwitchoverReport).Remaining {
+		left += n
+	}
+	if rep.(SwitchoverReport).Drained || left != perQueue*int64(len(srcQs)) {
+		t.Fatalf("switchover before the copy: %+v, want %d messages left", rep, perQueue*len(srcQs))
+	}
+
+	// A group with a consumer online on the source: refused. (Another
+	// group: the broker may take long to see a consumer gone.)
+	online := "it_repl_swo_" + suffix()
+	pc := idleConsumer(t, src, DefaultCluster, online)
+	t.Cleanup(func() { _ = pc.Shutdown() })
+	waitOnline(t, srcQs[0].addr, online, true)
+	if _, err := r.Switchover(ctx, []string{online}, time.Minute); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "online on the source") {
+		t.Fatalf("switchover with a consumer online on the source: %v", err)
+	}
+
+	// The replicator runs; the switchover waits for it.
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		for runCtx.Err() == nil {
+			if _, err := r.Read(runCtx); err != nil && runCtx.Err() == nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	rep, err = r.Switchover(ctx, nil, 60*time.Second)
+	stop()
+	if rerr := <-done; rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := rep.(SwitchoverReport)
+	if !sw.Drained || len(sw.Groups) != 1 || sw.Groups[0].Applied != len(srcQs) || sw.Groups[0].Online {
+		t.Fatalf("switchover: %+v", sw)
+	}
+
+	// A group that read a queue to its end reads nothing of it again.
+	_, _, dups, rest := readOnTarget(t, dst, topic, group, read, perQueue, every)
+	if g := sw.Groups[0]; g.DuplicateWindow != dups || g.Lag != rest {
+		t.Fatalf("switchover reported %+v, want %d duplicates and a lag of %d", g, dups, rest)
+	}
+	// The final checkpoints are saved: status reports the same.
+	sts, err := ReplicaGroups(ctx, Config{NameServers: dst}, store.get(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || sts[0].DuplicateWindow != dups || sts[0].Lag != rest {
+		t.Fatalf("status after the switchover: %+v", sts)
+	}
+	t.Logf("switched over: %d messages left to read on the target, %d of them again", rest, dups)
+}
+
+// lockedPositions is memPositions that a switchover may read while the
+// replicator saves.
+type lockedPositions struct {
+	mu  sync.Mutex
+	pos []byte
+}
+
+func (m *lockedPositions) Load(context.Context, string) ([]byte, error) { return m.get(), nil }
+func (m *lockedPositions) Save(_ context.Context, _ string, pos []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pos = append([]byte(nil), pos...)
+	return nil
+}
+func (m *lockedPositions) get() []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pos
 }

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,9 @@ const (
 	SrcQueueProperty   = "sluice_src_queue"
 	SrcOffsetProperty  = "sluice_src_offset"
 	SrcMsgIDProperty   = "sluice_src_msgid"
+	// HeartbeatProperty marks a heartbeat (heartbeat.go) with the name of
+	// the cluster whose replicator wrote it.
+	HeartbeatProperty = "sluice_heartbeat"
 )
 
 // Where the replicator starts a queue it has no saved offset for.
@@ -108,6 +112,11 @@ type ReplicatorConfig struct {
 	// SyncGroupOffsets writes each checkpoint into the target's group
 	// offsets (for groups with no consumer online there, never backwards).
 	SyncGroupOffsets bool `yaml:"sync_group_offsets"`
+	// HeartbeatTopic: a topic of the source that the replicator writes a
+	// heartbeat to every HeartbeatInterval (default 1s), and copies like
+	// the others (heartbeat.go); empty: no heartbeats.
+	HeartbeatTopic    string        `yaml:"heartbeat_topic"`
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 }
 
 // topicNameChars are the characters a RocketMQ topic name may hold.
@@ -172,9 +181,13 @@ func (c *ReplicatorConfig) Validate() error {
 	if _, err := replicaTags(c.Tags); err != nil {
 		return err
 	}
-	if c.OffsetSyncMessages < 0 || c.OffsetSyncInterval < 0 || c.CheckpointInterval < 0 {
-		return fmt.Errorf("%w: offset_sync_messages, offset_sync_interval and checkpoint_interval are positive", ErrConfig)
+	if c.OffsetSyncMessages < 0 || c.OffsetSyncInterval < 0 || c.CheckpointInterval < 0 || c.HeartbeatInterval < 0 {
+		return fmt.Errorf("%w: offset_sync_messages, offset_sync_interval, checkpoint_interval and heartbeat_interval are positive", ErrConfig)
 	}
+	if !topicNameChars.MatchString(c.HeartbeatTopic) {
+		return fmt.Errorf("%w: heartbeat_topic %q: a topic name holds only letters, digits, _, -, %% and |", ErrConfig, c.HeartbeatTopic)
+	}
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultHeartbeatInterval)
 	c.OffsetSyncMessages = cmp.Or(c.OffsetSyncMessages, DefaultOffsetSyncMessages)
 	c.OffsetSyncInterval = cmp.Or(c.OffsetSyncInterval, DefaultOffsetSyncInterval)
 	c.CheckpointInterval = cmp.Or(c.CheckpointInterval, DefaultCheckpointInterval)
@@ -194,6 +207,16 @@ type replicaPosition struct {
 	Next        map[string]int64                      `json:"next"`
 	Syncs       map[string][]offsetSync               `json:"syncs,omitempty"`
 	Checkpoints map[string]map[string]groupCheckpoint `json:"checkpoints,omitempty"`
+	// Targets: the target queue of each source queue copied to the queue
+	// of its own place (the queues whose offsets are synced).
+	Targets map[string]targetQueue `json:"targets,omitempty"`
+}
+
+// targetQueue is a queue of the target cluster.
+type targetQueue struct {
+	Topic  string `json:"topic"`
+	Broker string `json:"broker"`
+	Queue  int    `json:"queue"`
 }
 
 // replQueue is one source queue and where its messages go.
@@ -207,6 +230,11 @@ type replQueue struct {
 	addrs    map[string]string
 	synced   time.Time // when its last offset sync was recorded
 	lastSync int64     // the source offset of that sync; -1: none
+
+	// For the metrics: the messages the last pull left in the queue, and
+	// the time of the last sync (Unix ms) while copies after it are not
+	// synced (0: none).
+	lag, unsynced atomic.Int64
 }
 
 // mapped reports whether q goes to the target queue of its own place,
@@ -231,6 +259,7 @@ type Replicator struct {
 	tags     map[string]bool // nil: every tag
 	listed   time.Time
 	pointed  time.Time // the last checkpoint
+	beats    *heartbeats
 	idle     time.Duration
 	sendWait time.Duration
 
@@ -239,6 +268,9 @@ type Replicator struct {
 	copied, bytes    atomic.Int64
 	skipped          atomic.Int64 // read and not copied: filters, loop guard
 	lastBorn, lastOK atomic.Int64
+	sendErrors       atomic.Int64 // failed tries of sends to the target
+	lastBeat         atomic.Int64 // the born time of the newest own heartbeat copied
+	lastPoint        atomic.Int64 // the time of the last checkpoint, Unix ms
 }
 
 var _ runtime.Source = (*Replicator)(nil)
@@ -287,6 +319,9 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 	if r.pos.Syncs == nil {
 		r.pos.Syncs = map[string][]offsetSync{}
 	}
+	if r.pos.Targets == nil {
+		r.pos.Targets = map[string]targetQueue{}
+	}
 	if r.src.TopicsRegex != "" {
 		re, err := topicsPattern(r.src.TopicsRegex)
 		if err != nil {
@@ -309,6 +344,18 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 		_ = r.Close() // the pipeline closes only a source that opened
 		return err
 	}
+	if len(r.src.Groups) > 0 {
+		if err := r.copyGroups(ctx); err != nil {
+			_ = r.Close()
+			return err
+		}
+	}
+	if r.src.HeartbeatTopic != "" {
+		if r.beats, err = startHeartbeats(ctx, r.src, r.group, r.log); err != nil {
+			_ = r.Close()
+			return err
+		}
+	}
 	return nil
 }
 
@@ -322,6 +369,12 @@ func (r *Replicator) refresh(ctx context.Context) error {
 			return err
 		}
 		names = matchingTopics(all, r.re, "")
+	}
+	if hb := r.src.HeartbeatTopic; hb != "" && !r.topics[hb] && !slices.Contains(names, hb) {
+		if err := createHeartbeatTopic(ctx, r.src); err != nil {
+			return err
+		}
+		names = append(slices.Clip(names), hb)
 	}
 	added := false
 	for _, t := range names {
@@ -337,6 +390,8 @@ func (r *Replicator) refresh(ctx context.Context) error {
 	if added {
 		// Where each new queue starts is saved before anything is copied:
 		// with from: now, a restart must not start at a later "now".
+		r.posMu.Lock()
+		defer r.posMu.Unlock()
 		return r.save(ctx)
 	}
 	return nil
@@ -385,12 +440,18 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 			}
 		}
 		q.next = next
-		r.pos.Next[key] = next
 		rq := &replQueue{src: q, dst: dstTopic, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs, lastSync: -1}
+		r.posMu.Lock() // a switchover or the metrics may read them meanwhile
+		r.queues = append(r.queues, rq)
+		r.pos.Next[key] = next
 		if s := r.pos.Syncs[key]; len(s) > 0 {
 			rq.lastSync = s[len(s)-1].Src
 		}
-		r.queues = append(r.queues, rq)
+		if rq.mapped() {
+			t := targets[i]
+			r.pos.Targets[key] = targetQueue{Topic: dstTopic, Broker: t.Broker, Queue: t.ID}
+		}
+		r.posMu.Unlock()
 	}
 	r.log.Info("replicating topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
 	return nil
@@ -469,6 +530,9 @@ func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) {
 	from := q.src.next
 	msgs, err := pullQueue(ctx, r.group, q.src)
+	if err == nil {
+		q.lag.Store(max(q.src.max-q.src.next, 0))
+	}
 	if err != nil || len(msgs) == 0 {
 		return false, err
 	}
@@ -498,16 +562,25 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 			}
 		}
 		sent++
+		if m.GetProperty(HeartbeatProperty) == r.src.Cluster {
+			r.lastBeat.Store(max(r.lastBeat.Load(), m.BornTimestamp))
+		}
 		r.bytes.Add(int64(len(m.Body)))
 		r.lastBorn.Store(m.BornTimestamp)
 		r.lastOK.Store(time.Now().UnixMilli())
 	}
 	// The batch's last copy is synced too once offset_sync_interval has
-	// passed, or when the batch emptied the queue: a group that read all
-	// of it then translates exactly.
-	if last != nil && (time.Since(q.synced) >= r.src.OffsetSyncInterval || len(msgs) < q.src.batch) {
+	// passed, or when the batch emptied the queue (a full batch may end
+	// it too: the pull answers the queue's end): a group that read all of
+	// it then translates exactly, and a switchover reads nothing again.
+	if last != nil && (time.Since(q.synced) >= r.src.OffsetSyncInterval || len(msgs) < q.src.batch || q.src.next >= q.src.max) {
 		syncs = append(syncs, *last)
 		q.lastSync, q.synced = last.Src, time.Now()
+	}
+	if last != nil && last.Src > q.lastSync {
+		q.unsynced.Store(q.synced.UnixMilli())
+	} else if q.lastSync >= 0 {
+		q.unsynced.Store(0)
 	}
 	r.posMu.Lock()
 	defer r.posMu.Unlock()
@@ -585,14 +658,7 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 	props[SrcMsgIDProperty] = m.MsgId
 	pm := &primitive.Message{}
 	pm.WithProperties(props)
-	// SEND_MESSAGE, not the client's producer: its header carries the born
-	// timestamp, which the client sets to now.
-	ext := map[string]string{
-		"producerGroup": r.group, "topic": q.dst, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
-		"queueId": strconv.Itoa(t.ID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(m.BornTimestamp, 10),
-		"flag": strconv.Itoa(int(m.Flag)), "properties": pm.MarshallProperties(), "reconsumeTimes": "0",
-		"unitMode": "false", "batch": "false", "bname": t.Broker,
-	}
+	ext := sendHeader(r.group, q.dst, t, m.BornTimestamp, m.Flag, pm)
 	addr := q.addrs[t.Broker]
 	cred := r.dst.credentials()
 	for attempt := 1; ; attempt++ {
@@ -620,6 +686,7 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
+		r.sendErrors.Add(1)
 		if attempt >= replicaSendAttempts {
 			return 0, fmt.Errorf("rocketmq replicator: send %s queue %d offset %d to %s queue %d on %s: %w",
 				q.src.topic, q.src.id, m.QueueOffset, t.Broker, t.ID, addr, err)
@@ -630,6 +697,18 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 			return 0, ctx.Err()
 		case <-time.After(r.sendWait):
 		}
+	}
+}
+
+// sendHeader is the header of a SEND_MESSAGE of pm to queue t of topic.
+// The replicator sends with it, not with the client's producer: the header
+// carries the born timestamp, which the client sets to now.
+func sendHeader(group, topic string, t queue, born int64, flag int32, pm *primitive.Message) map[string]string {
+	return map[string]string{
+		"producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+		"queueId": strconv.Itoa(t.ID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(born, 10),
+		"flag": strconv.Itoa(int(flag)), "properties": pm.MarshallProperties(), "reconsumeTimes": "0",
+		"unitMode": "false", "batch": "false", "bname": t.Broker,
 	}
 }
 
@@ -646,11 +725,49 @@ func (r *Replicator) Progress() map[string]float64 {
 	if ok := r.lastOK.Load(); ok > 0 {
 		p["replicator_latency_seconds"] = float64(ok-r.lastBorn.Load()) / 1000
 	}
+	now := time.Now().UnixMilli()
+	if b := r.lastBeat.Load(); b > 0 {
+		p["replicator_heartbeat_age_seconds"] = float64(max(now-b, 0)) / 1000
+	}
+	if c := r.lastPoint.Load(); c > 0 {
+		p["replicator_checkpoint_age_seconds"] = float64(max(now-c, 0)) / 1000
+	}
+	oldest := now
+	for _, q := range r.queueList() {
+		if u := q.unsynced.Load(); u > 0 {
+			oldest = min(oldest, u)
+		}
+	}
+	p["replicator_offset_sync_age_seconds"] = float64(now-oldest) / 1000
+	p["replicator_send_errors"] = float64(r.sendErrors.Load())
 	return p
 }
 
-// Close releases the admin client.
+var _ runtime.QueueProgressReporter = (*Replicator)(nil)
+
+// QueueProgress is runtime.QueueProgressReporter: replicator_lag_messages
+// of each source queue ("topic/broker/queue"), as of its last pull.
+func (r *Replicator) QueueProgress() map[string]map[string]float64 {
+	lag := map[string]float64{}
+	for _, q := range r.queueList() {
+		lag[q.key] = float64(q.lag.Load())
+	}
+	return map[string]map[string]float64{"replicator_lag_messages": lag}
+}
+
+// queueList is r.queues, for a reader beside the copy.
+func (r *Replicator) queueList() []*replQueue {
+	r.posMu.Lock()
+	defer r.posMu.Unlock()
+	return slices.Clone(r.queues)
+}
+
+// Close stops the heartbeats and releases the admin client.
 func (r *Replicator) Close() error {
+	if r.beats != nil {
+		r.beats.stop()
+		r.beats = nil
+	}
 	if r.adm != nil {
 		err := r.adm.Close()
 		r.adm = nil

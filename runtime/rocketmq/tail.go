@@ -81,6 +81,7 @@ type tailQueue struct {
 	topic, broker, addr string
 	id                  int
 	next, end           int64                 // end: stop offset without Follow
+	max                 int64                 // the queue's end in the last pull's answer
 	cred                primitive.Credentials // signs the requests (brokers with authentication)
 	batch               int                   // most messages a pull asks for; 0: tailPullBatch
 }
@@ -315,6 +316,7 @@ func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.Me
 		nextBegin, _ := strconv.ParseInt(h.ExtFields["nextBeginOffset"], 10, 64)
 		switch h.Code {
 		case resSuccess:
+			q.max, _ = strconv.ParseInt(h.ExtFields["maxOffset"], 10, 64)
 			msgs, err := decodeMessages(body)
 			if err != nil {
 				return nil, fmt.Errorf("rocketmq: pull %s queue %d offset %d: %w", q.topic, q.id, q.next, err)
@@ -326,6 +328,7 @@ func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.Me
 			}
 			return msgs, nil
 		case resPullNotFound:
+			q.max, _ = strconv.ParseInt(h.ExtFields["maxOffset"], 10, 64)
 			return nil, nil
 		case resPullOffsetMove:
 			// The offset fell out of the store (or past its end): go on

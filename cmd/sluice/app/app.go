@@ -31,9 +31,10 @@ Usage:
   sluice check --config FILE                      check the source (binlog settings, privileges, keys), the target and the broker
   sluice positions show|reset --config FILE       read or reset the saved source position
   sluice config-reference                         print the reference of every config key (docs/configuration.md)
-  sluice replicator status|failover --config FILE [--json]
+  sluice replicator status|failover|switchover --config FILE [--json] [--groups G,H] [--timeout 1m]
                                                   a replicator's synced groups on the target: lag, checkpoint age,
-                                                  duplicate window; failover writes their checkpoints as the target's offsets
+                                                  duplicate window; failover writes their checkpoints as the target's offsets;
+                                                  switchover waits until everything is copied and writes final checkpoints
   sluice tail --config FILE [--from beginning|now] [--follow] [--table db.table] [--key K] [--limit N] [--schemas] [--dlq]
                                                   print the records on the pipeline's RocketMQ topics as JSON lines (sink offsets untouched)
   sluice bench [--rows N] [--txn N] [--updates F] [--transport embedded|rocketmq] [--debezium DIR] [--json FILE]

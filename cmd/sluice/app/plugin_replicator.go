@@ -42,12 +42,15 @@ var replicatorKeys = runtime.KeyDocs{
 	"from":           {Doc: "Where a queue without a saved offset starts.", Default: rocketmq.ReplicateFromBeginning, Values: []string{rocketmq.ReplicateFromBeginning, rocketmq.ReplicateFromNow}},
 	"access_key":     {Doc: "ACL access key on the source cluster; with secret_key."},
 	"secret_key":     {Doc: "ACL secret key on the source cluster."},
-	"groups": {Doc: "Consumer groups whose committed offsets on the source are checkpointed for the target (translated through offset syncs, never past copied data); " +
-		"sluice replicator status|failover reports and applies them."},
+	"groups": {Doc: "Consumer groups whose committed offsets on the source are checkpointed for the target (translated through offset syncs, never past copied data), and whose subscription group settings are copied there at the start; " +
+		"sluice replicator status|failover|switchover reports and applies them."},
 	"offset_sync_messages": {Doc: "A queue records an offset sync (source offset to target offset) at least every this many copies.", Default: "100"},
 	"offset_sync_interval": {Doc: "A batch's last copy is also recorded as an offset sync once this long has passed since the queue's last one (and always when the batch emptied the queue).",
 		Default: rocketmq.DefaultOffsetSyncInterval.String()},
 	"checkpoint_interval": {Doc: "How often the groups' offsets are read on the source and checkpointed.", Default: rocketmq.DefaultCheckpointInterval.String()},
 	"sync_group_offsets": {Doc: "Write each checkpoint into the target's group offsets, for groups with no consumer online there and never moving an offset back; " +
 		"without it only sluice replicator failover writes them.", Default: "false"},
+	"heartbeat_topic": {Doc: "A topic of the source (created there in the cluster that the cluster key names when missing) that the replicator writes a heartbeat to every heartbeat_interval and copies like the others: " +
+		"sluice_replicator_heartbeat_age_seconds measures the replication latency from it. Empty: no heartbeats (the replicator then only reads the source)."},
+	"heartbeat_interval": {Doc: "How often a heartbeat is written.", Default: rocketmq.DefaultHeartbeatInterval.String()},
 }

@@ -8,21 +8,26 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
-// cmdReplicator is `sluice replicator status|failover --config FILE`: the
-// synced groups of a replicator's saved checkpoints on the target cluster
-// (lag, checkpoint age, duplicate window), and with failover their
-// checkpoints written into the target's group offsets.
+// cmdReplicator is `sluice replicator status|failover|switchover --config
+// FILE`: the synced groups of a replicator's saved checkpoints on the
+// target cluster (lag, checkpoint age, duplicate window); with failover
+// their checkpoints written into the target's group offsets; with
+// switchover, once the running replicator has copied everything, their
+// final checkpoints written there (rocketmq.Switchover).
 func cmdReplicator(args []string, stdout io.Writer) error {
-	if len(args) == 0 || (args[0] != "status" && args[0] != "failover") {
-		return fmt.Errorf("replicator: say status or failover: %w", runtime.ErrConfig)
+	if len(args) == 0 || (args[0] != "status" && args[0] != "failover" && args[0] != "switchover") {
+		return fmt.Errorf("replicator: say status, failover or switchover: %w", runtime.ErrConfig)
 	}
 	fs, path, _ := configFlag("replicator", args[1:])
 	asJSON := fs.Bool("json", false, "print the groups as a JSON array")
+	groups := fs.String("groups", "", "switchover: the groups to switch, comma-separated (default: the source section's groups)")
+	timeout := fs.Duration("timeout", time.Minute, "switchover: how long to wait for the replicator to copy everything")
 	cfg, err := loadConfig(fs, path, args[1:])
 	if err != nil {
 		return err
@@ -43,9 +48,20 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	failover := args[0] == "failover"
-	sts, err := rocketmq.ReplicaGroups(ctx, *d.rocketmq, pos, failover)
-	if err != nil {
+	failover := args[0] != "status"
+	var sts []rocketmq.GroupStatus
+	if args[0] == "switchover" {
+		var names []string
+		if *groups != "" {
+			names = strings.Split(*groups, ",")
+		}
+		load := func(ctx context.Context) ([]byte, error) { return store.Load(ctx, cfg.Name) }
+		rep, err := rocketmq.Switchover(ctx, *d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, names, *timeout)
+		if err != nil {
+			return err
+		}
+		sts = rep.Groups
+	} else if sts, err = rocketmq.ReplicaGroups(ctx, *d.rocketmq, pos, failover); err != nil {
 		return err
 	}
 	if err := printGroups(stdout, sts, failover, *asJSON); err != nil {
@@ -58,7 +74,7 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 		}
 	}
 	if len(online) > 0 {
-		return fmt.Errorf("groups %s have consumers online on the target: their offsets there were not written; stop them and run failover again", strings.Join(online, ", "))
+		return fmt.Errorf("groups %s have consumers online on the target: their offsets there were not written; stop them and run %s again", strings.Join(online, ", "), args[0])
 	}
 	return nil
 }

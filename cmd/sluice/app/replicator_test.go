@@ -67,11 +67,13 @@ func TestReplicatorCommand(t *testing.T) {
 		code       int
 		out, inErr string
 	}{
-		{[]string{"replicator"}, 2, "", "say status or failover"},
+		{[]string{"replicator"}, 2, "", "say status, failover or switchover"},
 		{[]string{"replicator", "status", "--config", other}, 2, "", "is not a replicator"},
 		{[]string{"replicator", "status", "--config", badGroup}, 2, "", "is not a group name"},
 		{[]string{"replicator", "status", "--config", repl}, 0, "no checkpoints", ""},
 		{[]string{"replicator", "failover", "--json", "--config", repl}, 0, "[]\n", ""},
+		{[]string{"replicator", "switchover", "--groups", "a b", "--config", repl}, 2, "", "is not a group name"},
+		{[]string{"replicator", "switchover", "--config", repl}, 2, "", "names no queue copied"},
 	} {
 		var out, errOut strings.Builder
 		code := Main(c.args, &out, &errOut)
