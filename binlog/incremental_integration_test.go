@@ -30,9 +30,12 @@ type incrKit struct {
 	pos   []byte // the newest position handed on
 	done  bool   // a position without incremental progress followed one with it
 	inSnp bool
+	// rest: records of a Read of restOf that readOthers has not applied
+	rest   []schema.Record
+	restOf *Source
 }
 
-func newIncrKit(t *testing.T, rows, chunk int) (*incrKit, *incrSource) {
+func newIncrKit(t *testing.T, rows, chunk int, opts ...func(*Config)) (*incrKit, *incrSource) {
 	env := needServer(t)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, note VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci)")
@@ -56,6 +59,9 @@ func newIncrKit(t *testing.T, rows, chunk int) (*incrKit, *incrSource) {
 	k.cfg = testConfig(env, db)
 	k.cfg.SignalTable = db + ".sig"
 	k.cfg.SnapshotChunk = chunk
+	for _, o := range opts {
+		o(&k.cfg)
+	}
 	return k, &incrSource{Source: openSource(t, k.cfg, nil)}
 }
 
@@ -205,6 +211,23 @@ func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counte
 	return &wg
 }
 
+// startWriters starts four writers on the kit's t (keys up to 3,200,
+// values from 1,000,000 up); the function returned stops them (and runs
+// at the test's end).
+func startWriters(t *testing.T, k *incrKit) func() {
+	var counter atomic.Int64
+	counter.Store(1_000_000)
+	stop := make(chan struct{})
+	wg := writers(t, k.env, k.db, 4, 3200, &counter, stop)
+	var once sync.Once
+	halt := func() {
+		once.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	t.Cleanup(halt)
+	return halt
+}
+
 // TestIncrementalSnapshotDropsRowsChangedInWindow: the chunk worker reads a
 // chunk, then (before its high watermark) a row of it is updated, one
 // deleted and one's key changed. The chunk's older copies of those rows must
@@ -254,18 +277,7 @@ func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
 // move rows to ever greater keys: those are the stream's). The records end equal to the source and no row goes back.
 func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	k, s := newIncrKit(t, 3000, 100)
-	var counter atomic.Int64
-	counter.Store(1_000_000)
-	stop := make(chan struct{})
-	wg := writers(t, k.env, k.db, 4, 3200, &counter, stop)
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	stopWriters := startWriters(t, k)
 	side := sideConn(t, k.env, k.db)
 	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s2', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
 	var saved Position
@@ -294,8 +306,7 @@ func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	s2 := openSource(t, k.cfg, k.pos)
 	k.inSnp, k.done = true, false
 	k.read(t, s2, func() bool { return k.done })
-	close(stop)
-	wg.Wait()
+	stopWriters()
 	exec(t, side, "INSERT INTO t VALUES (999999, 1, 'sentinel')")
 	k.read(t, s2, func() bool { _, ok := k.rows[999999]; return ok })
 	for id, n := range k.reads {
@@ -464,13 +475,16 @@ func TestIncrementalSnapshotSignalTableNotSnapshotted(t *testing.T) {
 	}
 }
 
+// noNewTables turns Config.SnapshotNewTables off.
+func noNewTables(c *Config) { off := false; c.SnapshotNewTables = &off }
+
 // TestIncrementalSnapshotSignalAPIAndStats: Source.Signal (what POST
 // /connectors/{name}/signals calls) refuses what the stream would ignore
 // and starts a snapshot of t and of a table created after Open; while a
 // chunk is read IncrementalStats names the table and counts the rows
 // emitted; at the end it counts both tables, every row and chunk.
 func TestIncrementalSnapshotSignalAPIAndStats(t *testing.T) {
-	k, s := newIncrKit(t, 300, 100)
+	k, s := newIncrKit(t, 300, 100, noNewTables) // late is snapshotted by the signal only
 	side := sideConn(t, k.env, k.db)
 	exec(t, side, "CREATE TABLE late (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)")
 	exec(t, side, "INSERT INTO late VALUES (1000001, 1), (1000002, 1), (1000003, 1)")
