@@ -169,9 +169,9 @@ func (k *incrKit) sameAsSource(t *testing.T) {
 
 // writers runs n goroutines of inserts, updates (v raised to a global
 // counter), deletes and key changes on keys 1..maxKey until stop is
-// closed. Writer w owns the keys equal to w modulo n (those it moves a
+// closed, each pausing pace between two statements (0: none). Writer w owns the keys equal to w modulo n (those it moves a
 // row to as well), so that each key's writes commit in counter order.
-func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counter *atomic.Int64, stop chan struct{}) *sync.WaitGroup {
+func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counter *atomic.Int64, stop chan struct{}, pace time.Duration) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for w := 0; w < n; w++ {
 		c := sideConn(t, env, db)
@@ -183,7 +183,7 @@ func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counte
 				select {
 				case <-stop:
 					return
-				default:
+				case <-time.After(pace):
 				}
 				id := rnd.Int64N(maxKey/int64(n))*int64(n) + int64(w)
 				if id == 0 {
@@ -212,13 +212,13 @@ func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counte
 }
 
 // startWriters starts four writers on the kit's t (keys up to 3,200,
-// values from 1,000,000 up); the function returned stops them (and runs
-// at the test's end).
-func startWriters(t *testing.T, k *incrKit) func() {
+// values from 1,000,000 up; see writers for pace); the function returned
+// stops them (and runs at the test's end).
+func startWriters(t *testing.T, k *incrKit, pace time.Duration) func() {
 	var counter atomic.Int64
 	counter.Store(1_000_000)
 	stop := make(chan struct{})
-	wg := writers(t, k.env, k.db, 4, 3200, &counter, stop)
+	wg := writers(t, k.env, k.db, 4, 3200, &counter, stop, pace)
 	var once sync.Once
 	halt := func() {
 		once.Do(func() { close(stop) })
@@ -233,9 +233,20 @@ func startWriters(t *testing.T, k *incrKit) func() {
 // deleted and one's key changed. The chunk's older copies of those rows must
 // not follow the changes: the stream ends equal to the source, and no row
 // goes back. With the window's key check removed, this fails (key 60 goes
-// back, 70 and 80 come back).
+// back, 70 and 80 come back). It runs with the signal table and in
+// read-only mode (the changes are then between the request for the chunk
+// and the GTID set read after its query).
 func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
-	k, s := newIncrKit(t, 300, 50)
+	t.Run("signal_table", func(t *testing.T) { testDropsRowsChangedInWindow(t, false) })
+	t.Run("read_only", func(t *testing.T) { testDropsRowsChangedInWindow(t, true) })
+}
+
+func testDropsRowsChangedInWindow(t *testing.T, readOnly bool) {
+	k, s := newIncrKit(t, 300, 50, func(c *Config) {
+		if readOnly {
+			readOnlyMode(c)
+		}
+	})
 	side := sideConn(t, k.env, k.db)
 	hookConn := sideConn(t, k.env, k.db) // the chunk worker's goroutine uses it alone
 	var hooked atomic.Bool
@@ -252,7 +263,13 @@ func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
 	}
 	incrAfterRead.Store(&hook)
 	t.Cleanup(func() { incrAfterRead.Store(nil) })
-	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s1', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
+	if readOnly {
+		if _, err := s.Signal(context.Background(), "s1", "execute-snapshot", fmt.Sprintf(`{"data-collections": ["%s.t"]}`, k.db)); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s1', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
+	}
 	k.read(t, s.Source, func() bool { return k.done })
 	if !hooked.Load() {
 		t.Fatal("the chunk hook never ran")
@@ -277,7 +294,7 @@ func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
 // move rows to ever greater keys: those are the stream's). The records end equal to the source and no row goes back.
 func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	k, s := newIncrKit(t, 3000, 100)
-	stopWriters := startWriters(t, k)
+	stopWriters := startWriters(t, k, 0)
 	side := sideConn(t, k.env, k.db)
 	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s2', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
 	var saved Position
