@@ -219,7 +219,7 @@ func signalForCluster(ctx context.Context, cfg *runtime.Config, id, typ, data st
 		return "", fmt.Errorf("connector %s: %w", cfg.Name, runtime.ErrNoSignals)
 	}
 	if d.source.SignalTable == "" {
-		return "", fmt.Errorf("connector %s: in a cluster signals are written into the source's signal_table, which it does not set: %w", cfg.Name, runtime.ErrNoSignals)
+		return "", fmt.Errorf("%w: connector %s: in a cluster signals are written into the source's signal_table, which it does not set", binlog.ErrConfig, cfg.Name)
 	}
 	src, err := binlog.NewSource(*d.source, slog.New(slog.DiscardHandler))
 	if err != nil {
