@@ -60,7 +60,7 @@ type Source struct {
 	// startPos is what StartPosition returns: set by Open when it begins
 	// somewhere no saved position says (see StartPosition).
 	startPos []byte
-	// incr runs incremental snapshots (Config.SignalTable); nil: none.
+	// incr runs incremental snapshots (incremental.go); set by Open.
 	incr      *incremental
 	incrStats incrCounters
 	wake      waker // wakes the streamer waiting for an event (incremental.go)
@@ -135,6 +135,9 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 				return err
 			}
 			start.Epoch = newEpoch()
+			if s.cfg.snapshotNewTables() { // as the stream's positions will
+				start.Capture = captureKey(s.cfg.Include, s.cfg.Exclude)
+			}
 			s.startPos = EncodePosition(start)
 			s.log.Info("binlog: starting at the server's current position", "position", start.String())
 		}
