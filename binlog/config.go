@@ -74,6 +74,13 @@ type Config struct {
 	// snapshot, and the source writes its chunk watermarks there
 	// (incremental.go). Its rows are not emitted. "": no signals.
 	SignalTable string `yaml:"signal_table"`
+	// SnapshotNewTables (default true) snapshots incrementally, by itself
+	// while the other tables stream, every table that starts being
+	// captured: one created or renamed into Include while the source runs,
+	// and one a changed Include or Exclude captures when the source opens
+	// at a position saved under the old ones (incremental.go). False: such
+	// a table's rows from before it was captured are not read.
+	SnapshotNewTables *bool `yaml:"snapshot_new_tables"`
 	// SnapshotTruncate makes a snapshot send a TRUNCATE record for each
 	// table before its rows (one it starts reading; not a table a resumed
 	// snapshot is in the middle of), so that rows deleted from the source
@@ -482,3 +489,6 @@ func (c *Config) skippedOps() map[schema.Op]bool {
 	}
 	return m
 }
+
+// snapshotNewTables reports SnapshotNewTables (default true).
+func (c *Config) snapshotNewTables() bool { return c.SnapshotNewTables == nil || *c.SnapshotNewTables }

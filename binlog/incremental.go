@@ -21,6 +21,18 @@ package binlog
 //
 // The streamer never waits for a chunk's query: it waits only, at the high
 // watermark, for the worker to hand over the rows it has already read.
+//
+// Without a signal table (read-only mode, as Debezium's for replicas) the
+// watermarks are the server's own state: the streamer notes the keys
+// changed from the moment it asks for a chunk (before the worker's query,
+// so before any low watermark), and the worker reads, after the chunk's
+// query, the server's executed GTID set (MySQL gtid_executed, MariaDB
+// gtid_binlog_pos; the binlog file and offset on a MySQL server without
+// GTIDs) as the high watermark. The streamer emits the chunk at the first
+// transaction boundary where it has streamed all of that set: every change
+// the query could have seen, and any later one, has then been noted. The
+// worker wakes the streamer when it hands a chunk over (Source.wake), so an
+// idle server's window closes at once; heartbeats close it too.
 // Everything the streamer owns (incremental's fields but reqs and res) is
 // touched by the streaming goroutine only.
 
@@ -34,10 +46,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-mysql-org/go-mysql/mysql"
 
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -50,6 +65,9 @@ const (
 	signalResumeSnapshot  = "resume-snapshot"
 	signalWindowOpen      = "snapshot-window-open"
 	signalWindowClose     = "snapshot-window-close"
+	// newTablesSignal is the id of the snapshots the source starts by
+	// itself for newly captured tables (Config.SnapshotNewTables).
+	newTablesSignal = "sluice-new-tables"
 )
 
 // incrAfterRead, when set (by tests), runs in the chunk worker after a
@@ -86,15 +104,24 @@ type incrResult struct {
 	done  bool       // fewer rows than a chunk: the table's last
 	est   int64      // the table's estimated rows, read at its first chunk; -1: not read
 	err   error
+	// read-only mode: the server's state after the chunk's query, the
+	// high watermark (highSet: its GTID set parsed; nil: none, compare
+	// high's file and offset)
+	high    Position
+	highSet mysql.GTIDSet
 }
+
+// signalMsg is a signal sent with Source.Signal in read-only mode.
+type signalMsg struct{ id, typ, data string }
 
 // incremental runs the incremental snapshots of a Source.
 type incremental struct {
-	s      *Source
-	signal schema.TableID
-	from   string // the signal table, quoted
-	limit  int
-	filter filter
+	s        *Source
+	signal   schema.TableID // zero in read-only mode
+	from     string         // the signal table, quoted
+	readOnly bool           // no signal table: watermarks from the server's GTID state
+	limit    int
+	filter   filter
 
 	prog    *IncrementalProgress // nil: none running
 	chunk   string               // the chunk in flight; "": none
@@ -104,20 +131,62 @@ type incremental struct {
 	dirty   map[string]bool      // keys changed since the low watermark
 	got     *incrResult          // the worker's answer, once taken
 	reload  map[schema.TableID]bool
+	// lastIndex: in read-only mode, past the greatest ID index given to a
+	// chunk row (see finish)
+	lastIndex uint64
 
 	started bool
 	reqs    chan incrRequest
 	res     chan incrResult
+	signals chan signalMsg // read-only mode: from Source.Signal
 }
 
+// maxQueuedSignals bounds the signals Source.Signal queues in read-only
+// mode before the stream takes them.
+const maxQueuedSignals = 64
+
 func newIncremental(s *Source, prog *IncrementalProgress) (*incremental, error) {
+	in := &incremental{s: s, limit: s.cfg.SnapshotChunk,
+		filter: newFilter(s.cfg.Include, s.cfg.Exclude), prog: prog, reload: map[schema.TableID]bool{},
+		reqs: make(chan incrRequest, 1), res: make(chan incrResult, 1), signals: make(chan signalMsg, maxQueuedSignals)}
+	if s.cfg.SignalTable == "" {
+		in.readOnly = true
+		return in, nil
+	}
 	id, err := tableName(s.cfg.SignalTable)
 	if err != nil {
 		return nil, fmt.Errorf("%w: signal_table: %v", ErrConfig, err)
 	}
-	return &incremental{s: s, signal: id, from: quoteIdent(id.Database) + "." + quoteIdent(id.Table), limit: s.cfg.SnapshotChunk,
-		filter: newFilter(s.cfg.Include, s.cfg.Exclude), prog: prog, reload: map[schema.TableID]bool{},
-		reqs: make(chan incrRequest, 1), res: make(chan incrResult, 1)}, nil
+	in.signal, in.from = id, quoteIdent(id.Database)+"."+quoteIdent(id.Table)
+	return in, nil
+}
+
+// capture queues the tables ids, which start being captured (why says
+// how), for an incremental snapshot of their own: behind the tables of a
+// snapshot running, or as a new one. m, when set, carries the queue in the
+// positions it makes from now on.
+func (in *incremental) capture(m *mapper, ids []schema.TableID, why string) {
+	var add []string
+	for _, id := range ids {
+		t := id.String()
+		if id == in.signal || in.prog != nil && slices.Contains(in.prog.Tables, t) || slices.Contains(add, t) {
+			continue
+		}
+		add = append(add, t)
+	}
+	if len(add) == 0 {
+		return
+	}
+	if in.prog == nil {
+		in.prog = &IncrementalProgress{ID: newTablesSignal}
+		in.s.incrStats.begin(newTablesSignal)
+	}
+	in.prog.Tables = append(in.prog.Tables, add...)
+	in.s.log.Info("binlog: newly captured tables: incremental snapshot queued", "tables", add, "why", why, "queue", in.prog.Tables)
+	if m != nil {
+		m.incremental = in.prog.clone()
+	}
+	in.s.incrStats.publish(in.prog, 0, 0, -1, 0)
 }
 
 // resumed publishes the progress of a snapshot a saved position was in
@@ -133,6 +202,9 @@ func (in *incremental) resumed() {
 // acts on the signal table's inserts and drops its rows, and notes the keys
 // changed inside an open window.
 func (in *incremental) observe(m *mapper, recs []schema.Record) []schema.Record {
+	if in.readOnly && !in.open {
+		return recs
+	}
 	out := recs // copied only when a signal row leaves it
 	dropped := false
 	var cur schema.TableID
@@ -141,7 +213,7 @@ func (in *incremental) observe(m *mapper, recs []schema.Record) []schema.Record 
 	}
 	for i := range recs {
 		r := &recs[i]
-		if r.Table == in.signal {
+		if !in.readOnly && r.Table == in.signal {
 			if r.Op == schema.OpCreate || r.Op == schema.OpRead {
 				in.signalRow(m, r)
 			}
@@ -244,7 +316,6 @@ func checkSignal(f filter, signal schema.TableID, typ, data string) (signalData,
 // signalRow acts on one row inserted into the signal table.
 func (in *incremental) signalRow(m *mapper, r *schema.Record) {
 	id, typ, data := field(r, "id"), field(r, "type"), field(r, "data")
-	log := in.s.log.With("signal", id, "type", typ)
 	switch typ {
 	case signalWindowOpen:
 		if in.chunk != "" && id == in.chunk+"-open" {
@@ -257,13 +328,20 @@ func (in *incremental) signalRow(m *mapper, r *schema.Record) {
 		}
 		return
 	}
+	in.act(m, id, typ, data)
+}
+
+// act acts on a snapshot signal; it reports whether the snapshot's
+// progress changed.
+func (in *incremental) act(m *mapper, id, typ, data string) bool {
+	log := in.s.log.With("signal", id, "type", typ)
 	d, add, err := checkSignal(in.filter, in.signal, typ, data)
 	if errors.Is(err, errUnknownSignal) {
-		return
+		return false
 	}
 	if err != nil {
 		log.Error("binlog: signal ignored", "err", err)
-		return
+		return false
 	}
 	switch typ {
 	case signalExecuteSnapshot:
@@ -279,7 +357,7 @@ func (in *incremental) signalRow(m *mapper, r *schema.Record) {
 		log.Info("binlog: incremental snapshot requested", "tables", add, "queue", in.prog.Tables)
 	case signalStopSnapshot:
 		if in.prog == nil {
-			return
+			return false
 		}
 		if len(d.DataCollections) == 0 {
 			in.prog = nil
@@ -299,10 +377,11 @@ func (in *incremental) signalRow(m *mapper, r *schema.Record) {
 			log.Info("binlog: incremental snapshot " + strings.TrimSuffix(typ, "-snapshot") + "d")
 		}
 	default:
-		return
+		return false
 	}
 	m.incremental = in.prog.clone()
 	in.s.incrStats.publish(in.prog, 0, 0, -1, 0)
+	return true
 }
 
 func (p *IncrementalProgress) clone() *IncrementalProgress {
@@ -318,6 +397,23 @@ func (p *IncrementalProgress) clone() *IncrementalProgress {
 // of a chunk's high watermark it emits the chunk, and it asks the worker
 // for the next chunk when none is in flight.
 func (in *incremental) step(ctx context.Context, m *mapper) error {
+	if !m.inTx && len(in.signals) > 0 {
+		changed := false
+	signals:
+		for {
+			select {
+			case sg := <-in.signals:
+				changed = in.act(m, sg.id, sg.typ, sg.data) || changed
+			default:
+				break signals
+			}
+		}
+		if changed { // saved at once: no change may follow to carry it
+			if err := in.savePosition(ctx, m, nil); err != nil {
+				return err
+			}
+		}
+	}
 	if in.chunk != "" && in.got == nil {
 		select {
 		case r := <-in.res:
@@ -327,6 +423,9 @@ func (in *incremental) step(ctx context.Context, m *mapper) error {
 	}
 	if in.chunk != "" && in.got != nil && in.got.err != nil {
 		in.finish(ctx, m) // the watermarks may never come
+	}
+	if in.readOnly && in.chunk != "" && in.got != nil && !m.inTx && in.reached(m, in.got) {
+		in.closing = true
 	}
 	if in.closing && !m.inTx {
 		if in.got == nil {
@@ -359,6 +458,9 @@ func (in *incremental) next(ctx context.Context) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	in.chunk, in.open, in.closing, in.reread, in.got, in.dirty = hex.EncodeToString(b[:]), false, false, false, nil, nil
+	if in.readOnly { // the window opens before the worker's query
+		in.open, in.dirty = true, map[string]bool{}
+	}
 	if !in.started {
 		in.started = true
 		go in.work(ctx)
@@ -394,6 +496,15 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 	var recs []schema.Record
 	now := time.Now().UnixMilli()
 	c := m.committed
+	var base uint64
+	if in.readOnly {
+		// No watermark transaction gives each chunk a position of its own:
+		// chunks emitted at one position (an idle server), in this run or
+		// after a restart there, are numbered on from the clock, so that
+		// IDs grow as from one chunk to the next.
+		base = max(in.lastIndex, uint64(time.Now().UnixNano()))
+		in.lastIndex = base + uint64(len(r.rows))
+	}
 	for i, row := range r.rows {
 		rec := schema.Record{Op: schema.OpRead, Table: r.ti.id, KeySchema: r.ti.keySchema, Key: keyOf(r.ti, row), ValueSchema: r.ti.valueSchema, After: row}
 		if dirty[rec.KeyString()] {
@@ -402,7 +513,7 @@ func (in *incremental) finish(ctx context.Context, m *mapper) error {
 		rec.Source = schema.Source{Version: Version, Connector: in.s.cfg.Flavor, Name: in.s.cfg.ServerName, TsMs: now, Snapshot: "incremental",
 			File: c.File, Pos: uint64(c.Pos)}
 		rec.TsMs = now
-		rec.ID = schema.ID{Epoch: m.epoch, File: fileSeq(c.File), Pos: uint64(c.Pos), Phase: schema.PhaseSnapshot, Index: uint64(len(recs))}
+		rec.ID = schema.ID{Epoch: m.epoch, File: fileSeq(c.File), Pos: uint64(c.Pos), Phase: schema.PhaseSnapshot, Index: base + uint64(len(recs))}
 		if len(r.zeros[i]) > 0 {
 			rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(r.zeros[i], ";")}
 		}
@@ -476,10 +587,11 @@ func (in *incremental) work(ctx context.Context) {
 		}
 		select {
 		case in.res <- res:
+			in.s.wake.wake()
 		case <-ctx.Done():
 			return
 		}
-		if sn != nil && res.err == nil {
+		if sn != nil && res.err == nil && !in.readOnly {
 			if _, err := sn.conn.ExecContext(ctx, "DELETE FROM "+in.from+" WHERE id IN (?, ?)", req.chunk+"-open", req.chunk+"-close"); err != nil {
 				in.s.log.Warn("binlog: incremental snapshot: cannot delete the watermark rows", "err", err)
 			}
@@ -519,6 +631,12 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 		tables[req.table] = st
 	}
 	mark := func(typ, suffix string) error {
+		if in.readOnly {
+			if typ == signalWindowClose {
+				return in.highWatermark(ctx, sn.conn, &res)
+			}
+			return nil
+		}
 		data := fmt.Sprintf(`{"chunk":%q,"table":%q}`, req.chunk, req.table.String())
 		if _, err := sn.conn.ExecContext(ctx, "INSERT INTO "+in.from+" (id, type, data) VALUES (?, ?, ?)", req.chunk+suffix, typ, data); err != nil {
 			return fmt.Errorf("binlog: incremental snapshot: write the %s watermark into %s (grant INSERT, DELETE on it): %w", typ, in.signal, err)
@@ -590,6 +708,124 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 		return fail(err)
 	}
 	return res
+}
+
+// highWatermark reads, in read-only mode, the server's state after a
+// chunk's query into res: its binlog file and offset and its executed GTID
+// set (MySQL's Executed_Gtid_Set, MariaDB's gtid_binlog_pos).
+func (in *incremental) highWatermark(ctx context.Context, conn *sql.Conn, res *incrResult) error {
+	flavor := in.s.cfg.Flavor
+	q := "SHOW MASTER STATUS"
+	if flavor == FlavorMySQL {
+		q = "SHOW BINARY LOG STATUS"
+	}
+	rows, err := conn.QueryContext(ctx, q)
+	if err != nil && flavor == FlavorMySQL {
+		q = "SHOW MASTER STATUS" // before MySQL 8.2
+		rows, err = conn.QueryContext(ctx, q)
+	}
+	if err != nil {
+		return fmt.Errorf("binlog: incremental snapshot: read the high watermark (%s; grant REPLICATION CLIENT / BINLOG MONITOR): %w", q, err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return fmt.Errorf("binlog: incremental snapshot: read the high watermark: %w", err)
+	}
+	raw := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(raw))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("binlog: incremental snapshot: read the high watermark: %w", err)
+		}
+		return fmt.Errorf("%w: the server has no binary log; start it with log-bin, binlog-format=ROW", ErrUnsupported)
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return fmt.Errorf("binlog: incremental snapshot: read the high watermark: %w", err)
+	}
+	h := Position{Version: PositionVersion, Flavor: flavor}
+	for i, c := range cols {
+		switch strings.ToLower(c) {
+		case "file":
+			h.File = string(raw[i])
+		case "position":
+			n, _ := strconv.ParseUint(string(raw[i]), 10, 32)
+			h.Pos = uint32(n)
+		case "executed_gtid_set":
+			h.GTIDSet = strings.ReplaceAll(strings.TrimSpace(string(raw[i])), "\n", "")
+		}
+	}
+	rows.Close()
+	if flavor == FlavorMariaDB {
+		if err := conn.QueryRowContext(ctx, "SELECT @@global.gtid_binlog_pos").Scan(&h.GTIDSet); err != nil {
+			return fmt.Errorf("binlog: incremental snapshot: read @@gtid_binlog_pos: %w", err)
+		}
+	}
+	if h.GTIDSet != "" {
+		set, err := mysql.ParseGTIDSet(flavor, h.GTIDSet)
+		if err != nil {
+			return fmt.Errorf("binlog: incremental snapshot: the server's GTID set %q: %w", h.GTIDSet, err)
+		}
+		res.highSet = set
+	}
+	res.high = h
+	return nil
+}
+
+// reached reports, in read-only mode, whether the stream has passed the
+// high watermark of chunk r: every transaction of its GTID set (or, with
+// none, its file and offset) is committed in the stream.
+func (in *incremental) reached(m *mapper, r *incrResult) bool {
+	if r.err != nil {
+		return false
+	}
+	if r.highSet != nil && m.gsetKnown && m.gset != nil {
+		return m.gset.Contain(r.highSet)
+	}
+	return r.high.File != "" && atOrAfter(m.committed.File, m.committed.Pos, r.high)
+}
+
+// waker lets the chunk worker and Source.Signal wake the streamer while it
+// waits for the next event (pump): an idle server sends none.
+type waker struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// get returns the context the streamer waits for an event with: done when
+// ctx is, or when woken.
+func (w *waker) get(ctx context.Context) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx == nil {
+		w.ctx, w.cancel = context.WithCancel(ctx)
+	}
+	return w.ctx
+}
+
+// woken reports a wake the streamer has not taken yet, and takes it: the
+// next get returns a new context, which a wake from now on ends.
+func (w *waker) woken() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx == nil || w.ctx.Err() == nil {
+		return false
+	}
+	w.cancel()
+	w.ctx, w.cancel = nil, nil
+	return true
+}
+
+func (w *waker) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel()
+	}
 }
 
 // maxKey reads the greatest primary key of st (empty: the table has no row).
@@ -695,12 +931,12 @@ func (s *Source) IncrementalStats() IncrementalStats { return s.incrStats.get() 
 // unknown type, data it refuses, a table it does not capture) is refused
 // with ErrConfig and not written.
 func (s *Source) Signal(ctx context.Context, id, typ, data string) (string, error) {
-	if s.cfg.SignalTable == "" {
-		return "", fmt.Errorf("%w: signals need the source's signal_table: its watermarks are written there", ErrConfig)
-	}
-	sig, err := tableName(s.cfg.SignalTable)
-	if err != nil {
-		return "", fmt.Errorf("%w: signal_table: %v", ErrConfig, err)
+	var sig schema.TableID
+	if s.cfg.SignalTable != "" {
+		var err error
+		if sig, err = tableName(s.cfg.SignalTable); err != nil {
+			return "", fmt.Errorf("%w: signal_table: %v", ErrConfig, err)
+		}
 	}
 	if _, _, err := checkSignal(newFilter(s.cfg.Include, s.cfg.Exclude), sig, typ, data); err != nil {
 		return "", fmt.Errorf("%w: signal: %w", ErrConfig, err)
@@ -712,6 +948,21 @@ func (s *Source) Signal(ctx context.Context, id, typ, data string) (string, erro
 	}
 	if len(id) > 42 {
 		return "", fmt.Errorf("%w: signal id %q is longer than the signal table's 42 characters", ErrConfig, id)
+	}
+	if s.cfg.SignalTable == "" { // read-only mode: straight to the stream
+		s.mu.Lock()
+		in := s.incr
+		s.mu.Unlock()
+		if in == nil {
+			return "", fmt.Errorf("%w: signal: the source is not open", ErrConfig)
+		}
+		select {
+		case in.signals <- signalMsg{id: id, typ: typ, data: data}:
+		default:
+			return "", fmt.Errorf("%w: signal: %d signals wait for the stream already", ErrConfig, maxQueuedSignals)
+		}
+		s.wake.wake()
+		return id, nil
 	}
 	conn, err := s.dial(ctx)
 	if err != nil {

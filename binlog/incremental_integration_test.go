@@ -30,9 +30,12 @@ type incrKit struct {
 	pos   []byte // the newest position handed on
 	done  bool   // a position without incremental progress followed one with it
 	inSnp bool
+	// rest: records of a Read of restOf that readOthers has not applied
+	rest   []schema.Record
+	restOf *Source
 }
 
-func newIncrKit(t *testing.T, rows, chunk int) (*incrKit, *incrSource) {
+func newIncrKit(t *testing.T, rows, chunk int, opts ...func(*Config)) (*incrKit, *incrSource) {
 	env := needServer(t)
 	c, db := adminConn(t, env)
 	exec(t, c, "CREATE TABLE t (id BIGINT PRIMARY KEY, v BIGINT NOT NULL, note VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci)")
@@ -56,6 +59,9 @@ func newIncrKit(t *testing.T, rows, chunk int) (*incrKit, *incrSource) {
 	k.cfg = testConfig(env, db)
 	k.cfg.SignalTable = db + ".sig"
 	k.cfg.SnapshotChunk = chunk
+	for _, o := range opts {
+		o(&k.cfg)
+	}
 	return k, &incrSource{Source: openSource(t, k.cfg, nil)}
 }
 
@@ -163,9 +169,9 @@ func (k *incrKit) sameAsSource(t *testing.T) {
 
 // writers runs n goroutines of inserts, updates (v raised to a global
 // counter), deletes and key changes on keys 1..maxKey until stop is
-// closed. Writer w owns the keys equal to w modulo n (those it moves a
+// closed, each pausing pace between two statements (0: none). Writer w owns the keys equal to w modulo n (those it moves a
 // row to as well), so that each key's writes commit in counter order.
-func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counter *atomic.Int64, stop chan struct{}) *sync.WaitGroup {
+func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counter *atomic.Int64, stop chan struct{}, pace time.Duration) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for w := 0; w < n; w++ {
 		c := sideConn(t, env, db)
@@ -177,7 +183,7 @@ func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counte
 				select {
 				case <-stop:
 					return
-				default:
+				case <-time.After(pace):
 				}
 				id := rnd.Int64N(maxKey/int64(n))*int64(n) + int64(w)
 				if id == 0 {
@@ -205,14 +211,42 @@ func writers(t *testing.T, env serverEnv, db string, n int, maxKey int64, counte
 	return &wg
 }
 
+// startWriters starts four writers on the kit's t (keys up to 3,200,
+// values from 1,000,000 up; see writers for pace); the function returned
+// stops them (and runs at the test's end).
+func startWriters(t *testing.T, k *incrKit, pace time.Duration) func() {
+	var counter atomic.Int64
+	counter.Store(1_000_000)
+	stop := make(chan struct{})
+	wg := writers(t, k.env, k.db, 4, 3200, &counter, stop, pace)
+	var once sync.Once
+	halt := func() {
+		once.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	t.Cleanup(halt)
+	return halt
+}
+
 // TestIncrementalSnapshotDropsRowsChangedInWindow: the chunk worker reads a
 // chunk, then (before its high watermark) a row of it is updated, one
 // deleted and one's key changed. The chunk's older copies of those rows must
 // not follow the changes: the stream ends equal to the source, and no row
 // goes back. With the window's key check removed, this fails (key 60 goes
-// back, 70 and 80 come back).
+// back, 70 and 80 come back). It runs with the signal table and in
+// read-only mode (the changes are then between the request for the chunk
+// and the GTID set read after its query).
 func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
-	k, s := newIncrKit(t, 300, 50)
+	t.Run("signal_table", func(t *testing.T) { testDropsRowsChangedInWindow(t, false) })
+	t.Run("read_only", func(t *testing.T) { testDropsRowsChangedInWindow(t, true) })
+}
+
+func testDropsRowsChangedInWindow(t *testing.T, readOnly bool) {
+	k, s := newIncrKit(t, 300, 50, func(c *Config) {
+		if readOnly {
+			readOnlyMode(c)
+		}
+	})
 	side := sideConn(t, k.env, k.db)
 	hookConn := sideConn(t, k.env, k.db) // the chunk worker's goroutine uses it alone
 	var hooked atomic.Bool
@@ -229,7 +263,13 @@ func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
 	}
 	incrAfterRead.Store(&hook)
 	t.Cleanup(func() { incrAfterRead.Store(nil) })
-	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s1', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
+	if readOnly {
+		if _, err := s.Signal(context.Background(), "s1", "execute-snapshot", fmt.Sprintf(`{"data-collections": ["%s.t"]}`, k.db)); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s1', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
+	}
 	k.read(t, s.Source, func() bool { return k.done })
 	if !hooked.Load() {
 		t.Fatal("the chunk hook never ran")
@@ -254,18 +294,7 @@ func TestIncrementalSnapshotDropsRowsChangedInWindow(t *testing.T) {
 // move rows to ever greater keys: those are the stream's). The records end equal to the source and no row goes back.
 func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	k, s := newIncrKit(t, 3000, 100)
-	var counter atomic.Int64
-	counter.Store(1_000_000)
-	stop := make(chan struct{})
-	wg := writers(t, k.env, k.db, 4, 3200, &counter, stop)
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
+	stopWriters := startWriters(t, k, 0)
 	side := sideConn(t, k.env, k.db)
 	exec(t, side, fmt.Sprintf(`INSERT INTO sig VALUES ('s2', 'execute-snapshot', '{"data-collections": ["%s.t"], "type": "incremental"}')`, k.db))
 	var saved Position
@@ -294,8 +323,7 @@ func TestIncrementalSnapshotUnderWritersAndRestart(t *testing.T) {
 	s2 := openSource(t, k.cfg, k.pos)
 	k.inSnp, k.done = true, false
 	k.read(t, s2, func() bool { return k.done })
-	close(stop)
-	wg.Wait()
+	stopWriters()
 	exec(t, side, "INSERT INTO t VALUES (999999, 1, 'sentinel')")
 	k.read(t, s2, func() bool { _, ok := k.rows[999999]; return ok })
 	for id, n := range k.reads {
@@ -464,13 +492,16 @@ func TestIncrementalSnapshotSignalTableNotSnapshotted(t *testing.T) {
 	}
 }
 
+// noNewTables turns Config.SnapshotNewTables off.
+func noNewTables(c *Config) { off := false; c.SnapshotNewTables = &off }
+
 // TestIncrementalSnapshotSignalAPIAndStats: Source.Signal (what POST
 // /connectors/{name}/signals calls) refuses what the stream would ignore
 // and starts a snapshot of t and of a table created after Open; while a
 // chunk is read IncrementalStats names the table and counts the rows
 // emitted; at the end it counts both tables, every row and chunk.
 func TestIncrementalSnapshotSignalAPIAndStats(t *testing.T) {
-	k, s := newIncrKit(t, 300, 100)
+	k, s := newIncrKit(t, 300, 100, noNewTables) // late is snapshotted by the signal only
 	side := sideConn(t, k.env, k.db)
 	exec(t, side, "CREATE TABLE late (id BIGINT PRIMARY KEY, v BIGINT NOT NULL)")
 	exec(t, side, "INSERT INTO late VALUES (1000001, 1), (1000002, 1), (1000003, 1)")

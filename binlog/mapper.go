@@ -63,6 +63,12 @@ type mapper struct {
 	// incremental is the progress of a running incremental snapshot
 	// (incremental.go), added to every position handed on.
 	incremental *IncrementalProgress
+	// capture is added to every position handed on (Position.Capture).
+	capture string
+	// newTable, when set, is told of every table a DDL statement makes
+	// captured (created, or renamed from an uncaptured name), before the
+	// statement's position is made.
+	newTable func(schema.TableID)
 
 	tables map[uint64]*tableInfo // by table id; nil value: table not captured
 
@@ -191,7 +197,7 @@ func (m *mapper) encodeCommitted() []byte {
 	if len(m.xaOrder) > 0 {
 		p = m.heldPosition()
 	}
-	p.Snapshot, p.Incremental = m.snapshot, m.incremental
+	p.Snapshot, p.Incremental, p.Capture = m.snapshot, m.incremental, m.capture
 	return EncodePosition(p)
 }
 
@@ -794,6 +800,16 @@ func (m *mapper) statement(h *replication.EventHeader, q, defaultDB string, out 
 			}
 		}
 		return out, nil
+	}
+	if m.newTable != nil {
+		for _, c := range d.changes {
+			switch {
+			case c.Kind == schema.CreateTable && !c.IfNotExists: // IF NOT EXISTS: most often a table there already
+				m.newTable(c.Table)
+			case c.Kind == schema.RenameTable && !m.filter.match(c.Table.Database, c.Table.Table) && m.filter.match(c.NewTable.Database, c.NewTable.Table):
+				m.newTable(c.NewTable)
+			}
+		}
 	}
 	if !d.captured || m.noDDL {
 		return out, nil

@@ -56,6 +56,11 @@ type Position struct {
 	// Incremental is set while an incremental snapshot is in progress
 	// (incremental.go): a restart resumes it after its last chunk.
 	Incremental *IncrementalProgress `json:"incremental,omitempty"`
+	// Capture is the source's Include and Exclude when the position was
+	// taken (captureKey; "": not recorded): a source opened here under
+	// other ones snapshots the tables it newly captures (Config.
+	// SnapshotNewTables).
+	Capture string `json:"capture,omitempty"`
 }
 
 // IncrementalProgress is the incremental-snapshot-in-progress part of a

@@ -2,6 +2,7 @@ package binlog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,9 +60,10 @@ type Source struct {
 	// startPos is what StartPosition returns: set by Open when it begins
 	// somewhere no saved position says (see StartPosition).
 	startPos []byte
-	// incr runs incremental snapshots (Config.SignalTable); nil: none.
+	// incr runs incremental snapshots (incremental.go); set by Open.
 	incr      *incremental
 	incrStats incrCounters
+	wake      waker // wakes the streamer waiting for an event (incremental.go)
 }
 
 type batch struct {
@@ -133,6 +135,9 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 				return err
 			}
 			start.Epoch = newEpoch()
+			if s.cfg.snapshotNewTables() { // as the stream's positions will
+				start.Capture = captureKey(s.cfg.Include, s.cfg.Exclude)
+			}
 			s.startPos = EncodePosition(start)
 			s.log.Info("binlog: starting at the server's current position", "position", start.String())
 		}
@@ -222,14 +227,22 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		}
 	}
 	include := s.cfg.Include
-	if s.cfg.SignalTable != "" {
-		if s.incr, err = newIncremental(s, start.Incremental); err != nil {
-			if snap != nil {
-				snap.close()
-			}
-			return err
+	if s.incr, err = newIncremental(s, start.Incremental); err != nil {
+		if snap != nil {
+			snap.close()
 		}
-		s.incr.resumed()
+		return err
+	}
+	s.incr.resumed()
+	capture := ""
+	if s.cfg.snapshotNewTables() {
+		capture = captureKey(s.cfg.Include, s.cfg.Exclude)
+		if position != nil && !doSnapshot {
+			s.newlyCaptured(ctx, conn, start.Capture, capture)
+			start.Incremental = s.incr.prog
+		}
+	}
+	if s.cfg.SignalTable != "" {
 		if len(include) > 0 { // the signals are read from the binlog
 			include = append(slices.Clip(include), s.cfg.SignalTable)
 		}
@@ -254,6 +267,10 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		}
 		return err
 	}
+	if capture != "" {
+		m.capture = capture
+		m.newTable = func(id schema.TableID) { s.incr.capture(m, []schema.TableID{id}, "created or renamed") }
+	}
 	rctx, cancel := context.WithCancel(context.Background())
 	if snap != nil {
 		s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
@@ -268,6 +285,41 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
 	go s.run(rctx, m, syncer, stream)
 	return nil
+}
+
+// captureKey is the Position.Capture of a source's Include and Exclude.
+func captureKey(include, exclude []string) string {
+	b, _ := json.Marshal(struct {
+		Include []string `json:"include,omitempty"`
+		Exclude []string `json:"exclude,omitempty"`
+	}{include, exclude})
+	return string(b)
+}
+
+// newlyCaptured queues, for a snapshot of their own, the tables the
+// source captures now (capture) and did not when the position it opens at
+// was saved (was): include or exclude changed meanwhile.
+func (s *Source) newlyCaptured(ctx context.Context, conn *client.Conn, was, capture string) {
+	if was == capture {
+		return
+	}
+	if was == "" {
+		s.log.Info("binlog: the position does not say which tables were captured (saved by an older version, or with snapshot_new_tables off): tables captured since are not snapshotted now")
+		return
+	}
+	var old struct{ Include, Exclude []string }
+	if err := json.Unmarshal([]byte(was), &old); err != nil {
+		s.log.Warn("binlog: the position's capture is unreadable: tables captured since are not snapshotted now", "err", err)
+		return
+	}
+	ids, err := listCaptured(ctx, clientCatalog(conn), newFilter(s.cfg.Include, s.cfg.Exclude))
+	if err != nil {
+		s.log.Warn("binlog: cannot list the captured tables: tables captured since the position are not snapshotted now", "err", err)
+		return
+	}
+	f := newFilter(old.Include, old.Exclude)
+	ids = slices.DeleteFunc(ids, func(id schema.TableID) bool { return f.match(id.Database, id.Table) })
+	s.incr.capture(nil, ids, "include or exclude changed")
 }
 
 // StartPosition returns, after Open, the position to save before anything
@@ -725,8 +777,15 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 // pump maps events to batches until an error.
 func (s *Source) pump(ctx context.Context, m *mapper, stream *replication.BinlogStreamer, failures *int) error {
 	for {
-		ev, err := stream.GetEvent(ctx)
+		ev, err := stream.GetEvent(s.wake.get(ctx))
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.Canceled) && s.wake.woken() && s.incr != nil {
+				// a chunk handed over or a signal sent, maybe on an idle server
+				if err := s.incr.step(ctx, m); err != nil {
+					return err
+				}
+				continue
+			}
 			return err
 		}
 		*failures = 0

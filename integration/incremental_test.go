@@ -80,7 +80,7 @@ func TestIncrementalSnapshotSignalsOverREST(t *testing.T) {
 		"(SELECT 0 n UNION SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4 UNION SELECT 5 UNION SELECT 6 UNION SELECT 7 UNION SELECT 8 UNION SELECT 9) b, "+
 		"(SELECT 0 n UNION SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4 UNION SELECT 5 UNION SELECT 6 UNION SELECT 7 UNION SELECT 8 UNION SELECT 9) c) s")
 	// t: keys 1..1001, read in chunks of 10 (about 100 chunks)
-	r := startSluice(t, bin, faultConfig(t, e, name, "embedded", fmt.Sprintf("  snapshot: never\n  snapshot_chunk: 10\n  signal_table: %s.sluice_signal\n", name)))
+	r := startSluice(t, bin, faultConfig(t, e, name, "embedded", fmt.Sprintf("  snapshot: never\n  snapshot_chunk: 10\n  signal_table: %s.sluice_signal\n  snapshot_new_tables: false\n", name)))
 	r.waitState(t, name, "RUNNING")
 	mustExec(t, my, "CREATE TABLE `"+name+"`.late (id INT PRIMARY KEY, v INT)")
 	mustExec(t, my, "INSERT INTO `"+name+"`.late VALUES (1, 1), (2, 2), (3, 3)")

@@ -382,7 +382,7 @@ func (w *Worker) Resume(name string) error {
 }
 
 // ErrNoSignals: a signal sent to a pipeline whose source takes none.
-var ErrNoSignals = errors.New("the pipeline's source takes no signals (the binlog source does, with signal_table set)")
+var ErrNoSignals = errors.New("the pipeline's source takes no signals (the binlog source does)")
 
 // Signal hands a snapshot signal to a running pipeline's source (a
 // Signaler) and returns the signal's id.

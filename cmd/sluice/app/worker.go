@@ -218,6 +218,9 @@ func signalForCluster(ctx context.Context, cfg *runtime.Config, id, typ, data st
 	if d.source == nil {
 		return "", fmt.Errorf("connector %s: %w", cfg.Name, runtime.ErrNoSignals)
 	}
+	if d.source.SignalTable == "" {
+		return "", fmt.Errorf("%w: connector %s: in a cluster signals are written into the source's signal_table, which it does not set", binlog.ErrConfig, cfg.Name)
+	}
 	src, err := binlog.NewSource(*d.source, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return "", err
