@@ -1,0 +1,306 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicecdc/sluice/runtime/kafka"
+	"github.com/sluicecdc/sluice/schema/schematest"
+)
+
+// TestKafkaConnectJDBCSink: sluice's Kafka topics (MariaDB source, the
+// Kafka transport's Debezium JSON with schemas) are read by a real Kafka
+// Connect worker (standalone, org.apache.kafka:connect-runtime) running
+// Debezium's JDBC sink with JsonConverter (schemas.enable=true) for key and
+// value into PostgreSQL: snapshot rows, inserts, updates (NULLs among
+// them), deletes and a TRUNCATE, over several column types and a composite
+// key, and the target equals the source.
+//
+// Needs MariaDB, PostgreSQL, Kafka and the jars that `scripts/servers.sh
+// start kafka` fetches (SLUICE_KAFKA_CONNECT_LIB, _PLUGINS), and java.
+func TestKafkaConnectJDBCSink(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_KAFKA_BROKERS", "SLUICE_KAFKA_CONNECT_LIB", "SLUICE_KAFKA_CONNECT_PLUGINS")
+	t0 := time.Now()
+	k := newKit(t, pair{transport: "kafka", target: "postgres"}, "kcjdbc")
+	// Source and target tables: the JDBC sink writes into tables made here,
+	// so that every value's type is known; it adds the column of the ALTER
+	// below itself (schema.evolution=basic).
+	k.createTable(t, "items", "id INT PRIMARY KEY, v INT, name VARCHAR(40), price DECIMAL(12,2), qty BIGINT, "+
+		"ratio DOUBLE, born DATE, at DATETIME(6), small TINYINT, raw VARBINARY(16), note TEXT")
+	k.createTable(t, "pairs", "a VARCHAR(20), b INT, w VARCHAR(20), PRIMARY KEY (a, b)")
+	mustExec(t, k.dst, `CREATE SCHEMA "`+k.schema+`"`)
+	mustExec(t, k.dst, `CREATE TABLE "`+k.schema+`".items (id int PRIMARY KEY, v int, name varchar(40), price numeric(12,2), qty bigint, `+
+		`ratio double precision, born date, "at" timestamp(6), small smallint, raw bytea, note text)`)
+	mustExec(t, k.dst, `CREATE TABLE "`+k.schema+`".pairs (a varchar(20), b int, w varchar(20), PRIMARY KEY (a, b))`)
+	items := func(from, to int) string {
+		var rows []string
+		for i := from; i < to; i++ {
+			rows = append(rows, fmt.Sprintf("(%d, %d, 'name %d ünï', %d.%02d, %d, %d.25, DATE_ADD('2024-01-01', INTERVAL %d DAY), "+
+				"TIMESTAMPADD(MICROSECOND, %d, '2024-02-29 12:34:56'), %d, UNHEX('%04x00ff'), REPEAT('n', %d))",
+				i, i*7, i, i, i%100, int64(i)<<33, i, i, i*1001, i%128-64, i, i%50))
+		}
+		return "INSERT INTO " + k.db + ".items VALUES " + strings.Join(rows, ", ")
+	}
+	mustExec(t, k.src, items(1, 151))
+	mustExec(t, k.src, "INSERT INTO "+k.db+".pairs VALUES ('x', 1, 'a'), ('x', 2, 'b'), ('y', 1, 'c')")
+
+	// sluice's source side only, with a snapshot: the Kafka topics are the
+	// interface under test.
+	cfg := k.config(t)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, bytes.Replace(b, []byte("  snapshot: never\n"), []byte("  snapshot: initial\n"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := startPipelineOnly(t, cfg, "source")
+	t.Cleanup(func() { src.stop(t) })
+
+	// Streaming changes: inserts, updates (NULLs, new values of every
+	// type), deletes, a TRUNCATE and rows after it.
+	mustExec(t, k.src, items(151, 301))
+	mustExec(t, k.src, "UPDATE "+k.db+".items SET v = v + 1, name = CONCAT(name, ' upd'), price = price * 2, ratio = ratio / 4, "+
+		"born = DATE_ADD(born, INTERVAL 1 YEAR), at = TIMESTAMPADD(SECOND, 1, at), raw = UNHEX('ff'), note = NULL WHERE id % 3 = 0")
+	mustExec(t, k.src, "UPDATE "+k.db+".items SET v = NULL, name = NULL, price = NULL, qty = NULL, ratio = NULL, born = NULL, at = NULL, "+
+		"small = NULL, raw = NULL WHERE id % 10 = 1")
+	mustExec(t, k.src, "DELETE FROM "+k.db+".items WHERE id % 7 = 0")
+	mustExec(t, k.src, "UPDATE "+k.db+".pairs SET w = 'bb' WHERE a = 'x' AND b = 2")
+	mustExec(t, k.src, "DELETE FROM "+k.db+".pairs WHERE a = 'y'")
+	mustExec(t, k.src, "TRUNCATE TABLE "+k.db+".pairs")
+	mustExec(t, k.src, "INSERT INTO "+k.db+".pairs VALUES ('z', 9, 'after truncate'), ('x', 1, 'again')")
+	// A schema change: its event goes to the table's topic, ahead of the
+	// rows with the new column (the sink adds the column itself).
+	mustExec(t, k.src, "ALTER TABLE "+k.db+".items ADD COLUMN extra VARCHAR(10)")
+	mustExec(t, k.src, "UPDATE "+k.db+".items SET extra = CONCAT('e', id) WHERE id % 5 = 0")
+
+	var topics []string
+	for _, tb := range k.tables {
+		topics = append(topics, kafka.TopicName(k.db, k.db, tb))
+	}
+	pg, err := url.Parse(e["SLUICE_PG_DSN"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, _ := pg.User.Password()
+	c := startConnect(t, e, "jdbc-", map[string]string{
+		"name":                   k.db + "-jdbc",
+		"connector.class":        "io.debezium.connector.jdbc.JdbcSinkConnector",
+		"tasks.max":              "1",
+		"topics":                 strings.Join(topics, ","),
+		"connection.url":         "jdbc:postgresql://" + pg.Host + pg.Path + "?" + pg.RawQuery,
+		"connection.username":    pg.User.Username(),
+		"connection.password":    pass,
+		"insert.mode":            "upsert",
+		"delete.enabled":         "true",
+		"truncate.enabled":       "true",
+		"primary.key.mode":       "record_key",
+		"schema.evolution":       "basic",
+		"collection.name.format": k.schema + ".${source.table}",
+	})
+	for _, tc := range []struct{ table, my, pg string }{
+		{"items",
+			"SELECT id, v, name, price, qty, ratio, DATE_FORMAT(born, '%Y-%m-%d'), DATE_FORMAT(at, '%Y-%m-%d %H:%i:%s.%f'), small, HEX(raw), note, extra FROM " + k.db + ".items ORDER BY id",
+			`SELECT id, v, name, price, qty, ratio, to_char(born, 'YYYY-MM-DD'), to_char("at", 'YYYY-MM-DD HH24:MI:SS.US'), small, upper(encode(raw, 'hex')), note, extra FROM "` + k.schema + `".items ORDER BY id`},
+		{"pairs", "SELECT a, b, w FROM " + k.db + ".pairs ORDER BY a, b", `SELECT a, b, w FROM "` + k.schema + `".pairs ORDER BY a, b`},
+	} {
+		want, err := dump(k.src, tc.my)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schematest.Eventually(t, 3*time.Minute, 300*time.Millisecond, "the JDBC sink's "+tc.table+" never equalled the source", func() (bool, string) {
+			c.failIfFailed(t)
+			src.failIfStopped(t)
+			got, err := dump(k.dst, tc.pg)
+			if err != nil {
+				return false, err.Error()
+			}
+			if slices.Equal(got, want) {
+				return true, ""
+			}
+			return false, rowsDiff(want, got)
+		})
+	}
+	t.Logf("source to Kafka to Kafka Connect's JDBC sink: equal in %s", time.Since(t0).Round(time.Millisecond))
+}
+
+// rowsDiff describes how got differs from want (dumps of ordered rows).
+func rowsDiff(want, got []string) string {
+	w, g := map[string]bool{}, map[string]bool{}
+	for _, r := range want {
+		w[r] = true
+	}
+	for _, r := range got {
+		g[r] = true
+	}
+	var missing, extra []string
+	for _, r := range want {
+		if !g[r] {
+			missing = append(missing, r)
+		}
+	}
+	for _, r := range got {
+		if !w[r] {
+			extra = append(extra, r)
+		}
+	}
+	first := func(s []string) []string { return s[:min(len(s), 3)] }
+	return fmt.Sprintf("%d rows, want %d; %d missing (first %v), %d unexpected (first %v)",
+		len(got), len(want), len(missing), first(missing), len(extra), first(extra))
+}
+
+// keepConnectLog, when set, is a file the Kafka Connect worker's whole log
+// is written to.
+var keepConnectLog = os.Getenv("SLUICE_KAFKA_CONNECT_LOG")
+
+// connectRun is a Kafka Connect worker in standalone mode running one
+// connector.
+type connectRun struct {
+	name string
+	rest string // the worker's REST address
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  bytes.Buffer
+	done chan error
+}
+
+func (c *connectRun) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.log.Write(p)
+}
+
+func (c *connectRun) logTail() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return tail(c.log.String(), 6000)
+}
+
+// startConnect starts a standalone Kafka Connect worker (JsonConverter with
+// schemas for key and value, offsets in a file) on e's Kafka with the
+// plugins whose folders under SLUICE_KAFKA_CONNECT_PLUGINS begin with
+// pluginPrefix, running the connector of props.
+func startConnect(t *testing.T, e env, pluginPrefix string, props map[string]string) *connectRun {
+	t.Helper()
+	if _, err := exec.LookPath("java"); err != nil {
+		schematest.NoServer(t, "java is not on PATH: Kafka Connect needs Java 17")
+	}
+	var plugins []string
+	dirs, err := os.ReadDir(e["SLUICE_KAFKA_CONNECT_PLUGINS"])
+	if err != nil {
+		t.Fatalf("Kafka Connect plugins (SLUICE_KAFKA_CONNECT_PLUGINS): %v", err)
+	}
+	for _, d := range dirs {
+		if d.IsDir() && strings.HasPrefix(d.Name(), pluginPrefix) {
+			plugins = append(plugins, filepath.Join(e["SLUICE_KAFKA_CONNECT_PLUGINS"], d.Name()))
+		}
+	}
+	if len(plugins) == 0 {
+		t.Fatalf("no Kafka Connect plugin %s* in %s: `scripts/servers.sh start kafka` fetches them", pluginPrefix, e["SLUICE_KAFKA_CONNECT_PLUGINS"])
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	worker := write("worker.properties", strings.Join([]string{
+		"bootstrap.servers=" + e["SLUICE_KAFKA_BROKERS"],
+		"key.converter=org.apache.kafka.connect.json.JsonConverter",
+		"value.converter=org.apache.kafka.connect.json.JsonConverter",
+		"key.converter.schemas.enable=true",
+		"value.converter.schemas.enable=true",
+		"offset.storage.file.filename=" + filepath.Join(dir, "offsets"),
+		"offset.flush.interval.ms=1000",
+		"plugin.path=" + strings.Join(plugins, ","),
+		"listeners=http://" + rest,
+		"rest.advertised.host.name=127.0.0.1",
+		// Every plugin here has ServiceLoader manifests; the default
+		// (hybrid_warn) also scans every class of the plugins: 30 s.
+		"plugin.discovery=service_load",
+	}, "\n")+"\n")
+	var lines []string
+	for k, v := range props {
+		lines = append(lines, k+"="+strings.ReplaceAll(v, `\`, `\\`))
+	}
+	slices.Sort(lines)
+	connector := write("connector.properties", strings.Join(lines, "\n")+"\n")
+	log4j := write("log4j2.properties", "status = warn\nappender.out.type = Console\nappender.out.name = out\n"+
+		"appender.out.layout.type = PatternLayout\nappender.out.layout.pattern = [%d] %p %m (%c)%n\n"+
+		"rootLogger.level = WARN\nrootLogger.appenderRef.out.ref = out\n"+
+		"logger.dbz.name = io.debezium\nlogger.dbz.level = INFO\n")
+	c := &connectRun{name: props["name"], rest: rest, done: make(chan error, 1)}
+	c.cmd = exec.Command("java", "-Xms128m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dlog4j2.configurationFile="+log4j, "-cp", filepath.Join(e["SLUICE_KAFKA_CONNECT_LIB"], "*"),
+		"org.apache.kafka.connect.cli.ConnectStandalone", worker, connector)
+	c.cmd.Stdout, c.cmd.Stderr = c, c
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start Kafka Connect: %v", err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		if keepConnectLog != "" {
+			_ = os.WriteFile(keepConnectLog, c.log.Bytes(), 0o644)
+		}
+		if t.Failed() {
+			t.Logf("Kafka Connect's log:\n%s", c.logTail())
+		}
+	})
+	return c
+}
+
+// failIfFailed fails the test when the worker ended or the connector or
+// its task is FAILED (with the task's trace).
+func (c *connectRun) failIfFailed(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		t.Fatalf("Kafka Connect ended: %v", err)
+	default:
+	}
+	resp, err := http.Get("http://" + c.rest + "/connectors/" + url.PathEscape(c.name) + "/status")
+	if err != nil {
+		return // not listening yet
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var st struct {
+		Connector struct{ State, Trace string }
+		Tasks     []struct{ State, Trace string }
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &st) != nil {
+		return
+	}
+	if st.Connector.State == "FAILED" {
+		t.Fatalf("connector %s failed: %s", c.name, st.Connector.Trace)
+	}
+	for _, task := range st.Tasks {
+		if task.State == "FAILED" {
+			t.Fatalf("connector %s: task failed: %s", c.name, task.Trace)
+		}
+	}
+}
