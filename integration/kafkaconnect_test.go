@@ -38,22 +38,13 @@ func TestKafkaConnectJDBCSink(t *testing.T) {
 	// Source and target tables: the JDBC sink writes into tables made here,
 	// so that every value's type is known; it adds the column of the ALTER
 	// below itself (schema.evolution=basic).
-	k.createTable(t, "items", "id INT PRIMARY KEY, v INT, name VARCHAR(40), price DECIMAL(12,2), qty BIGINT, "+
-		"ratio DOUBLE, born DATE, at DATETIME(6), small TINYINT, raw VARBINARY(16), note TEXT")
+	k.createTable(t, "items", itemsColumns)
 	k.createTable(t, "pairs", "a VARCHAR(20), b INT, w VARCHAR(20), PRIMARY KEY (a, b)")
 	mustExec(t, k.dst, `CREATE SCHEMA "`+k.schema+`"`)
 	mustExec(t, k.dst, `CREATE TABLE "`+k.schema+`".items (id int PRIMARY KEY, v int, name varchar(40), price numeric(12,2), qty bigint, `+
 		`ratio double precision, born date, "at" timestamp(6), small smallint, raw bytea, note text)`)
 	mustExec(t, k.dst, `CREATE TABLE "`+k.schema+`".pairs (a varchar(20), b int, w varchar(20), PRIMARY KEY (a, b))`)
-	items := func(from, to int) string {
-		var rows []string
-		for i := from; i < to; i++ {
-			rows = append(rows, fmt.Sprintf("(%d, %d, 'name %d ünï', %d.%02d, %d, %d.25, DATE_ADD('2024-01-01', INTERVAL %d DAY), "+
-				"TIMESTAMPADD(MICROSECOND, %d, '2024-02-29 12:34:56'), %d, UNHEX('%04x00ff'), REPEAT('n', %d))",
-				i, i*7, i, i, i%100, int64(i)<<33, i, i, i*1001, i%128-64, i, i%50))
-		}
-		return "INSERT INTO " + k.db + ".items VALUES " + strings.Join(rows, ", ")
-	}
+	items := func(from, to int) string { return insertItems(k.db, from, to) }
 	mustExec(t, k.src, items(1, 151))
 	mustExec(t, k.src, "INSERT INTO "+k.db+".pairs VALUES ('x', 1, 'a'), ('x', 2, 'b'), ('y', 1, 'c')")
 
@@ -111,30 +102,131 @@ func TestKafkaConnectJDBCSink(t *testing.T) {
 		"schema.evolution":       "basic",
 		"collection.name.format": k.schema + ".${source.table}",
 	})
-	for _, tc := range []struct{ table, my, pg string }{
-		{"items",
-			"SELECT id, v, name, price, qty, ratio, DATE_FORMAT(born, '%Y-%m-%d'), DATE_FORMAT(at, '%Y-%m-%d %H:%i:%s.%f'), small, HEX(raw), note, extra FROM " + k.db + ".items ORDER BY id",
-			`SELECT id, v, name, price, qty, ratio, to_char(born, 'YYYY-MM-DD'), to_char("at", 'YYYY-MM-DD HH24:MI:SS.US'), small, upper(encode(raw, 'hex')), note, extra FROM "` + k.schema + `".items ORDER BY id`},
-		{"pairs", "SELECT a, b, w FROM " + k.db + ".pairs ORDER BY a, b", `SELECT a, b, w FROM "` + k.schema + `".pairs ORDER BY a, b`},
-	} {
-		want, err := dump(k.src, tc.my)
-		if err != nil {
-			t.Fatal(err)
-		}
-		schematest.Eventually(t, 3*time.Minute, 300*time.Millisecond, "the JDBC sink's "+tc.table+" never equalled the source", func() (bool, string) {
-			c.failIfFailed(t)
-			src.failIfStopped(t)
-			got, err := dump(k.dst, tc.pg)
-			if err != nil {
-				return false, err.Error()
-			}
-			if slices.Equal(got, want) {
-				return true, ""
-			}
-			return false, rowsDiff(want, got)
-		})
-	}
+	sameItems(t, k, true, func() { c.failIfFailed(t); src.failIfStopped(t) })
+	sameTable(t, k, "pairs", "SELECT a, b, w FROM "+k.db+".pairs ORDER BY a, b", `SELECT a, b, w FROM "`+k.schema+`".pairs ORDER BY a, b`,
+		func() { c.failIfFailed(t); src.failIfStopped(t) })
 	t.Logf("source to Kafka to Kafka Connect's JDBC sink: equal in %s", time.Since(t0).Round(time.Millisecond))
+}
+
+// TestKafkaConnectDebeziumSource: sluice's sink reads the topics that
+// Debezium's own MySQL connector (3.6.1) writes on a real Kafka Connect
+// worker from the MySQL 9.7 server (that connector no longer reads MariaDB:
+// it asks for SHOW BINARY LOG STATUS, which MariaDB refuses): records without sluice's identity header get one
+// derived from Debezium's source block (binlog file, position, row; a
+// snapshot row's Kafka offset), and the target equals the source after a
+// snapshot, inserts, updates (NULLs among them), deletes (with Debezium's
+// tombstones) and a multi-statement transaction, on four partitions.
+func TestKafkaConnectDebeziumSource(t *testing.T) {
+	servers(t, "SLUICE_KAFKA_CONNECT_LIB", "SLUICE_KAFKA_CONNECT_PLUGINS")
+	t0 := time.Now()
+	k := newKit(t, pair{transport: "kafka", target: "postgres", source: mysql97}, "kcdbz")
+	e := k.e
+	k.createTable(t, "items", itemsColumns)
+	mustExec(t, k.src, insertItems(k.db, 1, 151))
+
+	c := startConnect(t, e, "mysql-", map[string]string{
+		"name":                   k.db + "-dbz",
+		"connector.class":        "io.debezium.connector.mysql.MySqlConnector",
+		"tasks.max":              "1",
+		"database.hostname":      e["SLUICE_MYSQL_HOST"],
+		"database.port":          e["SLUICE_MYSQL_PORT"],
+		"database.user":          e["SLUICE_MYSQL_CDC_USER"],
+		"database.password":      e["SLUICE_MYSQL_CDC_PASSWORD"],
+		"database.server.id":     fmt.Sprint(serverID()),
+		"topic.prefix":           k.db,
+		"database.include.list":  k.db,
+		"include.schema.changes": "false",
+		"schema.history.internal.kafka.bootstrap.servers": e["SLUICE_KAFKA_BROKERS"],
+		"schema.history.internal.kafka.topic":             k.db + ".schema-history",
+		"topic.creation.default.partitions":               "4",
+		"topic.creation.default.replication.factor":       "1",
+		"snapshot.lock.timeout.ms":                        "300000",
+	})
+	sink := startPipelineOnly(t, k.config(t), "sink")
+	t.Cleanup(func() { sink.stop(t) })
+	check := func() { c.failIfFailed(t); sink.failIfStopped(t) }
+	// The snapshot's rows first: what is written after they arrived comes
+	// from the binlog.
+	sameItems(t, k, false, check)
+	mustExec(t, k.src, insertItems(k.db, 151, 301))
+	mustExec(t, k.src, "UPDATE "+k.db+".items SET v = v + 1, name = CONCAT(name, ' upd'), price = price * 2, ratio = ratio / 4, "+
+		"born = DATE_ADD(born, INTERVAL 1 YEAR), at = TIMESTAMPADD(SECOND, 1, at), raw = UNHEX('ff'), note = NULL WHERE id % 3 = 0")
+	mustExec(t, k.src, "UPDATE "+k.db+".items SET v = NULL, name = NULL, price = NULL, qty = NULL, ratio = NULL, born = NULL, at = NULL, "+
+		"small = NULL, raw = NULL WHERE id % 10 = 1")
+	mustExec(t, k.src, "DELETE FROM "+k.db+".items WHERE id % 7 = 0")
+	// One transaction, several statements on the same rows: every event
+	// of it must keep an identity of its own.
+	tx, err := k.src.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"UPDATE " + k.db + ".items SET v = 1000 WHERE id IN (1, 2, 3)",
+		"UPDATE " + k.db + ".items SET v = 2000 WHERE id IN (2, 3)",
+		"DELETE FROM " + k.db + ".items WHERE id = 3",
+		"UPDATE " + k.db + ".items SET v = 3000 WHERE id = 2",
+		"INSERT INTO " + k.db + ".items (id, v) VALUES (3, 4000)",
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	sameItems(t, k, false, check)
+	t.Logf("Debezium's MySQL connector on Kafka Connect to sluice's sink: equal in %s", time.Since(t0).Round(time.Millisecond))
+}
+
+// itemsColumns are the columns of the items tables of the Kafka Connect
+// tests: one of each common type.
+const itemsColumns = "id INT PRIMARY KEY, v INT, name VARCHAR(40), price DECIMAL(12,2), qty BIGINT, " +
+	"ratio DOUBLE, born DATE, at DATETIME(6), small TINYINT, raw VARBINARY(16), note TEXT"
+
+// insertItems is an INSERT of the rows from to to (exclusive) into db.items.
+func insertItems(db string, from, to int) string {
+	var rows []string
+	for i := from; i < to; i++ {
+		rows = append(rows, fmt.Sprintf("(%d, %d, 'name %d ünï', %d.%02d, %d, %d.25, DATE_ADD('2024-01-01', INTERVAL %d DAY), "+
+			"TIMESTAMPADD(MICROSECOND, %d, '2024-02-29 12:34:56'), %d, UNHEX('%04x00ff'), REPEAT('n', %d))",
+			i, i*7, i, i, i%100, int64(i)<<33, i, i, i*1001, i%128-64, i, i%50))
+	}
+	return "INSERT INTO " + db + ".items (id, v, name, price, qty, ratio, born, at, small, raw, note) VALUES " + strings.Join(rows, ", ")
+}
+
+// sameItems waits until k's target items table equals the source's
+// (extra: with the column extra), calling check between looks.
+func sameItems(t *testing.T, k *kit, extra bool, check func()) {
+	t.Helper()
+	cols := ""
+	if extra {
+		cols = ", extra"
+	}
+	sameTable(t, k, "items",
+		"SELECT id, v, name, price, qty, ratio, DATE_FORMAT(born, '%Y-%m-%d'), DATE_FORMAT(at, '%Y-%m-%d %H:%i:%s.%f'), small, HEX(raw), note"+cols+" FROM "+k.db+".items ORDER BY id",
+		`SELECT id, v, name, price, qty, ratio, to_char(born, 'YYYY-MM-DD'), to_char("at", 'YYYY-MM-DD HH24:MI:SS.US'), small, upper(encode(raw, 'hex')), note`+cols+` FROM "`+k.schema+`".items ORDER BY id`,
+		check)
+}
+
+// sameTable waits (3 minutes at most) until query pg on k's target answers
+// what query my answers on its source, calling check between looks.
+func sameTable(t *testing.T, k *kit, table, my, pg string, check func()) {
+	t.Helper()
+	want, err := dump(k.src, my)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schematest.Eventually(t, 3*time.Minute, 300*time.Millisecond, "the target's "+table+" never equalled the source's", func() (bool, string) {
+		check()
+		got, err := dump(k.dst, pg)
+		if err != nil {
+			return false, err.Error()
+		}
+		if slices.Equal(got, want) {
+			return true, ""
+		}
+		return false, rowsDiff(want, got)
+	})
 }
 
 // rowsDiff describes how got differs from want (dumps of ordered rows).
