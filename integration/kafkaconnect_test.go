@@ -21,20 +21,40 @@ import (
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
-// TestKafkaConnectJDBCSink: sluice's Kafka topics (MariaDB source, the
-// Kafka transport's Debezium JSON with schemas) are read by a real Kafka
-// Connect worker (standalone, org.apache.kafka:connect-runtime) running
-// Debezium's JDBC sink with JsonConverter (schemas.enable=true) for key and
-// value into PostgreSQL: snapshot rows, inserts, updates (NULLs among
-// them), deletes and a TRUNCATE, over several column types and a composite
-// key, and the target equals the source.
+// TestKafkaConnect runs one Kafka Connect worker (standalone, from the jars
+// `scripts/servers.sh start kafka` fetches; JsonConverter with schemas for
+// key and value) and on it a connector per subtest:
 //
-// Needs MariaDB, PostgreSQL, Kafka and the jars that `scripts/servers.sh
-// start kafka` fetches (SLUICE_KAFKA_CONNECT_LIB, _PLUGINS), and java.
-func TestKafkaConnectJDBCSink(t *testing.T) {
-	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN", "SLUICE_KAFKA_BROKERS", "SLUICE_KAFKA_CONNECT_LIB", "SLUICE_KAFKA_CONNECT_PLUGINS")
+//   - jdbc_sink: sluice's Kafka topics (MariaDB source, the Kafka
+//     transport's Debezium JSON with schemas) are read by Debezium's JDBC
+//     sink into PostgreSQL: snapshot rows, inserts, updates (NULLs among
+//     them), deletes, a TRUNCATE and an ALTER, over several column types
+//     and a composite key, and the target equals the source;
+//   - debezium_source: sluice's sink reads the topics that Debezium's own
+//     MySQL connector (3.6.1) writes from the MySQL 9.7 server (that
+//     connector no longer reads MariaDB: it asks for SHOW BINARY LOG
+//     STATUS, which MariaDB refuses): records without sluice's identity
+//     header get one derived from Debezium's source block, and the target
+//     equals the source after a snapshot, inserts, updates, deletes (with
+//     Debezium's tombstones) and a transaction of several statements on the
+//     same rows, on four partitions.
+//
+// Needs MariaDB, MySQL 9.7, PostgreSQL, Kafka, the jars and java.
+func TestKafkaConnect(t *testing.T) {
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_MYSQL97_PORT", "SLUICE_PG_DSN", "SLUICE_KAFKA_BROKERS",
+		"SLUICE_KAFKA_CONNECT_LIB", "SLUICE_KAFKA_CONNECT_PLUGINS")
+	c := startConnect(t, e)
+	// One after the other (their pipeline configs set the environment);
+	// the worker starts while the first one prepares its databases.
+	t.Run("jdbc_sink", func(t *testing.T) { connectJDBCSink(t, c) })
+	t.Run("debezium_source", func(t *testing.T) { connectDebeziumSource(t, c) })
+}
+
+// connectJDBCSink is TestKafkaConnect/jdbc_sink.
+func connectJDBCSink(t *testing.T, c *connectRun) {
 	t0 := time.Now()
 	k := newKit(t, pair{transport: "kafka", target: "postgres"}, "kcjdbc")
+	e := k.e
 	// Source and target tables: the JDBC sink writes into tables made here,
 	// so that every value's type is known; it adds the column of the ALTER
 	// below itself (schema.evolution=basic).
@@ -87,8 +107,9 @@ func TestKafkaConnectJDBCSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass, _ := pg.User.Password()
-	c := startConnect(t, e, "jdbc-", map[string]string{
-		"name":                   k.db + "-jdbc",
+	name := k.db + "-jdbc"
+	c.add(t, map[string]string{
+		"name":                   name,
 		"connector.class":        "io.debezium.connector.jdbc.JdbcSinkConnector",
 		"tasks.max":              "1",
 		"topics":                 strings.Join(topics, ","),
@@ -102,30 +123,23 @@ func TestKafkaConnectJDBCSink(t *testing.T) {
 		"schema.evolution":       "basic",
 		"collection.name.format": k.schema + ".${source.table}",
 	})
-	sameItems(t, k, true, func() { c.failIfFailed(t); src.failIfStopped(t) })
-	sameTable(t, k, "pairs", "SELECT a, b, w FROM "+k.db+".pairs ORDER BY a, b", `SELECT a, b, w FROM "`+k.schema+`".pairs ORDER BY a, b`,
-		func() { c.failIfFailed(t); src.failIfStopped(t) })
+	check := func() { c.failIfFailed(t, name); src.failIfStopped(t) }
+	sameItems(t, k, true, check)
+	sameTable(t, k, "pairs", "SELECT a, b, w FROM "+k.db+".pairs ORDER BY a, b", `SELECT a, b, w FROM "`+k.schema+`".pairs ORDER BY a, b`, check)
 	t.Logf("source to Kafka to Kafka Connect's JDBC sink: equal in %s", time.Since(t0).Round(time.Millisecond))
 }
 
-// TestKafkaConnectDebeziumSource: sluice's sink reads the topics that
-// Debezium's own MySQL connector (3.6.1) writes on a real Kafka Connect
-// worker from the MySQL 9.7 server (that connector no longer reads MariaDB:
-// it asks for SHOW BINARY LOG STATUS, which MariaDB refuses): records without sluice's identity header get one
-// derived from Debezium's source block (binlog file, position, row; a
-// snapshot row's Kafka offset), and the target equals the source after a
-// snapshot, inserts, updates (NULLs among them), deletes (with Debezium's
-// tombstones) and a multi-statement transaction, on four partitions.
-func TestKafkaConnectDebeziumSource(t *testing.T) {
-	servers(t, "SLUICE_KAFKA_CONNECT_LIB", "SLUICE_KAFKA_CONNECT_PLUGINS")
+// connectDebeziumSource is TestKafkaConnect/debezium_source.
+func connectDebeziumSource(t *testing.T, c *connectRun) {
 	t0 := time.Now()
 	k := newKit(t, pair{transport: "kafka", target: "postgres", source: mysql97}, "kcdbz")
 	e := k.e
 	k.createTable(t, "items", itemsColumns)
 	mustExec(t, k.src, insertItems(k.db, 1, 151))
 
-	c := startConnect(t, e, "mysql-", map[string]string{
-		"name":                   k.db + "-dbz",
+	name := k.db + "-dbz"
+	c.add(t, map[string]string{
+		"name":                   name,
 		"connector.class":        "io.debezium.connector.mysql.MySqlConnector",
 		"tasks.max":              "1",
 		"database.hostname":      e["SLUICE_MYSQL_HOST"],
@@ -144,7 +158,7 @@ func TestKafkaConnectDebeziumSource(t *testing.T) {
 	})
 	sink := startPipelineOnly(t, k.config(t), "sink")
 	t.Cleanup(func() { sink.stop(t) })
-	check := func() { c.failIfFailed(t); sink.failIfStopped(t) }
+	check := func() { c.failIfFailed(t, name); sink.failIfStopped(t) }
 	// The snapshot's rows first: what is written after they arrived comes
 	// from the binlog.
 	sameItems(t, k, false, check)
@@ -258,10 +272,8 @@ func rowsDiff(want, got []string) string {
 // is written to.
 var keepConnectLog = os.Getenv("SLUICE_KAFKA_CONNECT_LOG")
 
-// connectRun is a Kafka Connect worker in standalone mode running one
-// connector.
+// connectRun is a Kafka Connect worker in standalone mode.
 type connectRun struct {
-	name string
 	rest string // the worker's REST address
 	cmd  *exec.Cmd
 	mu   sync.Mutex
@@ -282,10 +294,10 @@ func (c *connectRun) logTail() string {
 }
 
 // startConnect starts a standalone Kafka Connect worker (JsonConverter with
-// schemas for key and value, offsets in a file) on e's Kafka with the
-// plugins whose folders under SLUICE_KAFKA_CONNECT_PLUGINS begin with
-// pluginPrefix, running the connector of props.
-func startConnect(t *testing.T, e env, pluginPrefix string, props map[string]string) *connectRun {
+// schemas for key and value, offsets in a file) on e's Kafka with every
+// plugin under SLUICE_KAFKA_CONNECT_PLUGINS and no connector yet (add
+// them with add).
+func startConnect(t *testing.T, e env) *connectRun {
 	t.Helper()
 	if _, err := exec.LookPath("java"); err != nil {
 		schematest.NoServer(t, "java is not on PATH: Kafka Connect needs Java 17")
@@ -296,12 +308,13 @@ func startConnect(t *testing.T, e env, pluginPrefix string, props map[string]str
 		t.Fatalf("Kafka Connect plugins (SLUICE_KAFKA_CONNECT_PLUGINS): %v", err)
 	}
 	for _, d := range dirs {
-		if d.IsDir() && strings.HasPrefix(d.Name(), pluginPrefix) {
+		if d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
 			plugins = append(plugins, filepath.Join(e["SLUICE_KAFKA_CONNECT_PLUGINS"], d.Name()))
 		}
 	}
-	if len(plugins) == 0 {
-		t.Fatalf("no Kafka Connect plugin %s* in %s: `scripts/servers.sh start kafka` fetches them", pluginPrefix, e["SLUICE_KAFKA_CONNECT_PLUGINS"])
+	if len(plugins) < 2 {
+		t.Fatalf("Kafka Connect plugins in %s: %v, want Debezium's JDBC sink and MySQL connector: `scripts/servers.sh start kafka` fetches them",
+			e["SLUICE_KAFKA_CONNECT_PLUGINS"], plugins)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -332,20 +345,14 @@ func startConnect(t *testing.T, e env, pluginPrefix string, props map[string]str
 		// (hybrid_warn) also scans every class of the plugins: 30 s.
 		"plugin.discovery=service_load",
 	}, "\n")+"\n")
-	var lines []string
-	for k, v := range props {
-		lines = append(lines, k+"="+strings.ReplaceAll(v, `\`, `\\`))
-	}
-	slices.Sort(lines)
-	connector := write("connector.properties", strings.Join(lines, "\n")+"\n")
 	log4j := write("log4j2.properties", "status = warn\nappender.out.type = Console\nappender.out.name = out\n"+
 		"appender.out.layout.type = PatternLayout\nappender.out.layout.pattern = [%d] %p %m (%c)%n\n"+
 		"rootLogger.level = WARN\nrootLogger.appenderRef.out.ref = out\n"+
 		"logger.dbz.name = io.debezium\nlogger.dbz.level = INFO\n")
-	c := &connectRun{name: props["name"], rest: rest, done: make(chan error, 1)}
-	c.cmd = exec.Command("java", "-Xms128m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	c := &connectRun{rest: rest, done: make(chan error, 1)}
+	c.cmd = exec.Command("java", "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dlog4j2.configurationFile="+log4j, "-cp", filepath.Join(e["SLUICE_KAFKA_CONNECT_LIB"], "*"),
-		"org.apache.kafka.connect.cli.ConnectStandalone", worker, connector)
+		"org.apache.kafka.connect.cli.ConnectStandalone", worker)
 	c.cmd.Stdout, c.cmd.Stderr = c, c
 	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("start Kafka Connect: %v", err)
@@ -364,9 +371,51 @@ func startConnect(t *testing.T, e env, pluginPrefix string, props map[string]str
 	return c
 }
 
-// failIfFailed fails the test when the worker ended or the connector or
-// its task is FAILED (with the task's trace).
-func (c *connectRun) failIfFailed(t *testing.T) {
+// call sends a request with a JSON body (nil: none) to the worker's REST
+// API and returns the status and body.
+func (c *connectRun) call(method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+c.rest+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// add runs the connector of props (its "name" among them) on the worker,
+// once the worker serves its REST API, and deletes it when t ends.
+func (c *connectRun) add(t *testing.T, props map[string]string) {
+	t.Helper()
+	name := props["name"]
+	schematest.Eventually(t, 2*time.Minute, 200*time.Millisecond, "Kafka Connect's REST API never answered", func() (bool, string) {
+		c.failIfFailed(t, "")
+		code, _, err := c.call(http.MethodGet, "/", nil)
+		return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
+	})
+	code, body, err := c.call(http.MethodPut, "/connectors/"+url.PathEscape(name)+"/config", props)
+	if err != nil || code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("create connector %s: %d %s %v", name, code, body, err)
+	}
+	t.Cleanup(func() { _, _, _ = c.call(http.MethodDelete, "/connectors/"+url.PathEscape(name), nil) })
+}
+
+// failIfFailed fails the test when the worker ended or connector name
+// ("": none) or its task is FAILED (with the trace).
+func (c *connectRun) failIfFailed(t *testing.T, name string) {
 	t.Helper()
 	select {
 	case err := <-c.done:
@@ -374,25 +423,23 @@ func (c *connectRun) failIfFailed(t *testing.T) {
 		t.Fatalf("Kafka Connect ended: %v", err)
 	default:
 	}
-	resp, err := http.Get("http://" + c.rest + "/connectors/" + url.PathEscape(c.name) + "/status")
-	if err != nil {
-		return // not listening yet
+	if name == "" {
+		return
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	code, body, err := c.call(http.MethodGet, "/connectors/"+url.PathEscape(name)+"/status", nil)
 	var st struct {
 		Connector struct{ State, Trace string }
 		Tasks     []struct{ State, Trace string }
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &st) != nil {
+	if err != nil || code != http.StatusOK || json.Unmarshal(body, &st) != nil {
 		return
 	}
 	if st.Connector.State == "FAILED" {
-		t.Fatalf("connector %s failed: %s", c.name, st.Connector.Trace)
+		t.Fatalf("connector %s failed: %s", name, st.Connector.Trace)
 	}
 	for _, task := range st.Tasks {
 		if task.State == "FAILED" {
-			t.Fatalf("connector %s: task failed: %s", c.name, task.Trace)
+			t.Fatalf("connector %s: task failed: %s", name, task.Trace)
 		}
 	}
 }
