@@ -1092,7 +1092,8 @@ kafka_fetch() { # kafka_fetch VERSION : resolves the jars into the cache (reused
 # folder per plugin: Connect loads each in a class loader of its own; the
 # JDBC sink's pom alone does not resolve, it names a hibernate-agroal under
 # a group that has no such version). Fetched with the broker, once;
-# servers.env gets SLUICE_KAFKA_CONNECT_LIB and SLUICE_KAFKA_CONNECT_PLUGINS.
+# servers.env gets SLUICE_KAFKA_CONNECT_LIB (the worker's class path folder)
+# and SLUICE_KAFKA_CONNECT_PLUGINS (its plugin.path).
 # The JDBC sink is taken at 3.6.0.Final: 3.6.1.Final of it is not published
 # (the MySQL connector's is).
 KAFKA_CONNECT_JDBC="${SLUICE_KAFKA_CONNECT_JDBC:-3.6.0.Final}"
@@ -1123,14 +1124,17 @@ maven_plugin_fetch() {
   log "kafka-connect: plugin $art ($(du -sh "$dir/$art" | cut -f1)) fetched in $(elapsed "$t0")s"
 }
 
-kafka_connect_fetch() { # kafka_connect_fetch KAFKA_VERSION : sets KAFKA_CONNECT_LIB and KAFKA_CONNECT_PLUGINS
+# kafka_connect_fetch KAFKA_VERSION : sets KAFKA_CONNECT_LIB and KAFKA_CONNECT_PLUGINS
+# (the worker's plugin.path: the two plugin folders' parents, comma-separated)
+kafka_connect_fetch() {
+  local jdbc="$CACHE/kafka-connect-plugins/jdbc-$KAFKA_CONNECT_JDBC" mysql="$CACHE/kafka-connect-plugins/mysql-$KAFKA_CONNECT_DEBEZIUM"
   KAFKA_CONNECT_LIB="$CACHE/kafka-connect-$1/lib"
-  KAFKA_CONNECT_PLUGINS="$CACHE/kafka-connect-plugins"
+  KAFKA_CONNECT_PLUGINS="$jdbc,$mysql"
   maven_fetch kafka-connect "$KAFKA_CONNECT_LIB" "connect-runtime-*.jar connect-json-*.jar" \
     "org.apache.kafka:connect-runtime:$1" "org.apache.kafka:connect-json:$1" \
     org.slf4j:slf4j-api:2.0.17 org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3 org.apache.logging.log4j:log4j-core:2.24.3 &&
-    maven_plugin_fetch "$KAFKA_CONNECT_PLUGINS/jdbc-$KAFKA_CONNECT_JDBC" "io.debezium:debezium-connector-jdbc:$KAFKA_CONNECT_JDBC" &&
-    maven_plugin_fetch "$KAFKA_CONNECT_PLUGINS/mysql-$KAFKA_CONNECT_DEBEZIUM" "io.debezium:debezium-connector-mysql:$KAFKA_CONNECT_DEBEZIUM"
+    maven_plugin_fetch "$jdbc" "io.debezium:debezium-connector-jdbc:$KAFKA_CONNECT_JDBC" &&
+    maven_plugin_fetch "$mysql" "io.debezium:debezium-connector-mysql:$KAFKA_CONNECT_DEBEZIUM"
 }
 
 kafka_java() { # kafka_java JVM_OPTS... -- MAINCLASS ARGS...
