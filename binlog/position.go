@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -82,19 +81,8 @@ type IncrementalProgress struct {
 // begun before on this machine, as long as its clock does not go back.
 func newEpoch() uint64 { return uint64(time.Now().UnixNano()) }
 
-// fileSeq is the sequence number of a binlog file: the numeric suffix of
-// mysql-bin.000042 (0 when the name has none).
-func fileSeq(name string) uint32 {
-	i := strings.LastIndexByte(name, '.')
-	if i < 0 {
-		return 0
-	}
-	n, err := strconv.ParseUint(name[i+1:], 10, 32)
-	if err != nil {
-		return 0
-	}
-	return uint32(n)
-}
+// fileSeq is the sequence number of a binlog file (schema.BinlogFileSeq).
+func fileSeq(name string) uint32 { return schema.BinlogFileSeq(name) }
 
 // streamID is the identity of the idx-th record made from the binlog event
 // that ends at pos in file.

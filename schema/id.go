@@ -3,6 +3,8 @@ package schema
 import (
 	"cmp"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // ID is a record's identity: its place in the history of its source. The
@@ -122,5 +124,58 @@ func ParseID(s string) (ID, error) {
 		at += width
 	}
 	id.Epoch, id.File, id.Pos, id.Phase, id.Index = f[0], uint32(f[1]), f[2], uint8(f[3]), f[4]
+	return id, nil
+}
+
+// BinlogFileSeq is the sequence number of a binlog file: the numeric suffix
+// of mysql-bin.000042 (0 when the name has none).
+func BinlogFileSeq(name string) uint32 {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return 0
+	}
+	n, err := strconv.ParseUint(name[i+1:], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
+
+// IDFromSource derives the identity of a record that carries none (one
+// written by Debezium's own binlog connectors rather than by sluice) from
+// its source block: a streamed change is (binlog file, position, row), the
+// file's sequence number, Debezium's source.pos (where the change's event
+// begins) and the row's index in that event; a snapshot row (source.snapshot
+// neither empty nor "false") has the snapshot's file and position, which all
+// its rows share, and is told apart and ordered by seq, its offset in the
+// queue it came from (so it orders only within that queue, which is all the
+// sink needs). It refuses a block that has no binlog file with a sequence
+// number or no position, naming what is missing.
+func IDFromSource(src Source, seq int64) (ID, error) {
+	var missing []string
+	file := BinlogFileSeq(src.File)
+	if file == 0 {
+		missing = append(missing, fmt.Sprintf("source.file %q is not a binlog file name with a sequence number", src.File))
+	}
+	if src.Pos == 0 {
+		missing = append(missing, "source.pos is missing or 0")
+	}
+	if len(missing) > 0 {
+		return ID{}, fmt.Errorf("schema: the record carries no identity and none can be derived from its source block (connector %q): %s",
+			src.Connector, strings.Join(missing, "; "))
+	}
+	id := ID{File: file, Pos: src.Pos, Phase: PhaseStream}
+	switch src.Snapshot {
+	case "", "false":
+		if src.Row < 0 {
+			return ID{}, fmt.Errorf("schema: the record carries no identity and source.row %d is negative", src.Row)
+		}
+		id.Index = uint64(src.Row)
+	default:
+		if seq < 0 {
+			return ID{}, fmt.Errorf("schema: snapshot row without identity has no queue offset %d", seq)
+		}
+		id.Phase, id.Index = PhaseSnapshot, uint64(seq)
+	}
 	return id, nil
 }

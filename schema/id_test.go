@@ -61,3 +61,57 @@ func FuzzParseID(f *testing.F) {
 		}
 	})
 }
+
+// TestIDFromSource: an identity derived from a Debezium source block is
+// (file, pos, row) when streamed, (file, pos, queue offset) in the snapshot
+// phase for snapshot rows; IDs of one queue grow with the binlog; a block
+// without a binlog file or position is refused, naming what is missing.
+func TestIDFromSource(t *testing.T) {
+	stream := func(file string, pos uint64, row int) Source {
+		return Source{Connector: "mysql", Snapshot: "false", File: file, Pos: pos, Row: row}
+	}
+	snap := Source{Connector: "mysql", Snapshot: "true", File: "binlog.000002", Pos: 100}
+	var prev ID
+	for i, c := range []struct {
+		src Source
+		seq int64
+	}{
+		{snap, 7}, {snap, 8},
+		{stream("binlog.000002", 150, 0), 9}, {stream("binlog.000002", 150, 1), 10},
+		{stream("binlog.000002", 400, 0), 11}, {stream("binlog.000003", 4, 0), 12},
+	} {
+		id, err := IDFromSource(c.src, c.seq)
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		if i > 0 && id.Compare(prev) <= 0 {
+			t.Errorf("%d: %s does not order after %s", i, id, prev)
+		}
+		prev = id
+	}
+	if id, _ := IDFromSource(snap, 7); id != (ID{File: 2, Pos: 100, Phase: PhaseSnapshot, Index: 7}) {
+		t.Errorf("snapshot row: %+v", id)
+	}
+	if id, _ := IDFromSource(stream("mysql-bin.000042", 150, 3), 99); id != (ID{File: 42, Pos: 150, Phase: PhaseStream, Index: 3}) {
+		t.Errorf("streamed row: %+v", id)
+	}
+	for _, c := range []struct {
+		src  Source
+		want []string
+	}{
+		{Source{Connector: "postgresql", Snapshot: "false"}, []string{"source.file", "source.pos"}},
+		{Source{Connector: "mysql", File: "binlog", Pos: 5}, []string{`source.file "binlog"`}},
+		{Source{Connector: "mysql", File: "binlog.000001"}, []string{"source.pos"}},
+	} {
+		_, err := IDFromSource(c.src, 1)
+		if err == nil {
+			t.Errorf("%+v: no error", c.src)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%+v: %v does not name %s", c.src, err, w)
+			}
+		}
+	}
+}

@@ -43,6 +43,9 @@
 # one process, jars of org.apache.kafka:kafka_2.13 resolved with maven into the
 # cache) on SLUICE_KAFKA_PORT (default 19092; the controller takes port+1);
 # servers.env gets SLUICE_KAFKA_BROKERS. SLUICE_KAFKA_VERSION picks another 4.x.
+# Its start also fetches (once, into the cache) a Kafka Connect worker's jars
+# and Debezium's JDBC sink and MySQL connector for the interop tests
+# (SLUICE_KAFKA_CONNECT_LIB and SLUICE_KAFKA_CONNECT_PLUGINS in servers.env).
 #
 # start is idempotent (already running => checks readiness, refreshes env, succeeds);
 # every start waits for real readiness and, on failure, prints the server log tail
@@ -1082,6 +1085,58 @@ kafka_fetch() { # kafka_fetch VERSION : resolves the jars into the cache (reused
     org.slf4j:slf4j-api:2.0.17 org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3 org.apache.logging.log4j:log4j-core:2.24.3
 }
 
+# Kafka Connect, for the interop tests (integration/kafkaconnect_test.go): a
+# worker's jars (org.apache.kafka:connect-runtime, resolved like the broker's)
+# and, under one plugin path, Debezium's JDBC sink and MySQL connector as
+# Debezium publishes them for Connect (the "plugin" tar.gz of each, one
+# folder per plugin: Connect loads each in a class loader of its own; the
+# JDBC sink's pom alone does not resolve, it names a hibernate-agroal under
+# a group that has no such version). Fetched with the broker, once;
+# servers.env gets SLUICE_KAFKA_CONNECT_LIB (the worker's class path folder)
+# and SLUICE_KAFKA_CONNECT_PLUGINS (its plugin.path).
+# The JDBC sink is taken at 3.6.0.Final: 3.6.1.Final of it is not published
+# (the MySQL connector's is).
+KAFKA_CONNECT_JDBC="${SLUICE_KAFKA_CONNECT_JDBC:-3.6.0.Final}"
+KAFKA_CONNECT_DEBEZIUM="${SLUICE_KAFKA_CONNECT_DEBEZIUM:-3.6.1.Final}"
+
+# maven_plugin_fetch DIR GROUP:ARTIFACT:VERSION : unpacks the artifact's Kafka
+# Connect plugin archive (classifier plugin, tar.gz; its one folder is named
+# after the artifact) into DIR, once.
+maven_plugin_fetch() {
+  local dir="$1" gav="$2" art tmp t0
+  IFS=: read -r _ art _ <<<"$gav"
+  [[ -f "$dir/$art/.complete" ]] && return 0
+  command -v mvn >/dev/null || ensure_apt maven
+  t0="$(now)"
+  log "kafka-connect: fetching the plugin $gav with maven into $dir"
+  mkdir -p "$dir"
+  tmp="$(mktemp -d "$dir/.fetch-$art.XXXXXX")"
+  if ! mvn -B -q dependency:copy -Dartifact="$gav:tar.gz:plugin" -DoutputDirectory="$tmp" >"$tmp/mvn.log" 2>&1 ||
+    ! tar xzf "$tmp/$art"-*-plugin.tar.gz -C "$tmp" || [[ ! -d "$tmp/$art" ]]; then
+    tail_log "$tmp/mvn.log"
+    rm -rf "$tmp"
+    return 1
+  fi
+  touch "$tmp/$art/.complete"
+  rm -rf "${dir:?}/$art"
+  mv "$tmp/$art" "$dir/$art"
+  rm -rf "$tmp"
+  log "kafka-connect: plugin $art ($(du -sh "$dir/$art" | cut -f1)) fetched in $(elapsed "$t0")s"
+}
+
+# kafka_connect_fetch KAFKA_VERSION : sets KAFKA_CONNECT_LIB and KAFKA_CONNECT_PLUGINS
+# (the worker's plugin.path: the two plugin folders' parents, comma-separated)
+kafka_connect_fetch() {
+  local jdbc="$CACHE/kafka-connect-plugins/jdbc-$KAFKA_CONNECT_JDBC" mysql="$CACHE/kafka-connect-plugins/mysql-$KAFKA_CONNECT_DEBEZIUM"
+  KAFKA_CONNECT_LIB="$CACHE/kafka-connect-$1/lib"
+  KAFKA_CONNECT_PLUGINS="$jdbc,$mysql"
+  maven_fetch kafka-connect "$KAFKA_CONNECT_LIB" "connect-runtime-*.jar connect-json-*.jar" \
+    "org.apache.kafka:connect-runtime:$1" "org.apache.kafka:connect-json:$1" \
+    org.slf4j:slf4j-api:2.0.17 org.apache.logging.log4j:log4j-slf4j2-impl:2.24.3 org.apache.logging.log4j:log4j-core:2.24.3 &&
+    maven_plugin_fetch "$jdbc" "io.debezium:debezium-connector-jdbc:$KAFKA_CONNECT_JDBC" &&
+    maven_plugin_fetch "$mysql" "io.debezium:debezium-connector-mysql:$KAFKA_CONNECT_DEBEZIUM"
+}
+
 kafka_java() { # kafka_java JVM_OPTS... -- MAINCLASS ARGS...
   command -v java >/dev/null || ensure_apt openjdk-17-jre-headless
   exec java -XX:+UseSerialGC -Djava.awt.headless=true -Djava.security.egd=file:/dev/./urandom \
@@ -1170,7 +1225,9 @@ start_kafka() {
     sleep 0.5
   done
   ((ok)) || { tail_log "$KAFKA_OUT"; die "kafka: broker not ready on $KAFKA_BROKERS"; }
-  env_set SLUICE_KAFKA_BROKERS="$KAFKA_BROKERS" SLUICE_KAFKA_VERSION="$KAFKA_VERSION"
+  kafka_connect_fetch "$KAFKA_VERSION" || die "kafka: could not fetch Kafka Connect $KAFKA_VERSION and Debezium's plugins with maven"
+  env_set SLUICE_KAFKA_BROKERS="$KAFKA_BROKERS" SLUICE_KAFKA_VERSION="$KAFKA_VERSION" \
+    SLUICE_KAFKA_CONNECT_LIB="$KAFKA_CONNECT_LIB" SLUICE_KAFKA_CONNECT_PLUGINS="$KAFKA_CONNECT_PLUGINS"
   log "kafka: ready ($KAFKA_BROKERS) in $(elapsed "$t0")s"
 }
 

@@ -13,8 +13,10 @@
 //     change of one row lands on one partition, in source order;
 //   - record: key and value are the converter's (Debezium JSON with
 //     schemas, as Kafka Connect's JsonConverter with schemas.enable=true);
-//     header "sluice_id" carries Record.ID (the subscriber refuses a record
-//     without it), headers "sluice_h_<name>" carry Record.Headers;
+//     header "sluice_id" carries Record.ID, headers "sluice_h_<name>" carry
+//     Record.Headers; a record without the header (written by Debezium's
+//     own binlog connectors) gets an ID derived from its source block
+//     (schema.IDFromSource) or is refused, and tombstones are skipped;
 //   - barriers (TRUNCATE, schema changes) go as copies to every partition
 //     of the topic of each table they are ordered with.
 //

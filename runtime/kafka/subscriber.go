@@ -366,6 +366,11 @@ func (s *Subscriber) apply(ctx context.Context, rs []*kgo.Record, h runtime.Hand
 		s.used.Add(rs[0].Topic) // one partition's
 	}
 	for i, r := range rs {
+		if r.Value == nil {
+			// A tombstone (Debezium writes one after each delete, for
+			// log compaction): the delete event before it said it all.
+			continue
+		}
 		rec, err := s.decode(r)
 		if err != nil {
 			return schema.Fatal(err)
@@ -373,6 +378,9 @@ func (s *Subscriber) apply(ctx context.Context, rs []*kgo.Record, h runtime.Hand
 		dels[i] = schema.Delivery{Topic: r.Topic, Queue: int(r.Partition), Offset: r.Offset}
 		rec.Delivery = &dels[i]
 		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return nil
 	}
 	backoff := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -413,7 +421,12 @@ func (s *Subscriber) decode(r *kgo.Record) (schema.Record, error) {
 		}
 	}
 	if id == "" {
-		return rec, fmt.Errorf("%w: %s has no %s header: it was not published by sluice", ErrDecode, where(), IDHeader)
+		// Not published by sluice: a change event of Debezium's own
+		// binlog connectors, whose source block places it in the binlog.
+		if rec.ID, err = schema.IDFromSource(rec.Source, r.Offset); err != nil {
+			return rec, fmt.Errorf("%w: %s has no %s header (it was not published by sluice): %w", ErrDecode, where(), IDHeader, err)
+		}
+		return rec, nil
 	}
 	if rec.ID, err = schema.ParseID(id); err != nil {
 		return rec, fmt.Errorf("%w: %s: header %s: %w", ErrDecode, where(), IDHeader, err)
