@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1051,10 +1052,30 @@ func (p *Publisher) Unreachable() []runtime.Unreachable {
 	return out
 }
 
+// busyRetryFor bounds how long sendRetry keeps sending again a batch that
+// a broker refuses as busy (flow control: its send queue waited longer
+// than waitTimeMillsInSendQueue, or its page cache is busy), beside the
+// three retries (Config.SendRetries) that other failures get. A busy
+// broker asks to be sent to again a little later; a pipeline stopped and
+// restarted for it (as it was before, after those retries' 0.7 s) would
+// only add load. Kafka's producer retries the same way within its
+// delivery.timeout.ms (2 minutes).
+var busyRetryFor = 30 * time.Second
+
+// resSystemBusy is the broker's SYSTEM_BUSY response code.
+const resSystemBusy = 2
+
+// brokerBusy reports whether err is a broker's SYSTEM_BUSY refusal, which
+// the client reports only as the text "CODE: 2, DESC: <remark>".
+func brokerBusy(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "CODE: "+strconv.Itoa(resSystemBusy)+", DESC: ")
+}
+
 func (p *Publisher) sendRetry(topic string, q queue, msgs []*primitive.Message) error {
 	ctx := p.sendCtx
 	delay := firstRetryDelay
 	var last error
+	var busySince time.Time
 	attempts := 0
 	for attempt := 0; attempt <= p.cfg.SendRetries; attempt++ {
 		attempts++
@@ -1071,6 +1092,14 @@ func (p *Publisher) sendRetry(topic string, q queue, msgs []*primitive.Message) 
 		}
 		if ctx.Err() != nil {
 			break
+		}
+		if brokerBusy(err) {
+			if busySince.IsZero() {
+				busySince = time.Now()
+			}
+			if time.Since(busySince) < busyRetryFor {
+				attempt-- // not a failed attempt: the broker asks for a later one
+			}
 		}
 		if attempt < p.cfg.SendRetries {
 			p.log.Warn("rocketmq send failed, retrying", "topic", topic, "broker", q.Broker, "queue", q.ID, "messages", len(msgs), "attempt", attempt+1, "err", err)
