@@ -18,6 +18,14 @@ import (
 // that both brokers' queues get some.
 const brokerOutageRows = 40
 
+// The broker outage test's json pipeline has a window of outageWindow
+// bytes (max_in_flight_bytes), and while broker-a is down its source is
+// given outageItemTxs transactions of 10 items each, several times that.
+const (
+	outageWindow  = 512 << 10
+	outageItemTxs = 300
+)
+
 // TestFaultBrokerOutageKeepsKeysOnTheirQueues (issue 27, problem 1) is the
 // reproducer of a RocketMQ broker outage, on the fault servers' two
 // brokers (faultBroker), once per message format (json and packed, two
@@ -29,7 +37,12 @@ const brokerOutageRows = 40
 // task (no restart: the task's pipeline is the same one from start to end),
 // which reports the outage in its status (unreachable_brokers) and metrics
 // (sluice_unreachable_brokers) and is not caught up, and once it is back
-// every order ends at 3 with no write moving one back. Before, the rebuilt
+// every order ends at 3 with no write moving one back. The json pipeline's
+// window is small (512 KiB): given items for several times that while
+// broker-a is down, its source stops reading once the records waiting for
+// broker-a fill it (fewer items read than written, never more bytes in
+// flight than the window), and every item reaches the target once broker-a
+// is back. Before, the rebuilt
 // publisher hashed the keys over broker-b's queues alone: broker-a's stored
 // amounts of 2 were applied after the 3s sent to broker-b, and stayed;
 // later, the source task restarted again and again while broker-a was down,
@@ -62,6 +75,8 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		s.cfg = writeConfig(t, e2, s.db, "rocketmq")
 		if format == "packed" {
 			editConfig(t, s.cfg, "  queues: 4\n", "  queues: 4\n  format: packed\n")
+		} else {
+			editConfig(t, s.cfg, "  queues: 4\n", fmt.Sprintf("  queues: 4\n  max_in_flight_bytes: %dKiB\n", outageWindow>>10))
 		}
 		s.source, s.sourceWorker, s.sourceName = startWorkerOf(t, s.cfg, "source")
 		s.sourceStatus = func() runtime.TaskStatus {
@@ -104,7 +119,7 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		waitFor(t, s.source, func() bool { return caughtUp(s.sourceStatus()) }, s.format+": the source never caught up after the update to 2")
 	}
 	down := time.Now()
-	killFaultBrokerA(t)
+	killFaultBroker(t, "broker-a")
 	t.Logf("broker-a killed (kill -9)")
 	update(3)
 	for _, s := range sides {
@@ -132,6 +147,8 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		st := s.sourceStatus()
 		t.Logf("%s: source waiting for broker-a: state %s, unreachable %+v", s.format, st.State, st.UnreachableBrokers)
 	}
+	js := sides[0]
+	itemsWritten := outageLongerThanWindow(t, js.my, js.db, js.sourcePipe, js.sourceWorker)
 	for _, s := range sides {
 		s.sink, _ = startWorkerTask(t, s.cfg, "sink")
 	}
@@ -162,6 +179,16 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		}
 		return
 	}
+	items := func() int {
+		var n int
+		if err := js.pg.QueryRow(fmt.Sprintf(`SELECT count(*) FROM "%s".items`, js.db)).Scan(&n); err != nil {
+			return -1
+		}
+		return n
+	}
+	waitForOr(t, js.sink, func() bool { return items() == itemsWritten }, func() string {
+		return fmt.Sprintf("json: %d of the %d items written while broker-a was down reached the target", items(), itemsWritten)
+	})
 	// Stored messages of broker-a applied late would show now.
 	time.Sleep(3 * time.Second)
 	for _, s := range sides {
@@ -178,12 +205,13 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 	}
 }
 
-// TestFaultBrokerKillDuringBarrier (issue 27, item 3): broker-a of the fault
-// servers' two (faultBroker) is killed (kill -9) right after two barriers
+// TestFaultBrokerKillDuringBarrier (issue 27, item 3): a broker of the
+// fault servers' two (faultBroker), broker-a in round 1 and broker-b in
+// round 2, is killed (kill -9) right after two barriers
 // are written, a TRUNCATE of t and an ALTER TABLE of orders (schema_changes:
 // apply), each copied to every queue of its topic on both brokers, while a
 // workload writes orders and items; rows of t follow the TRUNCATE while
-// broker-a is down, and it starts again. Round after round t ends with
+// the broker is down, and it starts again. Round after round t ends with
 // exactly the rows written after its TRUNCATE, the added column holds the
 // source's values, the workload's tables end equal to the source, and no
 // order ever moved back.
@@ -213,11 +241,12 @@ func TestFaultBrokerKillDuringBarrier(t *testing.T) {
 		k.insertRange(t, "t", base+1, base+200, round)
 		mustExec(t, k.src, "TRUNCATE TABLE "+k.db+".t")
 		mustExec(t, k.src, fmt.Sprintf("ALTER TABLE %s.orders ADD COLUMN c%d INT NOT NULL DEFAULT %d", k.db, round, round))
+		broker := []string{"broker-a", "broker-b"}[round-1]
 		down := time.Now()
-		killFaultBrokerA(t)
+		killFaultBroker(t, broker)
 		k.insertRange(t, "t", base+201, base+400, round)
 		faultServers(t, "start", "rocketmq")
-		t.Logf("round %d: broker-a killed after the barriers and back after %s", round, time.Since(down).Round(time.Millisecond))
+		t.Logf("round %d: %s killed after the barriers and back after %s", round, broker, time.Since(down).Round(time.Millisecond))
 		<-written
 		// Not beside the workload: its updates of many orders would
 		// deadlock with the workload's.
@@ -228,6 +257,59 @@ func TestFaultBrokerKillDuringBarrier(t *testing.T) {
 	}
 	r.stop(t)
 	assertNoRegressions(t)
+}
+
+// outageLongerThanWindow writes outageItemTxs transactions of 10 items
+// into db's source while a broker is down, several times the source
+// pipeline's window (outageWindow bytes), and checks that the source
+// stops reading once the records waiting for the broker fill the window:
+// fewer items read than written, and never more bytes in flight (in the
+// pipeline and in its sluice_in_flight_bytes metric) than the window. It
+// returns the number of items written.
+func outageLongerThanWindow(t *testing.T, my *sql.DB, db string, p *runtime.Pipeline, w *runtime.Worker) int {
+	t.Helper()
+	began := time.Now()
+	readBefore := p.Status().RecordsRead
+	for tx := range outageItemTxs {
+		var vals []string
+		for i := range 10 {
+			vals = append(vals, fmt.Sprintf("(%d, 'sku%d', %d, 1.5)", tx+1, i, tx))
+		}
+		mustExec(t, my, "INSERT INTO "+db+".items VALUES "+strings.Join(vals, ", "))
+	}
+	written := outageItemTxs * 10
+	// The source reads until the window is full, then stands: wait until
+	// records_read has not moved for 2 s, checking the bound all along.
+	read, stable := int64(-1), 0
+	for deadline := time.Now().Add(time.Minute); stable < 8; time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the source's records_read never stood still while broker-a was down (%d)", read)
+		}
+		if _, b := p.InFlightBytes(); b > outageWindow {
+			t.Fatalf("%d bytes in flight while broker-a is down, above the window of %d", b, outageWindow)
+		}
+		if r := p.Status().RecordsRead; r == read {
+			stable++
+		} else {
+			read, stable = r, 0
+		}
+	}
+	var m strings.Builder
+	runtime.WritePrometheus(&m, w.Pipelines())
+	match := regexp.MustCompile(`(?m)^sluice_in_flight_bytes\{[^}]*\} (\S+)$`).FindStringSubmatch(m.String())
+	var metric float64
+	if match != nil {
+		_, _ = fmt.Sscan(match[1], &metric)
+	}
+	if match == nil || metric <= 0 || metric > outageWindow {
+		t.Fatalf("sluice_in_flight_bytes is %v while broker-a is down, want above 0 and at most %d:\n%s", match, outageWindow, m.String())
+	}
+	if got := read - readBefore; got >= int64(written) {
+		t.Fatalf("the source read %d records of the %d items written while broker-a was down: nothing held it back", got, written)
+	}
+	t.Logf("json: the source read %d of %d items while broker-a was down, then stood with %.0f bytes in flight (window %d), %s after the first was written",
+		read-readBefore, written, metric, outageWindow, time.Since(began).Round(time.Millisecond))
+	return written
 }
 
 // caughtUp tells whether a source task's status says it is caught up.
@@ -241,9 +323,14 @@ func onlyPipeline(w *runtime.Worker) *runtime.Pipeline {
 	return nil
 }
 
-// killFaultBrokerA ends the fault servers' broker-a with kill -9 and waits
-// until it is gone; `faultServers(t, "start", "rocketmq")` starts it again.
-func killFaultBrokerA(t *testing.T) {
+// killFaultBroker ends the fault servers' broker (broker-a or broker-b)
+// with kill -9 and waits until it is gone; `faultServers(t, "start",
+// "rocketmq")` starts it again.
+func killFaultBroker(t *testing.T, broker string) {
 	t.Helper()
-	killPidFile(t, filepath.Join(faultRoot, "rocketmq", "broker.pid"), "broker-a")
+	pid := map[string]string{"broker-a": "broker.pid", "broker-b": "broker-b.pid"}[broker]
+	if pid == "" {
+		t.Fatalf("no fault broker %q", broker)
+	}
+	killPidFile(t, filepath.Join(faultRoot, "rocketmq", pid), broker)
 }

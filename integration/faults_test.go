@@ -18,7 +18,7 @@ import (
 // TestFaultBrokerRestart streams a workload through RocketMQ (a separate
 // broker, see faultBroker) while the broker and its name server are stopped
 // and started again. The worker restarts the failed pipeline by itself and
-// the target ends equal to the source.
+// the target ends equal to the source, with no row ever moved back.
 func TestFaultBrokerRestart(t *testing.T) {
 	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
 	fe := faultBroker(t)
@@ -30,6 +30,7 @@ func TestFaultBrokerRestart(t *testing.T) {
 
 	r := startWorker(t, cfgPath)
 	waitStreaming(t, my, pg, db, r)
+	assertNoRegressions := watchRegressions(t, pg, db)
 	w.run(t, 2000)
 	began := time.Now()
 	faultServers(t, "stop", "rocketmq")
@@ -42,6 +43,7 @@ func TestFaultBrokerRestart(t *testing.T) {
 	waitEqual(t, my, pg, db, r)
 	t.Logf("target equal to the source %s after the broker was back", time.Since(up).Round(time.Millisecond))
 	r.stop(t)
+	assertNoRegressions(t)
 }
 
 // TestFaultNoGoroutineLeak starts and stops an embedded pipeline in this

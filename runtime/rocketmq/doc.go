@@ -43,8 +43,9 @@
 //     ~5 s and at shutdown).
 //  4. Keep a topic's queues fixed: a publisher meeting queues its recorded
 //     set lacks, or another count on a broker, fails with
-//     ErrQueueSetChanged; record a new set (mqadmin updateOrderConf) only
-//     once the topic is drained.
+//     ErrQueueSetChanged, at its start or, checking every 30 s, while it
+//     runs; record a new set (mqadmin updateOrderConf) only once the
+//     topic is drained.
 //  5. Call Close on both sides: Publisher.Close waits for outstanding acks;
 //     Subscriber.Close (or cancelling Consume's context) stops pulling and
 //     waits for the handlers in flight.

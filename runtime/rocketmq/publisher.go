@@ -85,6 +85,10 @@ type Publisher struct {
 	// is in it while it waits.
 	parkMu sync.Mutex
 	parked map[pk][]*part
+	// dropped holds, per queue whose waiting ended with an
+	// ErrQueueSetChanged, that error: later parts of it fail with it too,
+	// so that none of them is sent after an earlier one failed.
+	dropped map[pk]error
 	// outage: since when each waiting queue waits (Unreachable).
 	outageMu sync.Mutex
 	outage   map[pk]time.Time
@@ -105,8 +109,11 @@ type Publisher struct {
 	// group reads (UnconsumedTopics).
 	readers *readerWatch
 
-	failed    atomic.Pointer[error] // first send failure: later sends are refused
-	ackErr    error                 // dispatcher only: first error acked
+	failed atomic.Pointer[error] // first send failure: later sends are refused
+	// changed is the first ErrQueueSetChanged watchQueueSets found: later
+	// batches are refused, and records waiting for a broker fail with it.
+	changed   atomic.Pointer[error]
+	ackErr    error // dispatcher only: first error acked
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -177,6 +184,7 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 
 		assigned: map[pk]*worker{},
 		parked:   map[pk][]*part{},
+		dropped:  map[pk]error{},
 		outage:   map[pk]time.Time{},
 
 		waitDelay: maxRetryDelay,
@@ -191,7 +199,52 @@ func newPublisher(cfg Config, log *slog.Logger, s sender, topics interface {
 		p.goroutines.Go(w.run)
 	}
 	p.goroutines.Go(p.dispatchAcks)
+	if c, ok := topics.(queueSetChecker); ok {
+		p.goroutines.Go(func() { p.watchQueueSets(c) })
+	}
 	return p
+}
+
+// queueSetCheckEvery is how often a running publisher compares its
+// topics' queue sets with the name servers (watchQueueSets).
+var queueSetCheckEvery = 30 * time.Second
+
+// queueSetChecker is what topicCache tells besides a topic's queue set:
+// whether the name servers still show the sets in use (recheck).
+type queueSetChecker interface {
+	recheck(ctx context.Context) error
+}
+
+// watchQueueSets checks every queueSetCheckEvery that the queue sets the
+// publisher hashes keys over are still its topics' (topicCache.recheck):
+// a topic whose queues changed while the source runs (queues added, a
+// broker added, queues taken away, a new set recorded) stops the
+// publisher with the fatal ErrQueueSetChanged, which names the change and
+// what to do, instead of hashing on over a set no longer the topic's, or
+// waiting for ever as if the broker of a queue taken away were down. What
+// is in flight to live queues is still sent and acknowledged, so that the
+// stop saves a position past it; the next batch is refused, and records
+// that wait for a broker fail with the error (waitForBroker).
+func (p *Publisher) watchQueueSets(c queueSetChecker) {
+	t := time.NewTicker(queueSetCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.sendCtx.Done():
+			return
+		case <-t.C:
+		}
+		err := c.recheck(p.sendCtx)
+		if !errors.Is(err, ErrQueueSetChanged) && !errors.Is(err, ErrConfig) {
+			continue
+		}
+		if p.changed.CompareAndSwap(nil, &err) {
+			p.log.Error("rocketmq topic queue set changed while the source runs: the source stops at its next batch", "err", err)
+		}
+		return
+	}
 }
 
 // batch is one Publish call: one part per queue it sends to.
@@ -251,6 +304,9 @@ func (p *Publisher) Publish(ctx context.Context, recs []schema.Record, ack runti
 	}
 	if errp := p.failed.Load(); errp != nil {
 		return fmt.Errorf("rocketmq: publisher stopped after a failed send, restart from the last acked position: %w", *errp)
+	}
+	if errp := p.changed.Load(); errp != nil {
+		return *errp
 	}
 	var parts []*part
 	index := map[pk]*part{}
@@ -839,10 +895,17 @@ func (w *worker) sendGroup(topic string, q queue, parts []*part) {
 }
 
 // park appends parts to queue k's waiting parts and tells true when the
-// queue waits for its broker (waitForBroker sends them then).
+// queue waits for its broker (waitForBroker sends them then), or finishes
+// them with the error that dropped the queue.
 func (p *Publisher) park(k pk, parts []*part) bool {
 	p.parkMu.Lock()
 	defer p.parkMu.Unlock()
+	if err, ok := p.dropped[k]; ok {
+		for _, pt := range parts {
+			pt.b.Finish(err)
+		}
+		return true
+	}
 	waiting, ok := p.parked[k]
 	if ok {
 		p.parked[k] = append(waiting, parts...)
@@ -985,19 +1048,25 @@ func (p *Publisher) waitForBroker(qs *queueSend, cause error) {
 			case <-time.After(p.waitDelay):
 			case <-p.sendCtx.Done():
 			}
+			if errp := p.changed.Load(); errp != nil {
+				// The queue set changed: the queue may be gone (its
+				// records would wait for ever) and the source stops.
+				for ; qs.next < len(qs.parts); qs.next++ {
+					qs.parts[qs.next].b.Finish(*errp)
+				}
+				p.parkMu.Lock()
+				p.dropped[k] = *errp
+				p.parkMu.Unlock()
+				p.failParked(k, *errp)
+				return
+			}
 			err := p.sendQueue(qs, true)
 			if err == nil {
 				break
 			}
 			if !errors.Is(err, errUnreachable) {
 				// Failed: what waits behind qs fails with it.
-				p.parkMu.Lock()
-				rest := p.parked[k]
-				delete(p.parked, k)
-				p.parkMu.Unlock()
-				for _, pt := range rest {
-					pt.b.Finish(err)
-				}
+				p.failParked(k, err)
 				return
 			}
 		}
@@ -1012,6 +1081,18 @@ func (p *Publisher) waitForBroker(qs *queueSend, cause error) {
 		p.parked[k] = nil
 		p.parkMu.Unlock()
 		qs = p.queueSend(k, rest)
+	}
+}
+
+// failParked finishes the parts parked behind queue k's waiting send
+// with err and ends its waiting.
+func (p *Publisher) failParked(k pk, err error) {
+	p.parkMu.Lock()
+	rest := p.parked[k]
+	delete(p.parked, k)
+	p.parkMu.Unlock()
+	for _, pt := range rest {
+		pt.b.Finish(err)
 	}
 }
 

@@ -375,3 +375,117 @@ func TestSubscriberConsumesChangedQueueSet(t *testing.T) {
 		t.Errorf("the recorded set became %q", ns.kv["p_db_t"])
 	}
 }
+
+const (
+	// broker-a's queues raised to 8 (mqadmin updateTopic -w 8)
+	eightQueuesARoute = `{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"},{"brokerAddrs":{0:"127.0.0.1:11911"},"brokerName":"broker-b","cluster":"DefaultCluster"}],` +
+		`"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":8,"writeQueueNums":8},{"brokerName":"broker-b","perm":6,"readQueueNums":4,"writeQueueNums":4}]}`
+	// broker-a down, the topic created on a new broker-c
+	brokersBCRoute = `{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:11911"},"brokerName":"broker-b","cluster":"DefaultCluster"},{"brokerAddrs":{0:"127.0.0.1:12911"},"brokerName":"broker-c","cluster":"DefaultCluster"}],` +
+		`"queueDatas":[{"brokerName":"broker-b","perm":6,"readQueueNums":4,"writeQueueNums":4},{"brokerName":"broker-c","perm":6,"readQueueNums":4,"writeQueueNums":4}]}`
+)
+
+// TestPublisherStopsOnQueueSetChange (issue 27, item 1): a running
+// publisher compares its topics' queue sets with the name servers' routes
+// and records (every queueSetCheckEvery). A broker down is no change; a
+// broker added to the topic, queues added on a broker, or another set
+// recorded while it runs is: the next batch is refused with the fatal
+// ErrQueueSetChanged naming the change and what to do, and a batch whose
+// records wait for a down broker fails with it instead of waiting for
+// ever. Batches sent before the change are acknowledged. Before, a
+// publisher read each set once, at its start, and hashed keys over it
+// whatever the topic became.
+func TestPublisherStopsOnQueueSetChange(t *testing.T) {
+	old := queueSetCheckEvery
+	queueSetCheckEvery = 20 * time.Millisecond
+	t.Cleanup(func() { queueSetCheckEvery = old })
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, route, recorded, want string
+		brokerADown                 bool
+	}{
+		{name: "broker added", route: threeBrokerRoute, want: "broker broker-c has 4 queues of it, none recorded"},
+		{name: "queues added", route: eightQueuesARoute, want: "broker broker-a has 8 queues of it, 4 recorded"},
+		{name: "set recorded anew", route: twoBrokerRoute, recorded: "broker-a:4;broker-b:4;broker-c:4",
+			want: "recorded on the name servers is now broker-a:4;broker-b:4;broker-c:4, while this source hashes keys over broker-a:4;broker-b:4"},
+		{name: "broker added while one is down", route: brokersBCRoute, brokerADown: true, want: "broker broker-c has 4 queues of it, none recorded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns, addr := newKVNameServer(t, twoBrokerRoute, brokerBCluster)
+			cfg, err := Config{NameServers: []string{addr}, Pipeline: "t", Codec: testCodec{}, SendRetries: -1}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &brokerSender{sent: map[string][]sentTo{}}
+			p := newPublisher(cfg, quietLog(), s, newTopicCache(cfg, &fakeCreator{}), nil)
+			p.waitDelay = 20 * time.Millisecond
+			t.Cleanup(func() {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				_ = p.Close(cctx)
+			})
+			acked := make(chan error, 8)
+			publish := func(v int64) error {
+				var recs []schema.Record
+				for k := range int64(20) {
+					recs = append(recs, rec(k, v))
+				}
+				return p.Publish(ctx, recs, func(err error) { acked <- err })
+			}
+			ack := func() error {
+				select {
+				case err := <-acked:
+					return err
+				case <-time.After(10 * time.Second):
+					t.Fatal("no ack within 10 s")
+					return nil
+				}
+			}
+			if err := publish(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := ack(); err != nil {
+				t.Fatalf("first batch: %v", err)
+			}
+			// broker-a down: its queues leave the route, which is no
+			// change; many checks pass and batches go on.
+			ns.set(brokerBRoute)
+			s.down.Store(c.brokerADown)
+			time.Sleep(10 * queueSetCheckEvery)
+			if err := publish(1); err != nil {
+				t.Fatalf("Publish with broker-a down: %v", err)
+			}
+			if !c.brokerADown {
+				if err := ack(); err != nil {
+					t.Fatalf("batch sent with broker-a out of the route: %v", err)
+				}
+			}
+			ns.set(c.route)
+			if c.recorded != "" {
+				ns.mu.Lock()
+				ns.kv["t_db_t"] = c.recorded
+				ns.mu.Unlock()
+			}
+			check := func(what string, err error) {
+				t.Helper()
+				if !errors.Is(err, ErrQueueSetChanged) || !runtime.IsFatal(err) || !strings.Contains(err.Error(), c.want) ||
+					!strings.Contains(err.Error(), "mqadmin updateOrderConf") {
+					t.Fatalf("%s: err = %v, want a fatal ErrQueueSetChanged with %q", what, err, c.want)
+				}
+			}
+			if c.brokerADown {
+				// The batch waiting for broker-a fails with the change.
+				check("the batch waiting for broker-a", ack())
+			}
+			var perr error
+			for deadline := time.Now().Add(10 * time.Second); perr == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if perr = publish(2); perr == nil {
+					if aerr := ack(); aerr != nil && !c.brokerADown {
+						t.Fatalf("a batch sent before the change was seen: %v", aerr)
+					}
+				}
+			}
+			check("Publish after the change", perr)
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -114,10 +115,9 @@ func ensureTopic(ctx context.Context, adm topicCreator, cfg Config, topic string
 // recordedQueueSet is ensureTopic for a topic whose queue set conf is
 // recorded (not on the name servers missing, which get it now).
 func recordedQueueSet(ctx context.Context, cfg Config, topic, conf string, missing []string) (queueSet, error) {
-	set, err := parseQueueSet(conf)
+	set, err := parseRecorded(topic, conf)
 	if err != nil {
-		return nil, schema.Fatal(fmt.Errorf("%w: topic %q: the queue set recorded on the name servers (ORDER_TOPIC_CONFIG) is not one: %w; fix it with `"+orderConfAdminUsage+"`",
-			ErrConfig, topic, err, topic, "put -v 'broker-a:4;broker-b:4'"))
+		return nil, err
 	}
 	route, err := fetchRoute(ctx, cfg.NameServers, topic)
 	if err != nil && !errors.Is(err, errTopicNotExist) {
@@ -132,6 +132,17 @@ func recordedQueueSet(ctx context.Context, cfg Config, topic, conf string, missi
 		if err := putOrderConf(ctx, missing, topic, conf); err != nil {
 			return nil, err
 		}
+	}
+	return set, nil
+}
+
+// parseRecorded is parseQueueSet of conf, topic's queue set as recorded
+// on the name servers; an error is fatal.
+func parseRecorded(topic, conf string) (queueSet, error) {
+	set, err := parseQueueSet(conf)
+	if err != nil {
+		return nil, schema.Fatal(fmt.Errorf("%w: topic %q: the queue set recorded on the name servers (ORDER_TOPIC_CONFIG) is not one: %w; fix it with `"+orderConfAdminUsage+"`",
+			ErrConfig, topic, err, topic, "put -v 'broker-a:4;broker-b:4'"))
 	}
 	return set, nil
 }
@@ -268,14 +279,15 @@ func wholeRoute(ctx context.Context, cfg Config, topic string, set queueSet) (qu
 
 // topicCache creates each topic once and remembers its queue set.
 type topicCache struct {
-	cfg Config
-	adm topicCreator
-	mu  sync.Mutex
-	qs  map[string][]queue
+	cfg  Config
+	adm  topicCreator
+	mu   sync.Mutex
+	qs   map[string][]queue
+	sets map[string]queueSet // the set each of qs's lists came from
 }
 
 func newTopicCache(cfg Config, adm topicCreator) *topicCache {
-	return &topicCache{cfg: cfg, adm: adm, qs: map[string][]queue{}}
+	return &topicCache{cfg: cfg, adm: adm, qs: map[string][]queue{}, sets: map[string]queueSet{}}
 }
 
 // queues returns the queues of topic's queue set (ensureTopic), creating
@@ -292,7 +304,58 @@ func (c *topicCache) queues(ctx context.Context, topic string) ([]queue, error) 
 	}
 	qs := set.queues()
 	c.qs[topic] = qs
+	c.sets[topic] = set
 	return qs, nil
+}
+
+// recheck compares the queue set of each topic met so far, the one keys
+// are hashed over, with what the name servers show now, as ensureTopic
+// does when a publisher starts: a fatal ErrQueueSetChanged when a topic's
+// route shows queues the set lacks or another count on a broker (queues
+// added with updateTopic, the topic created on a new broker, queues taken
+// away), or when the set recorded on the name servers is another one
+// (recorded anew while the publisher runs). A name server that lost the
+// record gets it back. A name server that cannot be asked is no change:
+// the next recheck asks again.
+func (c *topicCache) recheck(ctx context.Context) error {
+	c.mu.Lock()
+	sets := maps.Clone(c.sets)
+	c.mu.Unlock()
+	for _, topic := range slices.Sorted(maps.Keys(sets)) {
+		set := sets[topic]
+		conf, missing, err := fetchOrderConf(ctx, c.cfg.NameServers, topic)
+		switch {
+		case err == nil:
+			recorded, err := parseRecorded(topic, conf)
+			if err != nil {
+				return err
+			}
+			if recorded.String() != set.String() {
+				return schema.Fatal(fmt.Errorf("%w: topic %q: the queue set recorded on the name servers is now %s, while this source hashes keys over %s, "+
+					"the set recorded when it started: sluice does not switch sets while it runs, which would apply a key's older changes after its newer ones. "+
+					"Stop the source, wait until the sinks have applied everything of the topic, and start it again: it hashes keys over the recorded set then "+
+					"(or record the old set again with `"+orderConfAdminUsage+" -v '%s'`)",
+					ErrQueueSetChanged, topic, recorded, set, topic, "put", set))
+			}
+		case errors.Is(err, errNoOrderConf):
+			missing = c.cfg.NameServers
+		default:
+			continue
+		}
+		if len(missing) > 0 {
+			if err := putOrderConf(ctx, missing, topic, set.String()); err != nil {
+				continue
+			}
+		}
+		route, err := fetchRoute(ctx, c.cfg.NameServers, topic)
+		if err != nil && !errors.Is(err, errTopicNotExist) {
+			continue
+		}
+		if err := set.changedFrom(topic, routeQueueSet(route)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // live returns the queues of topic that the name servers route to a live
