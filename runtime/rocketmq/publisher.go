@@ -1263,6 +1263,11 @@ func startProducer(cfg Config, group, instance string) (rmq.Producer, error) {
 const compressBodyFrom = DefaultMaxMessageBytes
 
 func producerOptions(cfg Config, group, instance string) []producer.Option {
+	// The client's process-wide logger is set before its first client
+	// starts: setting it later races with the started client's goroutines
+	// (the race detector saw a test's producer started before the
+	// replicator's Open set it).
+	setClientLogger(nil)
 	opts := []producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
 		producer.WithGroupName(sanitizeName(cfg.Pipeline + "-" + group)),

@@ -603,6 +603,7 @@ func (s *Subscriber) Close(ctx context.Context) error {
 }
 
 func consumerOptions(cfg Config) []consumer.Option {
+	setClientLogger(nil) // before the client starts, as producerOptions
 	opts := []consumer.Option{
 		consumer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
 		consumer.WithGroupName(cfg.Group),
