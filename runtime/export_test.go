@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Test doubles for the external tests (package runtime_test, which may
 // import runtime/admin: the REST API over a Worker), and the transport of
@@ -44,4 +47,16 @@ func NewFakePipeline() (Factory, PositionStore, func() int) {
 	store := &memStore{pos: map[string][]byte{}}
 	snk := &fakeSink{seen: map[int64][]int64{}}
 	return fakeFactory(store, snk), store, snk.count
+}
+
+// NewLostSourcePipeline returns a factory of pipelines named p whose
+// source opens, then fails every read with a retriable "connection
+// refused" (a server lost after the start), and their position store.
+func NewLostSourcePipeline() (Factory, PositionStore) {
+	store := &memStore{pos: map[string][]byte{}}
+	return func(context.Context) (*Pipeline, error) {
+		e := newEmbedded(2, 4)
+		return &Pipeline{Name: "p", Source: &failingSource{errors.New("connection refused")}, Publisher: e.Publisher(),
+			Subscriber: e.Subscriber(16), Sink: &fakeSink{seen: map[int64][]int64{}}, Positions: store}, nil
+	}, store
 }

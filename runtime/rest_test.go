@@ -210,3 +210,31 @@ func TestTaskMetricsLabels(t *testing.T) {
 		t.Errorf("WritePrometheus lost its labels:\n%s", sb.String())
 	}
 }
+
+// TestHealthNotReadyWhileRestarting: /health is 503 "restarting" while a
+// pipeline that has been RUNNING restarts after losing its server (issue
+// 27: readiness is not 200 while a pipeline is not RUNNING); before, it
+// stayed 200.
+func TestHealthNotReadyWhileRestarting(t *testing.T) {
+	f, store := runtime.NewLostSourcePipeline()
+	w := runtime.NewWorker(nil)
+	w.RestartBackoff = time.Minute // stays RESTARTING for the test
+	w.Add("p", store, f)
+	srv := httptest.NewServer(admin.NewHandler(&admin.Local{W: w, WorkerID: "127.0.0.1:8083"}, ""))
+	defer srv.Close()
+	if err := w.Start(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	defer w.StopAll(context.Background())
+	st := statusOf(t, srv)
+	for deadline := time.Now().Add(10 * time.Second); (st.State != runtime.StateRestarting || !w.Ran("p")) && time.Now().Before(deadline); st = statusOf(t, srv) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st.State != runtime.StateRestarting || !w.Ran("p") {
+		t.Fatalf("state %s (ran %v), want RESTARTING after a run", st.State, w.Ran("p"))
+	}
+	code, body := call(t, srv, "GET", "/health", "")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"restarting"`) || !strings.Contains(body, "connection refused") {
+		t.Fatalf("/health %d %s, want 503 restarting with the last error", code, body)
+	}
+}

@@ -282,14 +282,20 @@ func (l *Local) MetricsCollector() prometheus.Collector {
 	return runtime.NewCollector(func() ([]*runtime.Pipeline, []string) { return l.W.Pipelines(), nil }, false)
 }
 
-// Health is "failed" while a pipeline is FAILED, else "starting" while one
-// has not yet been RUNNING (Worker.Ran), else "ok".
+// Health is "failed" while a pipeline is FAILED, else "restarting" while
+// one that has been RUNNING restarts after a failure (a lost server: its
+// changes wait), else "starting" while one has not yet been RUNNING
+// (Worker.Ran), else "ok". A pipeline paused or stopped through the API is
+// an operator's choice, not an outage: "ok".
 func (l *Local) Health(context.Context) Health {
-	var starting *Health
+	var starting, restarting *Health
 	for _, n := range l.W.Names() {
 		st, _ := l.W.Status(n)
 		if st.State == runtime.StateFailed {
 			return Health{Status: "failed", Pipeline: n, Error: st.LastError}
+		}
+		if restarting == nil && st.State == runtime.StateRestarting && l.W.Ran(n) {
+			restarting = &Health{Status: "restarting", Pipeline: n, Error: st.LastError}
 		}
 		if starting == nil && !l.W.Ran(n) {
 			// not ready until it has been RUNNING (its source reached, its
@@ -297,6 +303,9 @@ func (l *Local) Health(context.Context) Health {
 			// 503 while the worker starts
 			starting = &Health{Status: "starting", Pipeline: n, Error: st.LastError}
 		}
+	}
+	if restarting != nil {
+		return *restarting
 	}
 	if starting != nil {
 		return *starting
