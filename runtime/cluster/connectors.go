@@ -144,12 +144,19 @@ type Control struct {
 	// source keeps none wraps runtime.ErrNoGroups. nil: GET .../groups
 	// answers 405.
 	GroupsOf func(ctx context.Context, cfg *runtime.Config, position []byte, apply bool) (any, error)
+	// SwitchOf, when set, carries out a replicator connector's planned
+	// switchover of groups from its config, load reading the position the
+	// coordinator keeps (again while it waits for the copy to drain, at
+	// most timeout); errors as GroupsOf. nil: POST .../groups/switchover
+	// answers 405.
+	SwitchOf func(ctx context.Context, cfg *runtime.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error)
 }
 
 var (
 	_ admin.Cluster  = (*Control)(nil)
 	_ admin.Signaler = (*Control)(nil)
 	_ admin.Grouper  = (*Control)(nil)
+	_ admin.Switcher = (*Control)(nil)
 )
 
 // Signal sends a snapshot signal for the connector name (Signals).
@@ -727,6 +734,34 @@ func (c *Control) Groups(ctx context.Context, name string, apply bool) (any, err
 	if c.GroupsOf == nil {
 		return nil, fmt.Errorf("groups: %w", admin.ErrReadOnly)
 	}
+	cfg, err := c.parsed(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := c.position(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return groupsError(c.GroupsOf(ctx, cfg, pos, apply))
+}
+
+// Switchover carries out a planned switchover of groups of connector name
+// (SwitchOf), from any worker: the replicator's task may run on another,
+// so the wait reads the position the coordinator keeps, again and again.
+func (c *Control) Switchover(ctx context.Context, name string, groups []string, timeout time.Duration) (any, error) {
+	if c.SwitchOf == nil {
+		return nil, fmt.Errorf("switchover: %w", admin.ErrReadOnly)
+	}
+	cfg, err := c.parsed(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	load := func(ctx context.Context) ([]byte, error) { return c.position(ctx, name) }
+	return groupsError(c.SwitchOf(ctx, cfg, load, groups, timeout))
+}
+
+// parsed is the stored config of connector name.
+func (c *Control) parsed(ctx context.Context, name string) (*runtime.Config, error) {
 	k, err := c.S.connector(ctx, name)
 	if err != nil {
 		return nil, err
@@ -735,15 +770,16 @@ func (c *Control) Groups(ctx context.Context, name string, apply bool) (any, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
-	pos, err := c.position(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	sts, err := c.GroupsOf(ctx, cfg, pos, apply)
+	return cfg, nil
+}
+
+// groupsError classifies an error of GroupsOf or SwitchOf: a bad config,
+// a bad group or a source without groups is ErrInvalid (400).
+func groupsError(v any, err error) (any, error) {
 	if errors.Is(err, schema.ErrConfig) || errors.Is(err, runtime.ErrNoGroups) {
 		return nil, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
-	return sts, err
+	return v, err
 }
 
 // SetOffset replaces ("" removes) the saved position of a paused or stopped

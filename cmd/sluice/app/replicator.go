@@ -105,6 +105,20 @@ func groupsForCluster(ctx context.Context, cfg *runtime.Config, position []byte,
 	return sts, err
 }
 
+// switchoverForCluster is cluster.Control's SwitchOf: a replicator
+// connector's planned switchover from any worker, load reading the
+// position the coordinator keeps (the source task may run elsewhere).
+func switchoverForCluster(ctx context.Context, cfg *runtime.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error) {
+	d, err := decodeTask(cfg, "", true)
+	if err != nil {
+		return nil, err
+	}
+	if err := isReplicator(cfg, d); err != nil {
+		return nil, err
+	}
+	return rocketmq.Switchover(ctx, *d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, groups, timeout)
+}
+
 // printGroups prints sts as a table, or as JSON.
 func printGroups(w io.Writer, sts []rocketmq.GroupStatus, failover, asJSON bool) error {
 	if asJSON {

@@ -286,7 +286,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
 	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), PluginConfigs: pluginConfig, Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
-		CheckPosition: checkPosition, Signals: signalForCluster, GroupsOf: groupsForCluster}
+		CheckPosition: checkPosition, Signals: signalForCluster, GroupsOf: groupsForCluster, SwitchOf: switchoverForCluster}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token, admin.WithLogLevel(logLevelVar), admin.WithPositionOrder(orderPositions)))
 	if err != nil {
