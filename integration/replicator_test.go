@@ -79,54 +79,8 @@ func TestReplicatorKill9(t *testing.T) {
 	topic := "it_repl_kill_" + hex.EncodeToString(sfx[:])
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if err := rocketmq.EnsureTopic(ctx, rocketmq.Config{NameServers: []string{a}, Queues: 4, Pipeline: "it-repl"}, topic); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{a, b})))
-		if err != nil {
-			return
-		}
-		defer adm.Close()
-		for _, addr := range []string{os.Getenv("SLUICE_ROCKETMQ_BROKER_ADDR"), os.Getenv("SLUICE_ROCKETMQ_BROKER_B_ADDR"), os.Getenv("SLUICE_ROCKETMQ_B_BROKER_ADDR")} {
-			if addr != "" {
-				_ = adm.DeleteTopic(context.Background(), admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(addr))
-			}
-		}
-	})
-
-	// 150 messages a queue, binary bodies, sent in order to each queue.
-	prod, err := rmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{a})),
-		producer.WithGroupName("it-repl-kill-src"), producer.WithQueueSelector(producer.NewManualQueueSelector()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = prod.Shutdown() }()
 	const perQueue = 150
-	queues := readQueues(t, a, topic)
-	for i := range perQueue {
-		var batch []*primitive.Message
-		for _, q := range queues {
-			m := primitive.NewMessage(topic, []byte{0xff, 0x00, 0xc3, byte(i), byte(i >> 8), byte(q.QueueId)})
-			m.Queue = q
-			batch = append(batch, m)
-		}
-		for _, m := range batch {
-			for attempt := 0; ; attempt++ { // a busy broker refuses for a moment
-				r, err := prod.SendSync(ctx, m)
-				if err == nil && r.Status == primitive.SendOK {
-					break
-				}
-				if attempt >= 10 {
-					t.Fatalf("send: %v %v", r, err)
-				}
-				time.Sleep(500 * time.Millisecond)
-			}
-		}
-	}
+	queues := fillTopic(ctx, t, a, b, topic, perQueue)
 	src := readTopic(t, a, topic, false)
 
 	// The group read half of each queue on the source.
@@ -262,6 +216,61 @@ func TestReplicatorKill9(t *testing.T) {
 		dups += queueDups
 	}
 	t.Logf("%d queues, %d messages, %d copied at the kill, %d duplicates", len(src), perQueue*len(queues), atKill, dups)
+}
+
+// fillTopic creates topic on A (ns a, 4 queues), deleted from A and B (ns
+// b) at the end of the test, and sends perQueue binary messages in order
+// to each of its queues; it returns the queues.
+func fillTopic(ctx context.Context, t *testing.T, a, b, topic string, perQueue int) []*primitive.MessageQueue {
+	t.Helper()
+	if err := rocketmq.EnsureTopic(ctx, rocketmq.Config{NameServers: []string{a}, Queues: 4, Pipeline: "it-repl"}, topic); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{a, b})))
+		if err != nil {
+			return
+		}
+		defer adm.Close()
+		for _, addr := range []string{os.Getenv("SLUICE_ROCKETMQ_BROKER_ADDR"), os.Getenv("SLUICE_ROCKETMQ_BROKER_B_ADDR"), os.Getenv("SLUICE_ROCKETMQ_B_BROKER_ADDR")} {
+			if addr != "" {
+				_ = adm.DeleteTopic(context.Background(), admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(addr))
+			}
+		}
+	})
+
+	// perQueue messages a queue, binary bodies, sent in order to each queue.
+	prod, err := rmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{a})),
+		producer.WithGroupName(topic+"-src"), producer.WithQueueSelector(producer.NewManualQueueSelector()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = prod.Shutdown() }()
+	queues := readQueues(t, a, topic)
+	for i := range perQueue {
+		var batch []*primitive.Message
+		for _, q := range queues {
+			m := primitive.NewMessage(topic, []byte{0xff, 0x00, 0xc3, byte(i), byte(i >> 8), byte(q.QueueId)})
+			m.Queue = q
+			batch = append(batch, m)
+		}
+		for _, m := range batch {
+			for attempt := 0; ; attempt++ { // a busy broker refuses for a moment
+				r, err := prod.SendSync(ctx, m)
+				if err == nil && r.Status == primitive.SendOK {
+					break
+				}
+				if attempt >= 10 {
+					t.Fatalf("send: %v %v", r, err)
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+	}
+	return queues
 }
 
 // readQueues lists topic's write queues on ns.

@@ -116,7 +116,27 @@ func switchoverForCluster(ctx context.Context, cfg *runtime.Config, load func(co
 	if err := isReplicator(cfg, d); err != nil {
 		return nil, err
 	}
-	return rocketmq.Switchover(ctx, *d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, groups, timeout)
+	// A task just created or assigned has saved no position yet: wait for
+	// its first one, within the timeout.
+	start := time.Now()
+	for {
+		pos, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(pos) > 0 {
+			break
+		}
+		if time.Since(start) >= timeout {
+			return nil, fmt.Errorf("switchover after %v: %w: the replicator has saved no position yet (is it running?): %w", timeout, rocketmq.ErrNotDrained, context.DeadlineExceeded)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return rocketmq.Switchover(ctx, *d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, groups, timeout-time.Since(start))
 }
 
 // printGroups prints sts as a table, or as JSON.
