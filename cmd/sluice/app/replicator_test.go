@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
@@ -114,6 +115,29 @@ func TestGroupsForCluster(t *testing.T) {
 	}
 	other := parse("name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n")
 	if _, err := groupsForCluster(context.Background(), other, nil, false); !errors.Is(err, runtime.ErrNoGroups) {
+		t.Fatalf("a binlog source: %v, want ErrNoGroups", err)
+	}
+}
+
+// A worker's switchover of a replicator whose task has saved no position
+// waits for one, reading it again, and times out (504) when none comes;
+// another source is refused.
+func TestSwitchoverForCluster(t *testing.T) {
+	cfg, err := runtime.ParseConfig([]byte("name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n  groups: [billing]\n"+
+		"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n  cluster: B\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := 0
+	none := func(context.Context) ([]byte, error) { loads++; return nil, nil }
+	if _, err := switchoverForCluster(context.Background(), cfg, none, nil, 500*time.Millisecond); !errors.Is(err, rocketmq.ErrNotDrained) || !errors.Is(err, context.DeadlineExceeded) || loads < 2 {
+		t.Fatalf("no position: %v after %d loads, want ErrNotDrained and DeadlineExceeded after several", err, loads)
+	}
+	other, err := runtime.ParseConfig([]byte("name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := switchoverForCluster(context.Background(), other, none, nil, time.Second); !errors.Is(err, runtime.ErrNoGroups) {
 		t.Fatalf("a binlog source: %v, want ErrNoGroups", err)
 	}
 }
