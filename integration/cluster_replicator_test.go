@@ -12,12 +12,12 @@ import (
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
-// TestClusterReplicatorSwitchover: in a cluster of two `sluice worker`s,
+// TestReplicatorSwitchoverInCluster: in a cluster of two `sluice worker`s,
 // POST .../groups/switchover of a replicator connector, asked of either
 // worker (one of them does not run its task), waits on the position the
 // coordinator keeps until everything is copied, then writes the group's
 // offsets on B, from which it reads every message it had not read on A.
-func TestClusterReplicatorSwitchover(t *testing.T) {
+func TestReplicatorSwitchoverInCluster(t *testing.T) {
 	e := servers(t, "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV", "SLUICE_ROCKETMQ_B_NAMESRV", "SLUICE_ROCKETMQ_B_CLUSTER")
 	t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
 	a, b := e["SLUICE_ROCKETMQ_NAMESRV"], e["SLUICE_ROCKETMQ_B_NAMESRV"]
