@@ -76,7 +76,8 @@ type Config struct {
 	SignalTable string `yaml:"signal_table"`
 	// SnapshotNewTables (default true) snapshots incrementally, by itself
 	// while the other tables stream, every table that starts being
-	// captured: one created or renamed into Include while the source runs,
+	// captured: one renamed into Include while the source runs (a created
+	// one's rows all come through the stream after its CREATE),
 	// and one a changed Include or Exclude captures when the source opens
 	// at a position saved under the old ones (incremental.go). False: such
 	// a table's rows from before it was captured are not read.

@@ -269,7 +269,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	}
 	if capture != "" {
 		m.capture = capture
-		m.newTable = func(id schema.TableID) { s.incr.capture(m, []schema.TableID{id}, "created or renamed") }
+		m.newTable = func(id schema.TableID) { s.incr.capture(m, []schema.TableID{id}, "renamed into the capture") }
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	if snap != nil {
