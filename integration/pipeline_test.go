@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
@@ -361,6 +362,10 @@ func writeConfig(t *testing.T, e env, name, transport string) string {
 		topics := []string{rocketmq.TopicName(name, name, "orders", "table"), rocketmq.TopicName(name, name, "items", "table")}
 		tr = fmt.Sprintf("  type: rocketmq\n  name_servers: [%q]\n  queues: 4\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
 			e["SLUICE_ROCKETMQ_NAMESRV"], name, name+"_sink", strings.Join(topics, ", "))
+	case "kafka":
+		topics := []string{kafka.TopicName(name, name, "orders"), kafka.TopicName(name, name, "items")}
+		tr = fmt.Sprintf("  type: kafka\n  brokers: [%q]\n  partitions: 4\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
+			e["SLUICE_KAFKA_BROKERS"], name, name+"_sink", strings.Join(topics, ", "))
 	}
 	cfg := fmt.Sprintf(`name: %s
 source:

@@ -3,9 +3,11 @@ package kafka
 import (
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -86,6 +88,22 @@ type Config struct {
 func (c Config) Validate() error {
 	_, err := c.withDefaults()
 	return err
+}
+
+// setup is c with its defaults, the JSON codec unless one is set, and log
+// or the default logger: what every constructor starts with.
+func (c Config) setup(log *slog.Logger) (Config, *slog.Logger, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return c, nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if c.Codec == nil {
+		c.Codec = converter.NewJSON(converter.DefaultOptions())
+	}
+	return c, log, nil
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -18,7 +18,10 @@
 //     own binlog connectors) gets an ID derived from its source block
 //     (schema.IDFromSource) or is refused, and tombstones are skipped;
 //   - barriers (TRUNCATE, schema changes) go as copies to every partition
-//     of the topic of each table they are ordered with.
+//     of the topic of each table they are ordered with;
+//   - dead letters (the sink's on_error: dlq): DeadLetter stores a rejected
+//     record on DeadLetterTopic(prefix), "<prefix>_dlq", with its cause in
+//     header "sluice_error".
 //
 // The sink's effect is exactly once through its progress rows, keyed by
 // topic and partition (schema.Delivery); Kafka's consumer offsets only

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -63,15 +62,9 @@ func clientOptions(cfg Config, log *slog.Logger) []kgo.Opt {
 
 // NewPublisher connects an idempotent producer to cfg.Brokers.
 func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, log, err := cfg.setup(log)
 	if err != nil {
 		return nil, err
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	if cfg.Codec == nil {
-		cfg.Codec = converter.NewJSON(converter.DefaultOptions())
 	}
 	opts := append(clientOptions(cfg, log),
 		// Partitions are chosen by runtime.QueueFor, never by the client.

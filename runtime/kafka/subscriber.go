@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -86,15 +85,9 @@ type worker struct {
 // pipeline's prefix: new ones are found on metadata refreshes, at once
 // when TopicAdded is called); Consume starts consuming.
 func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscriber, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, log, err := cfg.setup(log)
 	if err != nil {
 		return nil, err
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	if cfg.Codec == nil {
-		cfg.Codec = converter.NewJSON(converter.DefaultOptions())
 	}
 	s := &Subscriber{cfg: cfg, log: log, workers: map[tp]*worker{}, assigned: map[tp]bool{}}
 	opts := append(clientOptions(cfg, log),

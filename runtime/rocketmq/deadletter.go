@@ -2,7 +2,6 @@ package rocketmq
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -113,14 +112,7 @@ func (d *DeadLetter) Send(ctx context.Context, rec schema.Record, cause error) e
 }
 
 func (d *DeadLetter) message(rec *schema.Record, cause error) *primitive.Message {
-	key, val, err := d.cfg.Codec.Encode(rec)
-	if err != nil || len(val) == 0 {
-		if err == nil {
-			err = fmt.Errorf("empty value")
-		}
-		key = nil
-		val = []byte(fmt.Sprintf("sluice: %s record of %s key %q could not be encoded: %v", rec.Op, rec.Table, rec.KeyString(), err))
-	}
+	key, val := runtime.DeadLetterPayload(d.cfg.Codec.Encode, rec)
 	msg := primitive.NewMessage(d.topic, val)
 	if ks := rec.KeyString(); ks != "" && len(ks) <= maxIndexKey {
 		msg.WithKeys([]string{ks})
@@ -131,13 +123,7 @@ func (d *DeadLetter) message(rec *schema.Record, cause error) *primitive.Message
 	if key != nil {
 		msg.WithProperty(KeyProperty, string(key))
 	}
-	text := "unknown error"
-	if cause != nil {
-		text = cause.Error()
-	}
-	if len(text) > maxErrorProperty {
-		text = text[:maxErrorProperty]
-	}
+	text := runtime.DeadLetterCause(cause, maxErrorProperty)
 	// \x01 and \x02 separate properties on the wire.
 	text = strings.Map(func(r rune) rune {
 		if r == 1 || r == 2 {
@@ -148,14 +134,7 @@ func (d *DeadLetter) message(rec *schema.Record, cause error) *primitive.Message
 	msg.WithProperty(DeadLetterErrorProperty, text)
 	if messageSize(msg)+len(rec.Table.String())+64 > d.cfg.MaxMessageBytes {
 		// Too large for the broker itself: keep what finds the row again.
-		small, _ := json.Marshal(struct {
-			Table  string        `json:"table"`
-			Op     string        `json:"op"`
-			Key    string        `json:"key"`
-			Source schema.Source `json:"source"`
-			Error  string        `json:"error"`
-		}{rec.Table.String(), rec.Op.String(), rec.KeyString(), rec.Source, text})
-		msg.Body = small
+		msg.Body = runtime.DeadLetterSummary(rec, text)
 		if len(key) > maxIndexKey {
 			msg.RemoveProperty(KeyProperty)
 		}

@@ -10,6 +10,7 @@ import (
 
 func TestSinkOnErrorConfig(t *testing.T) {
 	const rmq = "transport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:9876\"]\n  topics: [a]\n"
+	const kfk = "transport:\n  type: kafka\n  brokers: [\"127.0.0.1:9092\"]\n  topics: [a]\n"
 	const emb = "transport:\n  type: embedded\nsource:\n  type: mariadb\n  host: 127.0.0.1\n  user: u\n  server_id: 7\n"
 	for _, tc := range []struct {
 		name, transport, onError, wantErr string
@@ -17,7 +18,8 @@ func TestSinkOnErrorConfig(t *testing.T) {
 		{"default", rmq, "", ""},
 		{"skip", rmq, "skip", ""},
 		{"dlq on rocketmq", rmq, "dlq", ""},
-		{"dlq on embedded", emb, "dlq", "needs the rocketmq transport"},
+		{"dlq on kafka", kfk, "dlq", ""},
+		{"dlq on embedded", emb, "dlq", "needs the rocketmq or kafka transport"},
 		{"unknown", rmq, "ignore", "sink.on_error: must be fail, skip or dlq"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/kafka"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
@@ -32,8 +33,8 @@ func jdbcPlugin() runtime.Plugin {
 			switch c.OnError {
 			case "", sink.OnErrorFail, sink.OnErrorSkip:
 			case sink.OnErrorDLQ:
-				if doc.Transport != nil && doc.Transport.Type != "rocketmq" {
-					return sec.Err("on_error", "dlq writes to a RocketMQ topic: it needs the rocketmq transport")
+				if doc.Transport != nil && doc.Transport.Type != "rocketmq" && doc.Transport.Type != "kafka" {
+					return sec.Err("on_error", "dlq writes to a RocketMQ or Kafka topic: it needs the rocketmq or kafka transport")
 				}
 			default:
 				return sec.Err("on_error", fmt.Sprintf("must be fail, skip or dlq, not %q", c.OnError))
@@ -47,7 +48,7 @@ func jdbcPlugin() runtime.Plugin {
 
 // newJDBCSink is the jdbc plugin's constructor: the sink, protecting the
 // coordinator's tables in a cluster, with its dead-letter producer on the
-// RocketMQ transport for on_error: dlq.
+// RocketMQ or Kafka transport for on_error: dlq.
 func newJDBCSink(ctx context.Context, c *sink.Config, t *runtime.Task) (runtime.Sink, error) {
 	if t.HistoryDB != nil {
 		src, _ := runtime.SectionConfig[binlog.Config](t, runtime.KindSource)
@@ -55,14 +56,10 @@ func newJDBCSink(ctx context.Context, c *sink.Config, t *runtime.Task) (runtime.
 			return nil, err
 		}
 	}
-	var dl *rocketmq.DeadLetter
+	var dl deadLetter
 	if c.OnError == sink.OnErrorDLQ {
-		rc, ok := runtime.SectionConfig[rocketmq.Config](t, runtime.KindTransport)
-		if !ok {
-			return nil, fmt.Errorf("sink on_error dlq writes to a RocketMQ topic: it needs the rocketmq transport: %w", runtime.ErrConfig)
-		}
 		var err error
-		if dl, err = rocketmq.NewDeadLetter(ctx, *rc, t.Log.With("component", "dead-letter")); err != nil {
+		if dl, err = newDeadLetter(ctx, t); err != nil {
 			return nil, err
 		}
 		c.DeadLetter = dl.Send
@@ -79,6 +76,25 @@ func newJDBCSink(ctx context.Context, c *sink.Config, t *runtime.Task) (runtime.
 		t.OnClose(dl.Close)
 	}
 	return s, nil
+}
+
+// deadLetter is a transport's dead-letter producer: *rocketmq.DeadLetter,
+// *kafka.DeadLetter.
+type deadLetter interface {
+	Send(ctx context.Context, rec schema.Record, cause error) error
+	Close() error
+}
+
+// newDeadLetter starts the dead-letter producer of t's transport.
+func newDeadLetter(ctx context.Context, t *runtime.Task) (deadLetter, error) {
+	log := t.Log.With("component", "dead-letter")
+	if rc, ok := runtime.SectionConfig[rocketmq.Config](t, runtime.KindTransport); ok {
+		return rocketmq.NewDeadLetter(ctx, *rc, log)
+	}
+	if kc, ok := runtime.SectionConfig[kafka.Config](t, runtime.KindTransport); ok {
+		return kafka.NewDeadLetter(ctx, *kc, log)
+	}
+	return nil, fmt.Errorf("sink on_error dlq writes to a RocketMQ or Kafka topic: it needs the rocketmq or kafka transport: %w", runtime.ErrConfig)
 }
 
 // protectCoordinator adds the cluster's control tables and the schema
@@ -164,7 +180,7 @@ var jdbcKeys = runtime.KeyDocs{
 	"enum_check":        {Doc: "PostgreSQL: give ENUM columns (created as TEXT) a CHECK constraint admitting the source's labels."},
 	"schema_changes": {Doc: "What schema-change records do: ignored, applied to the target, or fail the pipeline for review.",
 		Default: sink.SchemaChangesIgnore, Values: []string{sink.SchemaChangesIgnore, sink.SchemaChangesApply, sink.SchemaChangesFail}},
-	"on_error": {Doc: "What a row the target rejects for good does: fail the pipeline, be logged and skipped, or go to a dead-letter topic (rocketmq transport).",
+	"on_error": {Doc: "What a row the target rejects for good does: fail the pipeline, be logged and skipped, or go to a dead-letter topic (rocketmq and kafka transports).",
 		Default: sink.OnErrorFail, Values: []string{sink.OnErrorFail, sink.OnErrorSkip, sink.OnErrorDLQ}},
 	"keyless_mode": {Doc: "Updates and deletes of tables without primary key: applied to the row equal to the before image, refused, or skipped (append only).",
 		Default: "before_image", Values: []string{"before_image", "fail", "append"}},

@@ -26,7 +26,7 @@ type tailLine struct {
 	Index *int            `json:"index,omitempty"`
 	Key   json.RawMessage `json:"key"`
 	Value json.RawMessage `json:"value"`
-	// Error is the dead letter's cause (property sluice_error), if any.
+	// Error is the dead letter's cause (property or header sluice_error), if any.
 	Error string `json:"error,omitempty"`
 }
 
@@ -97,22 +97,22 @@ func cmdTail(args []string, stdout io.Writer) error {
 
 // tailKafka is cmdTail over the Kafka transport kc: its topics (or those of
 // --table), read outside the sink's consumer group; "queue" in the lines is
-// the partition. Kafka has no dead-letter topic of sluice's yet.
+// the partition; --dlq reads the dead-letter topic.
 func tailKafka(kc kafka.Config, file string, opts kafka.TailOptions, table string, dlq, schemas bool, stdout io.Writer) error {
-	if dlq {
-		return fmt.Errorf("tail --dlq: the kafka transport has no dead-letter topic: %w", runtime.ErrConfig)
-	}
 	opts.Topics = kc.Topics
+	prefix := kc.TopicPrefix
+	if prefix == "" {
+		prefix = kc.Pipeline
+	}
 	if table != "" {
 		db, tbl, ok := strings.Cut(table, ".")
 		if !ok || db == "" || tbl == "" {
 			return fmt.Errorf("--table %q: write it as db.table: %w", table, runtime.ErrConfig)
 		}
-		prefix := kc.TopicPrefix
-		if prefix == "" {
-			prefix = kc.Pipeline
-		}
 		opts.Topics = []string{kafka.TopicName(prefix, db, tbl)}
+	}
+	if dlq {
+		opts.Topics = []string{kafka.DeadLetterTopic(prefix)}
 	}
 	if len(opts.Topics) == 0 {
 		return fmt.Errorf("tail: no topics: set transport.topics in %s or pass --table db.table: %w", file, runtime.ErrConfig)
@@ -122,7 +122,8 @@ func tailKafka(kc kafka.Config, file string, opts kafka.TailOptions, table strin
 	w := newTailWriter(stdout, opts.Follow)
 	defer w.out.Flush()
 	return kafka.Tail(ctx, kc, opts, func(m kafka.TailMessage) error {
-		return w.line(tailLine{Topic: m.Topic, Queue: int(m.Partition), Offset: m.Offset, Key: tailJSON(m.Key, schemas), Value: tailJSON(m.Value, schemas)})
+		return w.line(tailLine{Topic: m.Topic, Queue: int(m.Partition), Offset: m.Offset, Key: tailJSON(m.Key, schemas), Value: tailJSON(m.Value, schemas),
+			Error: m.Headers[kafka.DeadLetterErrorHeader]})
 	})
 }
 
