@@ -65,7 +65,7 @@ func NewDeadLetter(ctx context.Context, cfg Config, log *slog.Logger) (*DeadLett
 	d := &DeadLetter{cfg: cfg, log: log, topic: DeadLetterTopic(cfg.TopicPrefix), cl: cl}
 	if d.parts, err = EnsureTopic(ctx, kadm.NewClient(cl), d.topic, int32(cfg.Partitions), int16(cfg.ReplicationFactor)); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("kafka: dead-letter topic: %w", err)
+		return nil, schema.Wrapf("kafka", err, "dead-letter topic")
 	}
 	return d, nil
 }
