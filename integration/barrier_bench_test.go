@@ -13,7 +13,8 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 )
 
 // BenchmarkBarrierThroughput measures what barriers cost end to end: the
@@ -98,7 +99,7 @@ func barrierRun(b *testing.B, e env, mode string, rows, every, txn int) float64 
 	}
 
 	dir := b.TempDir()
-	store, err := runtime.NewFileStore(filepath.Join(dir, "positions"))
+	store, err := storage.NewFileStore(filepath.Join(dir, "positions"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func barrierRun(b *testing.B, e env, mode string, rows, every, txn int) float64 
 	cfgText := fmt.Sprintf("name: %s\nsource:\n  type: %s\n  host: %s\n  port: %d\n  user: %s\n  password: %s\n  server_id: %d\n  include: [\"%s.*\"]\n"+
 		"transport:\n  type: embedded\n  queues: 4\nsink:\n  type: postgres\n  dsn: %q\n  schema_changes: apply\npositions:\n  type: file\n  dir: %s\n",
 		db, bcfg.Flavor, bcfg.Host, bcfg.Port, bcfg.User, bcfg.Password, bcfg.ServerID, db, e["SLUICE_PG_DSN"], filepath.Join(dir, "positions"))
-	cfg, err := runtime.ParseConfig([]byte(cfgText), "bench.yaml")
+	cfg, err := plugin.ParseConfig([]byte(cfgText), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}

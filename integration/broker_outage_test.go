@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 )
 
 // brokerOutageRows is how many orders the broker outage test moves: enough
@@ -62,10 +63,10 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		my, pg       *sql.DB
 		cfg          string
 		source, sink *running
-		sourceWorker *runtime.Worker
+		sourceWorker *engine.Worker
 		sourceName   string
-		sourcePipe   *runtime.Pipeline // the source task's one pipeline: no restart
-		sourceStatus func() runtime.TaskStatus
+		sourcePipe   *engine.Pipeline // the source task's one pipeline: no restart
+		sourceStatus func() engine.TaskStatus
 		noRegression func(*testing.T)
 	}
 	var sides []*side
@@ -79,7 +80,7 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 			editConfig(t, s.cfg, "  queues: 4\n", fmt.Sprintf("  queues: 4\n  max_in_flight_bytes: %dKiB\n", outageWindow>>10))
 		}
 		s.source, s.sourceWorker, s.sourceName = startWorkerOf(t, s.cfg, "source")
-		s.sourceStatus = func() runtime.TaskStatus {
+		s.sourceStatus = func() engine.TaskStatus {
 			st, _ := s.sourceWorker.Status(s.sourceName)
 			return st
 		}
@@ -127,7 +128,7 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 			return slices.ContainsFunc(s.sourceStatus().UnreachableBrokers, func(u runtime.Unreachable) bool { return u.Broker == "broker-a" })
 		}, s.format+": the source task never reported broker-a as unreachable in its status")
 		var m strings.Builder
-		runtime.WritePrometheus(&m, s.sourceWorker.Pipelines())
+		engine.WritePrometheus(&m, s.sourceWorker.Pipelines())
 		if !regexp.MustCompile(`(?m)^sluice_unreachable_brokers\{[^}]*\} 1$`).MatchString(m.String()) {
 			t.Errorf("%s: the metrics do not show one unreachable broker:\n%s", s.format, m.String())
 		}
@@ -137,7 +138,7 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
 		for _, s := range sides {
 			st := s.sourceStatus()
-			if st.State != runtime.StateRunning || caughtUp(st) || len(st.UnreachableBrokers) == 0 || onlyPipeline(s.sourceWorker) != s.sourcePipe {
+			if st.State != engine.StateRunning || caughtUp(st) || len(st.UnreachableBrokers) == 0 || onlyPipeline(s.sourceWorker) != s.sourcePipe {
 				t.Fatalf("%s: while broker-a is down the source task is %s, caught up %v, unreachable %+v, last error %q, restarted %v; want it RUNNING, waiting for broker-a",
 					s.format, st.State, caughtUp(st), st.UnreachableBrokers, st.LastError, onlyPipeline(s.sourceWorker) != s.sourcePipe)
 			}
@@ -195,7 +196,7 @@ func TestFaultBrokerOutageKeepsKeysOnTheirQueues(t *testing.T) {
 		if n := countAt(s, 3); n != brokerOutageRows {
 			t.Errorf("%s: %d of %d orders at amount 3 a moment later", s.format, n, brokerOutageRows)
 		}
-		if st := s.sourceStatus(); st.State != runtime.StateRunning || len(st.UnreachableBrokers) > 0 || onlyPipeline(s.sourceWorker) != s.sourcePipe {
+		if st := s.sourceStatus(); st.State != engine.StateRunning || len(st.UnreachableBrokers) > 0 || onlyPipeline(s.sourceWorker) != s.sourcePipe {
 			t.Errorf("%s: after broker-a's return the source task is %s, unreachable %+v, restarted %v; want it RUNNING as it was, with no outage",
 				s.format, st.State, st.UnreachableBrokers, onlyPipeline(s.sourceWorker) != s.sourcePipe)
 		}
@@ -266,7 +267,7 @@ func TestFaultBrokerKillDuringBarrier(t *testing.T) {
 // fewer items read than written, and never more bytes in flight (in the
 // pipeline and in its sluice_in_flight_bytes metric) than the window. It
 // returns the number of items written.
-func outageLongerThanWindow(t *testing.T, my *sql.DB, db string, p *runtime.Pipeline, w *runtime.Worker) int {
+func outageLongerThanWindow(t *testing.T, my *sql.DB, db string, p *engine.Pipeline, w *engine.Worker) int {
 	t.Helper()
 	began := time.Now()
 	readBefore := p.Status().RecordsRead
@@ -295,7 +296,7 @@ func outageLongerThanWindow(t *testing.T, my *sql.DB, db string, p *runtime.Pipe
 		}
 	}
 	var m strings.Builder
-	runtime.WritePrometheus(&m, w.Pipelines())
+	engine.WritePrometheus(&m, w.Pipelines())
 	match := regexp.MustCompile(`(?m)^sluice_in_flight_bytes\{[^}]*\} (\S+)$`).FindStringSubmatch(m.String())
 	var metric float64
 	if match != nil {
@@ -313,10 +314,10 @@ func outageLongerThanWindow(t *testing.T, my *sql.DB, db string, p *runtime.Pipe
 }
 
 // caughtUp tells whether a source task's status says it is caught up.
-func caughtUp(st runtime.TaskStatus) bool { return st.CaughtUp != nil && *st.CaughtUp }
+func caughtUp(st engine.TaskStatus) bool { return st.CaughtUp != nil && *st.CaughtUp }
 
 // onlyPipeline is the pipeline of w's one task (nil between restarts).
-func onlyPipeline(w *runtime.Worker) *runtime.Pipeline {
+func onlyPipeline(w *engine.Worker) *engine.Pipeline {
 	if ps := w.Pipelines(); len(ps) > 0 {
 		return ps[0]
 	}

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/storage"
 )
 
 // pausedTx is the target session of a sink caught inside its transaction.
@@ -59,7 +60,7 @@ func TestClusterPausedInTransaction(t *testing.T) {
 			ws := []*clusterWorker{c.start("w1"), c.start("w2")}
 			c.create(ws[0], k, 1)
 			c.waitAssigned(1, 90*time.Second)
-			alive := &running{p: &runtime.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
+			alive := &running{p: &engine.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
 			k.waitStreaming(t, alive)
 			check := k.watchRegressions(t)
 			sch := `"` + k.schema + `"`
@@ -73,7 +74,7 @@ func TestClusterPausedInTransaction(t *testing.T) {
 			// One source transaction: the marker and a raise of every
 			// order below id 50, whose target rows the paused transaction
 			// then holds.
-			task := runtime.TaskName(k.db, "source")
+			task := storage.TaskName(k.db, "source")
 			holder, l := c.holderOf(task)
 			tx, err := k.src.Begin()
 			if err != nil {

@@ -25,7 +25,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/storage"
 )
 
 // Cluster timing of these tests: leases of 3s, renewed every 1s, a worker
@@ -121,7 +122,7 @@ func (c *cluster) start(id string) *clusterWorker {
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	p := &process{running: &running{p: &runtime.Pipeline{Name: "worker " + id}, cancel: func() {}, errc: make(chan error, 1)},
+	p := &process{running: &running{p: &engine.Pipeline{Name: "worker " + id}, cancel: func() {}, errc: make(chan error, 1)},
 		cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
@@ -415,7 +416,7 @@ func TestCluster(t *testing.T) {
 		}
 		c.create(ws[i%3], k, sinkTasks)
 	}
-	alive := &running{p: &runtime.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
+	alive := &running{p: &engine.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
 	c.waitAssigned(tasks, 90*time.Second)
 	var checks []func(*testing.T)
 	for _, k := range kits {
@@ -433,7 +434,7 @@ func TestCluster(t *testing.T) {
 	defer stopLoad()
 
 	t.Run("kill_source_holder", func(t *testing.T) {
-		task := runtime.TaskName(kits[0].db, "source")
+		task := storage.TaskName(kits[0].db, "source")
 		w, l := c.holderOf(task)
 		time.Sleep(time.Second)
 		before := c.leases()
@@ -469,7 +470,7 @@ func TestCluster(t *testing.T) {
 		mustExec(t, c.coord, "CREATE FUNCTION "+c.prefix+"poshist_f() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO "+c.prefix+"poshist (pipeline, epoch) VALUES (NEW.pipeline, NEW.epoch); RETURN NEW; END $$")
 		mustExec(t, c.coord, "CREATE TRIGGER poshist AFTER UPDATE ON "+c.prefix+"positions FOR EACH ROW EXECUTE FUNCTION "+c.prefix+"poshist_f()")
 		defer c.coord.Exec("DROP FUNCTION IF EXISTS " + c.prefix + "poshist_f() CASCADE")
-		task := runtime.TaskName(k.db, "source")
+		task := storage.TaskName(k.db, "source")
 		w, l := c.holderOf(task)
 		if err := w.p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -627,13 +628,13 @@ func TestClusterFailoverTimes(t *testing.T) {
 	ws := []*clusterWorker{c.start("w1"), c.start("w2"), c.start("w3")}
 	c.create(ws[0], k, 1)
 	c.waitAssigned(1, 90*time.Second)
-	alive := &running{p: &runtime.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
+	alive := &running{p: &engine.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
 	k.waitStreaming(t, alive)
 	n := 10
 	if v, err := strconv.Atoi(os.Getenv("SLUICE_IT_FAILOVER_KILLS")); err == nil && v > 0 {
 		n = v
 	}
-	task := runtime.TaskName(k.db, "source")
+	task := storage.TaskName(k.db, "source")
 	var times, toRunning []time.Duration
 	for range n {
 		w, l := c.holderOf(task)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
@@ -181,7 +181,7 @@ func TestCoordinatorOutage(t *testing.T) {
 			for i, k := range kits {
 				c.create(ws[i%2], k, 1)
 			}
-			alive := &running{p: &runtime.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
+			alive := &running{p: &engine.Pipeline{Name: "cluster"}, cancel: func() {}, errc: make(chan error, 1)}
 			c.waitAssigned(len(kits), 90*time.Second)
 			var checks []func(*testing.T)
 			for _, k := range kits {

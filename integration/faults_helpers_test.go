@@ -19,7 +19,8 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 var (
@@ -75,7 +76,7 @@ func startProcess(t *testing.T, bin, only, cfg string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{running: &running{p: &runtime.Pipeline{Name: only + " process"}, cancel: func() {}, errc: make(chan error, 1)},
+	p := &process{running: &running{p: &engine.Pipeline{Name: only + " process"}, cancel: func() {}, errc: make(chan error, 1)},
 		cmd: cmd, exited: make(chan struct{}), out: lw}
 	go func() {
 		err := cmd.Wait()
@@ -208,7 +209,7 @@ func faultServers(t *testing.T, verb, kind string) {
 	}
 }
 
-// startWorker runs the pipeline under a runtime.Worker, as `sluice run`
+// startWorker runs the pipeline under a engine.Worker, as `sluice run`
 // does, so that it is restarted after retriable failures. The returned
 // running reports a failure only once the worker gives up.
 func startWorker(t *testing.T, configPath string) *running {
@@ -220,10 +221,10 @@ func startWorker(t *testing.T, configPath string) *running {
 // startWorkerTask is startWorker for the task that only names ("source",
 // "sink" or "" for both, as `sluice run --only`), also returning a reader
 // of the worker's status of it.
-func startWorkerTask(t *testing.T, configPath, only string) (*running, func() runtime.TaskStatus) {
+func startWorkerTask(t *testing.T, configPath, only string) (*running, func() engine.TaskStatus) {
 	t.Helper()
 	r, w, name := startWorkerOf(t, configPath, only)
-	return r, func() runtime.TaskStatus {
+	return r, func() engine.TaskStatus {
 		st, _ := w.Status(name)
 		return st
 	}
@@ -232,28 +233,28 @@ func startWorkerTask(t *testing.T, configPath, only string) (*running, func() ru
 // startWorkerOf is startWorkerTask returning the worker and the task's
 // name, for a test that reads more than its status (its pipeline, its
 // metrics).
-func startWorkerOf(t *testing.T, configPath, only string) (*running, *runtime.Worker, string) {
+func startWorkerOf(t *testing.T, configPath, only string) (*running, *engine.Worker, string) {
 	t.Helper()
-	cfg, err := runtime.LoadConfig(configPath)
+	cfg, err := plugin.LoadConfig(configPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	level := slog.LevelWarn
 	_ = level.UnmarshalText([]byte(os.Getenv("SLUICE_TEST_LOG")))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	w := runtime.NewWorker(log)
+	w := engine.NewWorker(log)
 	w.RestartBackoff = 500 * time.Millisecond
 	w.MaxRestartBackoff = 5 * time.Second
-	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return app.Build(ctx, cfg, only, log) })
+	w.Add(cfg.Name, nil, func(ctx context.Context) (*engine.Pipeline, error) { return app.Build(ctx, cfg, only, log) })
 	if err := w.Start(context.Background(), cfg.Name); err != nil {
 		t.Fatal(err)
 	}
-	r := &running{p: &runtime.Pipeline{Name: cfg.Name}, errc: make(chan error, 1)}
+	r := &running{p: &engine.Pipeline{Name: cfg.Name}, errc: make(chan error, 1)}
 	stopped := make(chan struct{})
 	r.cancel = func() {
 		close(stopped)
 		err := w.StopAll(context.Background())
-		if st, _ := w.Status(cfg.Name); err == nil && st.State == runtime.StateFailed {
+		if st, _ := w.Status(cfg.Name); err == nil && st.State == engine.StateFailed {
 			err = errors.New(st.LastError)
 		}
 		r.errc <- err

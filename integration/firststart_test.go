@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 )
 
 // Issue 28, problem 1: a first run stopped right after it reports RUNNING,
@@ -69,7 +69,7 @@ func TestStopRightAfterRunningResumesWithoutGap(t *testing.T) {
 func waitRunning(t *testing.T, r *running) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	for r.p.Status().State != runtime.StateRunning {
+	for r.p.Status().State != engine.StateRunning {
 		r.failIfStopped(t)
 		if time.Now().After(deadline) {
 			t.Fatalf("not RUNNING after 60s: %+v", r.p.Status())

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -97,8 +97,8 @@ func keylessRefusedAtStart(t *testing.T, k *kit) {
 			if err == nil || schema.ClassOf(err) != schema.ClassFatal {
 				t.Fatalf("the pipeline ended with %v, want a fatal error", err)
 			}
-			if st := r.p.Status(); st.State != runtime.StateFailed {
-				t.Errorf("state %s, want %s", st.State, runtime.StateFailed)
+			if st := r.p.Status(); st.State != engine.StateFailed {
+				t.Errorf("state %s, want %s", st.State, engine.StateFailed)
 			}
 			check(t, err)
 		case <-time.After(90 * time.Second):

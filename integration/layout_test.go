@@ -37,6 +37,22 @@ var innerAllowed = map[string][]string{
 	"schema/secure": {}, // TLS modes and DSN redaction: a leaf beside the record model
 }
 
+// rooms narrows what the runtime's packages import in production code
+// (their tests may wire any of them together): the contracts (package
+// runtime) import none of the others; the engine, the stores and the
+// plugin registry import the contracts, the registry also the stores (the
+// Lease a task carries); a transport never imports the engine, a store or
+// the registry, except that the embedded transport registers its plugin.
+var rooms = map[string][]string{
+	"runtime":          {"schema"},
+	"runtime/engine":   {"schema", "runtime"},
+	"runtime/storage":  {"schema", "runtime"},
+	"runtime/plugin":   {"schema", "runtime", "runtime/storage"},
+	"runtime/kafka":    {"schema", "converter", "runtime"},
+	"runtime/rocketmq": {"schema", "converter", "runtime"},
+	"runtime/embedded": {"schema", "runtime", "runtime/plugin"},
+}
+
 // innerPackage returns the inner package of innerAllowed that holds
 // importPath (or its test variants), or "".
 func innerPackage(importPath string) string {
@@ -108,6 +124,11 @@ func TestImportGraph(t *testing.T) {
 			if entry, ok := harness[imp]; ok && production && pkg != entry {
 				t.Errorf("%s imports %s: the benchmark harness is imported only by its entry %s (and tests)", pkg, imp, entry)
 			}
+			if room, ok := rooms[strings.TrimPrefix(pkg, module+"/")]; ok && production {
+				if rel := strings.TrimPrefix(imp, module+"/"); rel != strings.TrimPrefix(pkg, module+"/") && !contains(room, rel) {
+					t.Errorf("%s imports %s: it may import only %v of ours", pkg, imp, room)
+				}
+			}
 			if inner != "" {
 				rel := strings.TrimPrefix(imp, module+"/")
 				if innerPackage(imp) != inner && !contains(innerAllowed[inner], rel) { // itself, or its own tests
@@ -134,6 +155,11 @@ func TestImportGraph(t *testing.T) {
 	for h := range harness {
 		if !seen[h] {
 			t.Errorf("benchmark package %s is missing: move it back or update the harness rule", h)
+		}
+	}
+	for room := range rooms {
+		if !seen[module+"/"+room] {
+			t.Errorf("runtime package %s is missing: move it back or update its rule", room)
 		}
 	}
 	for inner := range innerAllowed {

@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/runtime/kafka"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
@@ -259,7 +260,7 @@ func waitSame(t *testing.T, p *running, cmp func() (bool, string, error)) {
 }
 
 type running struct {
-	p      *runtime.Pipeline
+	p      *engine.Pipeline
 	cancel context.CancelFunc
 	errc   chan error
 }
@@ -297,7 +298,7 @@ func startPipeline(t *testing.T, configPath string) *running {
 // or "sink"; "" for both).
 func startPipelineOnly(t *testing.T, configPath, only string) *running {
 	t.Helper()
-	cfg, err := runtime.LoadConfig(configPath)
+	cfg, err := plugin.LoadConfig(configPath)
 	if err != nil {
 		t.Fatal(err)
 	}

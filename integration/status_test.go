@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // TestStatusCaughtUpLagAndBacklog runs a pipeline against the real MariaDB
@@ -36,37 +37,37 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 		}
 		path := writeConfig(t, e, db, transport)
 		editConfig(t, path, "  snapshot: never\n", "  heartbeat: 1s\n  snapshot: initial\n  snapshot_chunk: 100\n")
-		cfg, err := runtime.LoadConfig(path)
+		cfg, err := plugin.LoadConfig(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		w := runtime.NewWorker(log)
-		w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return app.Build(ctx, cfg, "", log) })
+		w := engine.NewWorker(log)
+		w.Add(cfg.Name, nil, func(ctx context.Context) (*engine.Pipeline, error) { return app.Build(ctx, cfg, "", log) })
 		if err := w.Start(context.Background(), cfg.Name); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = w.StopAll(context.Background()) })
 
-		status := func() runtime.TaskStatus {
+		status := func() engine.TaskStatus {
 			t.Helper()
 			st, err := w.Status(cfg.Name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.State == runtime.StateFailed {
+			if st.State == engine.StateFailed {
 				t.Fatalf("pipeline failed: %s", st.LastError)
 			}
 			return st
 		}
-		caughtUp := func(st runtime.TaskStatus) bool {
+		caughtUp := func(st engine.TaskStatus) bool {
 			return st.CaughtUp != nil && *st.CaughtUp && st.BehindBytes != nil && *st.BehindBytes == 0 &&
 				st.BehindTransactions != nil && *st.BehindTransactions == 0 && st.RecordsRead == st.RecordsApplied && st.InFlight == 0
 		}
-		waitFor := func(what string, ok func(runtime.TaskStatus) bool) runtime.TaskStatus {
+		waitFor := func(what string, ok func(engine.TaskStatus) bool) engine.TaskStatus {
 			t.Helper()
 			deadline := time.Now().Add(90 * time.Second)
-			var st runtime.TaskStatus
+			var st engine.TaskStatus
 			for time.Now().Before(deadline) {
 				if st = status(); ok(st) {
 					t.Logf("%s after %s", what, time.Until(deadline.Add(-90*time.Second)).Abs().Round(time.Millisecond))
@@ -83,7 +84,7 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 			return st
 		}
 
-		st := waitFor("caught up after the snapshot", func(st runtime.TaskStatus) bool {
+		st := waitFor("caught up after the snapshot", func(st engine.TaskStatus) bool {
 			return caughtUp(st) && st.RecordsApplied >= snapRows
 		})
 		if s := st.Snapshot; s == nil || s.Running || s.Rows != snapRows || s.Tables != 2 || s.TablesDone != 2 || s.ETASeconds != nil {
@@ -117,7 +118,7 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 			mustExec(t, my, fmt.Sprintf("INSERT INTO %s.orders (id, customer, amount, status, updated_at) VALUES (%d, 'p', 2, 'new', NOW(6))", db, 100000+i))
 		}
 		time.Sleep(2 * time.Second)
-		st = waitFor("behind while paused", func(st runtime.TaskStatus) bool {
+		st = waitFor("behind while paused", func(st engine.TaskStatus) bool {
 			return st.CaughtUp != nil && !*st.CaughtUp && st.BehindTransactions != nil && *st.BehindTransactions >= txs &&
 				st.BehindBytes != nil && *st.BehindBytes > 0
 		})
@@ -142,7 +143,7 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 		if err := w.Resume(cfg.Name); err != nil {
 			t.Fatal(err)
 		}
-		st = waitFor("caught up after resuming", func(st runtime.TaskStatus) bool {
+		st = waitFor("caught up after resuming", func(st engine.TaskStatus) bool {
 			return caughtUp(st) && st.RecordsApplied >= snapRows+txs
 		})
 		if st.LagSeconds != 0 {
@@ -155,7 +156,7 @@ func TestStatusCaughtUpLagAndBacklog(t *testing.T) {
 }
 
 // httpGet serves one GET from the worker's REST API.
-func httpGet(t *testing.T, w *runtime.Worker, path string) string {
+func httpGet(t *testing.T, w *engine.Worker, path string) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)

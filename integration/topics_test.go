@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -186,7 +187,7 @@ func TestRocketMQUnconsumedTopicIsReported(t *testing.T) {
 		t.Errorf("topic %s, which the sink reads, is reported unconsumed: %v", orders, got)
 	}
 	var buf bytes.Buffer
-	runtime.WritePrometheus(&buf, []*runtime.Pipeline{src.p})
+	engine.WritePrometheus(&buf, []*engine.Pipeline{src.p})
 	if !strings.Contains(buf.String(), "sluice_unconsumed_topics{") || strings.Contains(buf.String(), "sluice_unconsumed_topics{pipeline=\""+db+"\"} 0") {
 		t.Errorf("metrics do not count the unconsumed topic:\n%s", grepLines(buf.String(), "sluice_unconsumed_topics"))
 	}

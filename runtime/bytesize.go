@@ -75,3 +75,10 @@ func ApplyMemoryLimit(limit ByteSize, env func(string) string) ByteSize {
 	debug.SetMemoryLimit(int64(limit))
 	return limit
 }
+
+// Defaults of a pipeline's in-flight window (engine.Pipeline's
+// MaxInFlight and MaxInFlightBytes), which transports size their own by.
+const (
+	DefaultMaxInFlight      = 8192
+	DefaultMaxInFlightBytes = 16 << 20
+)

@@ -15,17 +15,3 @@ func TestParseByteSize(t *testing.T) {
 		}
 	}
 }
-
-func TestConfigMemoryLimit(t *testing.T) {
-	base := "name: p\ntransport: {type: embedded}\nsink: {type: postgres}\n"
-	c, err := ParseConfig([]byte(base+"memory_limit: 300MiB\n"), "x.yaml")
-	if err != nil || c.MemoryLimit != 300<<20 {
-		t.Fatalf("memory_limit 300MiB: %v %v", c, err)
-	}
-	if _, err := ParseConfig([]byte(base+"memory_limit: lots\n"), "x.yaml"); err == nil {
-		t.Fatal("memory_limit: lots accepted")
-	}
-	if _, err := ParseConfig([]byte(base+"memory_limit: 0\n"), "x.yaml"); err == nil {
-		t.Fatal("memory_limit: 0 accepted")
-	}
-}

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -94,14 +93,6 @@ type PositionKeeper interface {
 // positions ("folder /abs/path", "table sluice_positions"), for logs.
 type Where interface {
 	Where() string
-}
-
-// storeWhere says where s keeps positions, or its type.
-func storeWhere(s PositionStore) string {
-	if w, ok := s.(Where); ok {
-		return w.Where()
-	}
-	return fmt.Sprintf("%T", s)
 }
 
 // ProgressReporter is an optional capability of a Source: named gauges of
@@ -239,4 +230,81 @@ type ShapeLister interface {
 // unreachable): the sink checks each table again at its first record.
 type ShapeChecker interface {
 	CheckShapes(ctx context.Context, tables []schema.Table) error
+}
+
+// Claimer is an optional capability of a PositionStore: Claim makes the
+// calling run the pipeline's only writer of positions and returns the store
+// that run must load and save through. Every earlier run is fenced: its
+// saves fail with a fatal ErrFenced. The pipeline claims once, before it
+// loads its position.
+type Claimer interface {
+	Claim(ctx context.Context, pipeline string) (PositionStore, error)
+}
+
+// Holder is an optional capability of a Claimer's store that can tell whether this run still holds its
+// claim; the pipeline asks every claimCheckEvery.
+type Holder interface {
+	Held(ctx context.Context, pipeline string) error
+}
+
+// BacklogReporter is an optional capability of a Source: how far the
+// server it reads is ahead of a position the source put in a record. The
+// binlog source compares with SHOW MASTER STATUS and @@gtid_binlog_pos.
+type BacklogReporter interface {
+	// Backlog returns the bytes and the transactions the server logged
+	// after position; a negative value is unknown. It may connect: the
+	// runtime calls it at most once a second, with a deadline.
+	Backlog(ctx context.Context, position []byte) (bytes, transactions int64, err error)
+}
+
+// QueueSplitter is an optional capability of a Sink: SplitsQueues true
+// means its Write applies each queue of a batch in a transaction of its
+// own (sink.Sink in transactional mode), so joining the batches of several
+// queues would only run their transactions one after the other: the
+// runtime then writes each batch alone.
+type QueueSplitter interface {
+	SplitsQueues() bool
+}
+
+// IncrementalSnapshotStatus is the progress of a source's newest
+// incremental snapshot, from its IncrementalReporter.
+type IncrementalSnapshotStatus struct {
+	Running bool   `json:"running"`
+	Paused  bool   `json:"paused"`
+	Signal  string `json:"signal,omitempty"` // the id of the execute-snapshot signal
+	Table   string `json:"table,omitempty"`  // the table being read
+	// Tables: done and queued; TablesDone: read whole (or left out with
+	// an error in the log).
+	Tables     int64 `json:"tables"`
+	TablesDone int64 `json:"tables_done"`
+	Chunks     int64 `json:"chunks"`
+	Rows       int64 `json:"rows"`
+	// TableRows: rows emitted of Table; TableEstimatedRows: the server's
+	// estimate of its rows (approximate), absent when unknown;
+	// TablePercent: TableRows of the estimate, at most 100.
+	TableRows          int64    `json:"table_rows"`
+	TableEstimatedRows int64    `json:"table_estimated_rows,omitempty"`
+	TablePercent       *float64 `json:"table_percent,omitempty"`
+	ElapsedSeconds     float64  `json:"elapsed_seconds"`
+	RowsPerSecond      float64  `json:"rows_per_second,omitempty"`
+	// TableETASeconds: the rows of Table's estimate left, at the
+	// snapshot's rate so far; absent when unknown or past the estimate.
+	TableETASeconds *float64 `json:"table_eta_seconds,omitempty"`
+}
+
+// Derive fills TablePercent from TableRows and TableEstimatedRows,
+// RowsPerSecond from Rows and ElapsedSeconds, and TableETASeconds from
+// both.
+func (s *IncrementalSnapshotStatus) Derive() {
+	if s.Table != "" && s.TableEstimatedRows > 0 {
+		p := min(100, 100*float64(s.TableRows)/float64(s.TableEstimatedRows))
+		s.TablePercent = &p
+	}
+	if s.ElapsedSeconds > 0 {
+		s.RowsPerSecond = float64(s.Rows) / s.ElapsedSeconds
+	}
+	if s.Running && s.RowsPerSecond > 0 && s.Table != "" && s.TableEstimatedRows > s.TableRows {
+		eta := float64(s.TableEstimatedRows-s.TableRows) / s.RowsPerSecond
+		s.TableETASeconds = &eta
+	}
 }

@@ -1,35 +1,31 @@
-// Package runtime runs connectors as tasks: it defines what it needs from a
-// source, a sink and a transport (contracts.go), moves records between them
-// with acknowledgements, and keeps source positions. The transports are its
-// sibling packages implementing those contracts: runtime/embedded (in
-// process) and runtime/rocketmq; the engine depends on neither.
+// Package runtime holds the contracts between the engine and the pieces it
+// runs, all in contracts.go: what it needs from a Source, a Sink, a
+// Publisher and a Subscriber (a transport), a PositionStore, and the
+// optional capabilities a piece may add (progress, backlog, topics, groups,
+// signals, claims). Beside them are the small tools every transport shares:
+// the queue a record's key maps to (QueueFor), barrier copies, transaction
+// ends, pending acknowledgements, dead-letter payloads, byte sizes and the
+// error classification (ClassOf, IsFatal).
 //
-// Duties of the pieces, in order:
+// The rest of the runtime lives in packages of their own, each importing
+// this one and never each other except as shown:
 //
-//  1. A Source gives records in source order; only records at transaction
-//     boundaries carry a Position.
-//  2. The runtime hands each batch to a Publisher with an AckFunc and tracks
-//     it in a bounded window; Publish blocks when the window is full, so a
-//     slow transport or sink slows the source instead of growing memory.
-//  3. When acks arrive, possibly out of order, only the contiguous acked
-//     prefix counts: its newest Position is saved in the PositionStore.
-//  4. A Subscriber hands batches of one queue, in order, to the Sink; a
-//     batch is acknowledged only after Sink.Write returned nil.
-//  5. On shutdown the source stops first, outstanding batches are awaited,
-//     the position is saved, then the sink side stops.
+//   - runtime/engine runs a source, a transport and a sink as a pipeline
+//     with a bounded in-flight window, saves positions, and restarts or
+//     stops failed pipelines (Worker); it keeps status and metrics.
+//   - runtime/storage keeps positions (files or a database table), a
+//     source's schema history in a database, and the Lease that fences a
+//     cluster task's writes.
+//   - runtime/plugin reads a pipeline's YAML (Config), maps each section's
+//     type to the Plugin that owns its keys and constructors (Registry),
+//     and documents every key; it imports runtime/storage for the Lease.
+//   - runtime/embedded, runtime/rocketmq and runtime/kafka are transports;
+//     runtime/admin serves REST; runtime/cluster shares tasks between
+//     workers through leases in a database.
 //
 // Errors are read with ClassOf (schema.ClassOf; connectors classify their
 // errors where they make them): a source's end of input (schema.ErrEndOfInput)
 // drains and saves like a shutdown and ends the pipeline as FINISHED; a
-// fatal error ends it as FAILED; any other error makes the Worker rebuild
-// it after a bounded backoff (RESTARTING meanwhile).
-//
-// Configuration: a pipeline's YAML (Config) has one section per piece; a
-// Registry maps each section's type to the Plugin that owns its keys (its
-// config struct's yaml tags, decoded strictly by Section.Decode), their
-// checks and its constructor (NewSource, NewSink or NewTransport, given the
-// decoded config and the Task), and ValidateConnector answers the REST
-// validate. The command registers the connectors and builds a task by
-// calling the constructors of its sections' plugins. A source task's schema history may live in a
-// database (SQLHistory), its appends fenced by the task's Lease.
+// fatal error ends it as FAILED; any other error makes the engine's Worker
+// rebuild it after a bounded backoff (RESTARTING meanwhile).
 package runtime

@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // Errors a Cluster returns; the API maps them to HTTP codes.
@@ -196,9 +196,9 @@ type ConfigKeyInfo struct {
 	Order         int      `json:"order"` // the key's place in its section, from 1
 }
 
-// KeyInfos are the definitions of a section's keys (runtime.ConfigKey) in
+// KeyInfos are the definitions of a section's keys (plugin.ConfigKey) in
 // Kafka Connect's shape; group is the section.
-func KeyInfos(group string, keys []runtime.ConfigKey) []ConfigKeyInfo {
+func KeyInfos(group string, keys []plugin.ConfigKey) []ConfigKeyInfo {
 	out := make([]ConfigKeyInfo, 0, len(keys))
 	for i, k := range keys {
 		info := ConfigKeyInfo{Name: k.Name, Type: k.Type, Required: k.Required, Importance: "MEDIUM", Documentation: k.Doc,

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // kcCluster is a Cluster with every capability Kafka Connect has an
@@ -20,7 +20,7 @@ func (kcCluster) Topics(context.Context, string) ([]string, error) {
 }
 func (kcCluster) ResetTopics(context.Context, string) error { return nil }
 func (kcCluster) PluginConfig(context.Context, string) ([]ConfigKeyInfo, error) {
-	return KeyInfos("source", []runtime.ConfigKey{{Name: "port", Type: "INT", Default: "3306", Doc: "the port"}}), nil
+	return KeyInfos("source", []plugin.ConfigKey{{Name: "port", Type: "INT", Default: "3306", Doc: "the port"}}), nil
 }
 
 // Validate answers as the registry's validation does (cmd/sluice/app's

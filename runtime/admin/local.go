@@ -10,15 +10,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/schema"
 )
 
 // Local is the Cluster of one process (`sluice run`): the pipelines of one
-// runtime.Worker, each one connector with the one task 0. Its connectors
+// engine.Worker, each one connector with the one task 0. Its connectors
 // come from the config file, so create, delete and config changes answer
 // ErrReadOnly; it adds stop, offsets, metrics and health.
 type Local struct {
-	W        *runtime.Worker
+	W        *engine.Worker
 	WorkerID string // shown as worker_id, e.g. the REST address; default "local"
 	// Type is the connectors' type: "source" (--only source), "sink"
 	// (--only sink) or, by default, "source_sink" (both sides in one process).
@@ -64,7 +65,7 @@ func classify(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, runtime.ErrUnknownPipeline):
+	case errors.Is(err, engine.ErrUnknownPipeline):
 		return marked{err, ErrNotFound}
 	default:
 		return marked{err, ErrState}
@@ -82,7 +83,7 @@ func (l *Local) known(name string) error {
 			return nil
 		}
 	}
-	return classify(fmt.Errorf("%w %q", runtime.ErrUnknownPipeline, name))
+	return classify(fmt.Errorf("%w %q", engine.ErrUnknownPipeline, name))
 }
 
 // Connectors lists the pipelines.
@@ -109,7 +110,7 @@ func (l *Local) PutConfig(context.Context, string, json.RawMessage) (ConnectorIn
 // Delete is not possible here.
 func (l *Local) Delete(context.Context, string) error { return errRunReadOnly }
 
-// Status is Kafka Connect's shape with the pipeline's runtime.TaskStatus
+// Status is Kafka Connect's shape with the pipeline's engine.TaskStatus
 // (counters, position, lag, backlog, snapshot) at the top level.
 func (l *Local) Status(_ context.Context, name string) (ConnectorStatus, error) {
 	st, err := l.W.Status(name)
@@ -149,7 +150,7 @@ func (l *Local) Resume(ctx context.Context, name string) error {
 	if err != nil {
 		return classify(err)
 	}
-	if st.State == runtime.StateStopped {
+	if st.State == engine.StateStopped {
 		return classify(l.W.Start(ctx, name))
 	}
 	return classify(l.W.Resume(name))
@@ -172,9 +173,9 @@ func (l *Local) Signal(ctx context.Context, name, id, typ, data string) (string,
 	switch {
 	case err == nil:
 		return id, nil
-	case errors.Is(err, schema.ErrConfig), errors.Is(err, runtime.ErrNoSignals):
+	case errors.Is(err, schema.ErrConfig), errors.Is(err, engine.ErrNoSignals):
 		return "", marked{err, ErrInvalid}
-	case errors.Is(err, runtime.ErrUnknownPipeline), errors.Is(err, runtime.ErrNotRunning):
+	case errors.Is(err, engine.ErrUnknownPipeline), errors.Is(err, engine.ErrNotRunning):
 		return "", classify(err)
 	}
 	return "", err
@@ -189,7 +190,7 @@ func (l *Local) Groups(ctx context.Context, name string, apply bool) (any, error
 }
 
 // Switchover carries out a planned switchover of the pipeline's groups
-// (runtime.Worker.Switchover), classified as Groups; a bad request (an
+// (engine.Worker.Switchover), classified as Groups; a bad request (an
 // unknown group name, consumers online on the source) is ErrInvalid.
 func (l *Local) Switchover(ctx context.Context, name string, groups []string, timeout time.Duration) (any, error) {
 	rep, err := l.W.Switchover(ctx, name, groups, timeout)
@@ -207,9 +208,9 @@ func switchoverError(err error) error {
 // groupsError classifies an error of Groups or Switchover.
 func groupsError(err error) error {
 	switch {
-	case errors.Is(err, runtime.ErrNoGroups):
+	case errors.Is(err, engine.ErrNoGroups):
 		return marked{err, ErrInvalid}
-	case errors.Is(err, runtime.ErrUnknownPipeline), errors.Is(err, runtime.ErrNotRunning):
+	case errors.Is(err, engine.ErrUnknownPipeline), errors.Is(err, engine.ErrNotRunning):
 		return classify(err)
 	}
 	return err
@@ -221,11 +222,11 @@ func (l *Local) Offset(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", classify(err)
 	}
-	return string(runtime.SourcePosition(stored)), nil
+	return string(engine.SourcePosition(stored)), nil
 }
 
 // Topics lists the topics the pipeline's runs have used since the process
-// started or since ResetTopics (runtime.Worker.Topics).
+// started or since ResetTopics (engine.Worker.Topics).
 func (l *Local) Topics(_ context.Context, name string) ([]string, error) {
 	ts, err := l.W.Topics(name)
 	return ts, classify(err)
@@ -270,7 +271,7 @@ func (l *Local) PluginConfig(_ context.Context, pluginType string) ([]ConfigKeyI
 func (l *Local) Workers(context.Context) ([]WorkerInfo, error) {
 	tasks := []string{}
 	for _, n := range l.W.Names() {
-		if st, err := l.W.Status(n); err == nil && (st.State == runtime.StateRunning || st.State == runtime.StatePaused || st.State == runtime.StateRestarting || st.State == runtime.StateUnassigned) {
+		if st, err := l.W.Status(n); err == nil && (st.State == engine.StateRunning || st.State == engine.StatePaused || st.State == engine.StateRestarting || st.State == engine.StateUnassigned) {
 			tasks = append(tasks, n)
 		}
 	}
@@ -279,7 +280,7 @@ func (l *Local) Workers(context.Context) ([]WorkerInfo, error) {
 
 // MetricsCollector collects the series of the pipelines running here.
 func (l *Local) MetricsCollector() prometheus.Collector {
-	return runtime.NewCollector(func() ([]*runtime.Pipeline, []string) { return l.W.Pipelines(), nil }, false)
+	return engine.NewCollector(func() ([]*engine.Pipeline, []string) { return l.W.Pipelines(), nil }, false)
 }
 
 // Health is "failed" while a pipeline is FAILED, else "restarting" while
@@ -291,10 +292,10 @@ func (l *Local) Health(context.Context) Health {
 	var starting, restarting *Health
 	for _, n := range l.W.Names() {
 		st, _ := l.W.Status(n)
-		if st.State == runtime.StateFailed {
+		if st.State == engine.StateFailed {
 			return Health{Status: "failed", Pipeline: n, Error: st.LastError}
 		}
-		if restarting == nil && st.State == runtime.StateRestarting && l.W.Ran(n) {
+		if restarting == nil && st.State == engine.StateRestarting && l.W.Ran(n) {
 			restarting = &Health{Status: "restarting", Pipeline: n, Error: st.LastError}
 		}
 		if starting == nil && !l.W.Ran(n) {

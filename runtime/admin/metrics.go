@@ -14,7 +14,7 @@ import (
 
 // MetricsCollector is an optional capability of a Cluster: the process'
 // own metrics for GET /metrics (per pipeline and per task it hosts,
-// runtime.Collector).
+// engine.Collector).
 type MetricsCollector interface {
 	MetricsCollector() prometheus.Collector
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 )
 
 // fakeCluster is an in-memory Cluster: configs by name, every task RUNNING
@@ -837,7 +838,7 @@ func TestMetricsDocumented(t *testing.T) {
 	}
 	ch := make(chan *prometheus.Desc, 100)
 	go func() {
-		runtime.NewCollector(func() ([]*runtime.Pipeline, []string) { return nil, nil }, true).Describe(ch)
+		engine.NewCollector(func() ([]*engine.Pipeline, []string) { return nil, nil }, true).Describe(ch)
 		newWorkerCollector(newFake(), selfReporting{}).Describe(ch)
 		close(ch)
 	}()
@@ -1028,8 +1029,8 @@ func TestSwitchoverErrors(t *testing.T) {
 	}{
 		{fmt.Errorf("group g has consumers online on the source: %w", runtime.ErrConfig), http.StatusBadRequest},
 		{fmt.Errorf("not drained: %w", context.DeadlineExceeded), http.StatusGatewayTimeout},
-		{fmt.Errorf("p: %w", runtime.ErrNoGroups), http.StatusBadRequest},
-		{fmt.Errorf("p: %w", runtime.ErrNotRunning), http.StatusConflict},
+		{fmt.Errorf("p: %w", engine.ErrNoGroups), http.StatusBadRequest},
+		{fmt.Errorf("p: %w", engine.ErrNotRunning), http.StatusConflict},
 	} {
 		if got := statusOf(switchoverError(c.err)); got != c.want {
 			t.Errorf("%v: %d, want %d", c.err, got, c.want)

@@ -21,7 +21,7 @@ func TestClockUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, filepath.Join("..", "lease.go"))
+	files = append(files, filepath.Join("..", "storage", "lease.go"))
 	wall := map[string]bool{"Unix": true, "UnixMilli": true, "UnixMicro": true, "UnixNano": true, "Format": true, "AppendFormat": true, "YearDay": true, "Clock": true, "Date": true}
 	nows := 0
 	for _, f := range files {

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -26,7 +28,7 @@ type Connector struct {
 
 // Task is one task of a connector as workers host it.
 type Task struct {
-	Name      string // the lease task: runtime.TaskName(connector, role)
+	Name      string // the lease task: storage.TaskName(connector, role)
 	Connector string
 	ID        int    // 0 the source (or embedded) task, 1..n sink tasks
 	Role      string // source, sink or source_sink
@@ -40,7 +42,7 @@ const sinkTasksKey = "sink_tasks"
 
 // splitDoc takes sink_tasks out of a connector document and parses the
 // rest as a `sluice run` config.
-func splitDoc(name string, doc json.RawMessage) (*runtime.Config, int, error) {
+func splitDoc(name string, doc json.RawMessage) (*plugin.Config, int, error) {
 	var m map[string]any
 	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
 		return nil, 0, fmt.Errorf("%w: connector %s: the config must be a JSON object with the keys of a sluice run file (name, source, transport, sink)", admin.ErrInvalid, name)
@@ -60,7 +62,7 @@ func splitDoc(name string, doc json.RawMessage) (*runtime.Config, int, error) {
 		return nil, 0, fmt.Errorf("%w: connector %s: the config names %v; leave name out or give the same", admin.ErrInvalid, name, n)
 	}
 	b, _ := json.Marshal(m)
-	cfg, err := runtime.ParseConfig(b, "connector "+name)
+	cfg, err := plugin.ParseConfig(b, "connector "+name)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
@@ -69,7 +71,7 @@ func splitDoc(name string, doc json.RawMessage) (*runtime.Config, int, error) {
 
 // ParseConnector reads a stored connector document into the config app.Build
 // takes and its tasks.
-func ParseConnector(name string, doc json.RawMessage) (*runtime.Config, []Task, error) {
+func ParseConnector(name string, doc json.RawMessage) (*plugin.Config, []Task, error) {
 	cfg, sinkTasks, err := splitDoc(name, doc)
 	if err != nil {
 		return nil, nil, err
@@ -77,14 +79,14 @@ func ParseConnector(name string, doc json.RawMessage) (*runtime.Config, []Task, 
 	var tasks []Task
 	switch {
 	case cfg.Transport.Type == "embedded":
-		tasks = append(tasks, Task{Name: runtime.TaskName(name, "source"), Connector: name, Role: "source_sink"})
+		tasks = append(tasks, Task{Name: storage.TaskName(name, "source"), Connector: name, Role: "source_sink"})
 	default:
 		if cfg.Source != nil {
-			tasks = append(tasks, Task{Name: runtime.TaskName(name, "source"), Connector: name, Role: "source", Only: "source"})
+			tasks = append(tasks, Task{Name: storage.TaskName(name, "source"), Connector: name, Role: "source", Only: "source"})
 		}
 		if cfg.Sink != nil {
 			for i := 1; i <= sinkTasks; i++ {
-				tasks = append(tasks, Task{Name: runtime.TaskName(name, fmt.Sprintf("sink-%d", i)), Connector: name, ID: i, Role: "sink", Only: "sink"})
+				tasks = append(tasks, Task{Name: storage.TaskName(name, fmt.Sprintf("sink-%d", i)), Connector: name, ID: i, Role: "sink", Only: "sink"})
 			}
 		}
 	}
@@ -113,7 +115,7 @@ type Control struct {
 	S *Store
 	// Check checks a parsed connector config as `sluice validate`
 	// would (app's decoder); nil accepts what parses.
-	Check func(cfg *runtime.Config) error
+	Check func(cfg *plugin.Config) error
 	// PluginList is what Plugins returns.
 	PluginList []admin.Plugin
 	// PluginConfigs answers PluginConfig; nil: ErrNotFound for every type.
@@ -126,7 +128,7 @@ type Control struct {
 	// PutConfig store it and in Validate: the reasons it returns refuse the
 	// config (400), as Kafka Connect refuses a connector that fails its
 	// validation. nil: no server is asked.
-	Probe func(ctx context.Context, cfg *runtime.Config) []string
+	Probe func(ctx context.Context, cfg *plugin.Config) []string
 	// TTL judges which workers are alive (heartbeat within TTL).
 	TTL time.Duration
 	// CheckPosition, when set, checks a position given to SetOffset as the
@@ -137,19 +139,19 @@ type Control struct {
 	// config (the binlog source writes it into its signal table, which any
 	// worker can do, wherever the source task runs); a signal it refuses
 	// wraps schema.ErrConfig. nil: POST .../signals answers 405.
-	Signals func(ctx context.Context, cfg *runtime.Config, id, typ, data string) (string, error)
+	Signals func(ctx context.Context, cfg *plugin.Config, id, typ, data string) (string, error)
 	// GroupsOf, when set, reports a replicator connector's consumer group
 	// checkpoints from its config and saved position, and with apply
 	// writes them on its target cluster (failover); a connector whose
-	// source keeps none wraps runtime.ErrNoGroups. nil: GET .../groups
+	// source keeps none wraps engine.ErrNoGroups. nil: GET .../groups
 	// answers 405.
-	GroupsOf func(ctx context.Context, cfg *runtime.Config, position []byte, apply bool) (any, error)
+	GroupsOf func(ctx context.Context, cfg *plugin.Config, position []byte, apply bool) (any, error)
 	// SwitchOf, when set, carries out a replicator connector's planned
 	// switchover of groups from its config, load reading the position the
 	// coordinator keeps (again while it waits for the copy to drain, at
 	// most timeout); errors as GroupsOf. nil: POST .../groups/switchover
 	// answers 405.
-	SwitchOf func(ctx context.Context, cfg *runtime.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error)
+	SwitchOf func(ctx context.Context, cfg *plugin.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error)
 }
 
 var (
@@ -173,7 +175,7 @@ func (c *Control) Signal(ctx context.Context, name, id, typ, data string) (strin
 		return "", fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
 	id, err = c.Signals(ctx, cfg, id, typ, data)
-	if errors.Is(err, schema.ErrConfig) || errors.Is(err, runtime.ErrNoSignals) {
+	if errors.Is(err, schema.ErrConfig) || errors.Is(err, engine.ErrNoSignals) {
 		return "", fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
 	return id, err
@@ -503,7 +505,7 @@ func (c *Control) Tasks(ctx context.Context, name string) ([]admin.TaskInfo, err
 type statusRow struct {
 	worker, state, trace string
 	epoch, generation    int64
-	detail               json.RawMessage // the task's runtime.TaskStatus; nil when none was written
+	detail               json.RawMessage // the task's engine.TaskStatus; nil when none was written
 }
 
 func (s *Store) statusRows(ctx context.Context, connector string) (map[string]statusRow, error) {
@@ -557,21 +559,21 @@ func (c *Control) Status(ctx context.Context, name string) (admin.ConnectorStatu
 		st.Connector.State = "STOPPED"
 	}
 	for _, t := range tasks {
-		ts := admin.TaskState{ID: t.ID, Role: t.Role, State: string(runtime.StateUnassigned)}
+		ts := admin.TaskState{ID: t.ID, Role: t.Role, State: string(engine.StateUnassigned)}
 		r, hasRow := rows[t.Name]
 		l, hasLease := leases[t.Name]
 		switch {
 		case k.Target == "paused" && !(hasLease && l.Live):
-			ts.State = string(runtime.StatePaused)
+			ts.State = string(engine.StatePaused)
 		case k.Target == "stopped" && !(hasLease && l.Live):
-			ts.State = string(runtime.StateStopped)
+			ts.State = string(engine.StateStopped)
 		case hasLease && l.Live:
 			ts.WorkerID, ts.Epoch = l.Holder, l.Epoch
-			ts.State = string(runtime.StateRestarting) // held, its worker has not reported yet
+			ts.State = string(engine.StateRestarting) // held, its worker has not reported yet
 			if hasRow && r.worker == l.Holder && r.epoch == l.Epoch {
 				ts.State, ts.Generation, ts.Trace, ts.Extra = r.state, r.generation, r.trace, r.detail
 			}
-		case hasRow && r.state == string(runtime.StateFailed):
+		case hasRow && r.state == string(engine.StateFailed):
 			ts.State, ts.WorkerID, ts.Epoch, ts.Generation, ts.Trace, ts.Extra = r.state, r.worker, r.epoch, r.generation, r.trace, r.detail
 		}
 		if t.ID == 0 || st.Connector.WorkerID == "" {
@@ -711,7 +713,7 @@ func (c *Control) Offset(ctx context.Context, name string) (string, error) {
 	if err != nil || pos == nil {
 		return "", err
 	}
-	return string(runtime.SourcePosition(pos)), nil
+	return string(engine.SourcePosition(pos)), nil
 }
 
 // position is the saved position of connector name (nil: none).
@@ -761,7 +763,7 @@ func (c *Control) Switchover(ctx context.Context, name string, groups []string, 
 }
 
 // parsed is the stored config of connector name.
-func (c *Control) parsed(ctx context.Context, name string) (*runtime.Config, error) {
+func (c *Control) parsed(ctx context.Context, name string) (*plugin.Config, error) {
 	k, err := c.S.connector(ctx, name)
 	if err != nil {
 		return nil, err
@@ -776,7 +778,7 @@ func (c *Control) parsed(ctx context.Context, name string) (*runtime.Config, err
 // groupsError classifies an error of GroupsOf or SwitchOf: a bad config,
 // a bad group or a source without groups is ErrInvalid (400).
 func groupsError(v any, err error) (any, error) {
-	if errors.Is(err, schema.ErrConfig) || errors.Is(err, runtime.ErrNoGroups) {
+	if errors.Is(err, schema.ErrConfig) || errors.Is(err, engine.ErrNoGroups) {
 		return nil, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
 	}
 	return v, err
@@ -801,7 +803,7 @@ func (c *Control) SetOffset(ctx context.Context, name, position string) error {
 	res, err := c.S.db.ExecContext(ctx, c.S.q("UPDATE "+c.S.Table("positions")+" SET position = ?, updated_at = CURRENT_TIMESTAMP(6) WHERE pipeline = ?"+
 		" AND EXISTS (SELECT 1 FROM "+c.S.Table("connectors")+" WHERE name = ? AND target IN ('paused', 'stopped'))"+
 		" AND NOT EXISTS (SELECT 1 FROM "+c.S.Table("leases")+" WHERE task = ? AND expires_at > CURRENT_TIMESTAMP(6))"),
-		val, name, name, runtime.TaskName(name, "source"))
+		val, name, name, storage.TaskName(name, "source"))
 	if err != nil {
 		return retriable("set the position of "+name, err)
 	}

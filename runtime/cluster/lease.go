@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -17,10 +17,10 @@ import (
 // transaction, and returns the lease with its new epoch (one more than any
 // before: every acquisition is a new incarnation). ok is false when
 // another worker holds an unexpired lease.
-func (s *Store) Acquire(ctx context.Context, task, holder string, ttl time.Duration) (l runtime.Lease, ok bool, err error) {
+func (s *Store) Acquire(ctx context.Context, task, holder string, ttl time.Duration) (l storage.Lease, ok bool, err error) {
 	// Durable when it returns: an epoch raise lost in a crash of the
 	// coordinator would let two incarnations share one epoch.
-	tx, err := runtime.BeginDurable(ctx, s.db, s.dialect)
+	tx, err := storage.BeginDurable(ctx, s.db, s.dialect)
 	if err != nil {
 		return l, false, retriable("acquire "+task, err)
 	}
@@ -58,13 +58,13 @@ func (s *Store) Acquire(ctx context.Context, task, holder string, ttl time.Durat
 	if err := tx.Commit(); err != nil {
 		return l, false, retriable("acquire "+task, err)
 	}
-	return runtime.Lease{Table: s.Table("leases"), Task: task, Holder: holder, Epoch: epoch}, true, nil
+	return storage.Lease{Table: s.Table("leases"), Task: task, Holder: holder, Epoch: epoch}, true, nil
 }
 
 // Renew extends l by ttl from the database's now, only while l is current
 // and unexpired: an expired lease is never revived (another worker may be
 // about to take it). ok false means l is lost.
-func (s *Store) Renew(ctx context.Context, l runtime.Lease, ttl time.Duration) (ok bool, err error) {
+func (s *Store) Renew(ctx context.Context, l storage.Lease, ttl time.Duration) (ok bool, err error) {
 	res, err := s.db.ExecContext(ctx, s.q("UPDATE "+s.Table("leases")+" SET expires_at = "+s.later()+" WHERE task = ? AND holder = ? AND epoch = ? AND expires_at > CURRENT_TIMESTAMP(6)"), micros(ttl), l.Task, l.Holder, l.Epoch)
 	if err != nil {
 		return false, retriable("renew "+l.Task, err)
@@ -78,7 +78,7 @@ func (s *Store) Renew(ctx context.Context, l runtime.Lease, ttl time.Duration) (
 
 // Release ends l at once (expires it, keeping the row and its epoch), so
 // another worker can take the task without waiting out the TTL.
-func (s *Store) Release(ctx context.Context, l runtime.Lease) error {
+func (s *Store) Release(ctx context.Context, l storage.Lease) error {
 	if _, err := s.db.ExecContext(ctx, s.q("UPDATE "+s.Table("leases")+" SET expires_at = CURRENT_TIMESTAMP(6) WHERE task = ? AND holder = ? AND epoch = ?"), l.Task, l.Holder, l.Epoch); err != nil {
 		return retriable("release "+l.Task, err)
 	}
@@ -127,7 +127,7 @@ func connectorOf(task string) string {
 // lease epoch wrote it last.
 type FencedPositions struct {
 	s     *Store
-	lease runtime.Lease
+	lease storage.Lease
 	// valid reports whether the holder still believes it holds the lease
 	// (its monotonic clock since the last renewal); checked by Held.
 	valid  func() bool
@@ -136,7 +136,7 @@ type FencedPositions struct {
 }
 
 // NewFencedPositions returns the store a task holding l saves through.
-func (s *Store) NewFencedPositions(l runtime.Lease, valid func() bool) *FencedPositions {
+func (s *Store) NewFencedPositions(l storage.Lease, valid func() bool) *FencedPositions {
 	return &FencedPositions{s: s, lease: l, valid: valid, fenced: make(chan struct{})}
 }
 
@@ -145,7 +145,7 @@ func (f *FencedPositions) Fenced() <-chan struct{} { return f.fenced }
 
 func (f *FencedPositions) fence(why string) error {
 	f.once.Do(func() { close(f.fenced) })
-	return schema.Fatal(fmt.Errorf("%w: task %s (lease epoch %d of %s): %s; this worker drops the task, its new holder continues from the saved positions", runtime.ErrFenced, f.lease.Task, f.lease.Epoch, f.lease.Holder, why))
+	return schema.Fatal(fmt.Errorf("%w: task %s (lease epoch %d of %s): %s; this worker drops the task, its new holder continues from the saved positions", storage.ErrFenced, f.lease.Task, f.lease.Epoch, f.lease.Holder, why))
 }
 
 // Load reads the saved position (nil when none).
@@ -188,7 +188,7 @@ func (f *FencedPositions) Save(ctx context.Context, pipeline string, pos []byte)
 	var tx *sql.Tx
 	if f.s.dialect == "postgres" {
 		var err error
-		if tx, err = runtime.BeginDurable(ctx, f.s.db, f.s.dialect); err != nil {
+		if tx, err = storage.BeginDurable(ctx, f.s.db, f.s.dialect); err != nil {
 			return retriable("save the position of "+pipeline, err)
 		}
 		defer tx.Rollback()

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 )
 
 // A connector deleted while it runs: its holder stops the task and
@@ -27,7 +29,7 @@ func TestDeleteLeavesNoStatus(t *testing.T) {
 			ttl := 1500 * time.Millisecond
 			startWorker(t, s, "a", ttl)
 			doc := json.RawMessage(`{"source":{"type":"mysql"},"transport":{"type":"embedded"},"sink":{"type":"postgres"}}`)
-			task := runtime.TaskName("gone", "source")
+			task := storage.TaskName("gone", "source")
 			rows := func() int {
 				var n int
 				if err := s.db.QueryRow(s.q("SELECT COUNT(*) FROM "+s.Table("status")+" WHERE connector = ?"), "gone").Scan(&n); err != nil {
@@ -81,8 +83,8 @@ func TestRecreatedConnectorResumes(t *testing.T) {
 			s := openTestStore(t, driver, dsn)
 			c := &Control{S: s}
 			opened := make(chan string, 16)
-			build := func(ctx context.Context, cfg *runtime.Config, only string, _ runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
-				return &runtime.Pipeline{Name: cfg.Name, Source: &openRecorder{opened: opened}, Publisher: ackPublisher{}, Log: log, SaveInterval: 50 * time.Millisecond}, nil
+			build := func(ctx context.Context, cfg *plugin.Config, only string, _ storage.Lease, log *slog.Logger) (*engine.Pipeline, error) {
+				return &engine.Pipeline{Name: cfg.Name, Source: &openRecorder{opened: opened}, Publisher: ackPublisher{}, Log: log, SaveInterval: 50 * time.Millisecond}, nil
 			}
 			ttl := 1500 * time.Millisecond
 			w, err := NewWorker(s, Config{ID: "a", TTL: ttl, Heartbeat: ttl / 4, Build: build, Log: slog.New(slog.DiscardHandler)})
@@ -114,7 +116,7 @@ func TestRecreatedConnectorResumes(t *testing.T) {
 			released := func() {
 				waitUntil(t, 10*time.Second, "the lease released", func() bool {
 					ls, err := s.Leases(ctx)
-					return err == nil && !ls[runtime.TaskName("again", "source")].Live
+					return err == nil && !ls[storage.TaskName("again", "source")].Live
 				})
 			}
 			if _, err := c.Create(ctx, "again", doc); err != nil {
@@ -132,7 +134,7 @@ func TestRecreatedConnectorResumes(t *testing.T) {
 			if err := s.db.QueryRow(s.q("SELECT position FROM "+s.Table("positions")+" WHERE pipeline = ?"), "again").Scan(&stored); err != nil {
 				t.Fatal(err)
 			}
-			last := string(runtime.SourcePosition([]byte(stored)))
+			last := string(engine.SourcePosition([]byte(stored)))
 			if _, err := c.Create(ctx, "again", doc); err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +193,7 @@ func TestStopAndResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitUntil(t, 10*time.Second, "STOPPED", state("STOPPED"))
-			if ls, _ := s.Leases(ctx); ls[runtime.TaskName("st", "source")].Live {
+			if ls, _ := s.Leases(ctx); ls[storage.TaskName("st", "source")].Live {
 				t.Fatal("a STOPPED task's lease is live")
 			}
 			if err := c.SetOffset(ctx, "st", ""); err != nil {

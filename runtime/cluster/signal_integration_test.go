@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
@@ -26,7 +27,7 @@ func TestControlSignal(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, "postgres", coordinators(t)["postgres"])
 	var got []string
-	c := &Control{S: s, Signals: func(_ context.Context, cfg *runtime.Config, id, typ, data string) (string, error) {
+	c := &Control{S: s, Signals: func(_ context.Context, cfg *plugin.Config, id, typ, data string) (string, error) {
 		if typ == "bad" {
 			return "", fmt.Errorf("refused: %w", schema.ErrConfig)
 		}
@@ -82,9 +83,9 @@ func TestControlGroups(t *testing.T) {
 	ctx := context.Background()
 	s := openTestStore(t, "postgres", schematest.NeedServers(t, "SLUICE_PG_DSN")[0])
 	var got []string
-	c := &Control{S: s, GroupsOf: func(_ context.Context, cfg *runtime.Config, pos []byte, apply bool) (any, error) {
+	c := &Control{S: s, GroupsOf: func(_ context.Context, cfg *plugin.Config, pos []byte, apply bool) (any, error) {
 		if cfg.Source.Type != "rocketmq" {
-			return nil, fmt.Errorf("%s: %w", cfg.Name, runtime.ErrNoGroups)
+			return nil, fmt.Errorf("%s: %w", cfg.Name, engine.ErrNoGroups)
 		}
 		got = append(got, fmt.Sprintf("%s %s %v", cfg.Name, pos, apply))
 		return []string{"g"}, nil
@@ -126,9 +127,9 @@ func TestControlSwitchover(t *testing.T) {
 		}
 	}
 	var got []string
-	c := &Control{S: s, SwitchOf: func(ctx context.Context, cfg *runtime.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error) {
+	c := &Control{S: s, SwitchOf: func(ctx context.Context, cfg *plugin.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error) {
 		if cfg.Source.Type != "rocketmq" {
-			return nil, fmt.Errorf("%s: %w", cfg.Name, runtime.ErrNoGroups)
+			return nil, fmt.Errorf("%s: %w", cfg.Name, engine.ErrNoGroups)
 		}
 		before, err := load(ctx)
 		if err != nil {

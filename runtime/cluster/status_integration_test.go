@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -54,13 +56,13 @@ func task0(m map[string]any) map[string]any {
 // last_error beside Kafka Connect's trace.
 func TestClusterStatusAsRichAsRun(t *testing.T) {
 	discard := slog.New(slog.DiscardHandler)
-	rw := runtime.NewWorker(discard)
-	fs, err := runtime.NewFileStore(t.TempDir())
+	rw := engine.NewWorker(discard)
+	fs, err := storage.NewFileStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw.Add("run", fs, func(ctx context.Context) (*runtime.Pipeline, error) {
-		p, err := fakeBuild(ctx, &runtime.Config{Name: "run"}, "", runtime.Lease{}, discard)
+	rw.Add("run", fs, func(ctx context.Context) (*engine.Pipeline, error) {
+		p, err := fakeBuild(ctx, &plugin.Config{Name: "run"}, "", storage.Lease{}, discard)
 		p.Positions = fs
 		return p, err
 	})
@@ -83,9 +85,9 @@ func TestClusterStatusAsRichAsRun(t *testing.T) {
 			ctx := context.Background()
 			s := openTestStore(t, driver, dsn)
 			c := &Control{S: s}
-			startBuildWorker(t, s, "a", 1500*time.Millisecond, func(ctx context.Context, cfg *runtime.Config, only string, l runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+			startBuildWorker(t, s, "a", 1500*time.Millisecond, func(ctx context.Context, cfg *plugin.Config, only string, l storage.Lease, log *slog.Logger) (*engine.Pipeline, error) {
 				if cfg.Name == "bad" {
-					return &runtime.Pipeline{Name: cfg.Name, Source: &brokenSource{}, Publisher: ackPublisher{}, Log: log}, nil
+					return &engine.Pipeline{Name: cfg.Name, Source: &brokenSource{}, Publisher: ackPublisher{}, Log: log}, nil
 				}
 				return fakeBuild(ctx, cfg, only, l, log)
 			})

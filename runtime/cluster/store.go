@@ -11,8 +11,8 @@
 //
 //	<p>connectors  name, config (JSON), version (compare-and-set), target (running|paused), restarts
 //	<p>workers     id, url, heartbeat_at (the database's CURRENT_TIMESTAMP)
-//	<p>leases      task, holder, epoch, expires_at (runtime.Lease's table)
-//	<p>status      task, connector, worker, state, epoch, generation, trace, detail (the task's runtime.TaskStatus as JSON)
+//	<p>leases      task, holder, epoch, expires_at (storage.Lease's table)
+//	<p>status      task, connector, worker, state, epoch, generation, trace, detail (the task's engine.TaskStatus as JSON)
 //	<p>positions   pipeline, position, epoch (the writer's lease epoch)
 //
 // Clocks: no worker's wall clock decides anything, so workers whose clocks

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
@@ -73,7 +74,7 @@ func TestLeaseFencing(t *testing.T) {
 			if ok, err := s.Renew(ctx, la, ttl); err != nil || ok {
 				t.Fatalf("an expired lease was renewed: %v, %v", ok, err)
 			}
-			if err := fa.Save(ctx, "c", []byte("pos-a2")); !errors.Is(err, runtime.ErrFenced) || !runtime.IsFatal(err) {
+			if err := fa.Save(ctx, "c", []byte("pos-a2")); !errors.Is(err, storage.ErrFenced) || !runtime.IsFatal(err) {
 				t.Fatalf("save under an expired lease = %v; want a fatal ErrFenced", err)
 			}
 			lb, ok, err := s.Acquire(ctx, "c/source", "B", ttl)
@@ -92,7 +93,7 @@ func TestLeaseFencing(t *testing.T) {
 			if ok, _ := s.Renew(ctx, la, ttl); ok {
 				t.Fatal("A renewed B's lease")
 			}
-			if err := fa.Save(ctx, "c", []byte("pos-a3")); !errors.Is(err, runtime.ErrFenced) {
+			if err := fa.Save(ctx, "c", []byte("pos-a3")); !errors.Is(err, storage.ErrFenced) {
 				t.Fatalf("A's save after B took over = %v", err)
 			}
 			select {
@@ -116,7 +117,7 @@ func TestLeaseFencing(t *testing.T) {
 			if err != nil || !ok || lb2.Epoch != 3 {
 				t.Fatalf("B's re-acquire = %+v, %v, %v; want epoch 3", lb2, ok, err)
 			}
-			if err := fb.Save(ctx, "c", []byte("pos-b-old")); !errors.Is(err, runtime.ErrFenced) {
+			if err := fb.Save(ctx, "c", []byte("pos-b-old")); !errors.Is(err, storage.ErrFenced) {
 				t.Fatalf("B's older incarnation saved: %v", err)
 			}
 			// A release ends the lease at once, keeping its epoch.
@@ -129,7 +130,7 @@ func TestLeaseFencing(t *testing.T) {
 			}
 			// A holder whose own clock says the lease ran out refuses
 			// before asking the database.
-			if err := s.NewFencedPositions(la2, func() bool { return false }).Save(ctx, "c", []byte("x")); !errors.Is(err, runtime.ErrFenced) {
+			if err := s.NewFencedPositions(la2, func() bool { return false }).Save(ctx, "c", []byte("x")); !errors.Is(err, storage.ErrFenced) {
 				t.Fatalf("save with a locally expired lease = %v", err)
 			}
 		})

@@ -13,6 +13,9 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -42,9 +45,9 @@ func TestClusterTopics(t *testing.T) {
 			ctx := context.Background()
 			s := openTestStore(t, driver, dsn)
 			c := &Control{S: s}
-			build := func(ctx context.Context, cfg *runtime.Config, only string, _ runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+			build := func(ctx context.Context, cfg *plugin.Config, only string, _ storage.Lease, log *slog.Logger) (*engine.Pipeline, error) {
 				pub := topicPublisher{topic: "tp-" + cfg.Name, used: &runtime.TopicSet{}}
-				return &runtime.Pipeline{Name: cfg.Name, Source: &tickSource{}, Publisher: pub, Log: log, SaveInterval: 50 * time.Millisecond}, nil
+				return &engine.Pipeline{Name: cfg.Name, Source: &tickSource{}, Publisher: pub, Log: log, SaveInterval: 50 * time.Millisecond}, nil
 			}
 			startBuildWorker(t, s, "a", 1500*time.Millisecond, build)
 			srv := httptest.NewServer(admin.NewHandler(c, ""))

@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -22,7 +25,7 @@ import (
 // embedded). lease is the task's lease, for the durable writes the build
 // wires itself (the schema history); the worker replaces the pipeline's
 // Positions with a store fenced by the same lease.
-type BuildFunc func(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error)
+type BuildFunc func(ctx context.Context, cfg *plugin.Config, only string, lease storage.Lease, log *slog.Logger) (*engine.Pipeline, error)
 
 // Config is one worker's settings.
 type Config struct {
@@ -41,7 +44,7 @@ type Config struct {
 	Margin time.Duration
 	Build  BuildFunc
 	Log    *slog.Logger
-	// RestartBackoff of each task's runtime.Worker (default 1s).
+	// RestartBackoff of each task's engine.Worker (default 1s).
 	RestartBackoff time.Duration
 	// clock is this host's time (default time.Now); tests skew its wall
 	// part (see Clocks in the package doc).
@@ -71,12 +74,12 @@ type Worker struct {
 // hosted is a task this worker holds a lease on.
 type hosted struct {
 	t         Task
-	cfg       *runtime.Config
+	cfg       *plugin.Config
 	gen       int64 // connector version it runs
 	restarts  int64
-	lease     runtime.Lease
+	lease     storage.Lease
 	lastRenew atomic.Int64 // w.now() at the start of the last successful renewal
-	rw        *runtime.Worker
+	rw        *engine.Worker
 	store     atomic.Pointer[FencedPositions]
 	leaving   bool // draining for a handoff or a config change
 	dropped   atomic.Bool
@@ -235,7 +238,7 @@ func (w *Worker) liveWorkers(ctx context.Context) (int, error) {
 
 type desired struct {
 	t        Task
-	cfg      *runtime.Config
+	cfg      *plugin.Config
 	version  int64
 	target   string
 	restarts int64
@@ -363,12 +366,12 @@ func (w *Worker) take(ctx context.Context, d desired) (*hosted, error) {
 	h := &hosted{t: d.t, cfg: d.cfg, gen: d.version, restarts: d.restarts, lease: l, started: make(chan struct{}), topicResets: -1}
 	h.lastRenew.Store(start)
 	log := w.log.With("task", d.t.Name, "epoch", l.Epoch)
-	rw := runtime.NewWorker(log)
+	rw := engine.NewWorker(log)
 	rw.RestartBackoff = w.cfg.RestartBackoff
 	h.rw = rw
-	rw.Add(d.cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) {
+	rw.Add(d.cfg.Name, nil, func(ctx context.Context) (*engine.Pipeline, error) {
 		if !w.valid(h) {
-			return nil, schema.Fatal(fmt.Errorf("%w: task %s: the lease ran out before the task was built", runtime.ErrFenced, d.t.Name))
+			return nil, schema.Fatal(fmt.Errorf("%w: task %s: the lease ran out before the task was built", storage.ErrFenced, d.t.Name))
 		}
 		p, err := w.cfg.Build(ctx, d.cfg, d.t.Only, l, log)
 		if err != nil {
@@ -579,7 +582,7 @@ type gatedPublisher struct {
 
 func (g gatedPublisher) Publish(ctx context.Context, recs []schema.Record, ack runtime.AckFunc) error {
 	if !g.valid() {
-		return schema.Fatal(fmt.Errorf("%w: task %s: its lease ran out on this worker's clock; not publishing", runtime.ErrFenced, g.task))
+		return schema.Fatal(fmt.Errorf("%w: task %s: its lease ran out on this worker's clock; not publishing", storage.ErrFenced, g.task))
 	}
 	return g.Publisher.Publish(ctx, recs, ack)
 }
@@ -607,8 +610,8 @@ func (w *Worker) Metrics() Metrics {
 }
 
 // Pipelines returns the pipelines of the held tasks and their task names,
-// for the pipeline metrics (runtime.WriteTaskMetrics).
-func (w *Worker) Pipelines() (ps []*runtime.Pipeline, tasks []string) {
+// for the pipeline metrics (engine.WriteTaskMetrics).
+func (w *Worker) Pipelines() (ps []*engine.Pipeline, tasks []string) {
 	for _, h := range w.held() {
 		for _, p := range h.rw.Pipelines() {
 			ps, tasks = append(ps, p), append(tasks, h.t.Name)

@@ -12,6 +12,9 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -41,8 +44,8 @@ func (ackPublisher) Publish(_ context.Context, _ []schema.Record, ack runtime.Ac
 }
 func (ackPublisher) Close(context.Context) error { return nil }
 
-func fakeBuild(ctx context.Context, cfg *runtime.Config, only string, _ runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
-	return &runtime.Pipeline{Name: cfg.Name, Source: &tickSource{}, Publisher: ackPublisher{}, Positions: nil, Log: log, SaveInterval: 50 * time.Millisecond}, nil
+func fakeBuild(ctx context.Context, cfg *plugin.Config, only string, _ storage.Lease, log *slog.Logger) (*engine.Pipeline, error) {
+	return &engine.Pipeline{Name: cfg.Name, Source: &tickSource{}, Publisher: ackPublisher{}, Positions: nil, Log: log, SaveInterval: 50 * time.Millisecond}, nil
 }
 
 func startWorker(t *testing.T, s *Store, id string, ttl time.Duration) (*Worker, context.CancelFunc, chan struct{}) {
@@ -51,7 +54,7 @@ func startWorker(t *testing.T, s *Store, id string, ttl time.Duration) (*Worker,
 }
 
 // startBuildWorker runs a worker whose tasks build runs, until the test ends.
-func startBuildWorker(t *testing.T, s *Store, id string, ttl time.Duration, build func(context.Context, *runtime.Config, string, runtime.Lease, *slog.Logger) (*runtime.Pipeline, error)) (*Worker, context.CancelFunc, chan struct{}) {
+func startBuildWorker(t *testing.T, s *Store, id string, ttl time.Duration, build func(context.Context, *plugin.Config, string, storage.Lease, *slog.Logger) (*engine.Pipeline, error)) (*Worker, context.CancelFunc, chan struct{}) {
 	t.Helper()
 	w, err := NewWorker(s, Config{ID: id, TTL: ttl, Heartbeat: ttl / 4, Build: build, Log: slog.New(slog.DiscardHandler)})
 	if err != nil {

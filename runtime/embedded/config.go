@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // Config is the transport section of type embedded: the in-process
@@ -17,7 +18,7 @@ type Config struct {
 	Linger   time.Duration `yaml:"linger"`    // wait this long for a fuller batch, default 0
 	// MaxInFlight and MaxInFlightBytes: the memory limits of every
 	// transport, records read from the source and not yet acknowledged
-	// (runtime.Pipeline.MaxInFlight, MaxInFlightBytes); on RocketMQ also the
+	// (engine.Pipeline.MaxInFlight, MaxInFlightBytes); on RocketMQ also the
 	// messages the consumer holds pulled but not yet applied
 	// (rocketmq.Config.MaxCachedRecords, MaxCachedBytes, the same keys).
 	MaxInFlight      int              `yaml:"max_in_flight"`
@@ -36,24 +37,24 @@ type Config struct {
 const DefaultMaxInFlight = 32768
 
 // Plugin is the embedded transport's plugin, for the command to register.
-func Plugin() runtime.Plugin {
-	return runtime.Spec[Config]{Kind: runtime.KindTransport, Name: "embedded", Types: []string{"embedded"},
-		Validate: func(c *Config, sec *runtime.Section, _ *runtime.Config) error {
+func Plugin() plugin.Plugin {
+	return plugin.Spec[Config]{Kind: plugin.KindTransport, Name: "embedded", Types: []string{"embedded"},
+		Validate: func(c *Config, sec *plugin.Section, _ *plugin.Config) error {
 			if c.Linger < 0 {
 				return sec.Err("linger", fmt.Sprintf("%s is negative: use 0 (no wait) or a duration such as 5ms", c.Linger))
 			}
-			return runtime.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes))
+			return plugin.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes))
 		},
 		// one Transport for the task's source and sink, in one process
-		NewTransport: func(_ context.Context, c *Config, _ *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+		NewTransport: func(_ context.Context, c *Config, _ *plugin.Task) (runtime.Publisher, runtime.Subscriber, error) {
 			e := New(c.Queues, c.Depth)
 			return e.Publisher(), e.LingerSubscriber(c.MaxBatch, c.Linger), nil
 		},
 		Keys: keys}.Plugin()
 }
 
-// keys documents the embedded transport's keys (runtime.KeyDocs).
-var keys = runtime.KeyDocs{
+// keys documents the embedded transport's keys (plugin.KeyDocs).
+var keys = plugin.KeyDocs{
 	"queues":              {Doc: "Number of in-process queues; the changes of one row stay in order on one queue.", Default: "4"},
 	"depth":               {Doc: "Batches each queue holds before the source waits for the sink.", Default: "16"},
 	"max_batch":           {Doc: "Records per sink transaction at most.", Default: "2048"},

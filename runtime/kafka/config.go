@@ -67,7 +67,7 @@ type Config struct {
 	// call, default 2048.
 	MaxBatch int `yaml:"max_batch"`
 	// MaxInFlight and MaxInFlightBytes are the memory limits of every
-	// transport (runtime.Pipeline's records read and not yet acknowledged);
+	// transport (engine.Pipeline's records read and not yet acknowledged);
 	// here they also bound the producer's buffer and, in bytes, what the
 	// consumer fetches ahead of the sink.
 	MaxInFlight      int              `yaml:"max_in_flight"`

@@ -17,6 +17,8 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -91,7 +93,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout)
 	default:
 		fmt.Fprintf(stderr, "sluice: unknown command %q", args[0])
-		if s := runtime.Suggest(args[0], commands); s != "" {
+		if s := plugin.Suggest(args[0], commands); s != "" {
 			fmt.Fprintf(stderr, ": did you mean %s?", s)
 		}
 		fmt.Fprintf(stderr, "\n\n%s", usage)
@@ -173,14 +175,14 @@ func init() {
 	restAddr = os.Getenv("SLUICE_REST")
 }
 
-func loadConfig(fs *flag.FlagSet, path *string, args []string) (*runtime.Config, error) {
+func loadConfig(fs *flag.FlagSet, path *string, args []string) (*plugin.Config, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if *path == "" {
 		return nil, fmt.Errorf("--config FILE is required: %w", runtime.ErrConfig)
 	}
-	return runtime.LoadConfig(*path)
+	return plugin.LoadConfig(*path)
 }
 
 func cmdRun(args []string, log *slog.Logger) error {
@@ -198,9 +200,9 @@ func cmdRun(args []string, log *slog.Logger) error {
 	log.Debug("memory limit", "limit", limit.String())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	w := runtime.NewWorker(log)
+	w := engine.NewWorker(log)
 	w.MaxStartRetries = cfg.MaxStartRetries()
-	w.Add(cfg.Name, nil, func(ctx context.Context) (*runtime.Pipeline, error) { return Build(ctx, cfg, *only, log) })
+	w.Add(cfg.Name, nil, func(ctx context.Context) (*engine.Pipeline, error) { return Build(ctx, cfg, *only, log) })
 	if *rest != "" {
 		token := os.Getenv("SLUICE_REST_TOKEN")
 		api := admin.NewHandler(&admin.Local{W: w, WorkerID: *rest, Type: map[string]string{"source": "source", "sink": "sink"}[*only],
@@ -238,9 +240,9 @@ func cmdRun(args []string, log *slog.Logger) error {
 				return err
 			}
 			switch {
-			case st.State == runtime.StateFailed && *rest != "":
+			case st.State == engine.StateFailed && *rest != "":
 				log.Error("pipeline failed; the REST API stays up: read GET /connectors/"+cfg.Name+"/status, fix the cause and POST /connectors/"+cfg.Name+"/restart, or stop the process (exit code 1)", "pipeline", cfg.Name)
-			case st.State == runtime.StateFailed || st.State == runtime.StateFinished:
+			case st.State == engine.StateFailed || st.State == engine.StateFinished:
 				return runResult(w, cfg.Name, log)
 			}
 		}
@@ -279,13 +281,13 @@ func (r reportedError) Unwrap() error { return r.error }
 // runResult is how `sluice run` ends: an error (exit 1) when the pipeline
 // FAILED or was stopped before it ever ran, nil (exit 0) when it FINISHED
 // or was stopped after it ran.
-func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
+func runResult(w *engine.Worker, name string, log *slog.Logger) error {
 	st, err := w.Status(name)
 	if err != nil {
 		return err
 	}
 	switch {
-	case st.State == runtime.StateFailed:
+	case st.State == engine.StateFailed:
 		// The worker logged the failure with its error when it happened.
 		return reportedError{fmt.Errorf("pipeline %s failed: %s", name, st.LastError)}
 	case !w.Ran(name):
@@ -295,7 +297,7 @@ func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
 			err = fmt.Errorf("%w (last error: %s)", err, st.LastError)
 		}
 		return err
-	case st.State == runtime.StateFinished:
+	case st.State == engine.StateFinished:
 		logEnd(log, "pipeline finished: its input is complete", name, st.Position, hasSource(w, name))
 	default:
 		logEnd(log, "pipeline stopped", name, st.Position, hasSource(w, name))
@@ -304,7 +306,7 @@ func runResult(w *runtime.Worker, name string, log *slog.Logger) error {
 }
 
 // hasSource reports whether pipeline name reads a source (not --only sink).
-func hasSource(w *runtime.Worker, name string) bool {
+func hasSource(w *engine.Worker, name string) bool {
 	for _, p := range w.Pipelines() {
 		if p.Name == name {
 			return p.Source != nil
@@ -374,6 +376,6 @@ func cmdPositions(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s: no saved position (in %s)\n", cfg.Name, d.positions.where())
 		return nil
 	}
-	fmt.Fprintf(stdout, "%s\n", runtime.SourcePosition(pos))
+	fmt.Fprintf(stdout, "%s\n", engine.SourcePosition(pos))
 	return nil
 }

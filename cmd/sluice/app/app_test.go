@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // The commented examples are part of the contract: they must stay valid.
@@ -17,7 +17,7 @@ func TestExamplesDecode(t *testing.T) {
 		t.Fatalf("examples: %v %v", files, err)
 	}
 	for _, f := range files {
-		cfg, err := runtime.LoadConfig(f)
+		cfg, err := plugin.LoadConfig(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // Batch size and linger reach the transports, and bad values are config
@@ -15,7 +16,7 @@ func TestTransportBatchingConfig(t *testing.T) {
 	const src = "source:\n  type: mariadb\n  host: 127.0.0.1\n  user: u\n  server_id: 7\n"
 	const snk = "sink:\n  type: postgres\n  dsn: postgres://x@127.0.0.1/x\n"
 	decode := func(transport string) (*decoded, error) {
-		cfg, err := runtime.ParseConfig([]byte("name: p\n"+src+transport+snk), "p.yaml")
+		cfg, err := plugin.ParseConfig([]byte("name: p\n"+src+transport+snk), "p.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

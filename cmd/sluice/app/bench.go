@@ -7,7 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/sluicecdc/sluice/cmd/sluice/internal/bench"
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // cmdBench is `sluice bench`: the benchmark harness lives in its own
@@ -19,7 +20,7 @@ func cmdBench(args []string, stdout io.Writer, log *slog.Logger) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	return c.Run(stdout, log, func(ctx context.Context, cfg *runtime.Config, log *slog.Logger) (*runtime.Pipeline, error) {
+	return c.Run(stdout, log, func(ctx context.Context, cfg *plugin.Config, log *slog.Logger) (*engine.Pipeline, error) {
 		return Build(ctx, cfg, "", log)
 	})
 }

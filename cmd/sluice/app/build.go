@@ -9,8 +9,11 @@ import (
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/runtime/kafka"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/sink"
 )
 
@@ -29,14 +32,14 @@ type decoded struct {
 	// selected and its decoded config, which BuildTask hands to the
 	// connector's constructor; the typed fields above point at the configs
 	// of the connectors whose checks span sections.
-	plugins map[string]*runtime.Plugin
+	plugins map[string]*plugin.Plugin
 	configs map[string]any
 }
 
 // decode decodes sec, the section of kind, with the connector its type
 // selects (connectors), and keeps both for BuildTask; a connector that
 // cannot make a task is refused.
-func (d *decoded) decode(kind string, sec *runtime.Section, cfg *runtime.Config) (any, error) {
+func (d *decoded) decode(kind string, sec *plugin.Section, cfg *plugin.Config) (any, error) {
 	v, err := connectors.Decode(kind, sec, cfg)
 	if err != nil {
 		return nil, err
@@ -50,7 +53,7 @@ func (d *decoded) decode(kind string, sec *runtime.Section, cfg *runtime.Config)
 }
 
 // sections are the decoded sections for the connectors' constructors
-// (runtime.Task.Sections): by kind, and positions (a positionsConfig).
+// (plugin.Task.Sections): by kind, and positions (a positionsConfig).
 func (d *decoded) sections() map[string]any {
 	m := map[string]any{"positions": &d.positions}
 	for k, v := range d.configs {
@@ -74,7 +77,7 @@ func (d *decoded) paths(attrs ...any) []any {
 // decodeAll decodes every section the process shape needs, each with the
 // connector its type selects (connectors), and checks what spans sections,
 // for a process that runs alone (`sluice run`).
-func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
+func decodeAll(cfg *plugin.Config, only string) (*decoded, error) {
 	return decodeTask(cfg, only, false)
 }
 
@@ -84,8 +87,8 @@ func decodeAll(cfg *runtime.Config, only string) (*decoded, error) {
 // sides --only selects, each connector's section, the transport with what
 // it takes from the source, the positions, and the control tables the
 // sink must leave alone.
-func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, error) {
-	d := &decoded{positions: positionsConfig{Dir: "positions", typ: "file"}, plugins: map[string]*runtime.Plugin{}, configs: map[string]any{}}
+func decodeTask(cfg *plugin.Config, only string, coordinated bool) (*decoded, error) {
+	d := &decoded{positions: positionsConfig{Dir: "positions", typ: "file"}, plugins: map[string]*plugin.Plugin{}, configs: map[string]any{}}
 	wantSource, wantSink, err := sides(cfg, only)
 	if err != nil {
 		return nil, err
@@ -103,7 +106,7 @@ func decodeTask(cfg *runtime.Config, only string, coordinated bool) (*decoded, e
 }
 
 // sides says which sides of cfg a process with --only runs.
-func sides(cfg *runtime.Config, only string) (wantSource, wantSink bool, err error) {
+func sides(cfg *plugin.Config, only string) (wantSource, wantSink bool, err error) {
 	switch only {
 	case "", "source", "sink":
 	default:
@@ -117,22 +120,22 @@ func sides(cfg *runtime.Config, only string) (wantSource, wantSink bool, err err
 
 // decodeConnectors decodes the source and sink sections the process runs
 // and the transport, which takes the source's event format.
-func (d *decoded) decodeConnectors(cfg *runtime.Config, only string, wantSource, wantSink bool) error {
+func (d *decoded) decodeConnectors(cfg *plugin.Config, only string, wantSource, wantSink bool) error {
 	if wantSource {
-		v, err := d.decode(runtime.KindSource, cfg.Source, cfg)
+		v, err := d.decode(plugin.KindSource, cfg.Source, cfg)
 		if err != nil {
 			return err
 		}
-		if c, ok := runtime.ConfigOf[binlog.Config](v); ok {
+		if c, ok := plugin.ConfigOf[binlog.Config](v); ok {
 			d.source, d.codec = c, codecOptions(c)
 		}
 	}
 	if wantSink {
-		v, err := d.decode(runtime.KindSink, cfg.Sink, cfg)
+		v, err := d.decode(plugin.KindSink, cfg.Sink, cfg)
 		if err != nil {
 			return err
 		}
-		d.sink, _ = runtime.ConfigOf[sink.Config](v)
+		d.sink, _ = plugin.ConfigOf[sink.Config](v)
 	}
 	if cfg.Transport.Type == "embedded" {
 		if only != "" {
@@ -142,21 +145,21 @@ func (d *decoded) decodeConnectors(cfg *runtime.Config, only string, wantSource,
 			return cfg.Transport.Err("type", "the embedded transport needs both a source and a sink section")
 		}
 	}
-	v, err := d.decode(runtime.KindTransport, cfg.Transport, cfg)
+	v, err := d.decode(plugin.KindTransport, cfg.Transport, cfg)
 	if err != nil {
 		return err
 	}
-	if c, ok := runtime.ConfigOf[embedded.Config](v); ok {
+	if c, ok := plugin.ConfigOf[embedded.Config](v); ok {
 		d.embedded = c
 		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
 		if d.maxFlight == 0 {
 			d.maxFlight = embedded.DefaultMaxInFlight
 		}
 	}
-	if c, ok := runtime.ConfigOf[rocketmq.Config](v); ok {
+	if c, ok := plugin.ConfigOf[rocketmq.Config](v); ok {
 		return d.withRocketMQ(c, cfg, wantSink)
 	}
-	if c, ok := runtime.ConfigOf[kafka.Config](v); ok {
+	if c, ok := plugin.ConfigOf[kafka.Config](v); ok {
 		d.kafka = c
 		d.maxFlight, d.maxFlightBytes = c.MaxInFlight, int(c.MaxInFlightBytes)
 		if d.source != nil && d.codec != converter.DefaultOptions() {
@@ -168,7 +171,7 @@ func (d *decoded) decodeConnectors(cfg *runtime.Config, only string, wantSource,
 
 // withRocketMQ keeps the RocketMQ transport's config, which publishes in
 // the source's event format and must be told the topics of a sink alone.
-func (d *decoded) withRocketMQ(c *rocketmq.Config, cfg *runtime.Config, wantSink bool) error {
+func (d *decoded) withRocketMQ(c *rocketmq.Config, cfg *plugin.Config, wantSink bool) error {
 	d.rocketmq = c
 	d.maxFlight, d.maxFlightBytes = c.MaxCachedRecords, c.MaxCachedBytes
 	if d.source != nil && d.codec != converter.DefaultOptions() {
@@ -187,19 +190,19 @@ func (d *decoded) withRocketMQ(c *rocketmq.Config, cfg *runtime.Config, wantSink
 
 // checkHistory checks a schema history kept in the database
 // (history_store: database) and protects its table in the target.
-func (d *decoded) checkHistory(cfg *runtime.Config, coordinated bool) error {
+func (d *decoded) checkHistory(cfg *plugin.Config, coordinated bool) error {
 	if d.source == nil || d.source.HistoryStore != binlog.HistoryInDatabase {
 		return nil
 	}
 	if d.positions.typ == "file" && !coordinated {
 		return cfg.Source.Err("history_store", "database keeps the schema history in the positions database: give positions a type postgres or mysql and a dsn")
 	}
-	if err := runtime.CheckHistoryTable(d.source.HistoryTable); err != nil {
+	if err := storage.CheckHistoryTable(d.source.HistoryTable); err != nil {
 		return cfg.Source.Explain(err, d.source)
 	}
 	table := d.source.HistoryTable
 	if table == "" {
-		table = runtime.DefaultHistoryTable
+		table = storage.DefaultHistoryTable
 	}
 	d.protectInTarget(table)
 	return nil
@@ -215,20 +218,20 @@ func (d *decoded) protectInTarget(table string) {
 }
 
 // TaskOptions say which task of a config BuildTask makes and how
-// (runtime.TaskOptions, which the connectors' constructors get).
-type TaskOptions = runtime.TaskOptions
+// (plugin.TaskOptions, which the connectors' constructors get).
+type TaskOptions = plugin.TaskOptions
 
 // Build makes the pipeline the config describes, connecting to the servers:
 // BuildTask without a lease.
-func Build(ctx context.Context, cfg *runtime.Config, only string, log *slog.Logger) (*runtime.Pipeline, error) {
+func Build(ctx context.Context, cfg *plugin.Config, only string, log *slog.Logger) (*engine.Pipeline, error) {
 	return BuildTask(ctx, cfg, TaskOptions{Only: only, Log: log})
 }
 
 // BuildTask makes the task of the config that o names (a source task, a
 // sink task, or both in one pipeline), connecting to the servers: each
-// section's connector makes its part (runtime.Plugin's NewSource, NewSink,
+// section's connector makes its part (plugin.Plugin's NewSource, NewSink,
 // NewTransport).
-func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtime.Pipeline, error) {
+func BuildTask(ctx context.Context, cfg *plugin.Config, o TaskOptions) (*engine.Pipeline, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -236,11 +239,11 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 	if err != nil {
 		return nil, err
 	}
-	srcPlugin, sinkPlugin, transPlugin := d.plugins[runtime.KindSource], d.plugins[runtime.KindSink], d.plugins[runtime.KindTransport]
-	t := &runtime.Task{TaskOptions: o, Config: cfg, Sections: d.sections(), Source: srcPlugin != nil, Sink: sinkPlugin != nil}
-	p := &runtime.Pipeline{Name: cfg.Name, Log: o.Log, MaxInFlight: d.maxFlight, MaxInFlightBytes: d.maxFlightBytes}
+	srcPlugin, sinkPlugin, transPlugin := d.plugins[plugin.KindSource], d.plugins[plugin.KindSink], d.plugins[plugin.KindTransport]
+	t := &plugin.Task{TaskOptions: o, Config: cfg, Sections: d.sections(), Source: srcPlugin != nil, Sink: sinkPlugin != nil}
+	p := &engine.Pipeline{Name: cfg.Name, Log: o.Log, MaxInFlight: d.maxFlight, MaxInFlightBytes: d.maxFlightBytes}
 	if srcPlugin != nil {
-		if p.Source, err = srcPlugin.NewSource(ctx, d.configs[runtime.KindSource], t); err != nil {
+		if p.Source, err = srcPlugin.NewSource(ctx, d.configs[plugin.KindSource], t); err != nil {
 			return nil, err
 		}
 		if o.HistoryDB == nil {
@@ -252,24 +255,24 @@ func BuildTask(ctx context.Context, cfg *runtime.Config, o TaskOptions) (*runtim
 		}
 	}
 	if sinkPlugin != nil {
-		if p.Sink, err = sinkPlugin.NewSink(ctx, d.configs[runtime.KindSink], t); err != nil {
+		if p.Sink, err = sinkPlugin.NewSink(ctx, d.configs[plugin.KindSink], t); err != nil {
 			return nil, err
 		}
 		if srcPlugin == nil && cfg.Source != nil {
 			// A sink-only process checks the source's tables against its
 			// control tables, and their shapes against its target, at
 			// start too, when it can read the source section and reach
-			// the source server (runtime.Pipeline.Tables).
+			// the source server (engine.Pipeline.Tables).
 			if sd, err := decodeAll(cfg, "source"); err == nil {
-				if sp := sd.plugins[runtime.KindSource]; sp != nil && sp.NewTables != nil {
-					if tables, err := sp.NewTables(sd.configs[runtime.KindSource], t); err == nil {
+				if sp := sd.plugins[plugin.KindSource]; sp != nil && sp.NewTables != nil {
+					if tables, err := sp.NewTables(sd.configs[plugin.KindSource], t); err == nil {
 						p.Tables = tables
 					}
 				}
 			}
 		}
 	}
-	if p.Publisher, p.Subscriber, err = transPlugin.NewTransport(ctx, d.configs[runtime.KindTransport], t); err != nil {
+	if p.Publisher, p.Subscriber, err = transPlugin.NewTransport(ctx, d.configs[plugin.KindTransport], t); err != nil {
 		return nil, err
 	}
 	p.OnClose = t.Closers()

@@ -9,6 +9,8 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -68,18 +70,18 @@ func (s *countSink) count() int   { s.mu.Lock(); defer s.mu.Unlock(); return s.r
 func TestBuildTaskRunsARegisteredConnector(t *testing.T) {
 	saved := connectors
 	t.Cleanup(func() { connectors = saved })
-	connectors = runtime.NewRegistry()
+	connectors = plugin.NewRegistry()
 	connectors.Register(embedded.Plugin())
-	var srcTask, sinkTask *runtime.Task
+	var srcTask, sinkTask *plugin.Task
 	snk := &countSink{}
-	connectors.Register(runtime.Plugin{Kind: runtime.KindSource, Name: "gen", Types: []string{"gen"}, New: func() any { return &genConfig{} },
-		NewSource: func(_ context.Context, v any, task *runtime.Task) (runtime.Source, error) {
+	connectors.Register(plugin.Plugin{Kind: plugin.KindSource, Name: "gen", Types: []string{"gen"}, New: func() any { return &genConfig{} },
+		NewSource: func(_ context.Context, v any, task *plugin.Task) (runtime.Source, error) {
 			srcTask = task
 			return &genSource{rows: v.(*genConfig).Rows}, nil
 		}})
 	closed := 0
-	connectors.Register(runtime.Spec[labelConfig]{Kind: runtime.KindSink, Name: "count", Types: []string{"count"},
-		NewSink: func(_ context.Context, c *labelConfig, task *runtime.Task) (runtime.Sink, error) {
+	connectors.Register(plugin.Spec[labelConfig]{Kind: plugin.KindSink, Name: "count", Types: []string{"count"},
+		NewSink: func(_ context.Context, c *labelConfig, task *plugin.Task) (runtime.Sink, error) {
 			if c.Label != "x" {
 				t.Errorf("sink built from label %q, the section says x", c.Label)
 			}
@@ -88,11 +90,11 @@ func TestBuildTaskRunsARegisteredConnector(t *testing.T) {
 			task.OnClose(func() error { closed++; return nil })
 			return snk, nil
 		}}.Plugin())
-	connectors.Register(runtime.Plugin{Kind: runtime.KindSink, Name: "norun", Types: []string{"norun"}, New: func() any { return &labelConfig{} }})
+	connectors.Register(plugin.Plugin{Kind: plugin.KindSink, Name: "norun", Types: []string{"norun"}, New: func() any { return &labelConfig{} }})
 	t.Chdir(t.TempDir()) // file positions
-	parse := func(sinkType string) *runtime.Config {
+	parse := func(sinkType string) *plugin.Config {
 		t.Helper()
-		cfg, err := runtime.ParseConfig([]byte("name: reg\nsource:\n  type: gen\n  rows: 50\ntransport:\n  type: embedded\n  queues: 3\nsink:\n  type: "+sinkType+"\n  label: x\n"), "p.yaml")
+		cfg, err := plugin.ParseConfig([]byte("name: reg\nsource:\n  type: gen\n  rows: 50\ntransport:\n  type: embedded\n  queues: 3\nsink:\n  type: "+sinkType+"\n  label: x\n"), "p.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,8 +111,8 @@ func TestBuildTaskRunsARegisteredConnector(t *testing.T) {
 	if srcTask == nil || srcTask != sinkTask {
 		t.Fatalf("source and sink got tasks %p and %p, want one", srcTask, sinkTask)
 	}
-	if ec, ok := srcTask.Sections[runtime.KindTransport].(*embedded.Config); srcTask.Config.Name != "reg" || srcTask.Log == nil || !srcTask.Source || !srcTask.Sink ||
-		!ok || ec.Queues != 3 || srcTask.Sections[runtime.KindSource].(*genConfig).Rows != 50 {
+	if ec, ok := srcTask.Sections[plugin.KindTransport].(*embedded.Config); srcTask.Config.Name != "reg" || srcTask.Log == nil || !srcTask.Source || !srcTask.Sink ||
+		!ok || ec.Queues != 3 || srcTask.Sections[plugin.KindSource].(*genConfig).Rows != 50 {
 		t.Fatalf("task %+v", srcTask)
 	}
 	if p.Positions == nil {
@@ -129,7 +131,7 @@ func TestBuildTaskRunsARegisteredConnector(t *testing.T) {
 	if closed != 1 || p.Sink != runtime.Sink(snk) {
 		t.Fatalf("OnClose ran %d times (want 1 at stop); sink %T, want the connector's own", closed, p.Sink)
 	}
-	if pos, err := p.Positions.Load(ctx, "reg"); err != nil || string(runtime.SourcePosition(pos)) != "done" {
+	if pos, err := p.Positions.Load(ctx, "reg"); err != nil || string(engine.SourcePosition(pos)) != "done" {
 		t.Fatalf("saved position %q, %v; want done", pos, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/secure"
@@ -193,7 +194,7 @@ const probeTimeout = 20 * time.Second
 // probeForCluster is cluster.Control's Probe: the failed checks of a
 // connector's servers, each as `sluice check` prints it (warnings do not
 // refuse a connector).
-func probeForCluster(ctx context.Context, cfg *runtime.Config) []string {
+func probeForCluster(ctx context.Context, cfg *plugin.Config) []string {
 	d, err := decodeTask(cfg, "", true)
 	if err != nil {
 		return nil // Check reports it

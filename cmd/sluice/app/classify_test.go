@@ -15,7 +15,9 @@ import (
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/kafka"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
 	"github.com/sluicecdc/sluice/sink/dialect"
@@ -95,7 +97,7 @@ func TestErrorVocabulary(t *testing.T) {
 		{"outermost mark", schema.Retriable(schema.Fatal(boom)), "", schema.ClassRetriable, nil},
 		{"sink value", dialect.ValueErr("c", &schema.Schema{Type: schema.String}, 1, "want string"), "", schema.ClassFatal, []error{sink.ErrValue}},
 		{"binlog purged", fmt.Errorf("x: %w", binlog.ErrPositionPurged), "", schema.ClassFatal, nil},
-		{"runtime locked", runtime.ErrPipelineLocked, "", schema.ClassFatal, nil},
+		{"runtime locked", storage.ErrPipelineLocked, "", schema.ClassFatal, nil},
 		{"end of input", fmt.Errorf("read: %w", binlog.ErrSnapshotDone), "", schema.ClassEndOfInput, []error{schema.ErrEndOfInput}},
 		{"unclassified", boom, "", schema.ClassUnknown, nil},
 		{"lib/pq severity FATAL", fmt.Errorf("x: %w", &pq.Error{Severity: "FATAL", Code: "57P01", Message: "terminating connection due to administrator command"}), "", schema.ClassUnknown, nil},
@@ -125,6 +127,6 @@ func TestErrorVocabulary(t *testing.T) {
 }
 
 func parseConfigErr(yaml string) error {
-	_, err := runtime.ParseConfig([]byte(yaml), "p.yaml")
+	_, err := plugin.ParseConfig([]byte(yaml), "p.yaml")
 	return err
 }

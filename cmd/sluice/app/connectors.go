@@ -3,15 +3,15 @@ package app
 import (
 	"crypto/tls"
 
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/schema/secure"
 )
 
 // connectors holds every connector type a config may name. Each owns its
 // section's keys (its Config's yaml tags), checks and constructor (BuildTask
 // looks it up and calls it); adding one is one Register call here.
-var connectors = runtime.NewRegistry()
+var connectors = plugin.NewRegistry()
 
 func init() {
 	connectors.Register(mysqlPlugin())
@@ -21,7 +21,7 @@ func init() {
 	connectors.Register(kafkaPlugin())
 	connectors.Register(replicatorPlugin())
 	// a document validated through the REST API runs in a cluster
-	connectors.SetDocumentCheck(func(c *runtime.Config) error {
+	connectors.SetDocumentCheck(func(c *plugin.Config) error {
 		_, err := decodeTask(c, "", true)
 		return err
 	})
@@ -34,17 +34,17 @@ func init() {
 // section alone (its keys; "type" optional; paths come back as
 // "source.server_id") or a whole pipeline document (name, source,
 // transport, sink, positions), of which the plugin's section is checked.
-// See runtime.Registry.ValidateConnector.
-func ValidateConnector(pluginType string, doc []byte) ([]runtime.FieldError, error) {
+// See plugin.Registry.ValidateConnector.
+func ValidateConnector(pluginType string, doc []byte) ([]plugin.FieldError, error) {
 	return connectors.ValidateConnector(pluginType, doc)
 }
 
 // Plugins lists the registered connector plugins.
-func Plugins() []runtime.Plugin { return connectors.Plugins() }
+func Plugins() []plugin.Plugin { return connectors.Plugins() }
 
 // loadTLS checks a section's ssl_* keys and loads the files they name,
 // unless the config holds a TLS config already.
-func loadTLS(sec *runtime.Section, mode *string, t **tls.Config, ca, cert, key string) error {
+func loadTLS(sec *plugin.Section, mode *string, t **tls.Config, ca, cert, key string) error {
 	if *t != nil {
 		return nil
 	}

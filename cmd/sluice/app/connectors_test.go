@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // ValidateConnector checks one connector's section, or a whole document,
@@ -108,7 +108,7 @@ func TestHistoryStoreConfig(t *testing.T) {
 		{"table for a file", "  history_table: x", pgPositions, "source.history_table: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := runtime.ParseConfig([]byte(fmt.Sprintf(base, tc.src, tc.positions)), "p.yaml")
+			cfg, err := plugin.ParseConfig([]byte(fmt.Sprintf(base, tc.src, tc.positions)), "p.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

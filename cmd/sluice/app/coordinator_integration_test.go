@@ -13,6 +13,8 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/cluster"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -74,11 +76,11 @@ func TestBuildTaskInClusterProtectsCoordinator(t *testing.T) {
 			})
 			doc := fmt.Sprintf("name: ct%d\nsource:\n  type: mariadb\n  host: 127.0.0.1\n  port: 1\n  user: u\n  server_id: 7\n  history_store: database\n  history_table: %s\ntransport:\n  type: embedded\nsink:\n  type: %s\n  dsn: %q\n  progress_table: %s\n",
 				n, hist, tc.sinkType, tc.sinkDSN, progress)
-			cfg, err := runtime.ParseConfig([]byte(doc), "p.yaml")
+			cfg, err := plugin.ParseConfig([]byte(doc), "p.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			lease := runtime.Lease{Table: store.Table("leases"), Task: "p/source", Holder: "w1", Epoch: 1}
+			lease := storage.Lease{Table: store.Table("leases"), Task: "p/source", Holder: "w1", Epoch: 1}
 			p, err := BuildTask(ctx, cfg, TaskOptions{Lease: lease, Log: slog.New(slog.DiscardHandler), HistoryDB: store.DB(), HistoryDialect: store.Dialect(),
 				CoordinatorTables: store.Tables()})
 			if err != nil {

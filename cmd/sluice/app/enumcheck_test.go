@@ -3,7 +3,7 @@ package app
 import (
 	"testing"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // enum_check reaches sink.Config.EnumCheck and is off by default.
@@ -13,7 +13,7 @@ func TestSinkEnumCheckConfig(t *testing.T) {
 		want bool
 	}{{"", false}, {"  enum_check: true\n", true}, {"  enum_check: false\n", false}} {
 		text := "name: p\ntransport:\n  type: rocketmq\n  name_servers: [\"127.0.0.1:9876\"]\n  topics: [a]\nsink:\n  type: postgres\n  dsn: postgres://x@127.0.0.1/x\n" + tc.line
-		cfg, err := runtime.ParseConfig([]byte(text), "p.yaml")
+		cfg, err := plugin.ParseConfig([]byte(text), "p.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
@@ -16,9 +16,9 @@ func writeFile(t *testing.T, path, text string) {
 	}
 }
 
-type runtimeConfig = runtime.Config
+type runtimeConfig = plugin.Config
 
-func loadFile(path string) (*runtime.Config, error) { return runtime.LoadConfig(path) }
+func loadFile(path string) (*plugin.Config, error) { return plugin.LoadConfig(path) }
 
 // serverEnv returns the values of the servers' env vars names, or skips
 // the test (fails it with CI=true) when one is unset; start says how to

@@ -10,14 +10,15 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/secure"
 )
 
 // dbHistory is the schema history in a database (history_store: database):
-// binlog's HistoryStore over runtime.SQLHistory, each entry the JSON of a
+// binlog's HistoryStore over storage.SQLHistory, each entry the JSON of a
 // history file's line.
-type dbHistory struct{ *runtime.SQLHistory }
+type dbHistory struct{ *storage.SQLHistory }
 
 var _ binlog.HistoryStore = dbHistory{}
 
@@ -40,13 +41,13 @@ func (h dbHistory) Load(ctx context.Context) ([]binlog.HistoryEntry, error) {
 }
 
 func (h dbHistory) Append(ctx context.Context, entries ...binlog.HistoryEntry) error {
-	rows := make([]runtime.HistoryRow, len(entries))
+	rows := make([]storage.HistoryRow, len(entries))
 	for i, e := range entries {
 		b, err := json.Marshal(e)
 		if err != nil {
 			return schema.Fatal(fmt.Errorf("schema history %s: %w", h, err))
 		}
-		rows[i] = runtime.HistoryRow{Position: e.Position.String(), Entry: b}
+		rows[i] = storage.HistoryRow{Position: e.Position.String(), Entry: b}
 	}
 	return h.SQLHistory.Append(ctx, rows...)
 }
@@ -57,7 +58,7 @@ var historyDBs sync.Map
 
 // openDBHistory opens the schema history of pipeline in the positions
 // database, fenced by lease.
-func openDBHistory(ctx context.Context, pos positionsConfig, table, pipeline string, lease runtime.Lease) (binlog.HistoryStore, error) {
+func openDBHistory(ctx context.Context, pos positionsConfig, table, pipeline string, lease storage.Lease) (binlog.HistoryStore, error) {
 	key := pos.typ + "\x00" + pos.DSN
 	var db *sql.DB
 	if v, ok := historyDBs.Load(key); ok {
@@ -75,7 +76,7 @@ func openDBHistory(ctx context.Context, pos positionsConfig, table, pipeline str
 			db = d
 		}
 	}
-	h, err := runtime.NewSQLHistory(ctx, db, pos.typ, table, pipeline, lease)
+	h, err := storage.NewSQLHistory(ctx, db, pos.typ, table, pipeline, lease)
 	if err != nil {
 		return nil, secure.RedactDSNError(err, pos.DSN)
 	}

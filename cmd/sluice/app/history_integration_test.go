@@ -16,7 +16,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/client"
 
 	"github.com/sluicecdc/sluice/binlog"
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
@@ -91,7 +91,7 @@ func TestSchemaHistoryInDatabase(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	lease := runtime.Lease{Table: leases, Task: "p/source", Holder: "w1", Epoch: 1}
+	lease := storage.Lease{Table: leases, Task: "p/source", Holder: "w1", Epoch: 1}
 	scratch, _ := strconv.Atoi(port)
 	cfg := binlog.Config{Host: "127.0.0.1", Port: scratch, User: os.Getenv("SLUICE_MYSQL_CDC_USER"), Password: os.Getenv("SLUICE_MYSQL_CDC_PASSWORD"),
 		ServerID: 300000 + uint32(rand.IntN(1e6)), Flavor: binlog.FlavorMariaDB, ServerName: "it", Include: []string{db + ".*"},
@@ -192,7 +192,7 @@ func TestSchemaHistoryInDatabase(t *testing.T) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, runtime.ErrFenced) || schema.ClassOf(err) != schema.ClassFatal || !strings.Contains(err.Error(), "task p/source") {
+			if !errors.Is(err, storage.ErrFenced) || schema.ClassOf(err) != schema.ClassFatal || !strings.Contains(err.Error(), "task p/source") {
 				t.Fatalf("Read: %v, want a fatal ErrFenced naming the task", err)
 			}
 			break

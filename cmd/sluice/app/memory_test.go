@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/embedded"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // The in-flight limits reach the pipeline and, on RocketMQ, the consumer's
@@ -15,7 +16,7 @@ func TestTransportMemoryConfig(t *testing.T) {
 	const src = "source:\n  type: mariadb\n  host: 127.0.0.1\n  user: u\n  server_id: 7\n"
 	const snk = "sink:\n  type: postgres\n  dsn: postgres://x@127.0.0.1/x\n"
 	decode := func(transport string) (*decoded, error) {
-		cfg, err := runtime.ParseConfig([]byte("name: p\n"+src+transport+snk), "p.yaml")
+		cfg, err := plugin.ParseConfig([]byte("name: p\n"+src+transport+snk), "p.yaml")
 		if err != nil {
 			return nil, err
 		}

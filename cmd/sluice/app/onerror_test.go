@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 func TestSinkOnErrorConfig(t *testing.T) {
@@ -27,7 +28,7 @@ func TestSinkOnErrorConfig(t *testing.T) {
 			if tc.onError != "" {
 				text += "  on_error: " + tc.onError + "\n"
 			}
-			cfg, err := runtime.ParseConfig([]byte(text), "p.yaml")
+			cfg, err := plugin.ParseConfig([]byte(text), "p.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,18 +9,20 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/kafka"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/sink"
 )
 
 // jdbcPlugin is the PostgreSQL and MySQL sink: sink.Config.
-func jdbcPlugin() runtime.Plugin {
-	return runtime.Spec[sink.Config]{Kind: runtime.KindSink, Name: "jdbc", Types: []string{"postgres", "mysql"}, Aliases: []string{"postgresql", "mariadb"},
+func jdbcPlugin() plugin.Plugin {
+	return plugin.Spec[sink.Config]{Kind: plugin.KindSink, Name: "jdbc", Types: []string{"postgres", "mysql"}, Aliases: []string{"postgresql", "mariadb"},
 		// the defaults of absent boolean keys; the others' zero values
 		// mean their defaults
 		New: func() *sink.Config { return &sink.Config{AutoCreate: true, AutoEvolve: true, TimeAsInterval: true} },
-		Validate: func(c *sink.Config, sec *runtime.Section, doc *runtime.Config) error {
+		Validate: func(c *sink.Config, sec *plugin.Section, doc *plugin.Config) error {
 			c.Dialect = sink.DialectPostgres
 			if sec.Type == "mysql" || sec.Type == "mariadb" {
 				c.Dialect = sink.DialectMySQL
@@ -49,9 +51,9 @@ func jdbcPlugin() runtime.Plugin {
 // newJDBCSink is the jdbc plugin's constructor: the sink, protecting the
 // coordinator's tables in a cluster, with its dead-letter producer on the
 // RocketMQ or Kafka transport for on_error: dlq.
-func newJDBCSink(ctx context.Context, c *sink.Config, t *runtime.Task) (runtime.Sink, error) {
+func newJDBCSink(ctx context.Context, c *sink.Config, t *plugin.Task) (runtime.Sink, error) {
 	if t.HistoryDB != nil {
-		src, _ := runtime.SectionConfig[binlog.Config](t, runtime.KindSource)
+		src, _ := plugin.SectionConfig[binlog.Config](t, plugin.KindSource)
 		if err := protectCoordinator(ctx, t.Config, src, c, t.TaskOptions); err != nil {
 			return nil, err
 		}
@@ -86,12 +88,12 @@ type deadLetter interface {
 }
 
 // newDeadLetter starts the dead-letter producer of t's transport.
-func newDeadLetter(ctx context.Context, t *runtime.Task) (deadLetter, error) {
+func newDeadLetter(ctx context.Context, t *plugin.Task) (deadLetter, error) {
 	log := t.Log.With("component", "dead-letter")
-	if rc, ok := runtime.SectionConfig[rocketmq.Config](t, runtime.KindTransport); ok {
+	if rc, ok := plugin.SectionConfig[rocketmq.Config](t, plugin.KindTransport); ok {
 		return rocketmq.NewDeadLetter(ctx, *rc, log)
 	}
-	if kc, ok := runtime.SectionConfig[kafka.Config](t, runtime.KindTransport); ok {
+	if kc, ok := plugin.SectionConfig[kafka.Config](t, plugin.KindTransport); ok {
 		return kafka.NewDeadLetter(ctx, *kc, log)
 	}
 	return nil, fmt.Errorf("sink on_error dlq writes to a RocketMQ or Kafka topic: it needs the rocketmq or kafka transport: %w", runtime.ErrConfig)
@@ -104,7 +106,7 @@ func newDeadLetter(ctx context.Context, t *runtime.Task) (deadLetter, error) {
 // they were created. When the sink's server cannot be asked, they are
 // protected anyway: refusing a source table of exactly such a name is
 // safer than writing over a lease.
-func protectCoordinator(ctx context.Context, cfg *runtime.Config, src *binlog.Config, snk *sink.Config, o TaskOptions) error {
+func protectCoordinator(ctx context.Context, cfg *plugin.Config, src *binlog.Config, snk *sink.Config, o TaskOptions) error {
 	tables := append([]string(nil), o.CoordinatorTables...)
 	hist := src
 	if hist == nil && cfg.Source != nil {
@@ -115,7 +117,7 @@ func protectCoordinator(ctx context.Context, cfg *runtime.Config, src *binlog.Co
 	if hist != nil && hist.HistoryStore == binlog.HistoryInDatabase {
 		table := hist.HistoryTable
 		if table == "" {
-			table = runtime.DefaultHistoryTable
+			table = storage.DefaultHistoryTable
 		}
 		tables = append(tables, table)
 	}
@@ -160,7 +162,7 @@ func dbIdentity(ctx context.Context, db *sql.DB, dialect string) (server, defaul
 }
 
 // jdbcKeys documents the jdbc sink's keys (sink.Config).
-var jdbcKeys = runtime.KeyDocs{
+var jdbcKeys = plugin.KeyDocs{
 	"dsn": {Doc: "Connection string of the target: a PostgreSQL URL or key=value DSN, or a MySQL DSN (user:password@tcp(host:port)/db)."},
 	"ssl_mode": {Doc: "MySQL's ssl-mode for the target connections, both dialects; unset leaves TLS to the DSN.",
 		Values: []string{"disabled", "preferred", "required", "verify_ca", "verify_identity"}},

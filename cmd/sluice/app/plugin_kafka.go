@@ -6,14 +6,15 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/kafka"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // kafkaPlugin is the Kafka transport: kafka.Config.
-func kafkaPlugin() runtime.Plugin {
-	return runtime.Spec[kafka.Config]{Kind: runtime.KindTransport, Name: "kafka", Types: []string{"kafka"},
-		Validate: func(c *kafka.Config, sec *runtime.Section, doc *runtime.Config) error {
+func kafkaPlugin() plugin.Plugin {
+	return plugin.Spec[kafka.Config]{Kind: plugin.KindTransport, Name: "kafka", Types: []string{"kafka"},
+		Validate: func(c *kafka.Config, sec *plugin.Section, doc *plugin.Config) error {
 			c.Pipeline = doc.Name
-			if err := runtime.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes)); err != nil {
+			if err := plugin.CheckInFlight(sec, c.MaxInFlight, int64(c.MaxInFlightBytes)); err != nil {
 				return err
 			}
 			return c.Validate()
@@ -25,7 +26,7 @@ func kafkaPlugin() runtime.Plugin {
 // newKafka is the kafka plugin's constructor: a producer for the task's
 // source, a consumer for its sink. With both in one process, the consumer
 // looks for each topic the producer creates at once.
-func newKafka(ctx context.Context, kc *kafka.Config, t *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+func newKafka(ctx context.Context, kc *kafka.Config, t *plugin.Task) (runtime.Publisher, runtime.Subscriber, error) {
 	c := *kc
 	var sub *kafka.Subscriber
 	if t.Sink {
@@ -53,7 +54,7 @@ func newKafka(ctx context.Context, kc *kafka.Config, t *runtime.Task) (runtime.P
 }
 
 // kafkaKeys documents the kafka transport's keys (kafka.Config).
-var kafkaKeys = runtime.KeyDocs{
+var kafkaKeys = plugin.KeyDocs{
 	"brokers":            {Doc: "Bootstrap broker addresses, host:port."},
 	"topic_prefix":       {Doc: "Prefix of the topic names, <prefix>.<database>.<table> as Debezium names them; default: the pipeline's name."},
 	"partitions":         {Doc: "Partitions of each topic the publisher creates; a topic that exists keeps its own count.", Default: strconv.Itoa(kafka.DefaultPartitions)},

@@ -8,6 +8,8 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 )
 
 // codecOptions are the event format the source's Debezium options ask for.
@@ -25,9 +27,9 @@ func truthy(b *bool, def bool) bool {
 }
 
 // mysqlPlugin is the MySQL/MariaDB binlog source: binlog.Config.
-func mysqlPlugin() runtime.Plugin {
-	return runtime.Spec[binlog.Config]{Kind: runtime.KindSource, Name: "mysql", Types: []string{"mysql", "mariadb"},
-		Validate: func(c *binlog.Config, sec *runtime.Section, doc *runtime.Config) error {
+func mysqlPlugin() plugin.Plugin {
+	return plugin.Spec[binlog.Config]{Kind: plugin.KindSource, Name: "mysql", Types: []string{"mysql", "mariadb"},
+		Validate: func(c *binlog.Config, sec *plugin.Section, doc *plugin.Config) error {
 			if c.Flavor == "" {
 				c.Flavor = sec.Type
 			}
@@ -59,11 +61,11 @@ func mysqlPlugin() runtime.Plugin {
 // with its schema history in the database when history_store says so (in
 // a cluster the coordinator's, else the positions database), fenced by the
 // task's lease.
-func newBinlogSource(ctx context.Context, c *binlog.Config, t *runtime.Task) (runtime.Source, error) {
+func newBinlogSource(ctx context.Context, c *binlog.Config, t *plugin.Task) (runtime.Source, error) {
 	bc := *c
 	if bc.HistoryStore == binlog.HistoryInDatabase {
 		if t.HistoryDB != nil {
-			h, err := runtime.NewSQLHistory(ctx, t.HistoryDB, t.HistoryDialect, bc.HistoryTable, t.Config.Name, t.Lease)
+			h, err := storage.NewSQLHistory(ctx, t.HistoryDB, t.HistoryDialect, bc.HistoryTable, t.Config.Name, t.Lease)
 			if err != nil {
 				return nil, err
 			}
@@ -85,7 +87,7 @@ func newBinlogSource(ctx context.Context, c *binlog.Config, t *runtime.Task) (ru
 
 // binlogTables is the mysql plugin's table lister: a binlog source that is
 // never opened.
-func binlogTables(c *binlog.Config, t *runtime.Task) (runtime.TableLister, error) {
+func binlogTables(c *binlog.Config, t *plugin.Task) (runtime.TableLister, error) {
 	src, err := binlog.NewSource(*c, t.Log.With("component", "source-tables"))
 	if err != nil {
 		return nil, err
@@ -157,7 +159,7 @@ func (b binlogSource) Backlog(ctx context.Context, position []byte) (int64, int6
 }
 
 // mysqlKeys documents the mysql source's keys (binlog.Config).
-var mysqlKeys = runtime.KeyDocs{
+var mysqlKeys = plugin.KeyDocs{
 	"host":        {Doc: "Host name or address of the MySQL or MariaDB server."},
 	"port":        {Doc: "Port of the server.", Default: "3306"},
 	"user":        {Doc: "User the source connects as (sluice check names the privileges it lacks)."},
@@ -187,7 +189,7 @@ var mysqlKeys = runtime.KeyDocs{
 	"history_file":  {Doc: "File of the schema history (CREATE TABLE of each included table and later DDL), for servers whose table map lacks column names; relative to the config's folder."},
 	"history_store": {Doc: "Where the schema history is kept: history_file, or a table of the positions database (a cluster's coordinator).",
 		Default: binlog.HistoryInFile, Values: []string{binlog.HistoryInFile, binlog.HistoryInDatabase}},
-	"history_table":          {Doc: "Table of the schema history when history_store is database.", Default: runtime.DefaultHistoryTable},
+	"history_table":          {Doc: "Table of the schema history when history_store is database.", Default: storage.DefaultHistoryTable},
 	"skip_ddl":               {Doc: "DDL statements (exact text, or the GTID of their transaction) the DDL parser and the schema history leave out."},
 	"skipped.operations":     {Doc: "Debezium's skipped.operations: ops whose records are not emitted, a list or comma-separated (c, u, d, t; none).", Default: "none"},
 	"include.schema.changes": {Doc: "Debezium's include.schema.changes: emit a schema-change record for each DDL statement.", Default: "true"},

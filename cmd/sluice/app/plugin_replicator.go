@@ -4,22 +4,23 @@ import (
 	"context"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
 // replicatorPlugin is the source `type: rocketmq`: the RocketMQ replicator,
 // which copies topics of the cluster it names to the cluster of the
 // pipeline's rocketmq transport (rocketmq.Replicator).
-func replicatorPlugin() runtime.Plugin {
-	return runtime.Spec[rocketmq.ReplicatorConfig]{Kind: runtime.KindSource, Name: "rocketmq-replicator", Types: []string{"rocketmq"},
-		Validate: func(c *rocketmq.ReplicatorConfig, sec *runtime.Section, doc *runtime.Config) error {
+func replicatorPlugin() plugin.Plugin {
+	return plugin.Spec[rocketmq.ReplicatorConfig]{Kind: plugin.KindSource, Name: "rocketmq-replicator", Types: []string{"rocketmq"},
+		Validate: func(c *rocketmq.ReplicatorConfig, sec *plugin.Section, doc *plugin.Config) error {
 			if doc.Transport == nil || doc.Transport.Type != "rocketmq" {
 				return sec.Err("type", "a rocketmq source copies to the cluster of a rocketmq transport: set transport.type: rocketmq")
 			}
 			return c.Validate()
 		},
-		NewSource: func(ctx context.Context, c *rocketmq.ReplicatorConfig, t *runtime.Task) (runtime.Source, error) {
-			dst, ok := runtime.SectionConfig[rocketmq.Config](t, runtime.KindTransport)
+		NewSource: func(ctx context.Context, c *rocketmq.ReplicatorConfig, t *plugin.Task) (runtime.Source, error) {
+			dst, ok := plugin.SectionConfig[rocketmq.Config](t, plugin.KindTransport)
 			if !ok {
 				return nil, t.Config.Source.Err("type", "a rocketmq source needs a rocketmq transport, the cluster it copies to")
 			}
@@ -28,7 +29,7 @@ func replicatorPlugin() runtime.Plugin {
 		Keys: replicatorKeys}.Plugin()
 }
 
-var replicatorKeys = runtime.KeyDocs{
+var replicatorKeys = plugin.KeyDocs{
 	"name_servers":   {Doc: "Name server addresses (host:port) of the cluster to copy from; the transport's cluster is the one copied to."},
 	"cluster":        {Doc: "Name of the source cluster in each copy's sluice_src_cluster property; it must differ from target_cluster.", Default: "DefaultCluster"},
 	"target_cluster": {Doc: "Name of the target cluster in the sluice_src_cluster of copies made from it (the cluster key of a replicator copying the other way): such a message is never copied back (loop prevention). Default: the transport's cluster."},

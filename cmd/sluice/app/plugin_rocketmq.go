@@ -7,16 +7,17 @@ import (
 
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/schema"
 )
 
 // rocketmqPlugin is the RocketMQ transport: rocketmq.Config.
-func rocketmqPlugin() runtime.Plugin {
-	return runtime.Spec[rocketmq.Config]{Kind: runtime.KindTransport, Name: "rocketmq", Types: []string{"rocketmq"},
-		Validate: func(c *rocketmq.Config, sec *runtime.Section, doc *runtime.Config) error {
+func rocketmqPlugin() plugin.Plugin {
+	return plugin.Spec[rocketmq.Config]{Kind: plugin.KindTransport, Name: "rocketmq", Types: []string{"rocketmq"},
+		Validate: func(c *rocketmq.Config, sec *plugin.Section, doc *plugin.Config) error {
 			c.Pipeline = doc.Name
-			if err := runtime.CheckInFlight(sec, c.MaxCachedRecords, int64(c.MaxCachedBytes)); err != nil {
+			if err := plugin.CheckInFlight(sec, c.MaxCachedRecords, int64(c.MaxCachedBytes)); err != nil {
 				return err
 			}
 			return c.Validate()
@@ -29,7 +30,7 @@ func rocketmqPlugin() runtime.Plugin {
 // task's source, a consumer for its sink. With both in one process and no
 // topics configured, the consumer reads the topics of the tables the source
 // captures at start and of every table it publishes later.
-func newRocketMQ(ctx context.Context, rc *rocketmq.Config, t *runtime.Task) (runtime.Publisher, runtime.Subscriber, error) {
+func newRocketMQ(ctx context.Context, rc *rocketmq.Config, t *plugin.Task) (runtime.Publisher, runtime.Subscriber, error) {
 	c := *rc
 	var sub *rocketmq.Subscriber
 	if t.Sink {
@@ -68,8 +69,8 @@ func newRocketMQ(ctx context.Context, rc *rocketmq.Config, t *runtime.Task) (run
 }
 
 // capturedTables lists the tables the task's source captures now.
-func capturedTables(ctx context.Context, t *runtime.Task) ([]schema.TableID, error) {
-	bc, ok := runtime.SectionConfig[binlog.Config](t, runtime.KindSource)
+func capturedTables(ctx context.Context, t *plugin.Task) ([]schema.TableID, error) {
+	bc, ok := plugin.SectionConfig[binlog.Config](t, plugin.KindSource)
 	if !ok {
 		return nil, nil
 	}
@@ -93,7 +94,7 @@ func topicPrefix(c *rocketmq.Config, name string) string {
 }
 
 // rocketmqKeys documents the rocketmq transport's keys (rocketmq.Config).
-var rocketmqKeys = runtime.KeyDocs{
+var rocketmqKeys = plugin.KeyDocs{
 	"name_servers":   {Doc: "Name server addresses, host:port."},
 	"topic_mode":     {Doc: "One topic per table, or per database.", Default: "table", Values: []string{"table", "database"}},
 	"topic_prefix":   {Doc: "Prefix of the topic names, <prefix>_<database>_<table>; default: the pipeline's name."},

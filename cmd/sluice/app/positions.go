@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink"
 )
@@ -50,27 +52,27 @@ var sqlStores sync.Map
 // openPositions opens the configured position store.
 func openPositions(ctx context.Context, c positionsConfig) (resettableStore, error) {
 	if c.typ == "file" || c.typ == "" {
-		return runtime.NewFileStore(c.Dir)
+		return storage.NewFileStore(c.Dir)
 	}
 	key := c.typ + "\x00" + c.DSN + "\x00" + c.Table
 	if s, ok := sqlStores.Load(key); ok {
-		return s.(*runtime.SQLStore), nil
+		return s.(*storage.SQLStore), nil
 	}
-	s, err := runtime.NewSQLStore(ctx, c.typ, c.DSN, c.Table)
+	s, err := storage.NewSQLStore(ctx, c.typ, c.DSN, c.Table)
 	if err != nil {
 		// Drivers quote an unparseable DSN, password included.
 		return nil, secure.RedactDSNError(err, c.DSN)
 	}
 	if prev, loaded := sqlStores.LoadOrStore(key, s); loaded {
 		s.Close()
-		return prev.(*runtime.SQLStore), nil
+		return prev.(*storage.SQLStore), nil
 	}
 	return s, nil
 }
 
 // positionsOf is the positions section of the task being built.
-func positionsOf(t *runtime.Task) positionsConfig {
-	if p, ok := runtime.SectionConfig[positionsConfig](t, "positions"); ok {
+func positionsOf(t *plugin.Task) positionsConfig {
+	if p, ok := plugin.SectionConfig[positionsConfig](t, "positions"); ok {
 		return *p
 	}
 	return positionsConfig{}
@@ -78,7 +80,7 @@ func positionsOf(t *runtime.Task) positionsConfig {
 
 // decodePositions decodes and checks the positions section, and protects
 // a positions table in the sink's target.
-func (d *decoded) decodePositions(cfg *runtime.Config) error {
+func (d *decoded) decodePositions(cfg *plugin.Config) error {
 	if cfg.Positions != nil {
 		if err := cfg.Positions.Decode(&d.positions); err != nil {
 			return err
@@ -100,7 +102,7 @@ func (d *decoded) decodePositions(cfg *runtime.Config) error {
 }
 
 // check checks the keys of positions of c's type.
-func (c *positionsConfig) check(sec *runtime.Section) error {
+func (c *positionsConfig) check(sec *plugin.Section) error {
 	switch c.typ {
 	case "file":
 		if c.DSN != "" || c.Table != "" {
@@ -113,7 +115,7 @@ func (c *positionsConfig) check(sec *runtime.Section) error {
 		if err := sink.CheckDSN(c.typ, c.DSN); err != nil {
 			return sec.Explain(err, c)
 		}
-		if err := runtime.CheckSQLStoreTable(c.Table); err != nil {
+		if err := storage.CheckSQLStoreTable(c.Table); err != nil {
 			return sec.Explain(err, c)
 		}
 	default:
@@ -124,7 +126,7 @@ func (c *positionsConfig) check(sec *runtime.Section) error {
 
 // positionsKeys documents the positions section's keys (positionsConfig;
 // its type is the section's).
-var positionsKeys = runtime.KeyDocs{
+var positionsKeys = plugin.KeyDocs{
 	"type":  {Doc: "Where the source's position is kept: files in a folder, or a table of a PostgreSQL or MySQL database (fenced per run)."},
 	"dir":   {Doc: "Type file: folder of the position files, relative to the config's folder.", Default: "positions"},
 	"dsn":   {Doc: "Type postgres or mysql: connection string of the database that keeps the positions (the sink's target is a good place)."},
@@ -133,7 +135,7 @@ var positionsKeys = runtime.KeyDocs{
 
 // positionsSpec describes the positions section as a plugin's spec (for
 // the configuration reference; the command decodes it itself).
-func positionsSpec() runtime.Plugin {
-	return runtime.Spec[positionsConfig]{Kind: "positions", Name: "positions", Types: []string{"file", "postgres", "mysql"},
+func positionsSpec() plugin.Plugin {
+	return plugin.Spec[positionsConfig]{Kind: "positions", Name: "positions", Types: []string{"file", "postgres", "mysql"},
 		Keys: positionsKeys}.Plugin()
 }

@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // The positions section: file (default), or a database table with a dsn.
 func TestPositionsConfig(t *testing.T) {
 	const base = "name: p\nsource:\n  type: mariadb\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://x@127.0.0.1/x\n"
 	decode := func(section string) (*decoded, error) {
-		cfg, err := runtime.ParseConfig([]byte(base+section), "p.yaml")
+		cfg, err := plugin.ParseConfig([]byte(base+section), "p.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/cluster"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // A connector whose servers fail `sluice check` is refused when it is
@@ -53,7 +53,7 @@ func TestClusterProbesConnectorServers(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, doc json.RawMessage) *runtime.Config {
+func mustParse(t *testing.T, doc json.RawMessage) *plugin.Config {
 	t.Helper()
 	cfg, _, err := cluster.ParseConnector("k", doc)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 )
 
 // snapshotProgress is what the terminal progress line shows.
@@ -45,7 +46,7 @@ func isTerminal(f *os.File) bool {
 // snapshots, until ctx is done. Elsewhere (not a terminal) progress is in
 // the logs and in /metrics (sluice_snapshot_rows and the other
 // sluice_snapshot_* gauges).
-func showSnapshotProgress(ctx context.Context, out io.Writer, w *runtime.Worker) {
+func showSnapshotProgress(ctx context.Context, out io.Writer, w *engine.Worker) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	var lastRows float64

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // configReference writes docs/configuration.md: every key of a pipeline
 // document, from the top-level keys' docs and each registered plugin's
-// spec (runtime.Plugin.ConfigKeys), so that the reference cannot miss a
+// spec (plugin.Plugin.ConfigKeys), so that the reference cannot miss a
 // key nor describe one that is gone. `sluice config-reference` prints it.
 func configReference(w io.Writer) error {
 	var b bytes.Buffer
@@ -35,8 +36,8 @@ messages. A key of a list's elements is written ` + "`list[].key`" + `.
 ## Top level
 
 `)
-	writeKeys(&b, runtime.TopLevelDocs)
-	sections := []struct{ kind, title string }{{runtime.KindSource, "source"}, {runtime.KindTransport, "transport"}, {runtime.KindSink, "sink"}}
+	writeKeys(&b, plugin.TopLevelDocs)
+	sections := []struct{ kind, title string }{{plugin.KindSource, "source"}, {plugin.KindTransport, "transport"}, {plugin.KindSink, "sink"}}
 	for _, s := range sections {
 		for _, p := range Plugins() {
 			if p.Kind != s.kind {
@@ -57,7 +58,7 @@ messages. A key of a list's elements is written ` + "`list[].key`" + `.
 	}
 	b.WriteString("\n## positions\n\nWithout a positions section the positions are kept in files in `positions/` beside the config.\n\n")
 	writeKeys(&b, keys)
-	cluster, err := runtime.DescribeKeys(&clusterFile{}, clusterKeys)
+	cluster, err := plugin.DescribeKeys(&clusterFile{}, clusterKeys)
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ messages. A key of a list's elements is written ` + "`list[].key`" + `.
 }
 
 // writeKeys writes keys as a Markdown table.
-func writeKeys(b *bytes.Buffer, keys []runtime.ConfigKey) {
+func writeKeys(b *bytes.Buffer, keys []plugin.ConfigKey) {
 	b.WriteString("| Key | Type | Required | Default | Values | Description |\n|---|---|---|---|---|---|\n")
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	code := func(s string) string {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
@@ -56,7 +58,7 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 			names = strings.Split(*groups, ",")
 		}
 		load := func(ctx context.Context) ([]byte, error) { return store.Load(ctx, cfg.Name) }
-		rep, err := rocketmq.Switchover(ctx, *d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, names, *timeout)
+		rep, err := rocketmq.Switchover(ctx, *d.configs[plugin.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, names, *timeout)
 		if err != nil {
 			return err
 		}
@@ -80,9 +82,9 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 }
 
 // isReplicator refuses a config whose source is not the replicator.
-func isReplicator(cfg *runtime.Config, d *decoded) error {
-	if _, ok := d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig); !ok || d.rocketmq == nil {
-		return fmt.Errorf("%s is not a replicator (source type rocketmq, transport type rocketmq): %w: %w", cmp.Or(cfg.File, cfg.Name), runtime.ErrConfig, runtime.ErrNoGroups)
+func isReplicator(cfg *plugin.Config, d *decoded) error {
+	if _, ok := d.configs[plugin.KindSource].(*rocketmq.ReplicatorConfig); !ok || d.rocketmq == nil {
+		return fmt.Errorf("%s is not a replicator (source type rocketmq, transport type rocketmq): %w: %w", cmp.Or(cfg.File, cfg.Name), runtime.ErrConfig, engine.ErrNoGroups)
 	}
 	return nil
 }
@@ -90,7 +92,7 @@ func isReplicator(cfg *runtime.Config, d *decoded) error {
 // groupsForCluster is cluster.Control's GroupsOf: a replicator connector's
 // groups on its target from the position the coordinator keeps, from any
 // worker (the source task may run elsewhere).
-func groupsForCluster(ctx context.Context, cfg *runtime.Config, position []byte, apply bool) (any, error) {
+func groupsForCluster(ctx context.Context, cfg *plugin.Config, position []byte, apply bool) (any, error) {
 	d, err := decodeTask(cfg, "", true)
 	if err != nil {
 		return nil, err
@@ -108,7 +110,7 @@ func groupsForCluster(ctx context.Context, cfg *runtime.Config, position []byte,
 // switchoverForCluster is cluster.Control's SwitchOf: a replicator
 // connector's planned switchover from any worker, load reading the
 // position the coordinator keeps (the source task may run elsewhere).
-func switchoverForCluster(ctx context.Context, cfg *runtime.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error) {
+func switchoverForCluster(ctx context.Context, cfg *plugin.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error) {
 	d, err := decodeTask(cfg, "", true)
 	if err != nil {
 		return nil, err
@@ -136,7 +138,7 @@ func switchoverForCluster(ctx context.Context, cfg *runtime.Config, load func(co
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return rocketmq.Switchover(ctx, *d.configs[runtime.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, groups, timeout-time.Since(start))
+	return rocketmq.Switchover(ctx, *d.configs[plugin.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, groups, timeout-time.Since(start))
 }
 
 // printGroups prints sts as a table, or as JSON.

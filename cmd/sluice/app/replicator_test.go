@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
 
@@ -18,9 +19,9 @@ import (
 // source and target of the same name are refused when it is built.
 func TestReplicatorConfigKeys(t *testing.T) {
 	t.Chdir(t.TempDir()) // file positions
-	build := func(extra, transportCluster string) (*runtime.Pipeline, error) {
+	build := func(extra, transportCluster string) (*engine.Pipeline, error) {
 		t.Helper()
-		cfg, err := runtime.ParseConfig([]byte("name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n"+extra+
+		cfg, err := plugin.ParseConfig([]byte("name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n"+extra+
 			"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n  cluster: "+transportCluster+"\n"), "r.yaml")
 		if err != nil {
 			return nil, err
@@ -101,8 +102,8 @@ func TestPrintGroups(t *testing.T) {
 // A worker reports a replicator connector's groups from the position the
 // coordinator keeps (none saved: no groups), and refuses another source.
 func TestGroupsForCluster(t *testing.T) {
-	parse := func(doc string) *runtime.Config {
-		cfg, err := runtime.ParseConfig([]byte(doc), "")
+	parse := func(doc string) *plugin.Config {
+		cfg, err := plugin.ParseConfig([]byte(doc), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestGroupsForCluster(t *testing.T) {
 		t.Fatalf("no position: %v, %v", sts, err)
 	}
 	other := parse("name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n")
-	if _, err := groupsForCluster(context.Background(), other, nil, false); !errors.Is(err, runtime.ErrNoGroups) {
+	if _, err := groupsForCluster(context.Background(), other, nil, false); !errors.Is(err, engine.ErrNoGroups) {
 		t.Fatalf("a binlog source: %v, want ErrNoGroups", err)
 	}
 }
@@ -123,7 +124,7 @@ func TestGroupsForCluster(t *testing.T) {
 // waits for one, reading it again, and times out (504) when none comes;
 // another source is refused.
 func TestSwitchoverForCluster(t *testing.T) {
-	cfg, err := runtime.ParseConfig([]byte("name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n  groups: [billing]\n"+
+	cfg, err := plugin.ParseConfig([]byte("name: r\nsource:\n  type: rocketmq\n  name_servers: [127.0.0.1:1]\n  topics: [orders]\n  groups: [billing]\n"+
 		"transport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n  cluster: B\n"), "")
 	if err != nil {
 		t.Fatal(err)
@@ -133,11 +134,11 @@ func TestSwitchoverForCluster(t *testing.T) {
 	if _, err := switchoverForCluster(context.Background(), cfg, none, nil, 500*time.Millisecond); !errors.Is(err, rocketmq.ErrNotDrained) || !errors.Is(err, context.DeadlineExceeded) || loads < 2 {
 		t.Fatalf("no position: %v after %d loads, want ErrNotDrained and DeadlineExceeded after several", err, loads)
 	}
-	other, err := runtime.ParseConfig([]byte("name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n"), "")
+	other, err := plugin.ParseConfig([]byte("name: m\nsource:\n  type: mysql\n  host: 127.0.0.1\n  user: u\n  server_id: 7\ntransport:\n  type: rocketmq\n  name_servers: [127.0.0.1:2]\n"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := switchoverForCluster(context.Background(), other, none, nil, time.Second); !errors.Is(err, runtime.ErrNoGroups) {
+	if _, err := switchoverForCluster(context.Background(), other, none, nil, time.Second); !errors.Is(err, engine.ErrNoGroups) {
 		t.Fatalf("a binlog source: %v, want ErrNoGroups", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 // Every key of every registered connector's config struct, and of the
@@ -24,7 +24,7 @@ func TestSpecDocumentsEveryKey(t *testing.T) {
 			t.Errorf("%s: %d keys", p.Name, len(keys))
 		}
 	}
-	if _, err := runtime.DescribeKeys(&clusterFile{}, clusterKeys); err != nil {
+	if _, err := plugin.DescribeKeys(&clusterFile{}, clusterKeys); err != nil {
 		t.Errorf("sluice worker's cluster file: %v", err)
 	}
 	// the keys the issue found undocumented are among them, with their doc
@@ -41,7 +41,7 @@ func TestSpecDocumentsEveryKey(t *testing.T) {
 	}
 }
 
-func findKey(keys []runtime.ConfigKey, name string) *runtime.ConfigKey {
+func findKey(keys []plugin.ConfigKey, name string) *plugin.ConfigKey {
 	for i := range keys {
 		if keys[i].Name == name {
 			return &keys[i]
@@ -57,10 +57,10 @@ func TestSpecDriftFails(t *testing.T) {
 		A int    `yaml:"a"`
 		B string `yaml:"b"`
 	}
-	if _, err := runtime.DescribeKeys(&shape{}, runtime.KeyDocs{"a": {Doc: "x"}}); err == nil || !strings.Contains(err.Error(), "b has no doc") {
+	if _, err := plugin.DescribeKeys(&shape{}, plugin.KeyDocs{"a": {Doc: "x"}}); err == nil || !strings.Contains(err.Error(), "b has no doc") {
 		t.Errorf("undocumented key: %v", err)
 	}
-	if _, err := runtime.DescribeKeys(&shape{}, runtime.KeyDocs{"a": {Doc: "x"}, "b": {Doc: "y"}, "c": {Doc: "z"}}); err == nil || !strings.Contains(err.Error(), "c is documented but is no key") {
+	if _, err := plugin.DescribeKeys(&shape{}, plugin.KeyDocs{"a": {Doc: "x"}, "b": {Doc: "y"}, "c": {Doc: "z"}}); err == nil || !strings.Contains(err.Error(), "c is documented but is no key") {
 		t.Errorf("stale doc: %v", err)
 	}
 }
@@ -70,7 +70,7 @@ func TestSpecDriftFails(t *testing.T) {
 func TestSpecDerivedFromStruct(t *testing.T) {
 	p, _ := connectors.Plugin("jdbc")
 	keys, _ := p.ConfigKeys()
-	for name, want := range map[string]runtime.ConfigKey{
+	for name, want := range map[string]plugin.ConfigKey{
 		"type":         {Type: "STRING", Required: true},
 		"dsn":          {Type: "PASSWORD", Required: true},
 		"auto_create":  {Type: "BOOLEAN", Default: "true"},

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 func writeCA(t *testing.T, dir string) string {
@@ -52,7 +52,7 @@ func TestSecurityKeys(t *testing.T) {
 	path := filepath.Join(dir, "c.yaml")
 
 	writeFile(t, path, cfg("  ssl_mode: VERIFY_IDENTITY\n  ssl_ca: "+ca+"\n", "  ssl_mode: verify_ca\n  ssl_ca: "+ca+"\n  lock_timeout: 5s\n  statement_timeout: -1s\n", ""))
-	c, err := runtime.LoadConfig(path)
+	c, err := plugin.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestSecurityKeys(t *testing.T) {
 	}
 
 	writeFile(t, path, cfg("", "", "rocketmq\n  name_servers: [\"127.0.0.1:9876\"]\n  topics: [t]\n  access_key: ak\n  secret_key: sk"))
-	if c, err = runtime.LoadConfig(path); err != nil {
+	if c, err = plugin.LoadConfig(path); err != nil {
 		t.Fatal(err)
 	}
 	if d, err = decodeAll(c, ""); err != nil || d.rocketmq.AccessKey != "ak" || d.rocketmq.SecretKey != "sk" {

@@ -24,6 +24,9 @@ import (
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/cluster"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/storage"
 )
 
 // clusterFile is CLUSTER.yaml, the config of `sluice worker`.
@@ -199,7 +202,7 @@ func sectionValues(doc []byte, kind string) map[string]any {
 // checkForCluster checks a connector's document as a worker will build
 // it: decoded as a whole, with the coordinator keeping what history_store:
 // database keeps, so that needs no positions section (a cluster ignores it).
-func checkForCluster(cfg *runtime.Config) error {
+func checkForCluster(cfg *plugin.Config) error {
 	_, err := decodeTask(cfg, "", true)
 	return err
 }
@@ -207,16 +210,16 @@ func checkForCluster(cfg *runtime.Config) error {
 // signalForCluster sends a snapshot signal for a connector of the cluster
 // from any worker: its binlog source, never opened, writes the signal into
 // the signal table, where the source task reads it wherever it runs.
-func signalForCluster(ctx context.Context, cfg *runtime.Config, id, typ, data string) (string, error) {
+func signalForCluster(ctx context.Context, cfg *plugin.Config, id, typ, data string) (string, error) {
 	if cfg.Source == nil {
-		return "", fmt.Errorf("connector %s has no source: %w", cfg.Name, runtime.ErrNoSignals)
+		return "", fmt.Errorf("connector %s has no source: %w", cfg.Name, engine.ErrNoSignals)
 	}
 	d, err := decodeTask(cfg, "", true)
 	if err != nil {
 		return "", err
 	}
 	if d.source == nil {
-		return "", fmt.Errorf("connector %s: %w", cfg.Name, runtime.ErrNoSignals)
+		return "", fmt.Errorf("connector %s: %w", cfg.Name, engine.ErrNoSignals)
 	}
 	if d.source.SignalTable == "" {
 		return "", fmt.Errorf("%w: connector %s: in a cluster signals are written into the source's signal_table, which it does not set", binlog.ErrConfig, cfg.Name)
@@ -323,7 +326,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 // database keeps its schema history in the coordinator, fenced by the same
 // lease in the same statement.
 func buildLeased(store *cluster.Store) cluster.BuildFunc {
-	return func(ctx context.Context, cfg *runtime.Config, only string, lease runtime.Lease, log *slog.Logger) (*runtime.Pipeline, error) {
+	return func(ctx context.Context, cfg *plugin.Config, only string, lease storage.Lease, log *slog.Logger) (*engine.Pipeline, error) {
 		return BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease, Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect(),
 			CoordinatorTables: store.Tables()})
 	}
@@ -356,7 +359,7 @@ func (n *node) WorkerMetrics() admin.WorkerMetrics {
 // MetricsCollector collects the series of the pipelines of the tasks held
 // here, labelled by task.
 func (n *node) MetricsCollector() prometheus.Collector {
-	return runtime.NewCollector(func() ([]*runtime.Pipeline, []string) {
+	return engine.NewCollector(func() ([]*engine.Pipeline, []string) {
 		if w := n.w.Load(); w != nil {
 			return w.Pipelines()
 		}
@@ -366,7 +369,7 @@ func (n *node) MetricsCollector() prometheus.Collector {
 
 // clusterKeys documents the keys of `sluice worker`'s cluster file
 // (clusterFile).
-var clusterKeys = runtime.KeyDocs{
+var clusterKeys = plugin.KeyDocs{
 	"coordinator":              {Doc: "The coordinator database, where the workers share connectors, leases and positions."},
 	"coordinator.driver":       {Doc: "Kind of the coordinator database.", Values: []string{"postgres", "mysql"}},
 	"coordinator.dsn":          {Doc: "Connection string of the coordinator database; ${VAR} is expanded."},

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/cluster"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 )
 
 func TestLoadClusterFile(t *testing.T) {
@@ -52,7 +53,7 @@ func TestLoadClusterFile(t *testing.T) {
 // the cluster keeps both, so the check at POST /connectors accepts it.
 func TestCheckForClusterHistoryInDatabase(t *testing.T) {
 	const doc = "name: p\nsource:\n  type: mariadb\n  host: h\n  user: u\n  server_id: 7\n  history_store: database\ntransport:\n  type: embedded\nsink:\n  type: postgres\n  dsn: postgres://u@127.0.0.1/x\n"
-	cfg, err := runtime.ParseConfig([]byte(doc), "p.yaml")
+	cfg, err := plugin.ParseConfig([]byte(doc), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,9 +38,12 @@ import (
 	"github.com/sluicecdc/sluice/binlog"
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/runtime/kafka"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/runtime/rocketmq/rawbench"
+	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -168,7 +171,7 @@ type debeziumResult struct {
 
 // BuildFunc builds the pipeline a config describes, as `sluice run` builds
 // it (the command's app.Build); the bench runs sluice through it.
-type BuildFunc func(ctx context.Context, cfg *runtime.Config, log *slog.Logger) (*runtime.Pipeline, error)
+type BuildFunc func(ctx context.Context, cfg *plugin.Config, log *slog.Logger) (*engine.Pipeline, error)
 
 // Command is `sluice bench`: its flags, defined on a flag set by NewCommand,
 // and Run.
@@ -709,7 +712,7 @@ func sendsText(s rocketmq.SendStats) string {
 // benchPipeline is sluice running the bench table, built from a config as
 // `sluice run` builds it.
 type benchPipeline struct {
-	w      *runtime.Worker
+	w      *engine.Worker
 	name   string
 	sink   *countingSink
 	trace  *lagTrace
@@ -761,7 +764,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 	if err != nil {
 		return nil, err
 	}
-	store, err := runtime.NewFileStore(dir)
+	store, err := storage.NewFileStore(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -796,7 +799,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := runtime.ParseConfig(text, "bench.yaml")
+	cfg, err := plugin.ParseConfig(text, "bench.yaml")
 	if err != nil {
 		return nil, err
 	}
@@ -805,9 +808,9 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 	counting.trace = trace
 	quiet := log.With("component", "bench-pipeline")
 	bp := &benchPipeline{name: name, sink: counting, trace: trace}
-	w := runtime.NewWorker(quiet)
+	w := engine.NewWorker(quiet)
 	var pausedOnce atomic.Bool
-	w.Add(name, nil, func(ctx context.Context) (*runtime.Pipeline, error) {
+	w.Add(name, nil, func(ctx context.Context) (*engine.Pipeline, error) {
 		p, err := o.build(ctx, cfg, quiet)
 		if err != nil {
 			return nil, err

@@ -12,7 +12,8 @@ import (
 
 	"github.com/sluicecdc/sluice/cmd/sluice/app"
 	"github.com/sluicecdc/sluice/cmd/sluice/internal/bench"
-	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/engine"
+	"github.com/sluicecdc/sluice/runtime/plugin"
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
@@ -27,7 +28,7 @@ func TestBenchSmall(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := bench.SmallOptions(func(ctx context.Context, cfg *runtime.Config, log *slog.Logger) (*runtime.Pipeline, error) {
+	o := bench.SmallOptions(func(ctx context.Context, cfg *plugin.Config, log *slog.Logger) (*engine.Pipeline, error) {
 		return app.Build(ctx, cfg, "", log)
 	})
 	rep, err := bench.RunBench(ctx, env, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
