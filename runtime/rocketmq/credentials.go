@@ -73,13 +73,33 @@ func authError(accessKey, addr string, h remotingHeader) error {
 	if h.Code != resNoPermission {
 		return nil
 	}
-	remark := strings.TrimRight(strings.TrimSpace(h.Remark), ".")
-	if accessKey == "" {
-		return schema.Fatal(fmt.Errorf("%w: %s says %q: the broker requires authentication: set transport.access_key and transport.secret_key to a user of the broker",
-			ErrAuth, addr, remark))
+	return schema.Fatal(&authRefusal{addr: addr, remark: strings.TrimRight(strings.TrimSpace(h.Remark), "."), accessKey: accessKey, keys: "transport"})
+}
+
+// authRefusal is authError's error. keys names the config section whose
+// access_key and secret_key signed the request: "transport" unless the
+// replicator's source section did (sourceKeys).
+type authRefusal struct{ addr, remark, accessKey, keys string }
+
+func (e *authRefusal) Error() string {
+	if e.accessKey == "" {
+		return fmt.Sprintf("%s: %s says %q: the broker requires authentication: set %s.access_key and %s.secret_key to a user of the broker",
+			ErrAuth, e.addr, e.remark, e.keys, e.keys)
 	}
-	return schema.Fatal(fmt.Errorf("%w: %s says %q for access key %q: check transport.access_key and transport.secret_key against the broker's users, and the user's permissions on the topics and groups",
-		ErrAuth, addr, remark, accessKey))
+	return fmt.Sprintf("%s: %s says %q for access key %q: check %s.access_key and %s.secret_key against the broker's users, and the user's permissions on the topics and groups",
+		ErrAuth, e.addr, e.remark, e.accessKey, e.keys, e.keys)
+}
+
+func (e *authRefusal) Unwrap() error { return ErrAuth }
+
+// sourceKeys returns err with a refusal of the credentials naming the
+// source section's keys: err came from a request the replicator signed
+// with them.
+func sourceKeys(err error) error {
+	if ae, ok := errors.AsType[*authRefusal](err); ok {
+		ae.keys = "source"
+	}
+	return err
 }
 
 // heartbeatBody is an empty heartbeat: it registers no producer or consumer

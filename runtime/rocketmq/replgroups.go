@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -360,6 +361,10 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 				if ctx.Err() != nil {
 					r.posMu.Unlock()
 					return ctx.Err()
+				}
+				if errors.Is(err, ErrAuth) { // refused credentials do not fix themselves: fatal
+					r.posMu.Unlock()
+					return sourceKeys(err)
 				}
 				r.log.Warn("replicator: cannot read a group's offset on the source; its last checkpoint stays", "group", g, "queue", q.key, "err", err)
 				down[q.src.addr] = true

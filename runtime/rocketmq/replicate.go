@@ -436,7 +436,7 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 				code = reqGetMaxOffset
 			}
 			if next, err = queueOffset(ctx, q, code); err != nil {
-				return err
+				return sourceKeys(err)
 			}
 		}
 		q.next = next
@@ -530,6 +530,7 @@ func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) {
 	from := q.src.next
 	msgs, err := pullQueue(ctx, r.group, q.src)
+	err = sourceKeys(err)
 	if err == nil {
 		q.lag.Store(max(q.src.max-q.src.next, 0))
 	}

@@ -149,6 +149,12 @@ func replProduce(t *testing.T, ns []string, topic string, perQueue, from int) {
 // (queues in broker and id order).
 func replRead(t *testing.T, ns []string, topic string) [][]*primitive.MessageExt {
 	t.Helper()
+	return replReadAs(t, ns, primitive.Credentials{}, topic)
+}
+
+// replReadAs is replRead with requests signed with cred.
+func replReadAs(t *testing.T, ns []string, cred primitive.Credentials, topic string) [][]*primitive.MessageExt {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	qs, err := tailQueues(ctx, ns, topic)
@@ -157,6 +163,7 @@ func replRead(t *testing.T, ns []string, topic string) [][]*primitive.MessageExt
 	}
 	out := make([][]*primitive.MessageExt, len(qs))
 	for i, q := range qs {
+		q.cred = cred
 		if q.end, err = queueOffset(ctx, q, reqGetMaxOffset); err != nil {
 			t.Fatal(err)
 		}

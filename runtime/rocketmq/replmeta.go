@@ -47,7 +47,7 @@ func (r *Replicator) copyGroups(ctx context.Context) error {
 	for _, a := range slices.Sorted(maps.Keys(srcAddrs)) {
 		table, err := groupConfigs(ctx, cred, a)
 		if err != nil {
-			return err
+			return sourceKeys(err)
 		}
 		for _, g := range r.src.Groups {
 			if c, ok := table[g]; ok && configs[g] == nil {
