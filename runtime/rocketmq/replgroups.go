@@ -377,7 +377,7 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 			if !ok {
 				continue // before every sync: nothing copied is known to precede it
 			}
-			t := q.targets[q.index]
+			t := q.targets[q.own]
 			cp := groupCheckpoint{Topic: q.dst, Broker: t.Broker, Queue: t.ID, Src: off, Dst: dst, Dup: dup, At: now}
 			if old, ok := cps[q.key]; ok && old.Src == off && old.Dup < dup && old.Topic == cp.Topic && old.Broker == cp.Broker && old.Queue == cp.Queue {
 				// The group has not moved: its last translation, from a sync

@@ -38,15 +38,15 @@ func TestReplicatorConfigValidate(t *testing.T) {
 // message to its source queue's.
 func TestReplicaTarget(t *testing.T) {
 	targets := []queue{{"b1", 0}, {"b1", 1}, {"b1", 2}}
-	q := &replQueue{key: "t/a/2", targets: targets, index: 2, sources: 3}
+	q := &replQueue{key: "t/a/2", targets: targets, own: 2}
 	m := &primitive.MessageExt{}
 	if got := q.target(m); got != targets[2] {
 		t.Fatalf("same count: %v", got)
 	}
-	q.sources = 8
+	q.own = -1
 	m.WithKeys([]string{"k1"})
 	first := q.target(m)
-	other := &replQueue{key: "t/a/5", targets: targets, index: 5, sources: 8}
+	other := &replQueue{key: "t/a/5", targets: targets, own: -1}
 	if other.target(m) != first {
 		t.Fatal("one key went to two queues")
 	}
