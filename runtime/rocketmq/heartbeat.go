@@ -64,7 +64,7 @@ func startHeartbeats(ctx context.Context, src ReplicatorConfig, group string, lo
 		return nil, fmt.Errorf("rocketmq replicator: heartbeat topic %q has no queue on the source", src.HeartbeatTopic)
 	}
 	q := qs[0]
-	cred := primitive.Credentials{AccessKey: src.AccessKey, SecretKey: src.SecretKey}
+	cred := src.credentials()
 	pm := &primitive.Message{}
 	pm.WithProperty(HeartbeatProperty, src.Cluster)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -340,7 +340,7 @@ func applyCheckpoints(ctx context.Context, dst Config, cps map[string]map[string
 func (r *Replicator) Checkpoint(ctx context.Context) error {
 	r.pointed = time.Now()
 	defer func() { r.lastPoint.Store(r.pointed.UnixMilli()) }()
-	cred := primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
+	cred := r.src.credentials()
 	r.posMu.Lock()
 	if r.pos.Checkpoints == nil {
 		r.pos.Checkpoints = map[string]map[string]groupCheckpoint{}

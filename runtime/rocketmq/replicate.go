@@ -123,6 +123,11 @@ type ReplicatorConfig struct {
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 }
 
+// credentials sign the requests to the source cluster.
+func (c ReplicatorConfig) credentials() primitive.Credentials {
+	return primitive.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
+}
+
 // topicNameChars are the characters a RocketMQ topic name may hold.
 var topicNameChars = regexp.MustCompile(`^[%|a-zA-Z0-9_-]*$`)
 
@@ -490,7 +495,7 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 		}
 	}
 	for i, q := range fresh {
-		q.cred = primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
+		q.cred = r.src.credentials()
 		q.batch = r.src.BatchSize
 		key := keys[i]
 		next, ok := r.pos.Next[key]

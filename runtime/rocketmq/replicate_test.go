@@ -12,7 +12,7 @@ func TestReplicatorConfigValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if ok.BatchSize != DefaultReplicateBatch || ok.From != ReplicateFromBeginning || ok.Cluster != "DefaultCluster" {
+	if ok.BatchSize != DefaultReplicateBatch || ok.From != ReplicateFromBeginning || ok.Cluster != "DefaultCluster" || ok.TargetTopics != TargetTopicsSync {
 		t.Fatalf("defaults: %+v", ok)
 	}
 	for name, c := range map[string]ReplicatorConfig{
@@ -26,6 +26,7 @@ func TestReplicatorConfigValidate(t *testing.T) {
 		"prefix with a dot": {NameServers: []string{"x:1"}, Topics: []string{"a"}, TopicPrefix: "a."},
 		"empty tag":         {NameServers: []string{"x:1"}, Topics: []string{"a"}, Tags: "a || "},
 		"star among tags":   {NameServers: []string{"x:1"}, Topics: []string{"a"}, Tags: "a || *"},
+		"target topics":     {NameServers: []string{"x:1"}, Topics: []string{"a"}, TargetTopics: "match"},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)

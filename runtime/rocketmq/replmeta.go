@@ -42,7 +42,7 @@ func groupConfigs(ctx context.Context, cred primitive.Credentials, addr string) 
 // there. A group the source's brokers do not have yet is left out: its
 // offsets create it on the target with the broker's defaults.
 func (r *Replicator) copyGroups(ctx context.Context) error {
-	cred := primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
+	cred := r.src.credentials()
 	srcAddrs := map[string]bool{}
 	for _, q := range r.queues {
 		srcAddrs[q.src.addr] = true
@@ -109,6 +109,9 @@ func topicSettingsAt(ctx context.Context, cred primitive.Credentials, addr, topi
 	if err == nil {
 		err = authError(cred.AccessKey, addr, h)
 	}
+	if err == nil && h.Code == resNotSupported {
+		err = notSupported{h.Remark}
+	}
 	if err == nil && h.Code != resSuccess {
 		err = fmt.Errorf("code %d: %s", h.Code, h.Remark)
 	}
@@ -121,6 +124,11 @@ func topicSettingsAt(ctx context.Context, cred primitive.Credentials, addr, topi
 	}
 	return s, nil
 }
+
+// notSupported is a broker's REQUEST_CODE_NOT_SUPPORTED answer.
+type notSupported struct{ remark string }
+
+func (e notSupported) Error() string { return "not supported by the broker: " + e.remark }
 
 // putTopicSettings creates or updates topic on the broker at addr with s
 // (its attributes added or changed, none removed).
@@ -152,7 +160,9 @@ func putTopicSettings(ctx context.Context, cred primitive.Credentials, addr, top
 // then, with target_topics: sync or when it was just created, each of its
 // brokers gets at least its share of the source's queue count, and the
 // source's permissions (with write access, which the copies need) and
-// message type. It returns the target's queues, once the name servers
+// message type. Queue counts and permissions come from the routes, the
+// message type from GET_TOPIC_CONFIG (RocketMQ 5; a broker without it has
+// none to copy). It returns the target's queues, once the name servers
 // route them all, and the master address of each of its brokers.
 func (r *Replicator) syncTarget(ctx context.Context, topic, dstTopic string, srcQs []*tailQueue) ([]queue, map[string]string, error) {
 	fail := func(err error) ([]queue, map[string]string, error) {
@@ -181,37 +191,45 @@ func (r *Replicator) syncTarget(ctx context.Context, topic, dstTopic string, src
 		addrs[bd.BrokerName] = bd.BrokerAddrs["0"]
 	}
 	if r.src.TargetTopics == TargetTopicsSync || !existed {
-		srcCred := primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
-		want, err := topicSettingsAt(ctx, srcCred, srcQs[0].addr, topic)
+		srcRoute, err := fetchRoute(ctx, r.src.NameServers, topic)
+		if err != nil {
+			return nil, nil, err
+		}
+		perm := 6 // read and write
+		if i := slices.IndexFunc(srcRoute.QueueDatas, func(qd queueData) bool { return qd.BrokerName == srcQs[0].broker }); i >= 0 {
+			perm = srcRoute.QueueDatas[i].Perm
+		}
+		perm |= permWrite
+		msgType, err := messageType(ctx, r.src.credentials(), srcQs[0].addr, topic)
 		if err != nil {
 			return nil, nil, sourceKeys(err)
 		}
-		per := ceilDiv(len(srcQs), max(len(addrs), 1))
+		per := ceilDiv(len(srcQs), max(len(route.QueueDatas), 1))
 		total := 0
-		for _, b := range slices.Sorted(maps.Keys(addrs)) {
-			addr := addrs[b]
+		for _, qd := range route.QueueDatas {
+			addr := addrs[qd.BrokerName]
 			if addr == "" {
-				return fail(fmt.Errorf("broker %s has no master", b))
+				return fail(fmt.Errorf("broker %s has no master", qd.BrokerName))
 			}
-			cur, err := topicSettingsAt(ctx, r.dst.credentials(), addr, dstTopic)
-			if err != nil {
-				return fail(err)
-			}
-			upd := cur
-			upd.Read, upd.Write, upd.Perm = max(cur.Read, per), max(cur.Write, per), want.Perm|permWrite
-			upd.Attributes = map[string]string{}
-			if t, ok := want.Attributes[messageTypeAttribute]; ok && cur.Attributes[messageTypeAttribute] != t {
-				upd.Attributes[messageTypeAttribute] = t
-			}
+			upd := topicSettings{Read: max(qd.ReadQueueNums, per), Write: max(qd.WriteQueueNums, per), Perm: perm, Attributes: map[string]string{}}
 			total += upd.Write
-			if upd.Read == cur.Read && upd.Write == cur.Write && upd.Perm == cur.Perm && len(upd.Attributes) == 0 {
+			if msgType != "" {
+				cur, err := messageType(ctx, r.dst.credentials(), addr, dstTopic)
+				if err != nil {
+					return fail(err)
+				}
+				if cur != msgType {
+					upd.Attributes[messageTypeAttribute] = msgType
+				}
+			}
+			if upd.Read == qd.ReadQueueNums && upd.Write == qd.WriteQueueNums && upd.Perm == qd.Perm && len(upd.Attributes) == 0 {
 				continue
 			}
 			if err := putTopicSettings(ctx, r.dst.credentials(), addr, dstTopic, upd); err != nil {
 				return fail(err)
 			}
-			r.log.Info("replicator: target topic updated to match the source", "topic", dstTopic, "broker", b,
-				"queues", upd.Write, "was", cur.Write, "perm", upd.Perm, "attributes", upd.Attributes)
+			r.log.Info("replicator: target topic updated to match the source", "topic", dstTopic, "broker", qd.BrokerName,
+				"queues", upd.Write, "was", qd.WriteQueueNums, "perm", upd.Perm, "attributes", upd.Attributes)
 		}
 		// The broker registers the change with the name servers at once;
 		// wait until they route it.
@@ -231,6 +249,20 @@ func (r *Replicator) syncTarget(ctx context.Context, topic, dstTopic string, src
 		}
 	}
 	return routeQueueSet(route).queues(), addrs, nil
+}
+
+// resNotSupported is REQUEST_CODE_NOT_SUPPORTED: an older broker.
+const resNotSupported = 3
+
+// messageType is topic's message.type attribute on the broker at addr;
+// empty when it has none, or the broker has no GET_TOPIC_CONFIG (4.x).
+func messageType(ctx context.Context, cred primitive.Credentials, addr, topic string) (string, error) {
+	s, err := topicSettingsAt(ctx, cred, addr, topic)
+	var nse notSupported
+	if errors.As(err, &nse) {
+		return "", nil
+	}
+	return s.Attributes[messageTypeAttribute], err
 }
 
 // ceilDiv is a/b rounded up (b > 0).
