@@ -73,34 +73,32 @@ func authError(accessKey, addr string, h remotingHeader) error {
 	if h.Code != resNoPermission {
 		return nil
 	}
-	return schema.Fatal(&authRefusal{addr: addr, remark: strings.TrimRight(strings.TrimSpace(h.Remark), "."), accessKey: accessKey, keys: "transport"})
-}
-
-// authRefusal is authError's error. keys names the config section whose
-// access_key and secret_key signed the request: "transport" unless the
-// replicator's source section did (sourceKeys).
-type authRefusal struct{ addr, remark, accessKey, keys string }
-
-func (e *authRefusal) Error() string {
-	if e.accessKey == "" {
-		return fmt.Sprintf("%s: %s says %q: the broker requires authentication: set %s.access_key and %s.secret_key to a user of the broker",
-			ErrAuth, e.addr, e.remark, e.keys, e.keys)
+	remark := strings.TrimRight(strings.TrimSpace(h.Remark), ".")
+	if accessKey == "" {
+		return schema.Fatal(fmt.Errorf("%w: %s says %q: the broker requires authentication: set transport.access_key and transport.secret_key to a user of the broker",
+			ErrAuth, addr, remark))
 	}
-	return fmt.Sprintf("%s: %s says %q for access key %q: check %s.access_key and %s.secret_key against the broker's users, and the user's permissions on the topics and groups",
-		ErrAuth, e.addr, e.remark, e.accessKey, e.keys, e.keys)
+	return schema.Fatal(fmt.Errorf("%w: %s says %q for access key %q: check transport.access_key and transport.secret_key against the broker's users, and the user's permissions on the topics and groups",
+		ErrAuth, addr, remark, accessKey))
 }
 
-func (e *authRefusal) Unwrap() error { return ErrAuth }
-
-// sourceKeys returns err with a refusal of the credentials naming the
-// source section's keys: err came from a request the replicator signed
-// with them.
+// sourceKeys returns err, when it is a refusal of the credentials (ErrAuth),
+// naming the source section's keys instead of the transport's: err came
+// from a request the replicator signed with them.
 func sourceKeys(err error) error {
-	if ae, ok := errors.AsType[*authRefusal](err); ok {
-		ae.keys = "source"
+	if !errors.Is(err, ErrAuth) {
+		return err
 	}
-	return err
+	return sourceRefusal{err}
 }
+
+type sourceRefusal struct{ error }
+
+func (e sourceRefusal) Error() string {
+	return strings.NewReplacer("transport.access_key", "source.access_key", "transport.secret_key", "source.secret_key").Replace(e.error.Error())
+}
+
+func (e sourceRefusal) Unwrap() error { return e.error }
 
 // heartbeatBody is an empty heartbeat: it registers no producer or consumer
 // group, so the broker authenticates it and needs no permission for it.

@@ -151,6 +151,10 @@ func TestIntegrationReplicatorACL(t *testing.T) {
 			}
 		}
 	}
+	// A checkpoint whose read of the group's offsets is refused.
+	noneKey, noneSecret := aclUser(ctx, t, ns, superKey, superSecret, "repl-none")
+	r.src.AccessKey, r.src.SecretKey = noneKey, noneSecret
+	refused("checkpoint by a source user without permissions", r.Checkpoint(ctx), "source.access_key")
 	run := func(src ReplicatorConfig, dst Config) error {
 		src.Groups, src.HeartbeatTopic = nil, ""
 		r, err := NewReplicator(src, dst, quietLog())
