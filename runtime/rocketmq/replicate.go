@@ -395,9 +395,10 @@ func (r *Replicator) refresh(ctx context.Context) error {
 		names = append(slices.Clip(names), hb)
 	}
 	had := len(r.queueList())
+	var err error
 	for _, t := range names {
-		if err := r.addTopic(ctx, t); err != nil {
-			return err
+		if err = r.addTopic(ctx, t); err != nil {
+			break
 		}
 		r.topics[t] = true
 	}
@@ -406,9 +407,9 @@ func (r *Replicator) refresh(ctx context.Context) error {
 		// with from: now, a restart must not start at a later "now".
 		r.posMu.Lock()
 		defer r.posMu.Unlock()
-		return r.save(ctx)
+		err = cmp.Or(err, r.save(ctx))
 	}
-	return nil
+	return err
 }
 
 // addTopic maps the queues of source topic that are not copied yet (all
@@ -560,8 +561,13 @@ const replicaWorkers = 8
 // no records: the replicator sends and saves by itself.
 func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 	if time.Since(r.listed) >= r.src.TopicsRefresh {
-		if err := r.refresh(ctx); err != nil {
+		// The copy goes on while a name server does not answer: only a
+		// fatal error (refused credentials, a queue with no target queue)
+		// stops it.
+		if err := r.refresh(ctx); err != nil && (runtime.IsFatal(err) || ctx.Err() != nil) {
 			return nil, err
+		} else if err != nil {
+			r.log.Warn("replicator: cannot look for new topics or queues; the copy goes on, and it looks again every topics_refresh", "err", err)
 		}
 	}
 	if len(r.src.Groups) > 0 && time.Since(r.pointed) >= r.src.CheckpointInterval {

@@ -86,7 +86,8 @@ func TestIntegrationReplicatorCopiesGroups(t *testing.T) {
 // gains queues while the replicator runs, the target topic gains as many,
 // the new source queues are copied to target queues of their own, and
 // every queue copied before keeps its target queue (also after a restart),
-// so no target queue mixes two source queues. With target_topics: keep, a
+// so no target queue mixes two source queues. A name server that does not
+// answer when the replicator looks does not stop it. With target_topics: keep, a
 // target that cannot take the new queues stops the replicator with a
 // fatal error that says what to do.
 func TestIntegrationReplicatorSourceGainsQueues(t *testing.T) {
@@ -191,6 +192,12 @@ func TestIntegrationReplicatorSourceGainsQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rk.Close()
+	// A name server that does not answer a refresh does not stop the copy.
+	rk.src.NameServers = []string{"127.0.0.1:1"}
+	if _, err := rk.Read(ctx); err != nil {
+		t.Fatalf("a refresh without a name server stopped the copy: %v", err)
+	}
+	rk.src.NameServers = src
 	if err := putTopicSettings(ctx, none, brokers["broker-a"], topic2, topicSettings{Read: 2, Write: 2, Perm: 6, Attributes: map[string]string{}}); err != nil {
 		t.Fatal(err)
 	}
