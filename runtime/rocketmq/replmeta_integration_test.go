@@ -132,8 +132,9 @@ func TestIntegrationReplicatorSourceGainsQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for len(qs) != 10 {
+		time.Sleep(20 * time.Millisecond)
 		if qs, err = tailQueues(ctx, src, topic); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v (the source route shows %d queues, want 10)", err, len(qs))
 		}
 	}
 	replProduce(t, src, topic, 2, 2)
