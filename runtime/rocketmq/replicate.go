@@ -419,10 +419,10 @@ func (r *Replicator) refresh(ctx context.Context) error {
 // (saved in the position), so a source that gains queues moves none of
 // the queues copied so far. A new queue takes the target queue of its own
 // place (in broker, then queue order), or when another has it the first
-// one that no source queue has. When there are too few, a new topic is
-// copied by key hash (target_topics: keep); a topic that has queues of
-// its own target queue already stops the replicator: hashing the new
-// queues into those would mix two source queues in one target queue.
+// one that no source queue has. When there are too few (target_topics:
+// keep), a new topic is copied by key hash, and a topic whose queues have
+// target queues of their own already stops the replicator: hashing the
+// new queues into those would mix two source queues in one target queue.
 func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 	srcQs, err := tailQueues(ctx, r.src.NameServers, topic)
 	if err != nil {
