@@ -82,6 +82,24 @@ func authError(accessKey, addr string, h remotingHeader) error {
 		ErrAuth, addr, remark, accessKey))
 }
 
+// sourceKeys returns err, when it is a refusal of the credentials (ErrAuth),
+// naming the source section's keys instead of the transport's: err came
+// from a request the replicator signed with them.
+func sourceKeys(err error) error {
+	if !errors.Is(err, ErrAuth) {
+		return err
+	}
+	return sourceRefusal{err}
+}
+
+type sourceRefusal struct{ error }
+
+func (e sourceRefusal) Error() string {
+	return strings.NewReplacer("transport.access_key", "source.access_key", "transport.secret_key", "source.secret_key").Replace(e.error.Error())
+}
+
+func (e sourceRefusal) Unwrap() error { return e.error }
+
 // heartbeatBody is an empty heartbeat: it registers no producer or consumer
 // group, so the broker authenticates it and needs no permission for it.
 var heartbeatBody = []byte(`{"clientID":"sluice-credential-check","producerDataSet":[],"consumerDataSet":[]}`)

@@ -42,7 +42,7 @@ func createHeartbeatTopic(ctx context.Context, src ReplicatorConfig) error {
 	}
 	defer adm.Close()
 	if _, err := createTopic(ctx, adm, cfg, src.HeartbeatTopic); err != nil {
-		return fmt.Errorf("rocketmq replicator: heartbeat topic %q on the source (created in the cluster the source section's cluster names): %w", src.HeartbeatTopic, err)
+		return fmt.Errorf("rocketmq replicator: heartbeat topic %q on the source (created in the cluster the source section's cluster names): %w", src.HeartbeatTopic, sourceKeys(err))
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func startHeartbeats(ctx context.Context, src ReplicatorConfig, group string, lo
 		return nil, fmt.Errorf("rocketmq replicator: heartbeat topic %q has no queue on the source", src.HeartbeatTopic)
 	}
 	q := qs[0]
-	cred := primitive.Credentials{AccessKey: src.AccessKey, SecretKey: src.SecretKey}
+	cred := src.credentials()
 	pm := &primitive.Message{}
 	pm.WithProperty(HeartbeatProperty, src.Cluster)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,7 +79,7 @@ func startHeartbeats(ctx context.Context, src ReplicatorConfig, group string, lo
 			ext := sendHeader(group, q.topic, queue{Broker: q.broker, ID: q.id}, now, 0, pm)
 			hd, _, err := invokeSigned(ctx, cred, q.addr, reqSendMessage, ext, body)
 			if err == nil {
-				err = authError(cred.AccessKey, q.addr, hd)
+				err = sourceKeys(authError(cred.AccessKey, q.addr, hd))
 			}
 			if err == nil && hd.Code != resSuccess {
 				err = fmt.Errorf("code %d: %s", hd.Code, hd.Remark)

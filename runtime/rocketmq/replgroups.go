@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/bits"
@@ -339,7 +340,7 @@ func applyCheckpoints(ctx context.Context, dst Config, cps map[string]map[string
 func (r *Replicator) Checkpoint(ctx context.Context) error {
 	r.pointed = time.Now()
 	defer func() { r.lastPoint.Store(r.pointed.UnixMilli()) }()
-	cred := primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
+	cred := r.src.credentials()
 	r.posMu.Lock()
 	if r.pos.Checkpoints == nil {
 		r.pos.Checkpoints = map[string]map[string]groupCheckpoint{}
@@ -361,6 +362,10 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 					r.posMu.Unlock()
 					return ctx.Err()
 				}
+				if errors.Is(err, ErrAuth) { // refused credentials do not fix themselves: fatal
+					r.posMu.Unlock()
+					return sourceKeys(err)
+				}
 				r.log.Warn("replicator: cannot read a group's offset on the source; its last checkpoint stays", "group", g, "queue", q.key, "err", err)
 				down[q.src.addr] = true
 				continue
@@ -372,7 +377,7 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 			if !ok {
 				continue // before every sync: nothing copied is known to precede it
 			}
-			t := q.targets[q.index]
+			t := q.targets[q.own]
 			cp := groupCheckpoint{Topic: q.dst, Broker: t.Broker, Queue: t.ID, Src: off, Dst: dst, Dup: dup, At: now}
 			if old, ok := cps[q.key]; ok && old.Src == off && old.Dup < dup && old.Topic == cp.Topic && old.Broker == cp.Broker && old.Queue == cp.Queue {
 				// The group has not moved: its last translation, from a sync

@@ -83,6 +83,10 @@ type ReplicatorConfig struct {
 	From      string `yaml:"from"`
 	AccessKey string `yaml:"access_key"`
 	SecretKey string `yaml:"secret_key"`
+	// TargetTopics: TargetTopicsSync (default) creates and updates each
+	// target topic to match its source; TargetTopicsKeep only creates
+	// missing ones (syncTarget).
+	TargetTopics string `yaml:"target_topics"`
 	// TopicPrefix names each target topic: TopicPrefix + the source
 	// topic's name; empty is identity naming (the same name).
 	TopicPrefix string `yaml:"topic_prefix"`
@@ -117,6 +121,11 @@ type ReplicatorConfig struct {
 	// the others (heartbeat.go); empty: no heartbeats.
 	HeartbeatTopic    string        `yaml:"heartbeat_topic"`
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+}
+
+// credentials sign the requests to the source cluster.
+func (c ReplicatorConfig) credentials() primitive.Credentials {
+	return primitive.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
 }
 
 // topicNameChars are the characters a RocketMQ topic name may hold.
@@ -172,6 +181,13 @@ func (c *ReplicatorConfig) Validate() error {
 	if c.Cluster == "" {
 		c.Cluster = "DefaultCluster"
 	}
+	switch c.TargetTopics {
+	case "":
+		c.TargetTopics = TargetTopicsSync
+	case TargetTopicsSync, TargetTopicsKeep:
+	default:
+		return fmt.Errorf("%w: target_topics %q: %q or %q", ErrConfig, c.TargetTopics, TargetTopicsSync, TargetTopicsKeep)
+	}
 	if c.TopicsRefresh <= 0 {
 		c.TopicsRefresh = DefaultTopicsRefresh
 	}
@@ -225,8 +241,7 @@ type replQueue struct {
 	dst      string // the target topic
 	key      string
 	targets  []queue // the target topic's queues
-	index    int     // the source queue's place among its topic's queues
-	sources  int     // its topic's source queue count
+	own      int     // the index in targets of the queue that alone receives its copies; -1: none (by key hash)
 	addrs    map[string]string
 	synced   time.Time // when its last offset sync was recorded
 	lastSync int64     // the source offset of that sync; -1: none
@@ -237,9 +252,9 @@ type replQueue struct {
 	lag, unsynced atomic.Int64
 }
 
-// mapped reports whether q goes to the target queue of its own place,
-// which alone receives its copies: only then are its offsets synced.
-func (q *replQueue) mapped() bool { return len(q.targets) >= q.sources }
+// mapped reports whether q goes to a target queue of its own, which
+// alone receives its copies: only then are its offsets synced.
+func (q *replQueue) mapped() bool { return q.own >= 0 }
 
 // Replicator is the source of a replication pipeline (see above).
 type Replicator struct {
@@ -359,7 +374,8 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 	return nil
 }
 
-// refresh adds the source topics not copied yet.
+// refresh adds the source topics not copied yet, and the queues that
+// those copied have gained (addTopic).
 func (r *Replicator) refresh(ctx context.Context) error {
 	r.listed = time.Now()
 	names := r.src.Topics
@@ -370,77 +386,133 @@ func (r *Replicator) refresh(ctx context.Context) error {
 		}
 		names = matchingTopics(all, r.re, "")
 	}
-	if hb := r.src.HeartbeatTopic; hb != "" && !r.topics[hb] && !slices.Contains(names, hb) {
-		if err := createHeartbeatTopic(ctx, r.src); err != nil {
-			return err
+	if hb := r.src.HeartbeatTopic; hb != "" && !slices.Contains(names, hb) {
+		if !r.topics[hb] {
+			if err := createHeartbeatTopic(ctx, r.src); err != nil {
+				return err
+			}
 		}
 		names = append(slices.Clip(names), hb)
 	}
-	added := false
+	had := len(r.queueList())
+	var err error
 	for _, t := range names {
-		if r.topics[t] {
-			continue
-		}
-		if err := r.addTopic(ctx, t); err != nil {
-			return err
+		if err = r.addTopic(ctx, t); err != nil {
+			break
 		}
 		r.topics[t] = true
-		added = true
 	}
-	if added {
+	if len(r.queueList()) > had {
 		// Where each new queue starts is saved before anything is copied:
 		// with from: now, a restart must not start at a later "now".
 		r.posMu.Lock()
 		defer r.posMu.Unlock()
-		return r.save(ctx)
+		err = cmp.Or(err, r.save(ctx))
 	}
-	return nil
+	return err
 }
 
-// addTopic creates topic on the target with the source's queue count (per
-// target master broker, rounded up) unless it exists, and maps its queues.
+// addTopic maps the queues of source topic that are not copied yet (all
+// of them when the topic is new, those it gained since otherwise) to
+// queues of its target topic, which it creates or updates first
+// (syncTarget). A source queue keeps the target queue it was mapped to
+// (saved in the position), so a source that gains queues moves none of
+// the queues copied so far. A new queue takes the target queue of its own
+// place (in broker, then queue order), or when another has it the first
+// one that no source queue has. When there are too few (target_topics:
+// keep), a new topic is copied by key hash, and a topic whose queues have
+// target queues of their own already stops the replicator: hashing the
+// new queues into those would mix two source queues in one target queue.
 func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 	srcQs, err := tailQueues(ctx, r.src.NameServers, topic)
 	if err != nil {
 		return err
 	}
-	ci, err := fetchClusterInfo(ctx, r.dst.NameServers)
-	if err != nil {
-		return err
-	}
-	masters := max(len(ci.masters(r.dst.Cluster)), 1)
-	cfg := r.dst
-	cfg.Queues = max((len(srcQs)+masters-1)/masters, 1)
 	dstTopic := r.src.TopicPrefix + topic
-	set, err := createTopic(ctx, r.adm, cfg, dstTopic)
-	if err != nil {
-		return fmt.Errorf("rocketmq replicator: target topic %q: %w", dstTopic, err)
+	r.posMu.Lock()
+	var known []*replQueue // the topic's queues copied already
+	for _, q := range r.queues {
+		if q.src.topic == topic {
+			known = append(known, q)
+		}
 	}
-	route, err := fetchRoute(ctx, r.dst.NameServers, dstTopic)
+	r.posMu.Unlock()
+	fresh := slices.DeleteFunc(slices.Clone(srcQs), func(q *tailQueue) bool {
+		return slices.ContainsFunc(known, func(k *replQueue) bool { return k.src.broker == q.broker && k.src.id == q.id })
+	})
+	if len(fresh) == 0 {
+		return nil
+	}
+	targets, addrs, err := r.syncTarget(ctx, topic, dstTopic, srcQs)
 	if err != nil {
 		return err
 	}
-	addrs := map[string]string{}
-	for _, bd := range route.BrokerDatas {
-		addrs[bd.BrokerName] = bd.BrokerAddrs["0"]
+	used := map[queue]bool{}
+	hashed := false
+	for _, k := range known {
+		if k.mapped() {
+			used[k.targets[k.own]] = true
+		} else {
+			hashed = true
+		}
 	}
-	targets := set.queues()
-	for i, q := range srcQs {
-		q.cred = primitive.Credentials{AccessKey: r.src.AccessKey, SecretKey: r.src.SecretKey}
+	own := make([]int, len(fresh))
+	keys := make([]string, len(fresh))
+	for i, q := range fresh {
+		keys[i] = topic + "/" + q.broker + "/" + strconv.Itoa(q.id)
+		own[i] = -1
+		if t, ok := r.pos.Targets[keys[i]]; ok && t.Topic == dstTopic {
+			if j := slices.Index(targets, queue{Broker: t.Broker, ID: t.Queue}); j >= 0 && !used[targets[j]] {
+				own[i] = j
+				used[targets[j]] = true
+			}
+		}
+	}
+	if len(known) == 0 && len(used) == 0 && len(targets) < len(fresh) {
+		hashed = true // a new topic with fewer target queues: by key hash
+		r.log.Warn("replicator: the target topic has fewer queues than the source (target_topics: keep): copies go by key hash, and no offset is synced",
+			"topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
+	}
+	for i, q := range fresh {
+		if own[i] >= 0 || hashed {
+			continue
+		}
+		j := slices.Index(srcQs, q) // its own place
+		if j >= len(targets) || used[targets[j]] {
+			j = slices.IndexFunc(targets, func(t queue) bool { return !used[t] })
+		}
+		if j < 0 {
+			return schema.Fatal(fmt.Errorf("%w: replicator: source topic %s has %d queues now and target topic %s %d: queue %s has no target queue of its own left, "+
+				"and copying it by key hash would mix it into another source queue's target queue (its order and offset translation lost): "+
+				"set target_topics: %s, or add queues to %s on the target cluster (mqadmin updateTopic -t %s -r N -w N), and restart",
+				ErrConfig, topic, len(srcQs), dstTopic, len(targets), keys[i], TargetTopicsSync, dstTopic, dstTopic))
+		}
+		own[i] = j
+		used[targets[j]] = true
+	}
+	if hashed {
+		for i := range own {
+			own[i] = -1
+		}
+	}
+	for i, q := range fresh {
+		q.cred = r.src.credentials()
 		q.batch = r.src.BatchSize
-		key := topic + "/" + q.broker + "/" + strconv.Itoa(q.id)
+		key := keys[i]
 		next, ok := r.pos.Next[key]
 		if !ok {
+			// A queue the topic gained while copied starts at its
+			// beginning: its messages came after the replicator started.
 			code := reqGetMinOffset
-			if r.src.From == ReplicateFromNow {
+			if r.src.From == ReplicateFromNow && len(known) == 0 {
 				code = reqGetMaxOffset
 			}
 			if next, err = queueOffset(ctx, q, code); err != nil {
-				return err
+				return sourceKeys(err)
 			}
 		}
 		q.next = next
-		rq := &replQueue{src: q, dst: dstTopic, key: key, targets: targets, index: i, sources: len(srcQs), addrs: addrs, lastSync: -1}
+		rq := &replQueue{src: q, dst: dstTopic, key: key, targets: targets, own: own[i], addrs: addrs, lastSync: -1}
 		r.posMu.Lock() // a switchover or the metrics may read them meanwhile
 		r.queues = append(r.queues, rq)
 		r.pos.Next[key] = next
@@ -448,22 +520,28 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 			rq.lastSync = s[len(s)-1].Src
 		}
 		if rq.mapped() {
-			t := targets[i]
+			t := targets[rq.own]
 			r.pos.Targets[key] = targetQueue{Topic: dstTopic, Broker: t.Broker, Queue: t.ID}
+		} else {
+			delete(r.pos.Targets, key)
 		}
 		r.posMu.Unlock()
 	}
-	r.log.Info("replicating topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
+	if len(known) > 0 {
+		r.log.Info("replicating more queues of a topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
+	} else {
+		r.log.Info("replicating topic", "topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))
+	}
 	return nil
 }
 
-// target is the queue a message of q goes to: the same place when the
-// target has as many queues, else by the hash of its keys (of the source
-// queue when it has none), so that one key's (one queue's) order is kept.
+// target is the queue a message of q goes to: q's own target queue when
+// it has one, else by the hash of its keys (of the source queue when it
+// has none), so that one key's (one queue's) order is kept.
 func (q *replQueue) target(m *primitive.MessageExt) queue {
 	n := len(q.targets)
-	if n >= q.sources {
-		return q.targets[q.index]
+	if q.mapped() {
+		return q.targets[q.own]
 	}
 	h := fnv.New32a()
 	if k := m.GetKeys(); k != "" {
@@ -482,9 +560,14 @@ const replicaWorkers = 8
 // is on the target: each queue has at most one batch unsaved. It returns
 // no records: the replicator sends and saves by itself.
 func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
-	if r.re != nil && time.Since(r.listed) >= r.src.TopicsRefresh {
-		if err := r.refresh(ctx); err != nil {
+	if time.Since(r.listed) >= r.src.TopicsRefresh {
+		// The copy goes on while a name server does not answer: only a
+		// fatal error (refused credentials, a queue with no target queue)
+		// stops it.
+		if err := r.refresh(ctx); err != nil && (runtime.IsFatal(err) || ctx.Err() != nil) {
 			return nil, err
+		} else if err != nil {
+			r.log.Warn("replicator: cannot look for new topics or queues; the copy goes on, and it looks again every topics_refresh", "err", err)
 		}
 	}
 	if len(r.src.Groups) > 0 && time.Since(r.pointed) >= r.src.CheckpointInterval {
@@ -530,6 +613,7 @@ func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) {
 	from := q.src.next
 	msgs, err := pullQueue(ctx, r.group, q.src)
+	err = sourceKeys(err)
 	if err == nil {
 		q.lag.Store(max(q.src.max-q.src.next, 0))
 	}

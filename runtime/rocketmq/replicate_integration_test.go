@@ -149,6 +149,12 @@ func replProduce(t *testing.T, ns []string, topic string, perQueue, from int) {
 // (queues in broker and id order).
 func replRead(t *testing.T, ns []string, topic string) [][]*primitive.MessageExt {
 	t.Helper()
+	return replReadAs(t, ns, primitive.Credentials{}, topic)
+}
+
+// replReadAs is replRead with requests signed with cred.
+func replReadAs(t *testing.T, ns []string, cred primitive.Credentials, topic string) [][]*primitive.MessageExt {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	qs, err := tailQueues(ctx, ns, topic)
@@ -157,6 +163,7 @@ func replRead(t *testing.T, ns []string, topic string) [][]*primitive.MessageExt
 	}
 	out := make([][]*primitive.MessageExt, len(qs))
 	for i, q := range qs {
+		q.cred = cred
 		if q.end, err = queueOffset(ctx, q, reqGetMaxOffset); err != nil {
 			t.Fatal(err)
 		}
@@ -342,8 +349,9 @@ func TestIntegrationReplicatorResumes(t *testing.T) {
 var _ runtime.PositionStore = (*memPositions)(nil)
 
 // TestIntegrationReplicatorFewerTargetQueues: when the target topic has
-// fewer queues than the source, each key goes to one target queue and
-// each source queue's messages of a key stay in order.
+// fewer queues than the source and target_topics is keep, each key goes
+// to one target queue and each source queue's messages of a key stay in
+// order.
 func TestIntegrationReplicatorFewerTargetQueues(t *testing.T) {
 	src, dst, dstCluster := replClusters(t)
 	topic := "it_repl_" + suffix()
@@ -352,7 +360,8 @@ func TestIntegrationReplicatorFewerTargetQueues(t *testing.T) {
 	const perQueue = 14
 	replProduce(t, src, topic, perQueue, 0)
 	srcMsgs := replRead(t, src, topic)
-	replRun(t, src, dst, dstCluster, topic, &memPositions{}, int64(perQueue*len(srcMsgs)), 4)
+	cfg := ReplicatorConfig{NameServers: src, Topics: []string{topic}, BatchSize: 4, TargetTopics: TargetTopicsKeep}
+	replRunConfig(t, cfg, dst, dstCluster, &memPositions{}, int64(perQueue*len(srcMsgs)))
 	replCount(t, dst, topic, DefaultCluster, perQueue*len(srcMsgs))
 	dstMsgs := replRead(t, dst, topic)
 	if len(dstMsgs) != 2 {

@@ -12,7 +12,7 @@ func TestReplicatorConfigValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if ok.BatchSize != DefaultReplicateBatch || ok.From != ReplicateFromBeginning || ok.Cluster != "DefaultCluster" {
+	if ok.BatchSize != DefaultReplicateBatch || ok.From != ReplicateFromBeginning || ok.Cluster != "DefaultCluster" || ok.TargetTopics != TargetTopicsSync {
 		t.Fatalf("defaults: %+v", ok)
 	}
 	for name, c := range map[string]ReplicatorConfig{
@@ -26,6 +26,7 @@ func TestReplicatorConfigValidate(t *testing.T) {
 		"prefix with a dot": {NameServers: []string{"x:1"}, Topics: []string{"a"}, TopicPrefix: "a."},
 		"empty tag":         {NameServers: []string{"x:1"}, Topics: []string{"a"}, Tags: "a || "},
 		"star among tags":   {NameServers: []string{"x:1"}, Topics: []string{"a"}, Tags: "a || *"},
+		"target topics":     {NameServers: []string{"x:1"}, Topics: []string{"a"}, TargetTopics: "match"},
 	} {
 		if err := c.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
@@ -38,15 +39,15 @@ func TestReplicatorConfigValidate(t *testing.T) {
 // message to its source queue's.
 func TestReplicaTarget(t *testing.T) {
 	targets := []queue{{"b1", 0}, {"b1", 1}, {"b1", 2}}
-	q := &replQueue{key: "t/a/2", targets: targets, index: 2, sources: 3}
+	q := &replQueue{key: "t/a/2", targets: targets, own: 2}
 	m := &primitive.MessageExt{}
 	if got := q.target(m); got != targets[2] {
 		t.Fatalf("same count: %v", got)
 	}
-	q.sources = 8
+	q.own = -1
 	m.WithKeys([]string{"k1"})
 	first := q.target(m)
-	other := &replQueue{key: "t/a/5", targets: targets, index: 5, sources: 8}
+	other := &replQueue{key: "t/a/5", targets: targets, own: -1}
 	if other.target(m) != first {
 		t.Fatal("one key went to two queues")
 	}

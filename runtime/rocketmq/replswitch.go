@@ -92,7 +92,7 @@ func switchover(ctx context.Context, src ReplicatorConfig, dst Config, load func
 		for _, a := range slices.Sorted(maps.Keys(addrs)) {
 			on, err := groupOnline(ctx, cred, a, g)
 			if err != nil {
-				return rep, nil, err
+				return rep, nil, sourceKeys(err)
 			}
 			if on {
 				return rep, nil, fmt.Errorf("%w: switchover: group %s has consumers online on the source (broker %s): stop them first, so that its offsets there stop moving", ErrConfig, g, a)
@@ -106,7 +106,7 @@ func switchover(ctx context.Context, src ReplicatorConfig, dst Config, load func
 		for key, q := range queues {
 			end, err := queueOffset(ctx, q, reqGetMaxOffset)
 			if err != nil {
-				return rep, nil, err
+				return rep, nil, sourceKeys(err)
 			}
 			if left := end - pos.Next[key]; left > 0 {
 				rep.Remaining[key] = left
@@ -149,7 +149,7 @@ func switchover(ctx context.Context, src ReplicatorConfig, dst Config, load func
 			}
 			off, ok, err := groupOffset(ctx, cred, q.addr, g, q.topic, q.id)
 			if err != nil {
-				return rep, nil, err
+				return rep, nil, sourceKeys(err)
 			}
 			if !ok {
 				continue // the group never read this queue on the source
