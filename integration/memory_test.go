@@ -299,3 +299,50 @@ func TestBigRowMemoryBound(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkerSnapshotMemoryBound: one `sluice worker` (coordinator on
+// PostgreSQL, default memory settings) holds two embedded connectors whose
+// initial snapshots read 30,000 rows of 4 KiB each at once, faster than
+// PostgreSQL applies them; its peak RSS (VmHWM) stays under the bound of
+// docs/operations.md, and every row arrives. The tables hold 234 MiB of
+// text: a worker that held them would pass 300 MiB; before the snapshot's
+// queue was bounded in bytes, each source held up to 18 chunks of 2,048
+// rows (the worker peaked at 327 MiB with 40,000 rows each), and without
+// the worker's memory limit, at 288 MiB with 20,000 each. About 15 s.
+func TestWorkerSnapshotMemoryBound(t *testing.T) {
+	const rows, width = 30_000, 4096
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
+	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
+	c := newCluster(t)
+	var kits []*kit
+	for range 2 {
+		k := newKit(t, pair{transport: "embedded", target: "postgres"}, "wsnap")
+		k.createTable(t, "wide", "id BIGINT PRIMARY KEY, doc MEDIUMTEXT NOT NULL")
+		mustExec(t, k.src, "CREATE DATABASE IF NOT EXISTS seq")
+		mustExec(t, k.src, fmt.Sprintf("INSERT INTO %s.wide SELECT seq, REPEAT(CHAR(97 + seq %% 26), %d) FROM seq.seq_1_to_%d", k.db, width, rows))
+		kits = append(kits, k)
+	}
+	w := c.start("w1")
+	start := time.Now()
+	for _, k := range kits {
+		c.createEdited(w, k, 1, func(src map[string]any) { src["snapshot"] = "initial" })
+	}
+	for _, k := range kits {
+		deadline := time.Now().Add(5 * time.Minute)
+		for k.targetCount("wide", "") < rows {
+			failIfExited(t, w)
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d rows after 5m; log:\n%s", k.db, k.targetCount("wide", ""), rows, logTail(w.log, 3000))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	peak := peakRSSMiB(t, w.p.cmd.Process.Pid)
+	t.Logf("worker: %d snapshots of %d rows of %d bytes in %.1fs; peak RSS %.0f MiB (bound %d MiB)",
+		len(kits), rows, width, time.Since(start).Seconds(), peak, memoryBoundMiB)
+	c.stop(w)
+	if peak > memoryBoundMiB {
+		t.Fatalf("worker: peak RSS %.0f MiB above the %d MiB bound", peak, memoryBoundMiB)
+	}
+}
