@@ -557,7 +557,7 @@ func (in *incremental) savePosition(ctx context.Context, m *mapper, recs []schem
 	} else {
 		recs = []schema.Record{m.heartbeat()}
 	}
-	if !in.s.send(ctx, batch{recs: recs}) {
+	if !in.s.send(ctx, batch{recs: recs, size: recordsSize(recs)}) { // a chunk: sized as the snapshot's
 		return ctx.Err()
 	}
 	return nil

@@ -883,12 +883,16 @@ func (sn *snapshotter) run(ctx context.Context) error {
 	limit := s.cfg.SnapshotChunk
 	zeroAsNull := s.cfg.zeroDateAsNull()
 	first := sn.fresh
-	var held []schema.Record // one chunk held back, so the very last record can be marked
-	flush := func(next []schema.Record) bool {
-		if len(held) > 0 && !s.send(ctx, batch{recs: held}) {
+	// One batch held back, so the very last record can be marked; a chunk
+	// is handed on in batches of up to snapshotBatchBytes (and one row),
+	// through the queue's byte gate.
+	var held []schema.Record
+	var heldBytes int
+	flush := func(next []schema.Record, nextBytes int) bool {
+		if len(held) > 0 && !s.send(ctx, batch{recs: held, size: heldBytes}) {
 			return false
 		}
-		held = next
+		held, heldBytes = next, nextBytes
 		return true
 	}
 	t0 := time.Now()
@@ -914,7 +918,7 @@ func (sn *snapshotter) run(ctx context.Context) error {
 		if s.cfg.SnapshotTruncate && key == nil {
 			// rows of the table the source no longer has leave the target;
 			// the table's snapshot rows follow
-			if !flush([]schema.Record{sn.truncate(st.ti)}) {
+			if !flush([]schema.Record{sn.truncate(st.ti)}, 0) {
 				return ctx.Err()
 			}
 		}
@@ -949,7 +953,7 @@ func (sn *snapshotter) run(ctx context.Context) error {
 				ptrs[i] = &raw[i]
 			}
 			var recs []schema.Record
-			n := 0
+			recsBytes, n := 0, 0
 			for rows.Next() {
 				if err := rows.Scan(ptrs...); err != nil {
 					rows.Close()
@@ -966,7 +970,16 @@ func (sn *snapshotter) run(ctx context.Context) error {
 					rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(zeros, ";")}
 				}
 				first = false
+				size := rec.Size()
+				if len(recs) > 0 && recsBytes+size > snapshotBatchBytes {
+					if !flush(recs, recsBytes) {
+						rows.Close()
+						return ctx.Err()
+					}
+					recs, recsBytes = nil, 0
+				}
 				recs = append(recs, rec)
+				recsBytes += size
 				n++
 				if st.keyable {
 					key = make([][]byte, len(st.ti.keyIdx))
@@ -974,11 +987,11 @@ func (sn *snapshotter) run(ctx context.Context) error {
 						key[i] = bytes.Clone(raw[k])
 					}
 				} else if len(recs) >= limit { // one pass: hand rows on as they come
-					if !flush(recs) {
+					if !flush(recs, recsBytes) {
 						rows.Close()
 						return ctx.Err()
 					}
-					recs = nil
+					recs, recsBytes = nil, 0
 				}
 			}
 			rows.Close()
@@ -1013,7 +1026,7 @@ func (sn *snapshotter) run(ctx context.Context) error {
 				if p.Snapshot != nil {
 					recs[len(recs)-1].Position = EncodePosition(p)
 				}
-				if !flush(recs) {
+				if !flush(recs, recsBytes) {
 					return ctx.Err()
 				}
 			}
@@ -1042,7 +1055,7 @@ func (sn *snapshotter) run(ctx context.Context) error {
 		if last.Source.Snapshot != "first" {
 			last.Source.Snapshot = "last"
 		}
-		if !flush(nil) {
+		if !flush(nil, 0) {
 			return ctx.Err()
 		}
 	} else {

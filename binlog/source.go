@@ -47,7 +47,8 @@ type Source struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	ch      chan batch
-	err     error // sticky error returned by Read
+	queued  *byteGate // the bytes of ch's sized batches (snapshotQueueBytes)
+	err     error     // sticky error returned by Read
 	closed  bool
 	rest    []schema.Record // records taken from ch but not yet returned
 	columns *columnRules    // compiled ExcludeColumns and Mask
@@ -69,6 +70,9 @@ type Source struct {
 type batch struct {
 	recs []schema.Record
 	err  error
+	// size is what the batch holds of the queue's byte gate (0: none; the
+	// snapshot's batches, whose size is not bounded by a binlog event's).
+	size int
 }
 
 // NewSource validates cfg and returns a source that is not yet connected.
@@ -273,7 +277,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	if snap != nil {
-		s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
+		s.cancel, s.done, s.ch, s.queued = cancel, make(chan struct{}), make(chan batch, queueBatches), newByteGate(snapshotQueueBytes)
 		go s.snapshotThenStream(rctx, m, snap)
 		return nil
 	}
@@ -282,7 +286,7 @@ func (s *Source) open(ctx context.Context, position []byte) error {
 		cancel()
 		return err
 	}
-	s.cancel, s.done, s.ch = cancel, make(chan struct{}), make(chan batch, queueBatches)
+	s.cancel, s.done, s.ch, s.queued = cancel, make(chan struct{}), make(chan batch, queueBatches), newByteGate(snapshotQueueBytes)
 	go s.run(rctx, m, syncer, stream)
 	return nil
 }
@@ -875,7 +879,12 @@ func (s *Source) catchUp(ctx context.Context, m *mapper, to Position) error {
 	}
 }
 
+// send hands b on to Read, first waiting for room in the queue's byte gate
+// when b is sized.
 func (s *Source) send(ctx context.Context, b batch) bool {
+	if !s.queued.acquire(ctx, b.size) {
+		return false
+	}
 	select {
 	case s.ch <- b:
 		return true
@@ -890,7 +899,7 @@ func (s *Source) send(ctx context.Context, b batch) bool {
 // Commit records carry the position to resume from; no other record does.
 func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
 	s.mu.Lock()
-	ch, done, rest, sticky, closed := s.ch, s.done, s.rest, s.err, s.closed
+	ch, queued, done, rest, sticky, closed := s.ch, s.queued, s.done, s.rest, s.err, s.closed
 	s.rest = nil
 	s.mu.Unlock()
 	if closed {
@@ -906,6 +915,7 @@ func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
 	if len(out) == 0 {
 		select {
 		case b := <-ch:
+			queued.release(b.size)
 			if b.err != nil {
 				return nil, s.fail(b.err)
 			}
@@ -913,6 +923,7 @@ func (s *Source) Read(ctx context.Context) ([]schema.Record, error) {
 		case <-done:
 			select { // what the reader sent before it ended comes first
 			case b := <-ch:
+				queued.release(b.size)
 				if b.err != nil {
 					return nil, s.fail(b.err)
 				}
@@ -928,6 +939,7 @@ gather:
 	for len(out) < maxBatch || (insideTx(out) && len(out) < maxTxBatch) {
 		select {
 		case b := <-ch:
+			queued.release(b.size)
 			if b.err != nil {
 				s.fail(b.err) // returned by the next Read
 				return out, nil
@@ -945,6 +957,7 @@ gather:
 		// in the same batch as the rows.
 		select {
 		case b := <-ch:
+			queued.release(b.size)
 			if b.err != nil {
 				s.fail(b.err)
 				return out, nil

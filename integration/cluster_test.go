@@ -59,6 +59,9 @@ type cluster struct {
 	// driver of the coordinator: postgres, or mysql
 	// (SLUICE_IT_COORD_DRIVER); its DSN is SLUICE_IT_COORD_DSN.
 	driver string
+	// workerLines are extra lines of every worker's cluster file, e.g.
+	// "memory_limit: off\n".
+	workerLines string
 }
 
 type clusterWorker struct {
@@ -98,8 +101,8 @@ func (c *cluster) start(id string) *clusterWorker {
 	w := c.workers[id]
 	if w == nil {
 		w = &clusterWorker{id: id, addr: freePort(c.t), cfg: filepath.Join(c.dir, id+".yaml")}
-		doc := fmt.Sprintf("coordinator:\n  driver: %s\n  dsn: %q\n  table_prefix: %s\nid: %s\nrest: %s\nttl: %s\nheartbeat: %s\n",
-			c.driver, os.Getenv("SLUICE_IT_COORD_DSN"), c.prefix, id, w.addr, clusterTTL, clusterHeartbeat)
+		doc := fmt.Sprintf("coordinator:\n  driver: %s\n  dsn: %q\n  table_prefix: %s\nid: %s\nrest: %s\nttl: %s\nheartbeat: %s\n%s",
+			c.driver, os.Getenv("SLUICE_IT_COORD_DSN"), c.prefix, id, w.addr, clusterTTL, clusterHeartbeat, c.workerLines)
 		if err := os.WriteFile(w.cfg, []byte(doc), 0o600); err != nil {
 			c.t.Fatal(err)
 		}
@@ -204,6 +207,13 @@ func (c *cluster) stop(w *clusterWorker) {
 // positions in its control tables, fenced by the lease).
 func (c *cluster) create(w *clusterWorker, k *kit, sinkTasks int) {
 	c.t.Helper()
+	c.createEdited(w, k, sinkTasks, nil)
+}
+
+// createEdited is create with the document's source section changed by
+// edit first (nil: unchanged).
+func (c *cluster) createEdited(w *clusterWorker, k *kit, sinkTasks int, edit func(source map[string]any)) {
+	c.t.Helper()
 	raw, err := os.ReadFile(k.config(c.t))
 	if err != nil {
 		c.t.Fatal(err)
@@ -213,9 +223,12 @@ func (c *cluster) create(w *clusterWorker, k *kit, sinkTasks int) {
 		c.t.Fatal(err)
 	}
 	delete(doc, "positions")
+	src := doc["source"].(map[string]any)
 	if c.dbHistory[k.db] {
-		src := doc["source"].(map[string]any)
 		src["history_store"], src["history_table"] = "database", c.prefix+"schema_history"
+	}
+	if edit != nil {
+		edit(src)
 	}
 	if sinkTasks > 1 {
 		doc["sink_tasks"] = sinkTasks

@@ -299,3 +299,75 @@ func TestBigRowMemoryBound(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkerSnapshotMemoryBound: one `sluice worker` (coordinator on
+// PostgreSQL, default memory settings) holds two embedded connectors whose
+// initial snapshots read 30,000 rows of 4 KiB each at once, faster than
+// PostgreSQL applies them; its peak RSS (VmHWM) stays under the bound of
+// docs/operations.md, and every row arrives. The tables hold 234 MiB of
+// text: a worker that held them would pass 300 MiB; before the snapshot's
+// queue was bounded in bytes, each source held up to 18 chunks of 2,048
+// rows (the worker peaked at 261 MiB), and without the worker's memory
+// limit it peaked at 288 MiB with 20,000 rows each. About 10 s.
+func TestWorkerSnapshotMemoryBound(t *testing.T) {
+	const rows, width = 30_000, 4096
+	peak := workerSnapshotPeakMiB(t, 2, "doc MEDIUMTEXT NOT NULL", fmt.Sprintf("SELECT seq, REPEAT(CHAR(97 + seq %% 26), %d) FROM seq.seq_1_to_%d", width, rows), rows)
+	if peak > memoryBoundMiB {
+		t.Fatalf("worker: peak RSS %.0f MiB above the %d MiB bound", peak, memoryBoundMiB)
+	}
+}
+
+// TestWorkerBigRowSnapshotMemoryBound: one `sluice worker` snapshots a
+// table of 12 rows of 16 MiB (LONGBLOB, the costliest on PostgreSQL) on
+// the embedded transport under bigRowBoundMiB of peak RSS: the bound of
+// one row of that size, however many the table holds (a worker holding the
+// table would pass 300 MiB; before the snapshot's queue was bounded in
+// bytes, a chunk held the table whole: 390 MiB for 10 rows of 20 MiB,
+// against a bound of 320). About 15 s.
+func TestWorkerBigRowSnapshotMemoryBound(t *testing.T) {
+	const rows, sMiB = 12, 16
+	peak := workerSnapshotPeakMiB(t, 1, "doc LONGBLOB NOT NULL", fmt.Sprintf("SELECT seq, REPEAT(CHAR(97 + seq), %d) FROM seq.seq_1_to_%d", sMiB<<20, rows), rows)
+	if bound := bigRowBoundMiB("embedded", sMiB); peak > float64(bound) {
+		t.Fatalf("worker: peak RSS %.0f MiB above the %d MiB bound of rows of %d MiB", peak, bound, sMiB)
+	}
+}
+
+// workerSnapshotPeakMiB starts one `sluice worker` on a PostgreSQL
+// coordinator with connectors embedded connectors into PostgreSQL, each
+// with an initial snapshot of a table wide (id BIGINT PRIMARY KEY, cols)
+// filled by INSERT … fill (rows rows), waits until every row arrived, stops
+// the worker and returns its peak RSS (VmHWM).
+func workerSnapshotPeakMiB(t *testing.T, connectors int, cols, fill string, rows int) float64 {
+	t.Helper()
+	e := servers(t, "SLUICE_MYSQL_PORT", "SLUICE_PG_DSN")
+	t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
+	t.Setenv("SLUICE_IT_CDC_PASSWORD", e["SLUICE_MYSQL_CDC_PASSWORD"])
+	c := newCluster(t)
+	var kits []*kit
+	for range connectors {
+		k := newKit(t, pair{transport: "embedded", target: "postgres"}, "wsnap")
+		k.createTable(t, "wide", "id BIGINT PRIMARY KEY, "+cols)
+		mustExec(t, k.src, "CREATE DATABASE IF NOT EXISTS seq")
+		mustExec(t, k.src, "INSERT INTO "+k.db+".wide "+fill)
+		kits = append(kits, k)
+	}
+	w := c.start("w1")
+	start := time.Now()
+	for _, k := range kits {
+		c.createEdited(w, k, 1, func(src map[string]any) { src["snapshot"] = "initial" })
+	}
+	for _, k := range kits {
+		deadline := time.Now().Add(5 * time.Minute)
+		for k.targetCount("wide", "") < rows {
+			failIfExited(t, w)
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d rows after 5m; log:\n%s", k.db, k.targetCount("wide", ""), rows, logTail(w.log, 3000))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	peak := peakRSSMiB(t, w.p.cmd.Process.Pid)
+	t.Logf("worker: %d snapshots of %d rows in %.1fs; peak RSS %.0f MiB", len(kits), rows, time.Since(start).Seconds(), peak)
+	c.stop(w)
+	return peak
+}
