@@ -1,6 +1,9 @@
 package integration
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,5 +254,66 @@ func TestServerPortsBelowEphemeral(t *testing.T) {
 		if n, _ := strconv.Atoi(m[1]); n+1 >= 32768 {
 			t.Errorf("scripts/servers.sh: default port %d is in the kernel's ephemeral range (32768 and up)", n)
 		}
+	}
+}
+
+// TestExportedNamesHaveDocs: every exported type, function, constant and
+// variable of a production package says what it is (a comment on it, on
+// its group, or at the end of its line). Methods are left out: most of
+// them implement an interface, whose doc speaks for them.
+func TestExportedNamesHaveDocs(t *testing.T) {
+	var missing []string
+	err := filepath.WalkDir("..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "testdata", "integration", "scripts", "examples", "docs":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" {
+			return nil
+		}
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.FuncDecl:
+				if decl.Recv == nil && decl.Name.IsExported() && decl.Doc == nil {
+					missing = append(missing, fset.Position(decl.Pos()).String()+" "+decl.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, spec := range decl.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() && s.Doc == nil && decl.Doc == nil {
+							missing = append(missing, fset.Position(s.Pos()).String()+" "+s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, name := range s.Names {
+							if name.IsExported() && s.Doc == nil && s.Comment == nil && decl.Doc == nil {
+								missing = append(missing, fset.Position(s.Pos()).String()+" "+name.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range missing {
+		t.Errorf("%s: exported without a doc comment", m)
 	}
 }

@@ -28,7 +28,7 @@ var (
 type Cond uint8
 
 const (
-	CondNone            Cond = iota
+	CondNone            Cond = iota // nothing the core tells apart
 	CondUniqueViolation      // a unique or primary key constraint refused a row
 	CondUndefinedTable       // no such table
 	CondUndefinedColumn      // no such column

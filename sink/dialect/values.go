@@ -39,6 +39,8 @@ func TimestampText(col string, s *schema.Schema, v any) (string, error) {
 	return str, nil
 }
 
+// FormatDate writes a date given as days since 1970-01-01 as YYYY-MM-DD;
+// false when it is outside years 1 to 9999, which no target stores.
 func FormatDate(days int64) (string, bool) {
 	if days < -800_000 || days > 3_000_000 { // well outside years 1..9999; also keeps days*86400 from overflowing
 		return "", false
@@ -50,6 +52,8 @@ func FormatDate(days int64) (string, bool) {
 	return t.Format("2006-01-02"), true
 }
 
+// FormatTimestamp writes a UTC time given as microseconds since the epoch
+// in the targets' literal form; false outside years 1 to 9999.
 func FormatTimestamp(us int64) (string, bool) {
 	t := time.UnixMicro(us).UTC()
 	y, mo, d := t.Date()
