@@ -1,10 +1,16 @@
 package kafka
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 func TestTopicNameAsDebeziumNamesThem(t *testing.T) {
@@ -50,6 +56,70 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", SessionTimeout: -1},
 		{Brokers: []string{"127.0.0.1:9092"}},
 	} {
+		if err := bad.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: got %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
+// TestSecurityKeys: the TLS and SASL keys reach every client (the TLS
+// config with the mode's verification and no fixed server name, so that
+// each broker's host is checked; the SASL mechanism asked for), and
+// settings a broker could never accept are refused before any dial.
+func TestSecurityKeys(t *testing.T) {
+	roots := x509.NewCertPool()
+	for _, c := range []struct {
+		cfg        Config
+		verify     bool // the certificate chain is checked by crypto/tls
+		mechanism  string
+		tlsEnabled bool
+	}{
+		{Config{}, false, "", false},
+		{Config{TLSMode: "VERIFY-IDENTITY", TLS: &tls.Config{RootCAs: roots}}, true, "", true},
+		{Config{TLSMode: "required", SASLMechanism: "plain", SASLUsername: "u", SASLPassword: "p"}, false, SASLPlain, true},
+		{Config{SASLMechanism: "scram-sha-256", SASLUsername: "u", SASLPassword: "p"}, false, SASLScramSHA256, false},
+		{Config{TLSMode: "verify_identity", SASLMechanism: SASLScramSHA512, SASLUsername: "u", SASLPassword: "p"}, true, SASLScramSHA512, true},
+	} {
+		c.cfg.Brokers, c.cfg.Pipeline = []string{"127.0.0.1:1"}, "p"
+		cfg, err := c.cfg.withDefaults()
+		if err != nil {
+			t.Fatalf("%+v: %v", c.cfg, err)
+		}
+		cl, err := kgo.NewClient(clientOptions(cfg, slog.New(slog.DiscardHandler))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		tc, _ := cl.OptValue(kgo.DialTLSConfig).(*tls.Config)
+		if (tc != nil) != c.tlsEnabled {
+			t.Errorf("ssl_mode %q: TLS config %v, want TLS %v", c.cfg.TLSMode, tc, c.tlsEnabled)
+		} else if tc != nil && (tc.InsecureSkipVerify == c.verify || tc.ServerName != "" || tc.MinVersion < tls.VersionTLS12) {
+			t.Errorf("ssl_mode %q: InsecureSkipVerify %v, ServerName %q, MinVersion %x", c.cfg.TLSMode, tc.InsecureSkipVerify, tc.ServerName, tc.MinVersion)
+		}
+		if c.cfg.TLS != nil && (tc == nil || tc.RootCAs != roots) {
+			t.Errorf("ssl_mode %q: the configured roots are not used", c.cfg.TLSMode)
+		}
+		ms, _ := cl.OptValue(kgo.SASL).([]sasl.Mechanism)
+		var got []string
+		for _, m := range ms {
+			got = append(got, m.Name())
+		}
+		if strings.Join(got, ",") != c.mechanism {
+			t.Errorf("sasl_mechanism %q: the client uses %v, want %q", c.cfg.SASLMechanism, got, c.mechanism)
+		}
+	}
+	for _, bad := range []Config{
+		{TLSMode: "preferred"},
+		{TLSMode: "sometimes"},
+		{SSLCA: "/nonexistent/ca.pem"},
+		{TLSMode: "verify_ca", SSLCA: "/nonexistent/ca.pem"},
+		{TLSMode: "verify_ca"},
+		{SASLUsername: "u", SASLPassword: "p"},
+		{SASLMechanism: "GSSAPI", SASLUsername: "u", SASLPassword: "p"},
+		{SASLMechanism: SASLPlain, SASLUsername: "u"},
+		{SASLMechanism: SASLScramSHA512, SASLPassword: "p"},
+	} {
+		bad.Brokers, bad.Pipeline = []string{"127.0.0.1:9092"}, "p"
 		if err := bad.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: got %v, want ErrConfig", bad, err)
 		}
