@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,6 +58,10 @@ func clientOptions(cfg Config, log *slog.Logger) []kgo.Opt {
 	return append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.WithLogger(logAdapter{log}),
+		// franz-go caches an answer "no such topic" for MetadataMinAge
+		// (default 5s): EnsureTopic, which waits until a topic it created
+		// is in the metadata, would wait that long for every new topic.
+		kgo.MetadataMinAge(250 * time.Millisecond),
 	}, securityOptions(cfg)...)
 }
 
