@@ -4,13 +4,20 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/sluicecdc/sluice/schema"
 )
 
 func TestTopicNameAsDebeziumNamesThem(t *testing.T) {
@@ -122,6 +129,33 @@ func TestSecurityKeys(t *testing.T) {
 		bad.Brokers, bad.Pipeline = []string{"127.0.0.1:9092"}, "p"
 		if err := bad.Validate(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: got %v, want ErrConfig", bad, err)
+		}
+	}
+}
+
+// TestSecurityErrorClassifies: the broker answers the real broker cannot
+// give here (it offers every mechanism and wants no client certificate)
+// are fatal with the key to fix; an error that may pass (a broker gone,
+// a connection closed at once) is left unclassified.
+func TestSecurityErrorClassifies(t *testing.T) {
+	cfg := Config{Brokers: []string{"b:9093"}, TLSMode: "verify_identity", SASLMechanism: SASLScramSHA256, SASLUsername: "u", SASLPassword: "pw"}
+	for _, c := range []struct {
+		err  error
+		is   error
+		says string
+	}{
+		{fmt.Errorf("dial: %w", kerr.UnsupportedSaslMechanism), ErrConfig, "does not offer SCRAM-SHA-256"},
+		{&net.OpError{Op: "remote error", Err: tls.AlertError(116)}, ErrConfig, "check ssl_cert and ssl_key"},
+		{fmt.Errorf("sasl: %w", kerr.SaslAuthenticationFailed), ErrAuth, "is there one for SCRAM-SHA-256?"},
+	} {
+		err := securityError(cfg, c.err)
+		if !errors.Is(err, c.is) || schema.ClassOf(err) != schema.ClassFatal || !strings.Contains(err.Error(), c.says) || strings.Contains(err.Error(), "pw") {
+			t.Errorf("%v: got %v, want a fatal %v saying %q", c.err, err, c.is, c.says)
+		}
+	}
+	for _, passing := range []error{io.EOF, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, kerr.LeaderNotAvailable} {
+		if err := securityError(cfg, passing); err != nil {
+			t.Errorf("%v: classified as %v", passing, err)
 		}
 	}
 }
