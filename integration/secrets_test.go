@@ -240,10 +240,11 @@ func TestNoSecretInOutput(t *testing.T) {
 		assertNoSecret(t, "working run", strings.Join(append(outputs, out), "\n"), secret)
 	})
 
-	faults := []struct {
+	type fault struct {
 		name                            string
 		src, transport, sink, positions section
-	}{
+	}
+	faults := []fault{
 		{"target DSN with a bad port", source(secret), embedded, pgSink(fmt.Sprintf("postgres://%s:%s@127.0.0.1:99999/x?sslmode=disable", user, secret)), nil},
 		{"target DSN unparseable", source(secret), embedded, pgSink(fmt.Sprintf("postgres://%s:%s@127.0.0.1:5x/x", user, secret)), nil},
 		{"positions DSN unparseable", source(secret), embedded, pgSink(pgDSN), section{"type": "postgres", "dsn": fmt.Sprintf("%q", fmt.Sprintf("postgres://%s:%s@127.0.0.1:5x/x", user, secret))}},
@@ -256,6 +257,16 @@ func TestNoSecretInOutput(t *testing.T) {
 		{"wrong source password", source(secret + "-wrong"), embedded, pgSink(pgDSN), nil},
 		{"source down", func() section { s := source(secret); s["port"] = "1"; return s }(), embedded, pgSink(pgDSN), nil},
 		{"broker down", source(secret), section{"type": "rocketmq", "name_servers": `["127.0.0.1:1"]`, "access_key": "ak", "secret_key": fmt.Sprintf("%q", secret), "topics": "[x]"}, pgSink(pgDSN), nil},
+	}
+	// The Kafka broker's SASL_SSL listener refuses the password (its user's
+	// is another): the refusal names the user and the keys, never the
+	// password.
+	if kb := e["SLUICE_KAFKA_SASL_SSL_BROKERS"]; kb != "" {
+		faults = append(faults, fault{"Kafka SASL password refused", source(secret), section{"type": "kafka", "brokers": fmt.Sprintf("[%q]", kb),
+			"ssl_mode": "verify_identity", "ssl_ca": fmt.Sprintf("%q", e["SLUICE_KAFKA_CA"]), "sasl_mechanism": "SCRAM-SHA-512",
+			"sasl_username": fmt.Sprintf("%q", e["SLUICE_KAFKA_SASL_USER"]), "sasl_password": fmt.Sprintf("%q", secret)}, pgSink(pgDSN), nil})
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("SLUICE_KAFKA_SASL_SSL_BROKERS is not set: start the broker with scripts/servers.sh start kafka")
 	}
 	for i, f := range faults {
 		t.Run(f.name, func(t *testing.T) {

@@ -2,10 +2,7 @@ package sink
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -83,17 +80,10 @@ func ping(ctx context.Context, db *sql.DB, c *Config) error {
 // tlsProblem says what is wrong when err is a failed certificate check,
 // which retrying cannot fix; "" otherwise.
 func tlsProblem(err error) string {
-	var unknown x509.UnknownAuthorityError
-	var host x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
+	if msg := secure.CertificateProblem(err, "the DSN's host"); msg != "" {
+		return msg
+	}
 	switch {
-	case errors.As(err, &unknown):
-		return "the server's certificate is not signed by the configured CA (ssl_ca)"
-	case errors.As(err, &host):
-		return "the server's certificate does not name the DSN's host: connect by a name it lists, or use ssl_mode verify_ca"
-	case errors.As(err, &invalid), errors.As(err, &verify):
-		return "the server's certificate is not valid"
 	case strings.Contains(err.Error(), "SSL is not enabled on the server"), strings.Contains(err.Error(), "server does not support TLS"):
 		return "the server offers no TLS: enable it on the server, or set ssl_mode preferred or disabled"
 	}

@@ -10,6 +10,7 @@ func TestRedactConfig(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{`{"source": {"host": "127.0.0.1", "user": "u", "password": "pw1"}}`, `{"source":{"host":"127.0.0.1","password":"xxxxx","user":"u"}}`},
 		{`{"transport": {"access_key": "ak", "secret_key": "pw1"}}`, `{"transport":{"access_key":"ak","secret_key":"xxxxx"}}`},
+		{`{"transport": {"type": "kafka", "sasl_username": "u", "sasl_password": "pw1"}}`, `{"transport":{"sasl_password":"xxxxx","sasl_username":"u","type":"kafka"}}`},
 		{`{"sink": {"dsn": "postgres://sluice:pw1@127.0.0.1:15432/db?sslmode=disable"}}`, `{"sink":{"dsn":"postgres://sluice:xxxxx@127.0.0.1:15432/db?sslmode=disable"}}`},
 		{`{"sink": {"dsn": "postgres://sluice@127.0.0.1/db?password=pw1&sslmode=disable"}}`, `{"sink":{"dsn":"postgres://sluice@127.0.0.1/db?password=xxxxx\u0026sslmode=disable"}}`},
 		{`{"sink": {"dsn": "host=127.0.0.1 password='p w1' user=u"}}`, `{"sink":{"dsn":"host=127.0.0.1 password=xxxxx user=u"}}`},
@@ -33,7 +34,7 @@ func TestRedactConfig(t *testing.T) {
 // TestAPIMasksSecrets: no answer carrying a config carries its passwords.
 func TestAPIMasksSecrets(t *testing.T) {
 	h := NewHandler(newFake(), "")
-	cfg := `{"source": {"password": "pw1SECRET"}, "sink": {"dsn": "postgres://u:pw2SECRET@127.0.0.1/db"}}`
+	cfg := `{"source": {"password": "pw1SECRET"}, "sink": {"dsn": "postgres://u:pw2SECRET@127.0.0.1/db"}, "transport": {"type": "kafka", "sasl_password": "pw3SECRET"}}`
 	for _, c := range [][3]string{
 		{"POST", "/connectors", `{"name": "a", "config": ` + cfg + `}`},
 		{"PUT", "/connectors/a/config", cfg},

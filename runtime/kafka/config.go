@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"crypto/tls"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -76,6 +77,27 @@ type Config struct {
 	// DefaultSessionTimeout; members heartbeat every tenth of it.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 
+	// TLSMode is TLS to the brokers, in the source's and sink's words
+	// (MySQL's ssl-mode): "disabled" (the default, also ""), "required"
+	// (TLS, the certificate is not checked), "verify_ca" (signed by a CA in
+	// TLS.RootCAs) or "verify_identity" (verify_ca, and the certificate
+	// names the broker's host). A Kafka listener speaks TLS or not, so
+	// "preferred" is refused.
+	TLSMode string `yaml:"ssl_mode"`
+	// TLS holds RootCAs (nil: the system's roots) and Certificates (a
+	// client certificate); nil: loaded from SSLCA, SSLCert and SSLKey (see
+	// secure.LoadClientTLS).
+	TLS     *tls.Config `yaml:"-"`
+	SSLCA   string      `yaml:"ssl_ca"`
+	SSLCert string      `yaml:"ssl_cert"`
+	SSLKey  string      `yaml:"ssl_key"`
+	// SASLMechanism authenticates the clients: SASLPlain, SASLScramSHA256
+	// or SASLScramSHA512 (any case); "" for none. SASLUsername and
+	// SASLPassword are the user's name and password.
+	SASLMechanism string `yaml:"sasl_mechanism"`
+	SASLUsername  string `yaml:"sasl_username"`
+	SASLPassword  string `yaml:"sasl_password"`
+
 	Pipeline string `yaml:"-"`
 	Codec    Codec  `yaml:"-"`
 	// OnTopic, when set, is told each topic the publisher creates or first
@@ -150,6 +172,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.TopicPrefix == "" {
 		c.TopicPrefix = c.Pipeline
+	}
+	c, err := c.withSecurity()
+	if err != nil {
+		return c, err
 	}
 	if c.Group == "" {
 		if c.Pipeline == "" {

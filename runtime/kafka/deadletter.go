@@ -56,11 +56,11 @@ func NewDeadLetter(ctx context.Context, cfg Config, log *slog.Logger) (*DeadLett
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(append(clientOptions(cfg, log),
+	cl, err := connect(ctx, cfg, append(clientOptions(cfg, log),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()))...)
+		kgo.RequiredAcks(kgo.AllISRAcks())))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return nil, err
 	}
 	d := &DeadLetter{cfg: cfg, log: log, topic: DeadLetterTopic(cfg.TopicPrefix), cl: cl}
 	if d.parts, err = EnsureTopic(ctx, kadm.NewClient(cl), d.topic, int32(cfg.Partitions), int16(cfg.ReplicationFactor)); err != nil {

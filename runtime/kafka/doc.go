@@ -28,6 +28,10 @@
 // say where a restarted consumer resumes, and are committed after the sink
 // applied a batch.
 //
+// Security (security.go): Config's ssl_* keys give every client TLS, its
+// sasl_* keys SASL PLAIN or SCRAM-SHA-256/512; a client checks them when it
+// starts, and a broker that refuses the password is a fatal ErrAuth.
+//
 // Duties of the caller are those of the other transports: publish in source
 // order, advance the source position only from ack(nil) (acks come in
 // Publish order; after a failed batch every later one fails too), and

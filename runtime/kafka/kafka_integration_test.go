@@ -57,6 +57,26 @@ func update(id schema.TableID, key, version int64) schema.Record {
 		Source: schema.Source{Connector: "mariadb", Name: "it", Snapshot: "false"}, ID: schema.ID{Epoch: 1, Pos: testIDs.Add(1)}}
 }
 
+// publishAll publishes recs in one batch with a publisher of cfg and
+// returns once they are acknowledged and the publisher is closed.
+func publishAll(ctx context.Context, t *testing.T, cfg Config, recs []schema.Record) {
+	t.Helper()
+	pub, err := NewPublisher(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan error, 1)
+	if err := pub.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-acked; err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestIntegrationOrderBarriersAndCommit publishes updates of 20 keys with
 // a TRUNCATE among them to a 4-partition topic on the real broker and
 // consumes them: every record is on the partition runtime.QueueFor picks,
@@ -220,25 +240,12 @@ func TestIntegrationPausedPartitionComesBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
-	pub, err := NewPublisher(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 4000 // ~2.4 MB of envelopes: each partition far over its 256 KiB share
 	recs := make([]schema.Record, n)
 	for k := range recs {
 		recs[k] = update(id, int64(k), 1)
 	}
-	acked := make(chan error, 1)
-	if err := pub.Publish(ctx, recs, func(err error) { acked <- err }); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-acked; err != nil {
-		t.Fatal(err)
-	}
-	if err := pub.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	publishAll(ctx, t, cfg, recs)
 	cfg.Topics = []string{topic}
 
 	// member a: its handler waits for release, then records what it applied

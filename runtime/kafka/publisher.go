@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -54,10 +55,14 @@ type batch struct {
 
 // clientOptions are the options of every client of cfg.
 func clientOptions(cfg Config, log *slog.Logger) []kgo.Opt {
-	return []kgo.Opt{
+	return append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.WithLogger(logAdapter{log}),
-	}
+		// franz-go caches an answer "no such topic" for MetadataMinAge
+		// (default 5s): EnsureTopic, which waits until a topic it created
+		// is in the metadata, would wait that long for every new topic.
+		kgo.MetadataMinAge(250 * time.Millisecond),
+	}, securityOptions(cfg)...)
 }
 
 // NewPublisher connects an idempotent producer to cfg.Brokers.
@@ -74,13 +79,9 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 		kgo.MaxBufferedBytes(int(cfg.MaxInFlightBytes)),
 		kgo.ProducerLinger(0),
 	)
-	cl, err := kgo.NewClient(opts...)
+	cl, err := connect(ctx, cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if err := cl.Ping(ctx); err != nil {
-		cl.Close()
-		return nil, fmt.Errorf("kafka: no broker of %v answers: %w", cfg.Brokers, err)
+		return nil, err
 	}
 	p := &Publisher{cfg: cfg, log: log, cl: cl, adm: kadm.NewClient(cl),
 		parts: map[string]int32{}, tables: map[string]schema.TableID{},

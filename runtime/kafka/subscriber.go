@@ -116,13 +116,9 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 	} else {
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(topicPattern(cfg.TopicPrefix)))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := connect(ctx, cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	if err := cl.Ping(ctx); err != nil {
-		cl.Close()
-		return nil, fmt.Errorf("kafka: no broker of %v answers: %w", cfg.Brokers, err)
+		return nil, err
 	}
 	// Topics named in the config are made here (the publisher may start
 	// later), so that the group is assigned their partitions at once.

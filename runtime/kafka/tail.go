@@ -74,9 +74,9 @@ func Tail(ctx context.Context, cfg Config, opts TailOptions, emit func(TailMessa
 		cfg.Codec = converter.NewJSON(converter.DefaultOptions())
 	}
 	log := slog.Default()
-	base, err := kgo.NewClient(clientOptions(cfg, log)...)
+	base, err := connect(ctx, cfg, clientOptions(cfg, log))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrConfig, err)
+		return err
 	}
 	defer base.Close()
 	adm := kadm.NewClient(base)

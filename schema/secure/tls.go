@@ -126,3 +126,22 @@ func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
 		return err
 	}
 }
+
+// CertificateProblem says what is wrong when err is a failed check of the
+// server's certificate, which retrying cannot fix; "" otherwise. host says
+// what the certificate had to name ("the DSN's host").
+func CertificateProblem(err error, host string) string {
+	var unknown x509.UnknownAuthorityError
+	var name x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &unknown):
+		return "the server's certificate is not signed by the configured CA (ssl_ca)"
+	case errors.As(err, &name):
+		return "the server's certificate does not name " + host + ": connect by a name it lists, or use ssl_mode verify_ca"
+	case errors.As(err, &invalid), errors.As(err, &verify):
+		return "the server's certificate is not valid"
+	}
+	return ""
+}

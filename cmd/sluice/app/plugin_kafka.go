@@ -68,4 +68,12 @@ var kafkaKeys = plugin.KeyDocs{
 		Default: kafka.DefaultSessionTimeout.String()},
 	"max_in_flight_bytes": {Doc: "Bytes of the same records, and of what the consumer fetches ahead of the sink, at most.",
 		Default: runtime.ByteSize(kafka.DefaultMaxInFlightBytes).String()},
+	"ssl_mode": {Doc: "TLS to the brokers (their SSL or SASL_SSL listener), in MySQL's ssl-mode words: required encrypts without checking the certificate, verify_ca checks that ssl_ca signed it, verify_identity also that it names the broker's host.",
+		Default: "disabled", Values: []string{"disabled", "required", "verify_ca", "verify_identity"}},
+	"ssl_ca":         {Doc: "PEM file of the CA that signs the brokers' certificates; default: the system's roots."},
+	"ssl_cert":       {Doc: "PEM file of a client certificate, for brokers that ask for one (ssl.client.auth)."},
+	"ssl_key":        {Doc: "PEM file of the client certificate's key."},
+	"sasl_mechanism": {Doc: "SASL authentication (the broker's SASL_SSL or SASL_PLAINTEXT listener); unset: none.", Values: []string{kafka.SASLPlain, kafka.SASLScramSHA256, kafka.SASLScramSHA512}},
+	"sasl_username":  {Doc: "The SASL user."},
+	"sasl_password":  {Doc: "The SASL user's password; masked in the REST API's answers; use ${ENV} to keep it out of the file."},
 }
