@@ -51,7 +51,7 @@ var rooms = map[string][]string{
 	"runtime/engine":   {"schema", "runtime"},
 	"runtime/storage":  {"schema", "runtime"},
 	"runtime/plugin":   {"schema", "runtime", "runtime/storage"},
-	"runtime/kafka":    {"schema", "converter", "runtime"},
+	"runtime/kafka":    {"schema", "schema/secure", "converter", "runtime"},
 	"runtime/rocketmq": {"schema", "converter", "runtime"},
 	"runtime/embedded": {"schema", "runtime", "runtime/plugin"},
 }
