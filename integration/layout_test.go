@@ -54,6 +54,8 @@ var rooms = map[string][]string{
 	"runtime/kafka":    {"schema", "schema/secure", "converter", "runtime"},
 	"runtime/rocketmq": {"schema", "converter", "runtime"},
 	"runtime/embedded": {"schema", "runtime", "runtime/plugin"},
+	// the transports' test kit
+	"runtime/transporttest": {"schema", "runtime"},
 }
 
 // innerPackage returns the inner package of innerAllowed that holds
@@ -77,9 +79,11 @@ var harness = map[string]string{
 	module + "/runtime/kafka/rawbench":    module + "/cmd/sluice/internal/bench",
 }
 
-// testSupport is the helpers package of every package's tests (servers
-// needed or fail under CI, polling); production code never imports it.
-const testSupport = module + "/schema/schematest"
+// testSupport lists the packages of tests' helpers: schema/schematest for
+// every package's tests (servers needed or fail under CI, polling), and
+// runtime/transporttest, the kit every transport's tests run. Production
+// code never imports them.
+var testSupport = map[string]bool{module + "/schema/schematest": true, module + "/runtime/transporttest": true}
 
 // topFolder maps a package (or its test variants, "x_test", "x.test") to
 // its top-level folder.
@@ -121,7 +125,7 @@ func TestImportGraph(t *testing.T) {
 			if !strings.HasPrefix(imp, module+"/") {
 				continue
 			}
-			if production && imp == testSupport {
+			if production && testSupport[imp] && !testSupport[pkg] {
 				t.Errorf("%s imports %s: the test-support package is for tests (and test-support packages) only", pkg, imp)
 			}
 			if entry, ok := harness[imp]; ok && production && pkg != entry {

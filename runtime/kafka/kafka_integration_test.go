@@ -4,10 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"os"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/transporttest"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -77,153 +77,39 @@ func publishAll(ctx context.Context, t *testing.T, cfg Config, recs []schema.Rec
 	}
 }
 
-// TestIntegrationOrderBarriersAndCommit publishes updates of 20 keys with
-// a TRUNCATE among them to a 4-partition topic on the real broker and
-// consumes them: every record is on the partition runtime.QueueFor picks,
-// each key's versions come in order, the TRUNCATE has a copy on every
-// partition after the rows before it and before those after it, a failed
-// batch is redelivered, acks come in order, and a second subscriber of the
-// group gets nothing once the first committed.
-func TestIntegrationOrderBarriersAndCommit(t *testing.T) {
-	name := "it-" + suffix()
-	id := schema.TableID{Database: "db", Table: "t"}
-	cfg := Config{Brokers: brokers(t), Pipeline: name, Partitions: 4, MaxBatch: 50}
-	topic := TopicName(name, id.Database, id.Table)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// TestIntegrationTransportKit runs the transports' common kit on the real
+// broker, over 4-partition topics: every record on the partition
+// runtime.QueueFor picks, order per key, TRUNCATE copies on every
+// partition in place, a failed batch redelivered, and a second member of
+// the group given nothing once the first committed.
+func TestIntegrationTransportKit(t *testing.T) {
+	bs := brokers(t)
 	log := slog.New(slog.DiscardHandler)
-	pub, err := NewPublisher(ctx, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const keys, versions = 20, 10
-	var recs []schema.Record
-	for v := int64(1); v <= versions; v++ {
-		for k := int64(0); k < keys; k++ {
-			recs = append(recs, update(id, k, v))
-		}
-		if v == versions/2 {
-			recs = append(recs, schema.Record{Op: schema.OpTruncate, Table: id, Source: schema.Source{Connector: "mariadb", Name: "it"},
-				ID: schema.ID{Epoch: 1, Pos: testIDs.Add(1)}})
-		}
-	}
-	var acked []int
-	var ackMu sync.Mutex
-	for i := 0; i < len(recs); i += 37 {
-		batch := recs[i:min(i+37, len(recs))]
-		if err := pub.Publish(ctx, batch, func(err error) {
+	transporttest.Run(t, transporttest.Transport{
+		Durable: true,
+		New: func(t *testing.T, table schema.TableID) transporttest.Pipeline {
+			ctx := context.Background()
+			cfg := Config{Brokers: bs, Pipeline: "it-" + suffix(), Partitions: 4, MaxBatch: 50}
+			pub, err := NewPublisher(ctx, cfg, log)
 			if err != nil {
-				t.Errorf("batch %d: ack %v", i, err)
+				t.Fatal(err)
 			}
-			ackMu.Lock()
-			acked = append(acked, i)
-			ackMu.Unlock()
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := pub.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if used := pub.UsedTopics(); !slices.Equal(used, []string{topic}) {
-		t.Errorf("the publisher's used topics %v, want [%s]", used, topic)
-	}
-	for j := range acked {
-		if j > 0 && acked[j] < acked[j-1] {
-			t.Fatalf("acks out of Publish order: %v", acked)
-		}
-	}
-	if len(acked) != (len(recs)+36)/37 {
-		t.Fatalf("%d acks, want %d", len(acked), (len(recs)+36)/37)
-	}
-
-	cfg.Topics = []string{topic}
-	want := keys*versions + 4 // the rows and four copies of the TRUNCATE
-	// consume returns the topics the subscriber used (UsedTopics)
-	consume := func(h func(recs []schema.Record) error, until func() bool) []string {
-		t.Helper()
-		sub, err := NewSubscriber(ctx, cfg, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cctx, ccancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- sub.Consume(cctx, func(_ context.Context, rs []schema.Record) error { return h(rs) }) }()
-		deadline := time.Now().Add(90 * time.Second)
-		for !until() && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		ccancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if err := sub.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return sub.UsedTopics()
-	}
-	var mu sync.Mutex
-	var got []schema.Record
-	failOnce := atomic.Bool{}
-	used := consume(func(rs []schema.Record) error {
-		if failOnce.CompareAndSwap(false, true) {
-			return errors.New("first batch fails once")
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, rs...)
-		return nil
-	}, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= want })
-	if len(got) != want {
-		t.Fatalf("consumed %d records, want %d", len(got), want)
-	}
-	if !slices.Equal(used, []string{topic}) {
-		t.Errorf("the subscriber's used topics %v, want [%s]", used, topic)
-	}
-	last := map[int64]int64{}      // key -> version
-	seenTruncate := map[int]bool{} // partition -> its copy came
-	offsets := map[int]int64{}     // partition -> last offset
-	for _, r := range got {
-		q := r.Delivery.Queue
-		if r.Delivery.Topic != topic {
-			t.Fatalf("record from topic %q", r.Delivery.Topic)
-		}
-		if prev, ok := offsets[q]; ok && r.Delivery.Offset <= prev {
-			t.Fatalf("partition %d: offset %d after %d", q, r.Delivery.Offset, prev)
-		}
-		offsets[q] = r.Delivery.Offset
-		if r.Op == schema.OpTruncate {
-			if seenTruncate[q] {
-				t.Fatalf("partition %d has two TRUNCATE copies", q)
+			cfg.Topics = []string{TopicName(cfg.Pipeline, table.Database, table.Table)}
+			return transporttest.Pipeline{
+				Publisher: pub,
+				Subscriber: func() runtime.Subscriber {
+					sub, err := NewSubscriber(ctx, cfg, log)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return sub
+				},
+				Queues:   4,
+				QueueOf:  func(d *schema.Delivery) string { return d.Topic + "/" + strconv.Itoa(d.Queue) },
+				QueueFor: func(r *schema.Record) string { return r.Delivery.Topic + "/" + strconv.Itoa(runtime.QueueFor(r, 4)) },
 			}
-			seenTruncate[q] = true
-			continue
-		}
-		key := r.Key[0].(int64)
-		if wantQ := runtime.QueueFor(&r, 4); q != wantQ {
-			t.Fatalf("key %d on partition %d, QueueFor says %d", key, q, wantQ)
-		}
-		v := r.After[1].(int64)
-		if v <= last[key] {
-			t.Fatalf("key %d: version %d after %d", key, v, last[key])
-		}
-		last[key] = v
-		if (v <= versions/2) == seenTruncate[q] {
-			t.Fatalf("key %d version %d on partition %d is on the wrong side of the TRUNCATE", key, v, q)
-		}
-	}
-	if len(seenTruncate) != 4 {
-		t.Fatalf("TRUNCATE copies on partitions %v, want all 4", seenTruncate)
-	}
-	var again atomic.Int64
-	used = consume(func(rs []schema.Record) error { again.Add(int64(len(rs))); return nil },
-		func() bool { time.Sleep(5 * time.Second); return true })
-	if len(used) != 0 {
-		t.Errorf("a subscriber that got nothing used topics %v", used)
-	}
-	if n := again.Load(); n != 0 {
-		t.Fatalf("a second subscriber of the group got %d records: the first one's offsets were not committed", n)
-	}
+		},
+	})
 }
 
 // TestIntegrationPausedPartitionComesBack: a subscriber whose sink is slow
