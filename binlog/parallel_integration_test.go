@@ -353,3 +353,44 @@ func TestSnapshotReadersShareOneSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestIncrementalSnapshotChunkBytes: a byte bound below one row makes every
+// chunk of an incremental snapshot one row; the table still arrives whole,
+// each row read once.
+func TestIncrementalSnapshotChunkBytes(t *testing.T) {
+	const rows = 25
+	k, s := newIncrKit(t, rows, 100, noNewTables, func(c *Config) { c.SnapshotChunkBytes = 1 })
+	var mu sync.Mutex
+	var chunks []int
+	hook := func(table schema.TableID, n int) {
+		if table.Table == "t" {
+			mu.Lock()
+			chunks = append(chunks, n)
+			mu.Unlock()
+		}
+	}
+	incrAfterRead.Store(&hook)
+	t.Cleanup(func() { incrAfterRead.Store(nil) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.Signal(ctx, "", "execute-snapshot", fmt.Sprintf(`{"data-collections": ["%s.t"]}`, k.db)); err != nil {
+		t.Fatal(err)
+	}
+	k.read(t, s.Source, func() bool { return k.done })
+	k.sameAsSource(t)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, n := range chunks {
+		if n > 1 {
+			t.Fatalf("chunk %d read %d rows: the byte bound is below one row", i, n)
+		}
+	}
+	if len(chunks) < rows || len(k.reads) != rows {
+		t.Fatalf("%d chunks, %d rows read, want at least %d and %d", len(chunks), len(k.reads), rows, rows)
+	}
+	for id, n := range k.reads {
+		if n != 1 {
+			t.Fatalf("row %d read %d times", id, n)
+		}
+	}
+}
