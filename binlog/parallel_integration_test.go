@@ -44,7 +44,7 @@ func TestSnapshotParallelConsistentWithConcurrentWrites(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(100 * time.Millisecond):
 			}
 			if _, tErr = trickle.Execute(fmt.Sprintf("UPDATE items SET v = v + 1, s = 't%d' WHERE id = %d", i, 1+(i*997)%n)); tErr != nil {
 				return
