@@ -68,8 +68,8 @@ type Config struct {
 	// (default 2048).
 	SnapshotChunk int `yaml:"snapshot_chunk"`
 	// SnapshotChunkBytes bounds the rows a snapshot reader holds at once
-	// in bytes as well (default 2 MiB, the size of a default chunk of
-	// 1 KiB rows): a query of wide rows ends early at the bound and the
+	// in bytes as well (default 1 MiB, a default chunk of rows of 512
+	// bytes): a query of wide rows ends early at the bound and the
 	// next one goes on from its last key, so that a chunk is at most
 	// SnapshotChunk rows and about SnapshotChunkBytes bytes (one row more).
 	SnapshotChunkBytes int `yaml:"snapshot_chunk_bytes" sluice:"bytes"`

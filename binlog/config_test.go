@@ -17,8 +17,8 @@ func TestConfigValidation(t *testing.T) {
 	if s.cfg.Snapshot != SnapshotInitial {
 		t.Errorf("default Snapshot %q, want %q", s.cfg.Snapshot, SnapshotInitial)
 	}
-	if s.cfg.SnapshotThreads != 1 || s.cfg.SnapshotChunkBytes != 2<<20 {
-		t.Errorf("default SnapshotThreads %d, SnapshotChunkBytes %d, want 1 and 2 MiB", s.cfg.SnapshotThreads, s.cfg.SnapshotChunkBytes)
+	if s.cfg.SnapshotThreads != 1 || s.cfg.SnapshotChunkBytes != 1<<20 {
+		t.Errorf("default SnapshotThreads %d, SnapshotChunkBytes %d, want 1 and 1 MiB", s.cfg.SnapshotThreads, s.cfg.SnapshotChunkBytes)
 	}
 	for _, tc := range []struct {
 		change func(*Config)

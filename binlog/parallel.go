@@ -34,9 +34,9 @@ import (
 
 const (
 	// defaultSnapshotChunkBytes: a default chunk (2048 rows) of rows of
-	// 1 KiB; with the source's queue of 16 batches and a few readers the
-	// snapshot holds some tens of MiB at most.
-	defaultSnapshotChunkBytes = 2 << 20
+	// 512 bytes; with the source's queue of 16 batches and a few readers
+	// the snapshot holds some tens of MiB at most.
+	defaultSnapshotChunkBytes = 1 << 20
 	maxSnapshotThreads        = 64
 	// mariaDBSnapshotAttempts is how often MariaDB's readers begin again
 	// when a commit fell between their snapshots (begin).
