@@ -15,10 +15,6 @@ import (
 // are 150 MiB per source).
 const snapshotQueueBytes = 8 << 20
 
-// snapshotBatchBytes is where the snapshot reader cuts a chunk's records
-// into batches, so that a chunk of wide rows is not held whole.
-const snapshotBatchBytes = 1 << 20
-
 // byteGate counts the bytes of the batches in the queue between a reader
 // and Read: acquire blocks while they would pass the cap, except that a
 // batch larger than the cap is let in alone. A nil gate lets everything in.

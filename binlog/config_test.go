@@ -17,6 +17,9 @@ func TestConfigValidation(t *testing.T) {
 	if s.cfg.Snapshot != SnapshotInitial {
 		t.Errorf("default Snapshot %q, want %q", s.cfg.Snapshot, SnapshotInitial)
 	}
+	if s.cfg.SnapshotThreads != 1 || s.cfg.SnapshotChunkBytes != 1<<20 {
+		t.Errorf("default SnapshotThreads %d, SnapshotChunkBytes %d, want 1 and 1 MiB", s.cfg.SnapshotThreads, s.cfg.SnapshotChunkBytes)
+	}
 	for _, tc := range []struct {
 		change func(*Config)
 		field  string
@@ -30,6 +33,9 @@ func TestConfigValidation(t *testing.T) {
 		{func(c *Config) { c.ServerName = "a b" }, "ServerName"},
 		{func(c *Config) { c.Include = []string{"shop"} }, "shop"},
 		{func(c *Config) { c.Exclude = []string{"nodot"} }, "nodot"},
+		{func(c *Config) { c.SnapshotThreads = -1 }, "SnapshotThreads"},
+		{func(c *Config) { c.SnapshotThreads = 65 }, "SnapshotThreads"},
+		{func(c *Config) { c.SnapshotChunkBytes = -1 }, "SnapshotChunkBytes"},
 	} {
 		c := good
 		tc.change(&c)

@@ -50,7 +50,9 @@
 // (plus BINLOG_GTID_POS), so no global lock is taken; on MySQL FLUSH TABLES
 // WITH READ LOCK is held only while the position is read. Each included
 // table is read in primary-key order, in chunks of Config.SnapshotChunk rows
-// (keyset pagination), giving OpRead records with the same schemas and Go
+// and about Config.SnapshotChunkBytes bytes (keyset pagination), by
+// Config.SnapshotThreads connections that share the one snapshot
+// (parallel.go), giving OpRead records with the same schemas and Go
 // values as the stream (column metadata from information_schema is turned
 // into the table map's type and metadata, text values go through the same
 // conversion). The last record of each chunk carries a version-2 position

@@ -101,7 +101,7 @@ type incrResult struct {
 	zeros [][]string // per row, the zero-date notes (Config.KeepZeroDates)
 	key   [][]byte   // the last row's primary key; nil: no row
 	max   [][]byte   // the bound the chunk was read with
-	done  bool       // fewer rows than a chunk: the table's last
+	done  bool       // fewer rows than asked, or max read: the table's last
 	est   int64      // the table's estimated rows, read at its first chunk; -1: not read
 	err   error
 	// read-only mode: the server's state after the chunk's query, the
@@ -664,43 +664,23 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 		}
 		res.max = max
 	}
-	q, err := st.boundedChunkQuery(req.key, res.max, in.limit)
-	if err != nil {
-		return fail(err)
-	}
 	if err := mark(signalWindowOpen, "-open"); err != nil {
 		return fail(err)
 	}
-	rows, err := sn.conn.QueryContext(ctx, q)
-	if err != nil {
-		return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
-	}
-	raw := make([]sql.RawBytes, len(st.ti.cols))
-	ptrs := make([]any, len(raw))
-	for i := range raw {
-		ptrs[i] = &raw[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			rows.Close()
-			return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
+	// one query: its first piece, cut at Config.SnapshotChunkBytes
+	res.done = true
+	err := sn.readRange(ctx, sn.conn, st, req.key, res.max, func(pc *snapPiece) error {
+		s.snap.inFlight.Add(-pc.bytes)
+		for _, r := range pc.rows {
+			res.rows, res.zeros = append(res.rows, r.row), append(res.zeros, r.zeros)
 		}
-		row, zeros, err := st.row(raw, s.cfg.zeroDateAsNull(), s.cfg.KeepZeroDates)
-		if err != nil {
-			rows.Close()
-			return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
-		}
-		res.rows, res.zeros = append(res.rows, row), append(res.zeros, zeros)
-		res.key = make([][]byte, len(st.ti.keyIdx))
-		for i, k := range st.ti.keyIdx {
-			res.key[i] = bytes.Clone(raw[k])
-		}
+		res.key, res.done = pc.key, pc.end
+		return errChunkRead
+	})
+	if err != nil && !errors.Is(err, errChunkRead) {
+		return fail(err)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fail(fmt.Errorf("binlog: incremental snapshot of %s: %w", req.table, err))
-	}
-	res.ti, res.done = st.ti, len(res.rows) < in.limit
+	res.ti = st.ti
 	if hook := incrAfterRead.Load(); hook != nil {
 		(*hook)(req.table, len(res.rows))
 	}
@@ -709,6 +689,9 @@ func (in *incremental) readChunk(ctx context.Context, snp **snapshotter, tables 
 	}
 	return res
 }
+
+// errChunkRead stops readRange after the one query of an incremental chunk.
+var errChunkRead = errors.New("binlog: incremental snapshot: chunk read")
 
 // highWatermark reads, in read-only mode, the server's state after a
 // chunk's query into res: its binlog file and offset and its executed GTID

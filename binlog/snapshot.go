@@ -1,7 +1,6 @@
 package binlog
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -41,6 +40,10 @@ type SnapshotStats struct {
 type snapCounters struct {
 	tables, tablesDone, rows, estRows, startedMs atomic.Int64
 	running                                      atomic.Bool
+	// readers is how many connections read the snapshot's tables;
+	// inFlight the bytes of rows read and not yet handed on as records,
+	// and peakInFlight its highest value (parallel.go).
+	readers, inFlight, peakInFlight atomic.Int64
 }
 
 // SnapshotStats returns the progress of the initial snapshot (zero when the
@@ -66,6 +69,10 @@ type snapshotter struct {
 	resume *SnapshotProgress // nil: from the first table's start
 	fresh  bool              // a new snapshot, not a resumed one
 	ms     int64             // when the snapshot started, for source.ts_ms
+	// readers are the connections that read key ranges of one table in
+	// parallel (Config.SnapshotThreads > 1), each in a transaction that
+	// sees exactly the snapshot conn sees (begin); none: conn reads.
+	readers []*snapshotter
 }
 
 // snapTable is one table as the snapshot reads it.
@@ -75,9 +82,12 @@ type snapTable struct {
 	collations []string // per column, "" when none
 	keyable    bool     // keyset pagination on the primary key is possible
 	selectList string
-	from       string
-	orderBy    string
-	estRows    int64
+	keyList    string // the key columns as selectList selects them
+	// avgRow is the estimated size of a row read last (readRange).
+	avgRow  atomic.Int64
+	from    string
+	orderBy string
+	estRows int64
 }
 
 // openSnapshotter opens the snapshot's connection, in the session the
@@ -128,8 +138,13 @@ func (s *Source) prepareSnapshot(ctx context.Context, start Position, resume *Sn
 			sn.close()
 		}
 	}()
-	if _, err := sn.conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
-		return nil, fmt.Errorf("binlog: snapshot: SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ: %w", err)
+	if err := sn.openReaders(ctx); err != nil {
+		return nil, err
+	}
+	for _, c := range sn.conns() {
+		if _, err := c.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); err != nil {
+			return nil, fmt.Errorf("binlog: snapshot: SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ: %w", err)
+		}
 	}
 	pos, err := sn.begin(ctx)
 	if err != nil {
@@ -169,34 +184,21 @@ func (sn *snapshotter) startPosition() Position {
 // position it is consistent with. MariaDB reports that position inside the
 // transaction (binlog_snapshot_file/position), so no global lock is taken;
 // MySQL needs FLUSH TABLES WITH READ LOCK for the instant of reading it.
+//
+// The parallel readers' transactions see the same snapshot as conn's. On
+// MySQL each begins while the same global read lock is held, as conn's
+// does: no transaction commits between them. On MariaDB, still without a
+// lock, all begin at once and each reads its own binlog_snapshot_position:
+// MariaDB takes a consistent snapshot in the binlog's commit order, so
+// equal positions are equal snapshots. When a commit fell between them,
+// all roll back and begin again; after mariaDBSnapshotAttempts tries the
+// snapshot goes on with conn alone (one reader), as strong as ever.
 func (sn *snapshotter) begin(ctx context.Context) (Position, error) {
 	p := Position{Version: PositionVersion, Flavor: sn.s.cfg.Flavor}
-	const startTx = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
 	if sn.s.cfg.Flavor == FlavorMariaDB {
-		if _, err := sn.conn.ExecContext(ctx, startTx); err != nil {
-			return p, fmt.Errorf("binlog: snapshot: %s: %w", startTx, err)
-		}
-		rows, err := sn.conn.QueryContext(ctx, "SHOW STATUS LIKE 'binlog_snapshot_%'")
-		if err != nil {
-			return p, fmt.Errorf("binlog: snapshot: read binlog_snapshot_file/position: %w", err)
-		}
-		for rows.Next() {
-			var k, v string
-			if err := rows.Scan(&k, &v); err != nil {
-				rows.Close()
-				return p, err
-			}
-			switch strings.ToLower(k) {
-			case "binlog_snapshot_file":
-				p.File = v
-			case "binlog_snapshot_position":
-				n, _ := strconv.ParseUint(v, 10, 32)
-				p.Pos = uint32(n)
-			}
-		}
-		rows.Close()
-		if p.File == "" || p.Pos < 4 {
-			return p, errors.New("binlog: snapshot: the server reports no binlog snapshot position; start it with log-bin and binlog-format=ROW")
+		var err error
+		if p.File, p.Pos, err = sn.beginMariaDB(ctx); err != nil {
+			return p, err
 		}
 		var gtid sql.NullString
 		if err := sn.conn.QueryRowContext(ctx, "SELECT BINLOG_GTID_POS(?, ?)", p.File, p.Pos).Scan(&gtid); err != nil {
@@ -216,8 +218,13 @@ func (sn *snapshotter) begin(ctx context.Context) (Position, error) {
 		}
 	}
 	defer unlock()
-	if _, err := sn.conn.ExecContext(ctx, startTx); err != nil {
-		return p, fmt.Errorf("binlog: snapshot: %s: %w", startTx, err)
+	for i, c := range sn.conns() {
+		if err := startSnapshotTx(ctx, c); err != nil {
+			return p, err
+		}
+		if i == 0 {
+			snapshotBegun()
+		}
 	}
 	status, err := sn.binlogStatus(ctx)
 	// The status rows are closed by now: UNLOCK TABLES on a connection whose
@@ -329,6 +336,9 @@ func compareTableID(a, b schema.TableID) int {
 }
 
 func (sn *snapshotter) close() {
+	for _, r := range sn.readers {
+		r.close()
+	}
 	if sn.conn != nil {
 		_, _ = sn.conn.ExecContext(context.Background(), "COMMIT")
 		sn.conn.Close()
@@ -419,15 +429,15 @@ func (sn *snapshotter) loadTable(ctx context.Context, id schema.TableID) (*snapT
 	}
 	st.selectList = strings.Join(list, ", ")
 	st.keyable = len(pk) > 0
-	order := make([]string, len(pk))
+	order, keys := make([]string, len(pk)), make([]string, len(pk))
 	for i, k := range pk {
-		order[i] = quoteIdent(specs[k].name)
+		order[i], keys[i] = quoteIdent(specs[k].name), list[k]
 		switch st.ti.cols[k].kind {
 		case kEnum, kSet, kJSON, kGeometry: // compared as text, sorted by index
 			st.keyable = false
 		}
 	}
-	st.orderBy = strings.Join(order, ", ")
+	st.orderBy, st.keyList = strings.Join(order, ", "), strings.Join(keys, ", ")
 	var est sql.NullInt64
 	_ = sn.conn.QueryRowContext(ctx, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", id.Database, id.Table).Scan(&est)
 	st.estRows = est.Int64
@@ -794,7 +804,13 @@ func (st *snapTable) chunkQuery(key [][]byte, limit int) (string, error) {
 // boundedChunkQuery is chunkQuery for the rows whose key is also at most
 // upTo (nil: no bound).
 func (st *snapTable) boundedChunkQuery(key, upTo [][]byte, limit int) (string, error) {
-	q := "SELECT " + st.selectList + " FROM " + st.from
+	return st.keysetQuery(st.selectList, key, upTo, " LIMIT "+strconv.Itoa(limit))
+}
+
+// keysetQuery selects sel from the rows after key up to upTo (nil: no
+// bound) in key order, with tail (LIMIT ...) after the ORDER BY.
+func (st *snapTable) keysetQuery(sel string, key, upTo [][]byte, tail string) (string, error) {
+	q := "SELECT " + sel + " FROM " + st.from
 	if !st.keyable {
 		return q, nil
 	}
@@ -819,7 +835,7 @@ func (st *snapTable) boundedChunkQuery(key, upTo [][]byte, limit int) (string, e
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	return q + " ORDER BY " + st.orderBy + " LIMIT " + strconv.Itoa(limit), nil
+	return q + " ORDER BY " + st.orderBy + tail, nil
 }
 
 // keyAfter is the condition "the primary key is greater than key", with
@@ -880,12 +896,10 @@ func (sn *snapshotter) run(ctx context.Context) error {
 		est += n.Int64
 	}
 	s.snap.estRows.Store(est)
-	limit := s.cfg.SnapshotChunk
-	zeroAsNull := s.cfg.zeroDateAsNull()
 	first := sn.fresh
-	// One batch held back, so the very last record can be marked; a chunk
-	// is handed on in batches of up to snapshotBatchBytes (and one row),
-	// through the queue's byte gate.
+	// One batch held back, so the very last record can be marked; each
+	// batch is one read of at most snapshot_chunk_bytes (and one row),
+	// handed on through the queue's byte gate.
 	var held []schema.Record
 	var heldBytes int
 	flush := func(next []schema.Record, nextBytes int) bool {
@@ -897,7 +911,8 @@ func (sn *snapshotter) run(ctx context.Context) error {
 	}
 	t0 := time.Now()
 	var total int64
-	s.log.Info("binlog: snapshot starting", "tables", len(sn.tables), "resume", sn.resume != nil, "stream_from", sn.start.String())
+	s.snap.readers.Store(int64(max(len(sn.readers), 1)))
+	s.log.Info("binlog: snapshot starting", "tables", len(sn.tables), "readers", max(len(sn.readers), 1), "resume", sn.resume != nil, "stream_from", sn.start.String())
 	for ti, id := range sn.tables {
 		st, err := sn.loadTable(ctx, id)
 		if err != nil {
@@ -931,77 +946,31 @@ func (sn *snapshotter) run(ctx context.Context) error {
 		tStart, lastLog := time.Now(), time.Now()
 		var rowsRead int64
 		tableFirst := key == nil // Debezium's first_in_data_collection
-		for {
-			q, err := st.chunkQuery(key, limit)
-			if err != nil && rowsRead == 0 && key != nil {
+		if key != nil && st.keyable {
+			if _, err := st.keyAfter(key); err != nil {
 				// the key of the interrupted run no longer fits the table
 				// (its primary key changed): read the table from its start
 				s.log.Warn("binlog: snapshot: the saved key does not fit the table any more: reading it from the start", "table", id.String(), "err", err)
 				key = nil
-				q, err = st.chunkQuery(nil, limit)
 			}
-			if err != nil {
-				return err
-			}
-			rows, err := sn.conn.QueryContext(ctx, q)
-			if err != nil {
-				return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
-			}
-			raw := make([]sql.RawBytes, len(st.ti.cols))
-			ptrs := make([]any, len(raw))
-			for i := range raw {
-				ptrs[i] = &raw[i]
-			}
-			var recs []schema.Record
-			recsBytes, n := 0, 0
-			for rows.Next() {
-				if err := rows.Scan(ptrs...); err != nil {
-					rows.Close()
-					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
-				}
-				row, zeros, err := st.row(raw, zeroAsNull, s.cfg.KeepZeroDates)
-				if err != nil {
-					rows.Close()
-					return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
-				}
-				rec := sn.record(st.ti, row, first, tableFirst)
-				tableFirst = false
-				if len(zeros) > 0 {
-					rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(zeros, ";")}
-				}
-				first = false
-				size := rec.Size()
-				if len(recs) > 0 && recsBytes+size > snapshotBatchBytes {
-					if !flush(recs, recsBytes) {
-						rows.Close()
-						return ctx.Err()
-					}
-					recs, recsBytes = nil, 0
+		}
+		// emit turns the rows a reader read into records, in key order:
+		// their IDs, snapshot markers and positions are given here.
+		emit := func(pc *snapPiece) error {
+			recs := make([]schema.Record, 0, len(pc.rows))
+			for _, r := range pc.rows {
+				rec := sn.record(st.ti, r.row, first, tableFirst)
+				tableFirst, first = false, false
+				if len(r.zeros) > 0 {
+					rec.Headers = map[string]string{ZeroDatesAfterHeader: strings.Join(r.zeros, ";")}
 				}
 				recs = append(recs, rec)
-				recsBytes += size
-				n++
-				if st.keyable {
-					key = make([][]byte, len(st.ti.keyIdx))
-					for i, k := range st.ti.keyIdx {
-						key[i] = bytes.Clone(raw[k])
-					}
-				} else if len(recs) >= limit { // one pass: hand rows on as they come
-					if !flush(recs, recsBytes) {
-						rows.Close()
-						return ctx.Err()
-					}
-					recs, recsBytes = nil, 0
-				}
 			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("binlog: snapshot of %s: %w", id, err)
-			}
-			rowsRead += int64(n)
-			total += int64(n)
-			s.snap.rows.Add(int64(n))
-			done := !st.keyable || n < limit
+			n := int64(len(recs))
+			rowsRead += n
+			total += n
+			s.snap.rows.Add(n)
+			done := pc.end
 			if done { // Debezium's last_in_data_collection on the table's last row
 				var last *schema.Record
 				if len(recs) > 0 {
@@ -1017,19 +986,18 @@ func (sn *snapshotter) run(ctx context.Context) error {
 				p := sn.start
 				if done {
 					p.Snapshot = next()
-				} else {
-					p.Snapshot = &SnapshotProgress{Database: id.Database, Table: id.Table, Key: key}
+				} else if st.keyable {
+					p.Snapshot = &SnapshotProgress{Database: id.Database, Table: id.Table, Key: pc.key}
 				}
 				if p.Snapshot != nil {
 					p.Snapshot.Rows = sn.rows
-				}
-				if p.Snapshot != nil {
 					recs[len(recs)-1].Position = EncodePosition(p)
 				}
-				if !flush(recs, recsBytes) {
+				if !flush(recs, recordsSize(recs)) {
 					return ctx.Err()
 				}
 			}
+			s.snap.inFlight.Add(-pc.bytes)
 			if time.Since(lastLog) >= snapshotLogEvery {
 				lastLog = time.Now()
 				rate := float64(rowsRead) / time.Since(tStart).Seconds()
@@ -1039,9 +1007,15 @@ func (sn *snapshotter) run(ctx context.Context) error {
 				}
 				s.log.Info("binlog: snapshot progress", args...)
 			}
-			if done {
-				break
-			}
+			return nil
+		}
+		if len(sn.readers) > 0 && st.keyable {
+			err = sn.readParallel(ctx, st, key, emit)
+		} else {
+			err = sn.readRange(ctx, sn.conn, st, key, nil, emit)
+		}
+		if err != nil {
+			return err
 		}
 		s.snap.tablesDone.Add(1)
 		el := time.Since(tStart)

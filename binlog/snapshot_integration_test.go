@@ -195,6 +195,16 @@ func fillTable(t *testing.T, c *client.Conn, table string, n int) {
 	}
 }
 
+// itemsTable creates the table items (id, v, s) with rows 1..n in a
+// database of its own.
+func itemsTable(t *testing.T, n int) (serverEnv, *client.Conn, string) {
+	env := needServer(t)
+	c, db := adminConn(t, env)
+	exec(t, c, "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))")
+	fillTable(t, c, "items", n)
+	return env, c, db
+}
+
 // readInto reads records into m until the sentinel row's insert arrived.
 func readInto(t *testing.T, s *Source, m *mirror, sentinel string) {
 	t.Helper()
@@ -246,22 +256,11 @@ func TestSnapshotConsistentWithConcurrentWrites(t *testing.T) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	// read concurrently with the second half of the writes
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for reading := true; reading; {
-		select {
-		case <-done:
-			reading = false
-		default:
-			recs, err := s.Read(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs {
-				m.apply(t, r, "")
-			}
+	readWhile(t, s, done, func(recs []schema.Record) {
+		for _, r := range recs {
+			m.apply(t, r, "")
 		}
-	}
+	})
 	if werr != nil {
 		t.Fatalf("writer: %v", werr)
 	}
@@ -280,25 +279,43 @@ func TestSnapshotConsistentWithConcurrentWrites(t *testing.T) {
 	t.Logf("%d snapshot rows, %d change records", m.reads, m.changes)
 }
 
+// readWhile hands what s reads to use until done is closed.
+func readWhile(t *testing.T, s *Source, done <-chan struct{}, use func([]schema.Record)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			recs, err := s.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			use(recs)
+		}
+	}
+}
+
 // TestSnapshotResumesAfterCrash stops the source mid-snapshot, changes rows
 // read and not yet read (or nothing: the resumed snapshot's point is then
 // the interrupted one's), and resumes from the last position it had handed
 // out: the result must still be exact, and record IDs grow across both runs
-// (the mirror checks).
+// (the mirror checks). With four readers (threads=4) the positions handed
+// out, and so the resume, are the same.
 func TestSnapshotResumesAfterCrash(t *testing.T) {
 	for _, changes := range []bool{true, false} {
-		t.Run(fmt.Sprint("changes=", changes), func(t *testing.T) { testSnapshotResumesAfterCrash(t, changes) })
+		t.Run(fmt.Sprint("changes=", changes), func(t *testing.T) { testSnapshotResumesAfterCrash(t, changes, 1) })
 	}
+	t.Run("threads=4", func(t *testing.T) { testSnapshotResumesAfterCrash(t, true, 4) })
 }
 
-func testSnapshotResumesAfterCrash(t *testing.T, changes bool) {
-	env := needServer(t)
-	c, db := adminConn(t, env)
-	exec(t, c, "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL, s VARCHAR(20))")
+func testSnapshotResumesAfterCrash(t *testing.T, changes bool, threads int) {
 	const n = 3000
-	fillTable(t, c, "items", n)
+	env, c, db := itemsTable(t, n)
 	cfg := testConfig(env, db)
-	cfg.Snapshot, cfg.SnapshotChunk = SnapshotInitial, 100
+	cfg.Snapshot, cfg.SnapshotChunk, cfg.SnapshotThreads = SnapshotInitial, 100, threads
 	s := openSource(t, cfg, nil)
 	if changes {
 		exec(t, c, "UPDATE items SET v = -5 WHERE id IN (1, 2999)") // during the snapshot: streamed later
@@ -559,19 +576,8 @@ func TestSnapshotTypeParity(t *testing.T) {
 func BenchmarkSnapshot100k(b *testing.B) {
 	env := needServer(b)
 	c, db := adminConn(b, env)
-	if _, err := c.Execute("CREATE TABLE big (id INT PRIMARY KEY, v BIGINT NOT NULL, s VARCHAR(40), d DECIMAL(12,2), ts DATETIME(6))"); err != nil {
-		b.Fatal(err)
-	}
 	const n = 100_000
-	for lo := 1; lo <= n; lo += 2000 {
-		var vals []string
-		for id := lo; id < lo+2000 && id <= n; id++ {
-			vals = append(vals, fmt.Sprintf("(%d, %d, 'row number %d', %d.25, '2024-01-02 03:04:05.%06d')", id, id*7, id, id, id))
-		}
-		if _, err := c.Execute("INSERT INTO big VALUES " + strings.Join(vals, ",")); err != nil {
-			b.Fatal(err)
-		}
-	}
+	fillBig(b, c, n)
 	cfg := testConfig(env, db)
 	cfg.Snapshot = SnapshotInitialOnly
 	b.Run("snapshot", func(b *testing.B) {
@@ -623,6 +629,22 @@ func BenchmarkSnapshot100k(b *testing.B) {
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	})
+}
+
+// fillBig creates the table big of the snapshot benchmarks with n rows.
+func fillBig(b *testing.B, c *client.Conn, n int) {
+	if _, err := c.Execute("CREATE TABLE big (id INT PRIMARY KEY, v BIGINT NOT NULL, s VARCHAR(40), d DECIMAL(12,2), ts DATETIME(6))"); err != nil {
+		b.Fatal(err)
+	}
+	for lo := 1; lo <= n; lo += 2000 {
+		var vals []string
+		for id := lo; id < lo+2000 && id <= n; id++ {
+			vals = append(vals, fmt.Sprintf("(%d, %d, 'row number %d', %d.25, '2024-01-02 03:04:05.%06d')", id, id*7, id, id, id))
+		}
+		if _, err := c.Execute("INSERT INTO big VALUES " + strings.Join(vals, ",")); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // TestSnapshotResumeWithStaleKey: a saved key that no longer fits the
