@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -8,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
 )
@@ -37,21 +42,7 @@ func TestReplicatorSwitchoverInCluster(t *testing.T) {
 		"source":    map[string]any{"type": "rocketmq", "name_servers": []string{a}, "topics": []string{topic}, "groups": []string{group}, "offset_sync_messages": 5, "checkpoint_interval": "100ms"},
 		"transport": map[string]any{"type": "rocketmq", "name_servers": []string{b}, "cluster": e["SLUICE_ROCKETMQ_B_CLUSTER"]},
 	}})
-	post := func(w *clusterWorker, path string, body []byte) (int, string) {
-		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+w.addr+path, strings.NewReader(string(body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	post := func(w *clusterWorker, path string, body []byte) (int, string) { return postTo(ctx, t, w, path, body) }
 	if code, out := post(w1, "/connectors", body); code != http.StatusCreated {
 		t.Fatalf("POST /connectors: %d %s", code, out)
 	}
@@ -67,4 +58,132 @@ func TestReplicatorSwitchoverInCluster(t *testing.T) {
 		t.Errorf("an unknown connector: %d %s", code, out)
 	}
 	checkGroupOnTarget(t, b, topic, group, groupRead, perQueue, 5)
+}
+
+// postTo POSTs body to path of worker w's REST API.
+func postTo(ctx context.Context, t *testing.T, w *clusterWorker, path string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+w.addr+path, strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestReplicatorTasksInCluster: a replicator connector with tasks: 2 in a
+// cluster of two `sluice worker`s runs one task on each, each copying its
+// share of the source queues. The switchover (asked of either worker)
+// waits for both tasks' positions and sets the group's offsets on B for
+// every queue. After a kill -9 of one worker, the other takes its task
+// and copies what was sent meanwhile from the saved offsets: on B each
+// source queue holds every message exactly once, in order.
+func TestReplicatorTasksInCluster(t *testing.T) {
+	e := servers(t, "SLUICE_PG_DSN", "SLUICE_ROCKETMQ_NAMESRV", "SLUICE_ROCKETMQ_B_NAMESRV", "SLUICE_ROCKETMQ_B_CLUSTER")
+	t.Setenv("SLUICE_IT_COORD_DSN", e["SLUICE_PG_DSN"])
+	a, b := e["SLUICE_ROCKETMQ_NAMESRV"], e["SLUICE_ROCKETMQ_B_NAMESRV"]
+	topic, group := uniqueName("it_cl_tasks"), uniqueName("it_cl_tasks_g")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const perQueue, groupRead = 20, 7
+	queues := fillTopic(ctx, t, a, b, topic, perQueue)
+	for _, q := range queues {
+		if err := rocketmq.CommitGroupOffset(ctx, rocketmq.Config{NameServers: []string{a}}, group, topic, q.BrokerName, q.QueueId, groupRead); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owners := map[int]int{}
+	for _, q := range queues {
+		owners[rocketmq.QueueTask(topic, q.BrokerName, q.QueueId, 2)]++
+	}
+	if owners[0] == 0 || owners[1] == 0 {
+		t.Fatalf("the queues by task: %v; both tasks should own some", owners)
+	}
+	c := newCluster(t)
+	w1, w2 := c.start("w1"), c.start("w2")
+	body, _ := json.Marshal(map[string]any{"name": topic, "config": map[string]any{
+		"source": map[string]any{"type": "rocketmq", "name_servers": []string{a}, "topics": []string{topic}, "groups": []string{group},
+			"offset_sync_messages": 5, "checkpoint_interval": "100ms", "batch_size": 4, "tasks": 2},
+		"transport": map[string]any{"type": "rocketmq", "name_servers": []string{b}, "cluster": e["SLUICE_ROCKETMQ_B_CLUSTER"]},
+	}})
+	if code, out := postTo(ctx, t, w1, "/connectors", body); code != http.StatusCreated {
+		t.Fatalf("POST /connectors: %d %s", code, out)
+	}
+	tasks := []string{topic + "/source", topic + "/source-1"}
+	h0, l0 := c.holderOf(tasks[0])
+	h1, _ := c.holderOf(tasks[1])
+	if h0 == h1 {
+		t.Fatalf("both tasks on %s: %v", h0.id, c.leases())
+	}
+	// Drained, through the merged positions of both tasks.
+	for _, w := range []*clusterWorker{w2, w1} {
+		code, out := postTo(ctx, t, w, "/connectors/"+topic+"/groups/switchover?timeout=1m", nil)
+		var rep rocketmq.SwitchoverReport
+		if err := json.Unmarshal([]byte(out), &rep); code != http.StatusOK || err != nil || !rep.Drained || len(rep.Groups) != 1 ||
+			rep.Groups[0].Applied+rep.Groups[0].Kept != len(queues) {
+			t.Fatalf("switchover through %s: %d %s", w.id, code, out)
+		}
+	}
+	checkGroupOnTarget(t, b, topic, group, groupRead, perQueue, 5)
+
+	h0.p.kill(t)
+	survivor := w1
+	if h0 == w1 {
+		survivor = w2
+	}
+	sendMore(ctx, t, a, topic, queues, perQueue)
+	if l, _ := c.waitTakeover(tasks[0], h0.id, l0.epoch, time.Now(), time.Minute); l.holder != survivor.id {
+		t.Fatalf("task 0 went to %s", l.holder)
+	}
+	code, out := postTo(ctx, t, survivor, "/connectors/"+topic+"/groups/switchover?timeout=1m", nil)
+	if code != http.StatusOK {
+		t.Fatalf("switchover after the kill: %d %s", code, out)
+	}
+	src, dst := readTopic(t, a, topic, false), readTopic(t, b, topic, true)
+	if len(src) != len(queues) {
+		t.Fatalf("source queues %d, want %d", len(src), len(queues))
+	}
+	for k, want := range src {
+		got := dst[k]
+		if len(want) != 2*perQueue || len(got) != len(want) {
+			t.Errorf("queue %s: %d on A, %d copies on B; want %d each", k, len(want), len(got), 2*perQueue)
+			continue
+		}
+		for i := range want {
+			if got[i].offset != want[i].offset || !bytes.Equal(got[i].body, want[i].body) {
+				t.Errorf("queue %s: copy %d is offset %d %x, want %d %x", k, i, got[i].offset, got[i].body, want[i].offset, want[i].body)
+				break
+			}
+		}
+	}
+}
+
+// sendMore sends perQueue more messages to each of queues of topic on ns,
+// in order, their bodies numbered from perQueue.
+func sendMore(ctx context.Context, t *testing.T, ns, topic string, queues []*primitive.MessageQueue, perQueue int) {
+	t.Helper()
+	prod, err := rmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
+		producer.WithGroupName(topic+"-more"), producer.WithQueueSelector(producer.NewManualQueueSelector()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = prod.Shutdown() }()
+	for i := perQueue; i < 2*perQueue; i++ {
+		for _, q := range queues {
+			m := primitive.NewMessage(topic, []byte{0xff, 0x00, 0xc3, byte(i), byte(i >> 8), byte(q.QueueId)})
+			m.Queue = q
+			if r, err := prod.SendSync(ctx, m); err != nil || r.Status != primitive.SendOK {
+				t.Fatalf("send: %v %v", r, err)
+			}
+		}
+	}
 }
