@@ -771,13 +771,22 @@ func (c *Control) position(ctx context.Context, name string) ([]byte, error) {
 	return []byte(pos.String), nil
 }
 
+// sourceTasks is how many source tasks cfg has (1 when it has no source).
+func sourceTasks(cfg *plugin.Config) int {
+	if cfg.Source == nil {
+		return 1
+	}
+	n, err := cfg.Source.Tasks()
+	if err != nil {
+		return 1
+	}
+	return n
+}
+
 // sourcePosition is the saved position of connector name's source: of a
 // source split into tasks, their positions merged (MergePositions).
 func (c *Control) sourcePosition(ctx context.Context, name string, cfg *plugin.Config) ([]byte, error) {
-	n := 1
-	if cfg.Source != nil {
-		n, _ = cfg.Source.Tasks()
-	}
+	n := sourceTasks(cfg)
 	if n <= 1 || c.MergePositions == nil {
 		return c.position(ctx, name)
 	}
@@ -856,8 +865,12 @@ func (c *Control) SetOffset(ctx context.Context, name, position string) error {
 			return fmt.Errorf("%w: connector %s: %w (GET /connectors/%s/offsets shows the form)", admin.ErrInvalid, name, err, name)
 		}
 	}
-	if _, err := c.S.connector(ctx, name); err != nil {
+	cfg, err := c.parsed(ctx, name)
+	if err != nil {
 		return err
+	}
+	if n := sourceTasks(cfg); n > 1 {
+		return fmt.Errorf("%w: connector %s: its source is split into %d tasks, each with a position of its own; its offsets cannot be changed here", admin.ErrInvalid, name, n)
 	}
 	var val any
 	if position != "" {
