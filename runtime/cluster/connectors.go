@@ -30,7 +30,7 @@ type Connector struct {
 type Task struct {
 	Name      string // the lease task: storage.TaskName(connector, role)
 	Connector string
-	ID        int    // 0 the source (or embedded) task, 1..n sink tasks
+	ID        int    // 0 the source (or embedded) task (0..n-1 for a source split into n), then the sink tasks
 	Role      string // source, sink or source_sink
 	Only      string // what app.Build builds: "source", "sink" or "" (both)
 }
@@ -82,15 +82,52 @@ func ParseConnector(name string, doc json.RawMessage) (*plugin.Config, []Task, e
 		tasks = append(tasks, Task{Name: storage.TaskName(name, "source"), Connector: name, Role: "source_sink"})
 	default:
 		if cfg.Source != nil {
-			tasks = append(tasks, Task{Name: storage.TaskName(name, "source"), Connector: name, Role: "source", Only: "source"})
+			n, err := cfg.Source.Tasks()
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: %w", admin.ErrInvalid, err)
+			}
+			for i := range n {
+				tasks = append(tasks, Task{Name: sourceTaskName(name, i), Connector: name, ID: i, Role: "source", Only: "source"})
+			}
 		}
 		if cfg.Sink != nil {
+			first := max(len(tasks), 1) // the sink tasks' ids follow the source tasks'
 			for i := 1; i <= sinkTasks; i++ {
-				tasks = append(tasks, Task{Name: storage.TaskName(name, fmt.Sprintf("sink-%d", i)), Connector: name, ID: i, Role: "sink", Only: "sink"})
+				tasks = append(tasks, Task{Name: storage.TaskName(name, fmt.Sprintf("sink-%d", i)), Connector: name, ID: first - 1 + i, Role: "sink", Only: "sink"})
 			}
 		}
 	}
 	return cfg, tasks, nil
+}
+
+// sourceTaskName is the lease name of source task i of connector: "source"
+// for the first (the only one, unless the source is split into tasks),
+// "source-<i>" for the others, which save their positions in a row of
+// their own (positionRow).
+func sourceTaskName(connector string, i int) string {
+	if i == 0 {
+		return storage.TaskName(connector, "source")
+	}
+	return storage.TaskName(connector, fmt.Sprintf("source-%d", i))
+}
+
+// SourceTaskOf is which of its connector's source tasks the task of that
+// lease name is (0 for every other task).
+func SourceTaskOf(task string) int {
+	var i int
+	if _, err := fmt.Sscanf(task[len(connectorOf(task)):], "/source-%d", &i); err != nil || sourceTaskName(connectorOf(task), i) != task {
+		return 0
+	}
+	return i
+}
+
+// positionRow is the positions row of a task: its connector's, or its
+// own for a source task past the first of a split source.
+func positionRow(task string) string {
+	if SourceTaskOf(task) > 0 {
+		return task
+	}
+	return connectorOf(task)
 }
 
 func connectorType(tasks []Task) string {
@@ -152,6 +189,11 @@ type Control struct {
 	// most timeout); errors as GroupsOf. nil: POST .../groups/switchover
 	// answers 405.
 	SwitchOf func(ctx context.Context, cfg *plugin.Config, load func(context.Context) ([]byte, error), groups []string, timeout time.Duration) (any, error)
+	// MergePositions, when set, merges the positions of a source split
+	// into tasks (one per task, the first's first) into the one that
+	// GroupsOf and SwitchOf read; nil when a task has saved none yet.
+	// nil: only the first task's position is read.
+	MergePositions func(positions [][]byte) ([]byte, error)
 }
 
 var (
@@ -729,6 +771,36 @@ func (c *Control) position(ctx context.Context, name string) ([]byte, error) {
 	return []byte(pos.String), nil
 }
 
+// sourceTasks is how many source tasks cfg has (1 when it has no source).
+func sourceTasks(cfg *plugin.Config) int {
+	if cfg.Source == nil {
+		return 1
+	}
+	n, err := cfg.Source.Tasks()
+	if err != nil {
+		return 1
+	}
+	return n
+}
+
+// sourcePosition is the saved position of connector name's source: of a
+// source split into tasks, their positions merged (MergePositions).
+func (c *Control) sourcePosition(ctx context.Context, name string, cfg *plugin.Config) ([]byte, error) {
+	n := sourceTasks(cfg)
+	if n <= 1 || c.MergePositions == nil {
+		return c.position(ctx, name)
+	}
+	all := make([][]byte, n)
+	for i := range all {
+		pos, err := c.position(ctx, positionRow(sourceTaskName(name, i)))
+		if err != nil {
+			return nil, err
+		}
+		all[i] = pos
+	}
+	return c.MergePositions(all)
+}
+
 // Groups reports, and with apply fails over, the consumer group
 // checkpoints of connector name, from its config and its saved position
 // (GroupsOf), from any worker.
@@ -740,7 +812,7 @@ func (c *Control) Groups(ctx context.Context, name string, apply bool) (any, err
 	if err != nil {
 		return nil, err
 	}
-	pos, err := c.position(ctx, name)
+	pos, err := c.sourcePosition(ctx, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -758,7 +830,7 @@ func (c *Control) Switchover(ctx context.Context, name string, groups []string, 
 	if err != nil {
 		return nil, err
 	}
-	load := func(ctx context.Context) ([]byte, error) { return c.position(ctx, name) }
+	load := func(ctx context.Context) ([]byte, error) { return c.sourcePosition(ctx, name, cfg) }
 	return groupsError(c.SwitchOf(ctx, cfg, load, groups, timeout))
 }
 
@@ -793,8 +865,12 @@ func (c *Control) SetOffset(ctx context.Context, name, position string) error {
 			return fmt.Errorf("%w: connector %s: %w (GET /connectors/%s/offsets shows the form)", admin.ErrInvalid, name, err, name)
 		}
 	}
-	if _, err := c.S.connector(ctx, name); err != nil {
+	cfg, err := c.parsed(ctx, name)
+	if err != nil {
 		return err
+	}
+	if n := sourceTasks(cfg); n > 1 {
+		return fmt.Errorf("%w: connector %s: its source is split into %d tasks, each with a position of its own; its offsets cannot be changed here", admin.ErrInvalid, name, n)
 	}
 	var val any
 	if position != "" {

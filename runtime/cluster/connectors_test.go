@@ -79,3 +79,38 @@ func TestPlaceholders(t *testing.T) {
 		t.Fatal("connectorOf")
 	}
 }
+
+// TestParseConnectorSourceTasks: a source's tasks key makes that many
+// source tasks, the first named as an unsplit source's and saving in the
+// connector's positions row, each other in a row of its own; a bad count
+// is refused.
+func TestParseConnectorSourceTasks(t *testing.T) {
+	_, tasks, err := ParseConnector("c", json.RawMessage(`{"source":{"type":"rocketmq","tasks":3},"transport":{"type":"rocketmq"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		name, row string
+		id        int
+	}{{"c/source", "c", 0}, {"c/source-1", "c/source-1", 1}, {"c/source-2", "c/source-2", 2}}
+	if len(tasks) != len(want) {
+		t.Fatalf("tasks %+v", tasks)
+	}
+	for i, w := range want {
+		tk := tasks[i]
+		if tk.Name != w.name || tk.ID != w.id || tk.Role != "source" || tk.Only != "source" || positionRow(tk.Name) != w.row || SourceTaskOf(tk.Name) != i {
+			t.Errorf("task %d: %+v, row %q, index %d; want %+v", i, tk, positionRow(tk.Name), SourceTaskOf(tk.Name), w)
+		}
+	}
+	for _, task := range []string{"c/sink-1", "c/source", "x/source-1/sink-1", "c/source-01", "c/source-x"} {
+		if SourceTaskOf(task) != 0 || positionRow(task) != connectorOf(task) {
+			t.Errorf("%s: index %d, row %q", task, SourceTaskOf(task), positionRow(task))
+		}
+	}
+	for _, bad := range []string{`0`, `65`, `1.5`, `"2"`, `[2]`} {
+		_, _, err := ParseConnector("c", json.RawMessage(`{"source":{"type":"rocketmq","tasks":`+bad+`},"transport":{"type":"rocketmq"}}`))
+		if !errors.Is(err, admin.ErrInvalid) || !strings.Contains(err.Error(), "tasks") {
+			t.Errorf("tasks %s: %v, want ErrInvalid naming tasks", bad, err)
+		}
+	}
+}

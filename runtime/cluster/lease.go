@@ -52,7 +52,7 @@ func (s *Store) Acquire(ctx context.Context, task, holder string, ttl time.Durat
 	if s.dialect == "mysql" {
 		ins = "INSERT IGNORE INTO " + s.Table("positions") + " (pipeline, position, epoch) VALUES (?, NULL, 0)"
 	}
-	if _, err := tx.ExecContext(ctx, s.q(ins), connectorOf(task)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.q(ins), positionRow(task)); err != nil {
 		return l, false, retriable("acquire "+task, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -148,8 +148,19 @@ func (f *FencedPositions) fence(why string) error {
 	return schema.Fatal(fmt.Errorf("%w: task %s (lease epoch %d of %s): %s; this worker drops the task, its new holder continues from the saved positions", storage.ErrFenced, f.lease.Task, f.lease.Epoch, f.lease.Holder, why))
 }
 
+// row is the positions row the pipeline's position lives in: the task's
+// own for a source task past the first of a split source (its pipeline
+// is named after the connector, as every task of it).
+func (f *FencedPositions) row(pipeline string) string {
+	if pipeline == connectorOf(f.lease.Task) {
+		return positionRow(f.lease.Task)
+	}
+	return pipeline
+}
+
 // Load reads the saved position (nil when none).
 func (f *FencedPositions) Load(ctx context.Context, pipeline string) ([]byte, error) {
+	pipeline = f.row(pipeline)
 	var pos sql.NullString
 	err := f.s.db.QueryRowContext(ctx, f.s.q("SELECT position FROM "+f.s.Table("positions")+" WHERE pipeline = ?"), pipeline).Scan(&pos)
 	if errors.Is(err, sql.ErrNoRows) || err == nil && !pos.Valid {
@@ -167,6 +178,7 @@ func (f *FencedPositions) Save(ctx context.Context, pipeline string, pos []byte)
 	if !f.valid() {
 		return f.fence("its lease ran out on this worker's clock")
 	}
+	pipeline = f.row(pipeline)
 	var val any
 	if pos != nil {
 		val = string(pos)

@@ -789,3 +789,21 @@ func yamlField(t reflect.Type, goName string) (string, reflect.Type, bool) {
 func isIdent(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
+
+// MaxTasks bounds a source section's tasks key.
+const MaxTasks = 64
+
+// Tasks is the section's tasks key: how many tasks of a cluster split a
+// source that can split its work (the RocketMQ replicator; any other
+// source's decoder refuses the key). 1 when absent.
+func (s *Section) Tasks() (int, error) {
+	n := s.lookup("tasks")
+	if n == nil {
+		return 1, nil
+	}
+	var v int
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil || v < 1 || v > MaxTasks {
+		return 0, s.Err("tasks", fmt.Sprintf("a whole number from 1 to %d", MaxTasks))
+	}
+	return v, nil
+}

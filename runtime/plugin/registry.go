@@ -102,6 +102,10 @@ type TaskOptions struct {
 	// join the sink's protected tables (sink.Config.ControlTables): a
 	// source table mapping onto one is refused at start.
 	CoordinatorTables []string
+	// SourceTask is which of the source section's tasks this task is (0
+	// first), for a source that splits its work among several (the
+	// replicator's tasks key; cluster.SourceTaskOf).
+	SourceTask int
 }
 
 // Task is what a plugin's constructor gets besides its own config: the

@@ -121,6 +121,10 @@ type ReplicatorConfig struct {
 	// the others (heartbeat.go); empty: no heartbeats.
 	HeartbeatTopic    string        `yaml:"heartbeat_topic"`
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// Tasks splits the copy among this many tasks of a `sluice worker`
+	// cluster (default 1), each copying the source queues that QueueTask
+	// gives it, with a position of its own (split.go).
+	Tasks int `yaml:"tasks"`
 }
 
 // credentials sign the requests to the source cluster.
@@ -207,6 +211,10 @@ func (c *ReplicatorConfig) Validate() error {
 	c.OffsetSyncMessages = cmp.Or(c.OffsetSyncMessages, DefaultOffsetSyncMessages)
 	c.OffsetSyncInterval = cmp.Or(c.OffsetSyncInterval, DefaultOffsetSyncInterval)
 	c.CheckpointInterval = cmp.Or(c.CheckpointInterval, DefaultCheckpointInterval)
+	if c.Tasks < 0 || c.Tasks > MaxReplicatorTasks {
+		return fmt.Errorf("%w: tasks %d: between 1 and %d", ErrConfig, c.Tasks, MaxReplicatorTasks)
+	}
+	c.Tasks = max(c.Tasks, 1)
 	for _, g := range c.Groups {
 		if g == "" || !topicNameChars.MatchString(g) {
 			return fmt.Errorf("%w: groups: %q is not a group name", ErrConfig, g)
@@ -226,6 +234,11 @@ type replicaPosition struct {
 	// Targets: the target queue of each source queue copied to the queue
 	// of its own place (the queues whose offsets are synced).
 	Targets map[string]targetQueue `json:"targets,omitempty"`
+	// Tasks and Queues, of a replicator split into tasks (split.go): how
+	// many, and the source queue count of each topic when this task first
+	// mapped it.
+	Tasks  int            `json:"tasks,omitempty"`
+	Queues map[string]int `json:"queues,omitempty"`
 }
 
 // targetQueue is a queue of the target cluster.
@@ -265,6 +278,7 @@ type Replicator struct {
 	adm   admin.Admin
 	store runtime.PositionStore
 	name  string
+	task  int // which of src.Tasks this is (split.go)
 
 	posMu    sync.Mutex // pos and its saves, while queues are copied at once
 	pos      replicaPosition
@@ -337,6 +351,9 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 	if r.pos.Targets == nil {
 		r.pos.Targets = map[string]targetQueue{}
 	}
+	if err := r.checkTasks(); err != nil {
+		return err
+	}
 	if r.src.TopicsRegex != "" {
 		re, err := topicsPattern(r.src.TopicsRegex)
 		if err != nil {
@@ -359,13 +376,15 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 		_ = r.Close() // the pipeline closes only a source that opened
 		return err
 	}
-	if len(r.src.Groups) > 0 {
+	// The groups' settings and the heartbeats are one task's duty; every
+	// task checkpoints its own queues.
+	if len(r.src.Groups) > 0 && r.task == 0 {
 		if err := r.copyGroups(ctx); err != nil {
 			_ = r.Close()
 			return err
 		}
 	}
-	if r.src.HeartbeatTopic != "" {
+	if r.src.HeartbeatTopic != "" && r.task == 0 {
 		if r.beats, err = startHeartbeats(ctx, r.src, r.group, r.log); err != nil {
 			_ = r.Close()
 			return err
@@ -394,7 +413,7 @@ func (r *Replicator) refresh(ctx context.Context) error {
 		}
 		names = append(slices.Clip(names), hb)
 	}
-	had := len(r.queueList())
+	had, counted := len(r.queueList()), len(r.pos.Queues)
 	var err error
 	for _, t := range names {
 		if err = r.addTopic(ctx, t); err != nil {
@@ -402,7 +421,7 @@ func (r *Replicator) refresh(ctx context.Context) error {
 		}
 		r.topics[t] = true
 	}
-	if len(r.queueList()) > had {
+	if len(r.queueList()) > had || len(r.pos.Queues) > counted {
 		// Where each new queue starts is saved before anything is copied:
 		// with from: now, a restart must not start at a later "now".
 		r.posMu.Lock()
@@ -428,6 +447,9 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 	if err != nil {
 		return err
 	}
+	if err := r.countQueues(topic, len(srcQs)); err != nil {
+		return err
+	}
 	dstTopic := r.src.TopicPrefix + topic
 	r.posMu.Lock()
 	var known []*replQueue // the topic's queues copied already
@@ -438,7 +460,7 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 	}
 	r.posMu.Unlock()
 	fresh := slices.DeleteFunc(slices.Clone(srcQs), func(q *tailQueue) bool {
-		return slices.ContainsFunc(known, func(k *replQueue) bool { return k.src.broker == q.broker && k.src.id == q.id })
+		return !r.owns(q) || slices.ContainsFunc(known, func(k *replQueue) bool { return k.src.broker == q.broker && k.src.id == q.id })
 	})
 	if len(fresh) == 0 {
 		return nil
@@ -468,7 +490,7 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 			}
 		}
 	}
-	if len(known) == 0 && len(used) == 0 && len(targets) < len(fresh) {
+	if len(known) == 0 && len(used) == 0 && len(targets) < len(srcQs) {
 		hashed = true // a new topic with fewer target queues: by key hash
 		r.log.Warn("replicator: the target topic has fewer queues than the source (target_topics: keep): copies go by key hash, and no offset is synced",
 			"topic", topic, "target_topic", dstTopic, "source_queues", len(srcQs), "target_queues", len(targets))

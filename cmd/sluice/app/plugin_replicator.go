@@ -24,7 +24,14 @@ func replicatorPlugin() plugin.Plugin {
 			if !ok {
 				return nil, t.Config.Source.Err("type", "a rocketmq source needs a rocketmq transport, the cluster it copies to")
 			}
-			return rocketmq.NewReplicator(*c, *dst, t.Log.With("component", "replicator"))
+			if c.Tasks > 1 && t.HistoryDB == nil {
+				return nil, t.Config.Source.Err("tasks", "tasks splits the copy among the workers of a sluice worker cluster; sluice run runs one task: leave tasks out")
+			}
+			r, err := rocketmq.NewReplicator(*c, *dst, t.Log.With("component", "replicator"))
+			if err != nil {
+				return nil, err
+			}
+			return r, r.SplitTask(t.SourceTask)
 		},
 		Keys: replicatorKeys}.Plugin()
 }
@@ -57,4 +64,6 @@ var replicatorKeys = plugin.KeyDocs{
 	"heartbeat_topic": {Doc: "A topic of the source (created there in the cluster that the cluster key names when missing) that the replicator writes a heartbeat to every heartbeat_interval and copies like the others: " +
 		"sluice_replicator_heartbeat_age_seconds measures the replication latency from it. Empty: no heartbeats (the replicator then only reads the source)."},
 	"heartbeat_interval": {Doc: "How often a heartbeat is written.", Default: rocketmq.DefaultHeartbeatInterval.String()},
+	"tasks": {Doc: "In a sluice worker cluster: how many tasks (each with its own lease and position, on any worker) split the source queues among them; " +
+		"fixed once offsets are saved, and a topic that gains queues stops it. sluice run runs one.", Default: "1"},
 }

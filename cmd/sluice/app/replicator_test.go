@@ -44,6 +44,13 @@ func TestReplicatorConfigKeys(t *testing.T) {
 	if _, err := build("  tags: \"TagA ||\"\n", "ClusterB"); err == nil || !strings.Contains(err.Error(), "tags") {
 		t.Fatalf("tags with an empty tag: %v", err)
 	}
+	// tasks splits the copy in a worker cluster only.
+	if _, err := build("  tasks: 2\n", "ClusterB"); err == nil || !strings.Contains(err.Error(), "tasks") || !strings.Contains(err.Error(), "sluice worker") {
+		t.Fatalf("tasks: 2 under sluice run: %v", err)
+	}
+	if _, err := build("  tasks: 65\n", "ClusterB"); !errors.Is(err, rocketmq.ErrConfig) {
+		t.Fatalf("tasks: 65: %v", err)
+	}
 }
 
 // sluice replicator needs status or failover and a replicator's config; a

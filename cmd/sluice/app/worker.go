@@ -26,6 +26,7 @@ import (
 	"github.com/sluicecdc/sluice/runtime/cluster"
 	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/runtime/storage"
 )
 
@@ -289,7 +290,8 @@ func cmdWorker(args []string, log *slog.Logger) error {
 	defer store.Close()
 	token := os.Getenv("SLUICE_REST_TOKEN")
 	control := &cluster.Control{S: store, TTL: cf.TTL, PluginList: clusterPlugins(), PluginConfigs: pluginConfig, Validator: validateForCluster, Check: checkForCluster, Probe: probeForCluster,
-		CheckPosition: checkPosition, Signals: signalForCluster, GroupsOf: groupsForCluster, SwitchOf: switchoverForCluster}
+		CheckPosition: checkPosition, Signals: signalForCluster, GroupsOf: groupsForCluster, SwitchOf: switchoverForCluster,
+		MergePositions: rocketmq.MergePositions}
 	n := &node{Control: control}
 	addr, served, err := admin.Serve(ctx, cf.REST, token, admin.NewHandler(n, token, admin.WithLogLevel(logLevelVar), admin.WithPositionOrder(orderPositions)))
 	if err != nil {
@@ -328,7 +330,7 @@ func cmdWorker(args []string, log *slog.Logger) error {
 func buildLeased(store *cluster.Store) cluster.BuildFunc {
 	return func(ctx context.Context, cfg *plugin.Config, only string, lease storage.Lease, log *slog.Logger) (*engine.Pipeline, error) {
 		return BuildTask(ctx, cfg, TaskOptions{Only: only, Lease: lease, Log: log, HistoryDB: store.DB(), HistoryDialect: store.Dialect(),
-			CoordinatorTables: store.Tables()})
+			CoordinatorTables: store.Tables(), SourceTask: cluster.SourceTaskOf(lease.Task)})
 	}
 }
 
