@@ -3,12 +3,16 @@ package binlog
 import (
 	"context"
 	"testing"
-	"time"
+	"testing/synctest"
 )
 
 // TestByteGate: batches wait while the queued bytes would pass the cap, one
-// larger than the cap goes alone, and released bytes let the next in.
-func TestByteGate(t *testing.T) {
+// larger than the cap goes alone, and released bytes let the next in. It
+// runs in a synctest bubble: synctest.Wait returns once the waiting
+// goroutine is durably blocked, so no sleep guesses how long to wait.
+func TestByteGate(t *testing.T) { synctest.Test(t, testByteGate) }
+
+func testByteGate(t *testing.T) {
 	ctx := context.Background()
 	g := newByteGate(100)
 	if !g.acquire(ctx, 60) || !g.acquire(ctx, 40) {
@@ -16,10 +20,11 @@ func TestByteGate(t *testing.T) {
 	}
 	got := make(chan bool)
 	go func() { got <- g.acquire(ctx, 10) }()
+	synctest.Wait()
 	select {
 	case <-got:
 		t.Fatal("a batch past the cap went in")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	g.release(60)
 	if !<-got {

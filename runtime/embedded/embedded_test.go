@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluicecdc/sluice/runtime"
@@ -36,7 +37,15 @@ func publishAcked(t *testing.T, pub runtime.Publisher, id int64) <-chan error {
 	return acked
 }
 
+// The linger tests run in synctest bubbles: synctest.Wait returns once the
+// consumer is durably blocked (lingering), and their clock is the bubble's,
+// so an hour's linger costs no wall time and is measured exactly.
+
 func TestEmbeddedLingerGathersLateRecords(t *testing.T) {
+	synctest.Test(t, testLingerGathersLateRecords)
+}
+
+func testLingerGathersLateRecords(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e := New(1, 8)
@@ -46,7 +55,7 @@ func TestEmbeddedLingerGathersLateRecords(t *testing.T) {
 	sizes := consumeBatches(ctx, e.LingerSubscriber(2, time.Hour))
 	pub := e.Publisher()
 	a1 := publishAcked(t, pub, 1)
-	time.Sleep(20 * time.Millisecond) // let the consumer take the first record and start lingering
+	synctest.Wait() // the consumer took the first record and lingers
 	a2 := publishAcked(t, pub, 2)
 	if got := <-sizes; got != 2 {
 		t.Fatalf("first batch has %d records, want 2 (the linger should have waited for the second)", got)
@@ -73,7 +82,9 @@ func TestEmbeddedWithoutLingerDoesNotWait(t *testing.T) {
 	}
 }
 
-func TestEmbeddedLingerEndsWithContext(t *testing.T) {
+func TestEmbeddedLingerEndsWithContext(t *testing.T) { synctest.Test(t, testLingerEndsWithContext) }
+
+func testLingerEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := New(1, 8)
 	var wg sync.WaitGroup
@@ -83,9 +94,13 @@ func TestEmbeddedLingerEndsWithContext(t *testing.T) {
 		_ = e.LingerSubscriber(100, time.Hour).Consume(ctx, func(context.Context, []schema.Record) error { return nil })
 	}()
 	publishAcked(t, e.Publisher(), 1)
-	time.Sleep(10 * time.Millisecond)
+	synctest.Wait() // the consumer lingers over the first record
+	start := time.Now()
 	cancel()
-	wg.Wait() // a linger of an hour must not hold Consume past its context
+	wg.Wait()
+	if held := time.Since(start); held >= time.Hour {
+		t.Fatalf("Consume returned %v after its context ended: the linger held it", held)
+	}
 }
 
 // A transaction whose commit is published in a later batch than its rows:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -30,29 +31,35 @@ func TestWindowCommitsOnlyContiguousPrefix(t *testing.T) {
 	}
 }
 
+// TestWindowBlocksWhenFull runs in a synctest bubble: synctest.Wait
+// returns once the adding goroutine is durably blocked, so the test knows
+// add waits instead of guessing with a sleep.
 func TestWindowBlocksWhenFull(t *testing.T) {
-	w := newWindow(10, 0)
-	ctx := context.Background()
-	s0, _ := w.add(ctx, 8, 0, []byte("a"))
-	added := make(chan error, 1)
-	go func() {
-		_, err := w.add(ctx, 5, 0, []byte("b"))
-		added <- err
-	}()
-	select {
-	case <-added:
-		t.Fatal("add did not block with the window full")
-	case <-time.After(50 * time.Millisecond):
-	}
-	w.ack(s0, nil)
-	if err := <-added; err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := w.add(cctx, 9, 0, nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("full window with cancelled ctx: %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		w := newWindow(10, 0)
+		ctx := context.Background()
+		s0, _ := w.add(ctx, 8, 0, []byte("a"))
+		added := make(chan error, 1)
+		go func() {
+			_, err := w.add(ctx, 5, 0, []byte("b"))
+			added <- err
+		}()
+		synctest.Wait()
+		select {
+		case <-added:
+			t.Fatal("add did not block with the window full")
+		default:
+		}
+		w.ack(s0, nil)
+		if err := <-added; err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := w.add(cctx, 9, 0, nil); !errors.Is(err, context.Canceled) {
+			t.Fatalf("full window with cancelled ctx: %v", err)
+		}
+	})
 }
 
 func TestWindowStopsAtFailedBatch(t *testing.T) {
