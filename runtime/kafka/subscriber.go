@@ -50,6 +50,9 @@ type Subscriber struct {
 	// (uncompressed bytes per stored byte, at least 1; 0 before the
 	// first), which sizes the fetches (see fetchBytes and OnFetchBatchRead).
 	ratio atomic.Int64
+	// fetcher is cl for OnFetchBatchRead, which the client's goroutines
+	// may call before NewSubscriber has set cl.
+	fetcher atomic.Pointer[kgo.Client]
 
 	closeOnce sync.Once
 }
@@ -137,6 +140,11 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		}
 	}
 	s.cl = cl
+	s.fetcher.Store(cl)
+	if r := s.ratio.Load(); r != 0 { // a batch came before the store above
+		n := fetchBytes(cfg.MaxInFlightBytes, r)
+		cl.UpdateFetchMaxBytes(n, n)
+	}
 	return s, nil
 }
 
@@ -176,9 +184,9 @@ func (s *Subscriber) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m
 			break
 		}
 	}
-	if s.cl != nil {
+	if cl := s.fetcher.Load(); cl != nil {
 		n := fetchBytes(s.cfg.MaxInFlightBytes, r)
-		s.cl.UpdateFetchMaxBytes(n, n)
+		cl.UpdateFetchMaxBytes(n, n)
 	}
 }
 
