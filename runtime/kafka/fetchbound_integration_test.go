@@ -40,7 +40,25 @@ func TestIntegrationFetchBoundedInMemory(t *testing.T) {
 	for i := range int64(40000) { // about 100 MiB as the JSON converter writes them, a few MiB compressed (30:1)
 		recs = append(recs, update(id, i%500, i/500+1))
 	}
-	publishAll(ctx, t, cfg, recs)
+	// Published as a source does, a transaction's batch at a time and each
+	// acknowledged, so the producer's batches are what a source makes, not
+	// one backlog of 40,000 records.
+	pub, err := NewPublisher(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(recs); i += 100 {
+		acked := make(chan error, 1)
+		if err := pub.Publish(ctx, recs[i:min(i+100, len(recs))], func(err error) { acked <- err }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-acked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	cfg.Topics = []string{TopicName(cfg.Pipeline, id.Database, id.Table)}
 	sub, err := NewSubscriber(ctx, cfg, slog.New(slog.DiscardHandler))

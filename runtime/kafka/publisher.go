@@ -77,10 +77,6 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 		kgo.RequiredAcks(kgo.AllISRAcks()), // the idempotent producer's default, said once
 		kgo.MaxBufferedRecords(cfg.MaxInFlight),
 		kgo.MaxBufferedBytes(int(cfg.MaxInFlightBytes)),
-		// A fetch returns at least one whole batch, whatever its bound: a
-		// batch (uncompressed) no larger than a subscriber's first fetch
-		// keeps what one fetch brings near that bound (see fetchBytes).
-		kgo.ProducerBatchMaxBytes(fetchBytes(cfg.MaxInFlightBytes, assumedRatio)),
 		kgo.ProducerLinger(0),
 	)
 	cl, err := connect(ctx, cfg, opts)

@@ -157,8 +157,9 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 // So a fetch asks for a quarter of max_in_flight_bytes divided by the
 // highest compression ratio seen so far (assumedRatio before the first
 // batch: what the first fetch brings is bounded for any ratio up to 4 ×
-// assumedRatio), and a publisher's batches are at most what a first fetch
-// asks for, uncompressed (a fetch returns at least one whole batch).
+// assumedRatio). A fetch still returns at least one whole batch, which
+// the producer bounds (franz-go's 1 MB, uncompressed): a smaller bound
+// there would refuse every larger record (kerr.MessageTooLarge).
 const assumedRatio = 16
 
 // fetchBytes is what a fetch asks for at compression ratio ratio: a
