@@ -29,11 +29,11 @@ type Cond uint8
 
 const (
 	CondNone            Cond = iota // nothing the core tells apart
-	CondUniqueViolation      // a unique or primary key constraint refused a row
-	CondUndefinedTable       // no such table
-	CondUndefinedColumn      // no such column
-	CondExists               // the table or schema exists already (a CREATE lost a race, a rename done before)
-	CondColumnExists         // the column exists already (an ADD COLUMN done before)
+	CondUniqueViolation             // a unique or primary key constraint refused a row
+	CondUndefinedTable              // no such table
+	CondUndefinedColumn             // no such column
+	CondExists                      // the table or schema exists already (a CREATE lost a race, a rename done before)
+	CondColumnExists                // the column exists already (an ADD COLUMN done before)
 )
 
 // ErrInfo is a dialect's reading of a driver error.
