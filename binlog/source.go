@@ -32,6 +32,13 @@ const (
 	backoffInitial = 250 * time.Millisecond
 	backoffMax     = 30 * time.Second
 	maxRetries     = 12 // consecutive failed reconnects before Read fails
+	// maxDeniedReconnects is how many refused logins in a row a reconnect
+	// rides out before the denial is taken as final: a restarting server
+	// (or a proxy in front of one, or a failover target) may refuse the
+	// account for a moment while its grant tables load or its accounts
+	// are created again by an init script. A first connect that is refused
+	// fails at once: that is a wrong password or a missing grant.
+	maxDeniedReconnects = 3
 	dialTimeout    = 10 * time.Second
 )
 
@@ -742,7 +749,7 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 	if s.incr != nil {
 		s.incr.next(ctx) // a snapshot the saved position was in the middle of
 	}
-	failures := 0
+	failures, denials := 0, 0
 	for {
 		err := s.pump(ctx, m, stream, &failures)
 		if ctx.Err() != nil {
@@ -768,7 +775,13 @@ func (s *Source) run(ctx context.Context, m *mapper, syncer *replication.BinlogS
 			syncer, stream, err = s.startSync(m.Committed())
 			if err == nil {
 				s.log.Info("binlog: reconnected", "position", m.Committed().String())
+				denials = 0
 				break
+			}
+			if errors.Is(err, ErrAccessDenied) && denials < maxDeniedReconnects {
+				denials++
+				s.log.Warn("binlog: the server refused the reconnect's login; retrying, since a restarting server may refuse it until its accounts are loaded", "err", err, "denied", denials, "of", maxDeniedReconnects)
+				err = schema.Retriable(err)
 			}
 		}
 		if err != nil {

@@ -260,6 +260,20 @@ ssl-key=$TLS_DIR/server.key
 EOF
 }
 
+# accounts_once DATADIR NAME RUNNER: runs the SQL on stdin with RUNNER
+# unless DATADIR's marker says this very script already ran there.
+accounts_once() {
+  local sql sum marker="$1/sluice-accounts.sum"
+  sql="$(cat)"
+  sum="$(printf '%s' "$sql" | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$marker" && "$(cat "$marker")" == "$sum" ]]; then
+    log "$2: accounts already set up"
+    return 0
+  fi
+  printf '%s\n' "$sql" | "$3" || return 1
+  printf '%s' "$sum" >"$marker"
+}
+
 start_mariadb() {
   local t0; t0="$(now)"
   command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null && command -v mariadb >/dev/null \
@@ -286,7 +300,10 @@ start_mariadb() {
   done
   ((ok)) || { tail_log "$MDB_ERR" "$MDB_OUT"; die "mariadb did not answer on its socket within ${START_TIMEOUT}s"; }
   # Accounts (idempotent). Kept out of the binlog so the CDC stream starts clean.
-  mdb_root <<'SQL' || { tail_log "$MDB_ERR"; die "mariadb: creating accounts failed"; }
+  # Run once per data directory (a marker holds the script's checksum): a
+  # restart, as the fault tests do many times, leaves the accounts alone
+  # instead of revoking and granting again while pipelines reconnect.
+  accounts_once "$MDB_DIR/data" mariadb mdb_root <<'SQL' || { tail_log "$MDB_ERR"; die "mariadb: creating accounts failed"; }
 SET SESSION sql_log_bin = 0;
 DROP USER IF EXISTS ''@'localhost';
 CREATE USER IF NOT EXISTS 'sluice'@'127.0.0.1' IDENTIFIED BY 'sluice';
@@ -447,7 +464,7 @@ my_start_instance() { # my_start_instance NAME PORT ROLE(source|scratch|target)
   ((ok)) || { tail_log "$MY_ERR" "$MY_DIR/mysqld.out"; die "$MY_NAME did not answer on its socket within ${START_TIMEOUT}s"; }
   # Accounts (idempotent), kept out of the binlog. The CDC account has exactly
   # the grants README lists for a source (binlog.SourcePrivileges; TestSourceGrantListIsOne).
-  my_root_sql <<'SQL' || { tail_log "$MY_ERR"; die "$MY_NAME: creating accounts failed"; }
+  accounts_once "$MY_DIR/data" "$MY_NAME" my_root_sql <<'SQL' || { tail_log "$MY_ERR"; die "$MY_NAME: creating accounts failed"; }
 SET SESSION sql_log_bin = 0;
 CREATE USER IF NOT EXISTS 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
 ALTER USER 'sluice'@'127.0.0.1' IDENTIFIED WITH caching_sha2_password BY 'sluice';
