@@ -1,38 +1,18 @@
 package binlog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicecdc/sluice/schema"
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
-
-// lockedBuffer is a bytes.Buffer a logger and a test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
 
 // TestSourceRidesOutDeniedReconnect: a server that refuses the account
 // for a moment after a lost stream (as a restarting server does while
@@ -51,7 +31,7 @@ func TestSourceRidesOutDeniedReconnect(t *testing.T) {
 			exec(t, c, fmt.Sprintf("GRANT SELECT, RELOAD, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO '%s'@'127.0.0.1'", user))
 			cfg := testConfig(env, db)
 			cfg.User, cfg.Password = user, "pw"
-			var logs lockedBuffer
+			var logs schematest.LogBuffer
 			s, err := NewSource(cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			if err != nil {
 				t.Fatal(err)
@@ -74,7 +54,7 @@ func TestSourceRidesOutDeniedReconnect(t *testing.T) {
 			const refused = "refused the reconnect's login"
 			if !lasting {
 				schematest.Eventually(t, 20*time.Second, 20*time.Millisecond, "a refused reconnect", func() (bool, string) {
-					return logs.count(refused) >= 1, fmt.Sprintf("%d refusals logged", logs.count(refused))
+					return strings.Count(logs.String(), refused) >= 1, fmt.Sprintf("%d refusals logged", strings.Count(logs.String(), refused))
 				})
 				exec(t, c, fmt.Sprintf("ALTER USER '%s'@'127.0.0.1' IDENTIFIED BY 'pw'", user))
 				exec(t, c, fmt.Sprintf("INSERT INTO k VALUES (%d)", id+1))
@@ -95,7 +75,7 @@ func TestSourceRidesOutDeniedReconnect(t *testing.T) {
 			if !errors.Is(err, ErrAccessDenied) || schema.ClassOf(err) != schema.ClassFatal {
 				t.Fatalf("a lasting refusal: err %v (class %v), want ErrAccessDenied, fatal", err, schema.ClassOf(err))
 			}
-			if n := logs.count(refused); n != maxDeniedReconnects {
+			if n := strings.Count(logs.String(), refused); n != maxDeniedReconnects {
 				t.Errorf("%d refused reconnects retried, want %d", n, maxDeniedReconnects)
 			}
 		})

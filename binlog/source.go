@@ -39,7 +39,7 @@ const (
 	// are created again by an init script. A first connect that is refused
 	// fails at once: that is a wrong password or a missing grant.
 	maxDeniedReconnects = 3
-	dialTimeout    = 10 * time.Second
+	dialTimeout         = 10 * time.Second
 )
 
 // Source reads row changes from a MySQL or MariaDB server as a replica. It

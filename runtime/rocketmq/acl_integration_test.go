@@ -1,7 +1,6 @@
 package rocketmq
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,24 +66,6 @@ func aclUser(ctx context.Context, t *testing.T, ns []string, ak, sk, name string
 	return name, secret
 }
 
-// syncBuffer is a bytes.Buffer for concurrent log writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestIntegrationACL runs the transport against a broker with
 // authentication and authorization on, as a normal user with the
 // permissions it needs: records are published, consumed in order per key
@@ -106,7 +87,7 @@ func TestIntegrationACL(t *testing.T) {
 	cfg := Config{NameServers: ns, Pipeline: "acl-" + suffix(), Tables: []schema.TableID{id}, Codec: integrationCodec(),
 		AccessKey: ak, SecretKey: sk, Queues: 2}
 	topic := TopicName(cfg.Pipeline, id.Database, id.Table, TopicPerTable)
-	logs := &syncBuffer{}
+	logs := &schematest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	wantRefused := func(t *testing.T, what string, err error, want string) {
 		t.Helper()

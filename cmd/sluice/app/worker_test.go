@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/cluster"
 	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 func TestLoadClusterFile(t *testing.T) {
@@ -140,7 +139,7 @@ func TestWorkerFailingAtStartSaysNoDraining(t *testing.T) {
 	if err := os.WriteFile(path, []byte("coordinator:\n  driver: postgres\n  dsn: postgres://u@"+ln.Addr().String()+"/db?sslmode=disable\nrest: 127.0.0.1:0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &schematest.LogBuffer{}
 	err = cmdWorker([]string{"--config", path}, slog.New(slog.NewTextHandler(logs, nil)))
 	if err == nil || !strings.Contains(err.Error(), "coordinator") {
 		t.Fatalf("start against a closed port: %v", err)
@@ -149,25 +148,6 @@ func TestWorkerFailingAtStartSaysNoDraining(t *testing.T) {
 	if strings.Contains(logs.String(), "draining") {
 		t.Errorf("a worker that failed at start logged draining:\n%s", logs.String())
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that goroutines may write while a test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // `sluice worker` applies the Go memory limit as `sluice run` does, from
