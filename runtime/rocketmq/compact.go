@@ -1,18 +1,15 @@
 package rocketmq
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -56,238 +53,85 @@ const (
 // schema>} (Connect schema JSON; key null when the table has none).
 func SchemaTopic(prefix string) string { return sanitizeName(prefix + "_schemas") }
 
-// schemaEntry is one stored schema pair.
-type schemaEntry struct {
-	ID    string          `json:"id"`
-	Key   json.RawMessage `json:"key"`
-	Value json.RawMessage `json:"value"`
-}
+// The transport-neutral part of schemas by reference is the converter's
+// (SchemaRefs, SchemaBook); what follows is where RocketMQ keeps them.
+type (
+	schemaEntry    = converter.SchemaEntry
+	payloadEncoder = converter.PayloadEncoder
+)
 
-func schemaID(key, value []byte) string {
-	h := sha256.New()
-	h.Write(key)
-	h.Write([]byte{'\n'})
-	h.Write(value)
-	return hex.EncodeToString(h.Sum(nil)[:12])
-}
+var errSchemaMissing = converter.ErrSchemaMissing
 
-// splitEnvelope splits `{"schema":S,"payload":P}` as the JSON converter
-// writes it (no spaces) into S and P; ok false for anything else.
-func splitEnvelope(b []byte) (sch, payload []byte, ok bool) {
-	const head, mid = `{"schema":`, `,"payload":`
-	if !bytes.HasPrefix(b, []byte(head)) || len(b) < len(head)+len(mid)+2 || b[len(b)-1] != '}' {
-		return nil, nil, false
-	}
-	end := skipValue(b, len(head))
-	if end < 0 || !bytes.HasPrefix(b[end:], []byte(mid)) {
-		return nil, nil, false
-	}
-	return b[len(head):end], b[end+len(mid) : len(b)-1], true
-}
+func splitEnvelope(b []byte) (sch, payload []byte, ok bool) { return converter.SplitEnvelope(b) }
 
 // compactEncoder turns the codec's envelopes into compact messages and
-// stores their schemas. Safe for concurrent use.
+// stores their schemas in the schema topic, as messages keyed by their
+// ID, again every schemaResend. Safe for concurrent use.
 type compactEncoder struct {
 	topic string
-	store func(ctx context.Context, msg *primitive.Message) error // sends one message to topic
-
-	mu     sync.Mutex
-	splits map[splitKey]*compactSplit
-	sent   map[string]time.Time // schema ID -> when last stored
-}
-
-// splitKey names the split of a record: its schemas and whether it has a
-// key.
-type splitKey struct {
-	key, value *schema.Schema
-	hasKey     bool
-}
-
-type compactSplit struct {
-	keyPrefix, valuePrefix []byte // `{"schema":S,"payload":`
-	id                     string
+	refs  *converter.SchemaRefs
 }
 
 func newCompactEncoder(topic string, store func(ctx context.Context, msg *primitive.Message) error) *compactEncoder {
-	return &compactEncoder{topic: topic, store: store, splits: map[splitKey]*compactSplit{}, sent: map[string]time.Time{}}
+	return &compactEncoder{topic: topic, refs: converter.NewSchemaRefs(func(ctx context.Context, id string, body []byte) error {
+		msg := primitive.NewMessage(topic, body)
+		msg.WithKeys([]string{id})
+		msg.WithProperty(SchemaProperty, id)
+		return store(ctx, msg)
+	}, schemaResend)}
 }
 
-// compact returns the payloads of key and value and the schema ID, storing
-// the schemas first when needed; ok false leaves the record in the JSON
-// format (no value schema).
+// compact is converter.SchemaRefs.Compact with this transport's errors.
 func (c *compactEncoder) compact(ctx context.Context, rec *schema.Record, key, value []byte) (k, v []byte, id string, ok bool, err error) {
-	if rec.ValueSchema == nil {
-		return key, value, "", false, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// A record of the table without a key (a TRUNCATE carries the table's
-	// schemas but no key) has a split of its own: one made from it has no
-	// key prefix, and cutting a later record's key by that prefix would
-	// leave its whole envelope, less the last brace, as the payload.
-	sk := splitKey{rec.KeySchema, rec.ValueSchema, key != nil}
-	sp := c.splits[sk]
-	if sp == nil || !bytes.HasPrefix(value, sp.valuePrefix) || (key != nil && !bytes.HasPrefix(key, sp.keyPrefix)) {
-		vs, _, vok := splitEnvelope(value)
-		if !vok {
-			return nil, nil, "", false, fmt.Errorf("%w: format %q needs the JSON codec with schemas ({\"schema\":…,\"payload\":…} values)", ErrConfig, FormatCompact)
-		}
-		var ks []byte
-		sp = &compactSplit{valuePrefix: bytes.Clone(value[:len(`{"schema":`)+len(vs)+len(`,"payload":`)])}
-		if key != nil {
-			var kok bool
-			if ks, _, kok = splitEnvelope(key); !kok {
-				return nil, nil, "", false, fmt.Errorf("%w: format %q needs the JSON codec with schemas (keys too)", ErrConfig, FormatCompact)
-			}
-			sp.keyPrefix = bytes.Clone(key[:len(`{"schema":`)+len(ks)+len(`,"payload":`)])
-		}
-		sp.id = schemaID(ks, vs)
-		if len(c.splits) >= maxCachedSplits {
-			clear(c.splits)
-		}
-		c.splits[sk] = sp
-	}
-	if err := c.storeDueLocked(ctx, rec, sp); err != nil {
-		return nil, nil, "", false, err
-	}
-	// Copies: the message then holds the payload, not the whole envelope.
-	v = bytes.Clone(value[len(sp.valuePrefix) : len(value)-1])
-	if key != nil {
-		k = bytes.Clone(key[len(sp.keyPrefix) : len(key)-1])
-	}
-	return k, v, sp.id, true, nil
+	k, v, id, ok, err = c.refs.Compact(ctx, rec, key, value)
+	return k, v, id, ok, c.wrap(err)
 }
 
-// payloadEncoder is an optional capability of a Codec (converter.JSON has
-// it): the payloads of a data record's envelopes, byte for byte, without
-// writing their schemas.
-type payloadEncoder interface {
-	EncodePayloads(r *schema.Record) (key, value []byte, err error)
-}
-
-// cached returns the schema ID of rec's split, hasKey telling whether rec
-// encodes with a key, storing the schemas again when due; ok false when
-// compact has not split a record of these schemas yet (the caller then
-// encodes the whole envelopes and calls compact, which makes the split).
-// The split holds for every record of the same schema objects: the codec
-// writes one schema envelope per schema object (schemas are not mutated
-// once used), which is what compact checked it against.
+// cached is converter.SchemaRefs.Cached with this transport's errors.
 func (c *compactEncoder) cached(ctx context.Context, rec *schema.Record, hasKey bool) (id string, ok bool, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sp := c.splits[splitKey{rec.KeySchema, rec.ValueSchema, hasKey}]
-	if sp == nil {
-		return "", false, nil
-	}
-	if err := c.storeDueLocked(ctx, rec, sp); err != nil {
-		return "", false, err
-	}
-	return sp.id, true, nil
+	id, ok, err = c.refs.Cached(ctx, rec, hasKey)
+	return id, ok, c.wrap(err)
 }
 
-// storeDueLocked stores sp's schemas unless they were stored less than
-// schemaResend ago; c.mu held.
-func (c *compactEncoder) storeDueLocked(ctx context.Context, rec *schema.Record, sp *compactSplit) error {
-	if last, done := c.sent[sp.id]; !done || time.Since(last) > schemaResend {
-		var ks []byte
-		if sp.keyPrefix != nil {
-			ks = sp.keyPrefix[len(`{"schema":`) : len(sp.keyPrefix)-len(`,"payload":`)]
-		}
-		vs := sp.valuePrefix[len(`{"schema":`) : len(sp.valuePrefix)-len(`,"payload":`)]
-		// By hand, not json.Marshal: that would escape <, > and & in the
-		// schemas, and the ID is over their exact bytes.
-		body := append([]byte(`{"id":"`+sp.id+`","key":`), nullIfEmpty(ks)...)
-		body = append(append(append(body, `,"value":`...), vs...), '}')
-		msg := primitive.NewMessage(c.topic, body)
-		msg.WithKeys([]string{sp.id})
-		msg.WithProperty(SchemaProperty, sp.id)
-		if err := c.store(ctx, msg); err != nil {
-			return fmt.Errorf("rocketmq: store schema %s of %s in topic %q: %w", sp.id, rec.Table, c.topic, err)
-		}
-		if len(c.sent) >= maxCachedSplits {
-			clear(c.sent)
-		}
-		c.sent[sp.id] = time.Now()
+func (c *compactEncoder) wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, converter.ErrNotEnvelope):
+		return fmt.Errorf("%w: format %q: %w", ErrConfig, FormatCompact, err)
+	default:
+		return fmt.Errorf("rocketmq: topic %q: %w", c.topic, err)
 	}
-	return nil
-}
-
-// maxCachedSplits bounds the encoder's caches; past it they start over.
-const maxCachedSplits = 4096
-
-func nullIfEmpty(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return json.RawMessage("null")
-	}
-	return b
 }
 
 // schemaLookup finds the schemas of compact messages, reading the schema
-// topic when it meets an ID it does not know. Safe for concurrent use.
+// topic from its start when it meets an ID it does not know. Safe for
+// concurrent use.
 type schemaLookup struct {
-	cfg   Config
-	topic string
-	read  func(ctx context.Context) ([]schemaEntry, error) // the topic's entries
-
-	mu    sync.Mutex
-	known map[string]schemaEntry
+	cfg  Config
+	read func(ctx context.Context) ([]schemaEntry, error) // the topic's entries
+	book converter.SchemaBook
 }
 
 func newSchemaLookup(cfg Config) *schemaLookup {
-	l := &schemaLookup{cfg: cfg, topic: SchemaTopic(cfg.TopicPrefix), known: map[string]schemaEntry{}}
+	l := &schemaLookup{cfg: cfg}
 	l.read = l.readTopic
+	l.book.Read = func(ctx context.Context) ([]schemaEntry, error) { return l.read(ctx) }
+	l.book.Where = fmt.Sprintf("topic %q", SchemaTopic(cfg.TopicPrefix))
 	return l
 }
 
-// errSchemaMissing: a compact message names a schema its topic lacks.
-var errSchemaMissing = errors.New("schema not found")
-
 func (l *schemaLookup) get(ctx context.Context, id string) (schemaEntry, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.known[id]; ok {
-		return e, nil
+	e, err := l.book.Get(ctx, id)
+	if err != nil {
+		return e, fmt.Errorf("rocketmq: %w", err)
 	}
-	// The schema was confirmed before the message naming it was sent, but
-	// the broker indexes a stored message a moment later: look again
-	// before calling it missing.
-	for attempt, wait := 0, 100*time.Millisecond; attempt < 3; attempt, wait = attempt+1, 3*wait {
-		if attempt > 0 {
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return schemaEntry{}, ctx.Err()
-			}
-		}
-		entries, err := l.read(ctx)
-		if err != nil {
-			return schemaEntry{}, fmt.Errorf("rocketmq: read schema topic %q: %w", l.topic, err)
-		}
-		if len(l.known)+len(entries) > maxCachedSplits {
-			clear(l.known)
-		}
-		for _, e := range entries {
-			if schemaID(keyOrNil(e.Key), e.Value) == e.ID {
-				l.known[e.ID] = e
-			}
-		}
-		if e, ok := l.known[id]; ok {
-			return e, nil
-		}
-	}
-	return schemaEntry{}, fmt.Errorf("%w: schema %s is not in topic %q (the publisher stores it there before the first message using it): was the topic deleted or its messages expired, or do publisher and sink use different topic_prefix settings?", errSchemaMissing, id, l.topic)
-}
-
-func keyOrNil(k json.RawMessage) []byte {
-	if string(k) == "null" {
-		return nil
-	}
-	return k
+	return e, nil
 }
 
 func (l *schemaLookup) readTopic(ctx context.Context) ([]schemaEntry, error) {
 	var out []schemaEntry
-	err := Tail(ctx, l.cfg, TailOptions{Topics: []string{l.topic}, From: TailFromBeginning, Group: l.cfg.Pipeline + "-schemas"}, func(m TailMessage) error {
+	err := Tail(ctx, l.cfg, TailOptions{Topics: []string{SchemaTopic(l.cfg.TopicPrefix)}, From: TailFromBeginning, Group: l.cfg.Pipeline + "-schemas"}, func(m TailMessage) error {
 		var e schemaEntry
 		if json.Unmarshal(m.Value, &e) == nil && e.ID != "" {
 			out = append(out, e)
@@ -295,19 +139,4 @@ func (l *schemaLookup) readTopic(ctx context.Context) ([]schemaEntry, error) {
 		return nil
 	})
 	return out, err
-}
-
-// expand rebuilds the JSON format's key and value of a compact message.
-func (e schemaEntry) expand(key, value []byte) (k, v []byte) {
-	v = make([]byte, 0, len(`{"schema":,"payload":}`)+len(e.Value)+len(value))
-	v = append(append(append(append(append(v, `{"schema":`...), e.Value...), `,"payload":`...), value...), '}')
-	if key != nil {
-		ks := keyOrNil(e.Key)
-		if ks == nil {
-			return key, v
-		}
-		k = make([]byte, 0, len(`{"schema":,"payload":}`)+len(ks)+len(key))
-		k = append(append(append(append(append(k, `{"schema":`...), ks...), `,"payload":`...), key...), '}')
-	}
-	return k, v
 }

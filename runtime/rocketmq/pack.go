@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/schema"
 )
 
@@ -295,7 +296,7 @@ func parsePackLine(b []byte) (packEntry, error) {
 			}
 			i = j
 		case "key", "value":
-			j := skipValue(b, i)
+			j := converter.SkipValue(b, i)
 			if j < 0 {
 				return e, fmt.Errorf("%s: not a JSON value", name)
 			}
@@ -312,7 +313,7 @@ func parsePackLine(b []byte) (packEntry, error) {
 			}
 			e.Headers, i = h, j
 		default:
-			j := skipValue(b, i)
+			j := converter.SkipValue(b, i)
 			if j < 0 {
 				return e, fmt.Errorf("%s: not a JSON value", name)
 			}
@@ -348,29 +349,10 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd returns the index after the JSON string at b[i] (-1 if there
-// is none) and whether it holds an escape.
-func stringEnd(b []byte, i int) (int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return -1, false
-	}
-	escaped := false
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
-		}
-	}
-	return -1, false
-}
-
 // jsonString reads the JSON string at b[i] and returns it and the index
 // after it.
 func jsonString(b []byte, i int) (string, int, error) {
-	end, escaped := stringEnd(b, i)
+	end, escaped := converter.StringEnd(b, i)
 	if end < 0 {
 		return "", i, errors.New("not a string, or not terminated")
 	}
@@ -417,47 +399,5 @@ func jsonStringMap(b []byte, i int) (map[string]string, int, error) {
 			return out, i + 1, nil
 		}
 		return nil, i, errors.New("expected ',' or '}'")
-	}
-}
-
-// skipValue returns the index after the JSON value at b[i], or -1. It
-// finds the value's end (strings, nesting), not its validity.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		j, _ := stringEnd(b, i)
-		return j
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				j, _ := stringEnd(b, i)
-				if j < 0 {
-					return -1
-				}
-				i = j - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return -1
-	default: // a number, true, false, null
-		j := i
-		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\t' && b[j] != '\r' {
-			j++
-		}
-		if j == i {
-			return -1
-		}
-		return j
 	}
 }

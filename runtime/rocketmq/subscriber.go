@@ -15,6 +15,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -519,9 +520,9 @@ func (s *Subscriber) decodeEntry(ctx context.Context, m *primitive.MessageExt, e
 			return schema.Record{}, errRetrySchema{gerr}
 		}
 		if pd, ok := s.cfg.Codec.(partsDecoder); ok {
-			rec, err = pd.DecodeParts(keyOrNil(se.Key), key, se.Value, body)
+			rec, err = pd.DecodeParts(se.KeySchema(), key, se.Value, body)
 		} else {
-			key, body = se.expand(key, body)
+			key, body = se.Expand(key, body)
 			rec, err = s.cfg.Codec.Decode(key, body)
 		}
 	} else {
@@ -542,11 +543,8 @@ func (s *Subscriber) decodeEntry(ctx context.Context, m *primitive.MessageExt, e
 }
 
 // partsDecoder is a Codec that decodes a compact message's payloads with
-// the schemas its reference names, without rebuilding the envelopes
-// (converter.JSON); other codecs get the rebuilt envelopes.
-type partsDecoder interface {
-	DecodeParts(keySchema, key, valueSchema, value []byte) (schema.Record, error)
-}
+// their schemas (converter.PartsDecoder).
+type partsDecoder = converter.PartsDecoder
 
 // errRetrySchema: the schema topic could not be read (broker unreachable,
 // stopping): the batch is consumed again after a backoff.
