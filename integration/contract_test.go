@@ -118,7 +118,8 @@ func (p pair) String() string {
 }
 
 // pairs: every transport × target pair from each source, MariaDB and
-// MySQL 9.7 (into the MySQL 9.7 target server), Kafka from MariaDB only.
+// MySQL 9.7 (into the MySQL 9.7 target server), Kafka from MariaDB only
+// (json, its default, into PostgreSQL; compact into MariaDB).
 // Each RocketMQ format runs the whole contract: the default (compact) into
 // PostgreSQL and json into MySQL from each source, and packed, which
 // changes what a message holds (many records sharing an offset), into
@@ -130,7 +131,7 @@ func (p pair) String() string {
 var pairs = []pair{{"embedded", "postgres", "", ""}, {"embedded", "mysql", "", ""}, {"rocketmq", "postgres", "", ""}, {"rocketmq", "mysql", rocketmq.FormatJSON, ""},
 	{"rocketmq", "postgres", rocketmq.FormatPacked, ""},
 	{"embedded", "postgres", "", mysql97}, {"embedded", "mysql", "", mysql97}, {"rocketmq", "postgres", "", mysql97}, {"rocketmq", "mysql", rocketmq.FormatJSON, mysql97},
-	{"kafka", "postgres", "", ""}, {"kafka", "mysql", "", ""}}
+	{"kafka", "postgres", "", ""}, {"kafka", "mysql", kafka.FormatCompact, ""}}
 
 // mysql97 names MySQL 9.7 as a pair's source.
 const mysql97 = "mysql97"
@@ -258,6 +259,9 @@ func (k *kit) config(t *testing.T) string {
 		}
 		tr = fmt.Sprintf("  type: kafka\n  brokers: [%q]\n  partitions: 4\n  topic_prefix: %s\n  group: %s\n  topics: [%s]\n",
 			k.e["SLUICE_KAFKA_BROKERS"], k.db, k.db+"_sink", strings.Join(topics, ", "))
+		if k.format != "" {
+			tr += "  format: " + k.format + "\n"
+		}
 	}
 	sinkType, schemaLine := "postgres", ""
 	if k.target == "mysql" {

@@ -156,7 +156,7 @@ if [[ -n "$(go list ./integration/... 2>/dev/null)" ]]; then
       '^TestContract$/^rocketmq-json$/^mysql$|^TestContract$/^mysql97$/^rocketmq(-json)?$'
       # MariaDB over Kafka into PostgreSQL and into MariaDB; the embedded
       # pairs into MariaDB and into the MySQL target (in-process)
-      '^TestContract$/^kafka$|^TestContract$/^embedded$/^mysql$|^TestContract$/^mysql97$/^embedded$/^mysql$'
+      '^TestContract$/^kafka(-compact)?$|^TestContract$/^embedded$/^mysql$|^TestContract$/^mysql97$/^embedded$/^mysql$'
     )
     # The cluster tests time lease failovers against a bound of a few
     # seconds (integration/cluster_test.go: failoverBound): they run alone,

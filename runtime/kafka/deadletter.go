@@ -36,6 +36,15 @@ func DeadLetterTopic(prefix string) string {
 	return strings.TrimSuffix(TopicName("", prefix+"_dlq", ""), ".")
 }
 
+// SchemaTopic is the topic holding the schemas of compact records:
+// prefix_schemas, made a valid topic name, compacted, one record per
+// schema pair keyed by its ID, value {"id":…,"key":<key schema>,
+// "value":<value schema>} (key null when the table has none). Like the
+// dead-letter topic it never matches the pipeline's own topics.
+func SchemaTopic(prefix string) string {
+	return strings.TrimSuffix(TopicName("", prefix+"_schemas", ""), ".")
+}
+
 // DeadLetter produces the records a sink rejects for good to the topic
 // DeadLetterTopic(cfg.TopicPrefix), one Kafka record per record: key and
 // value are the codec's, as on the pipeline's topics (so Tail and the codec

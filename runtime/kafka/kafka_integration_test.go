@@ -82,14 +82,22 @@ func publishAll(ctx context.Context, t *testing.T, cfg Config, recs []schema.Rec
 // runtime.QueueFor picks, order per key, TRUNCATE copies on every
 // partition in place, a failed batch redelivered, and a second member of
 // the group given nothing once the first committed.
+// It runs once per format: json, and compact (schemas by reference in
+// SchemaTopic, looked up by the subscriber).
 func TestIntegrationTransportKit(t *testing.T) {
+	for _, format := range []string{FormatJSON, FormatCompact} {
+		t.Run(format, func(t *testing.T) { transportKit(t, format) })
+	}
+}
+
+func transportKit(t *testing.T, format string) {
 	bs := brokers(t)
 	log := slog.New(slog.DiscardHandler)
 	transporttest.Run(t, transporttest.Transport{
 		Durable: true,
 		New: func(t *testing.T, table schema.TableID) transporttest.Pipeline {
 			ctx := context.Background()
-			cfg := Config{Brokers: bs, Pipeline: "it-" + suffix(), Partitions: 4, MaxBatch: 50}
+			cfg := Config{Brokers: bs, Pipeline: "it-" + suffix(), Partitions: 4, MaxBatch: 50, Format: format}
 			pub, err := NewPublisher(ctx, cfg, log)
 			if err != nil {
 				t.Fatal(err)

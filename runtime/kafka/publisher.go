@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -38,6 +39,9 @@ type Publisher struct {
 	tables  map[string]schema.TableID // topic -> the table it was first used for
 
 	used runtime.TopicSet // the topics sent to (UsedTopics)
+
+	refs          *converter.SchemaRefs // FormatCompact; nil otherwise
+	schemaTopicOK atomic.Bool           // SchemaTopic exists
 
 	enqMu  sync.Mutex
 	closed bool
@@ -86,9 +90,34 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 	p := &Publisher{cfg: cfg, log: log, cl: cl, adm: kadm.NewClient(cl),
 		parts: map[string]int32{}, tables: map[string]schema.TableID{},
 		acks: make(chan *batch, 1<<16), done: make(chan struct{})}
+	if cfg.Format == FormatCompact {
+		// Stored once per publisher: the schema topic is compacted, so
+		// the broker keeps the latest record of every schema ID.
+		p.refs = converter.NewSchemaRefs(p.storeSchema, 0)
+	}
 	go p.dispatchAcks()
 	return p, nil
 }
+
+// storeSchema produces one schema record to SchemaTopic and waits for the
+// broker's acknowledgement, so that it is stored before any record naming
+// it.
+func (p *Publisher) storeSchema(ctx context.Context, id string, body []byte) error {
+	topic := SchemaTopic(p.cfg.TopicPrefix)
+	if !p.schemaTopicOK.Load() {
+		if _, err := ensureTopicWith(ctx, p.adm, topic, 1, int16(p.cfg.ReplicationFactor), map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+			return err
+		}
+		p.schemaTopicOK.Store(true)
+	}
+	r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(id), Value: body, Headers: []kgo.RecordHeader{{Key: SchemaHeader, Value: []byte(id)}}}
+	if err := p.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return fmt.Errorf("kafka: produce to topic %q: %w", topic, err)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // dispatchAcks calls the batches' acks in Publish order; after a failed
 // batch every later one fails too (the source restarts from the last acked
@@ -141,6 +170,11 @@ func (p *Publisher) ensureTopic(ctx context.Context, topic string) (int32, error
 // EnsureTopic creates topic with partitions partitions (replication 0: the
 // broker's default) unless it exists, and returns its partition count.
 func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replication int16) (int32, error) {
+	return ensureTopicWith(ctx, adm, topic, partitions, replication, nil)
+}
+
+// ensureTopicWith is EnsureTopic creating the topic with configs.
+func ensureTopicWith(ctx context.Context, adm *kadm.Client, topic string, partitions int32, replication int16, configs map[string]*string) (int32, error) {
 	for attempt := 0; ; attempt++ {
 		td, err := adm.ListTopics(ctx, topic)
 		if err != nil {
@@ -164,7 +198,7 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, topic string, partitions
 		if rf == 0 {
 			rf = -1
 		}
-		resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
+		resp, err := adm.CreateTopic(ctx, partitions, rf, configs, topic)
 		if err == nil {
 			err = resp.Err
 		}
@@ -260,12 +294,12 @@ func (p *Publisher) Messages(ctx context.Context, recs []schema.Record) ([]*kgo.
 				}
 			}
 			c := runtime.BarrierCopy(*rec, len(targets))
-			key, val, err := p.encode(&c)
+			key, val, ref, err := p.encode(ctx, &c)
 			if err != nil {
 				return nil, err
 			}
 			for _, d := range targets {
-				out = append(out, p.record(&c, d.topic, d.part, key, val))
+				out = append(out, p.record(&c, d.topic, d.part, key, val, ref))
 			}
 			continue
 		}
@@ -273,13 +307,13 @@ func (p *Publisher) Messages(ctx context.Context, recs []schema.Record) ([]*kgo.
 		if err != nil {
 			return nil, err
 		}
-		key, val, err := p.encode(rec)
+		key, val, ref, err := p.encode(ctx, rec)
 		if err != nil {
 			return nil, err
 		}
 		q := int32(runtime.QueueFor(rec, int(n)))
 		at[i], to[i] = len(out), dest{topic, q}
-		out = append(out, p.record(rec, topic, q, key, val))
+		out = append(out, p.record(rec, topic, q, key, val, ref))
 	}
 	// Mark the last record of each transaction per partition whose commit
 	// is in this batch (see runtime.TransactionEnds).
@@ -290,18 +324,36 @@ func (p *Publisher) Messages(ctx context.Context, recs []schema.Record) ([]*kgo.
 	return out, nil
 }
 
-// encode returns rec's key and value bytes.
-func (p *Publisher) encode(rec *schema.Record) (key, val []byte, err error) {
+// encode returns rec's key and value bytes and, in the compact format,
+// the ID of their schemas (stored first when new); ref is empty for a
+// record sent whole.
+func (p *Publisher) encode(ctx context.Context, rec *schema.Record) (key, val []byte, ref string, err error) {
 	if key, val, err = p.cfg.Codec.Encode(rec); err != nil {
-		return nil, nil, fmt.Errorf("kafka: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
+		return nil, nil, "", fmt.Errorf("kafka: cannot encode %s record of %s key %q: %w", rec.Op, rec.Table, rec.KeyString(), err)
 	}
-	return key, val, nil
+	if p.refs == nil {
+		return key, val, "", nil
+	}
+	k, v, id, ok, err := p.refs.Compact(ctx, rec, key, val)
+	switch {
+	case errors.Is(err, converter.ErrNotEnvelope):
+		return nil, nil, "", fmt.Errorf("%w: format %q: %w", ErrConfig, FormatCompact, err)
+	case err != nil:
+		return nil, nil, "", fmt.Errorf("kafka: %w", err)
+	case !ok:
+		return key, val, "", nil
+	}
+	return k, v, id, nil
 }
 
-// record is rec's Kafka record for partition part of topic.
-func (p *Publisher) record(rec *schema.Record, topic string, part int32, key, val []byte) *kgo.Record {
-	hs := make([]kgo.RecordHeader, 0, 1+len(rec.Headers))
+// record is rec's Kafka record for partition part of topic; ref, when
+// set, names its schemas (FormatCompact).
+func (p *Publisher) record(rec *schema.Record, topic string, part int32, key, val []byte, ref string) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, 2+len(rec.Headers))
 	hs = append(hs, kgo.RecordHeader{Key: IDHeader, Value: []byte(rec.ID.String())})
+	if ref != "" {
+		hs = append(hs, kgo.RecordHeader{Key: SchemaHeader, Value: []byte(ref)})
+	}
 	for k, v := range rec.Headers {
 		hs = append(hs, kgo.RecordHeader{Key: HeaderPrefix + k, Value: []byte(v)})
 	}

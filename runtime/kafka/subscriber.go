@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
 	"github.com/sluicecdc/sluice/schema"
 )
@@ -45,6 +47,10 @@ type Subscriber struct {
 	run      *consumeRun // set while Consume runs
 
 	used runtime.TopicSet // the topics records were delivered from (UsedTopics)
+
+	// schemas finds the schemas compact records name (FormatCompact), in
+	// SchemaTopic; whatever the config's format, the sink reads both.
+	schemas converter.SchemaBook
 
 	// ratio is the highest compression ratio of a fetched batch so far
 	// (uncompressed bytes per stored byte, at least 1; 0 before the
@@ -99,6 +105,7 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		return nil, err
 	}
 	s := &Subscriber{cfg: cfg, log: log, workers: map[tp]*worker{}, assigned: map[tp]bool{}}
+	s.schemas.Read, s.schemas.Where = s.readSchemas, fmt.Sprintf("topic %q", SchemaTopic(cfg.TopicPrefix))
 	opts := append(clientOptions(cfg, log),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -418,8 +425,11 @@ func (s *Subscriber) apply(ctx context.Context, rs []*kgo.Record, h runtime.Hand
 			// log compaction): the delete event before it said it all.
 			continue
 		}
-		rec, err := s.decode(r)
+		rec, err := s.decode(ctx, r)
 		if err != nil {
+			if schema.ClassOf(err) == schema.ClassRetriable {
+				return err
+			}
 			return schema.Fatal(err)
 		}
 		dels[i] = schema.Delivery{Topic: r.Topic, Queue: int(r.Partition), Offset: r.Offset}
@@ -448,10 +458,30 @@ func (s *Subscriber) apply(ctx context.Context, rs []*kgo.Record, h runtime.Hand
 	}
 }
 
-// decode turns r into a record: the codec's, with its ID and headers.
-func (s *Subscriber) decode(r *kgo.Record) (schema.Record, error) {
+// decode turns r into a record: the codec's, with its ID and headers. A
+// compact record's schemas are looked up in SchemaTopic; when that topic
+// cannot be read the error is retriable.
+func (s *Subscriber) decode(ctx context.Context, r *kgo.Record) (schema.Record, error) {
 	where := func() string { return fmt.Sprintf("topic %q partition %d offset %d", r.Topic, r.Partition, r.Offset) }
-	rec, err := s.cfg.Codec.Decode(r.Key, r.Value)
+	var rec schema.Record
+	var err error
+	if ref := schemaRef(r); ref != "" {
+		e, gerr := s.schemas.Get(ctx, ref)
+		switch {
+		case errors.Is(gerr, converter.ErrSchemaMissing):
+			return rec, fmt.Errorf("%w: %s: %w", ErrDecode, where(), gerr)
+		case gerr != nil:
+			return rec, schema.Retriable(fmt.Errorf("kafka: %s: %w", where(), gerr))
+		}
+		if pd, ok := s.cfg.Codec.(converter.PartsDecoder); ok {
+			rec, err = pd.DecodeParts(e.KeySchema(), r.Key, e.Value, r.Value)
+		} else {
+			k, v := e.Expand(r.Key, r.Value)
+			rec, err = s.cfg.Codec.Decode(k, v)
+		}
+	} else {
+		rec, err = s.cfg.Codec.Decode(r.Key, r.Value)
+	}
 	if err != nil {
 		return rec, fmt.Errorf("%w: %s: %w", ErrDecode, where(), err)
 	}
@@ -479,6 +509,29 @@ func (s *Subscriber) decode(r *kgo.Record) (schema.Record, error) {
 		return rec, fmt.Errorf("%w: %s: header %s: %w", ErrDecode, where(), IDHeader, err)
 	}
 	return rec, nil
+}
+
+// schemaRef returns the value of r's SchemaHeader, "" without one.
+func schemaRef(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == SchemaHeader {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// readSchemas reads every schema record of SchemaTopic (outside any group).
+func (s *Subscriber) readSchemas(ctx context.Context) ([]converter.SchemaEntry, error) {
+	var out []converter.SchemaEntry
+	err := Tail(ctx, s.cfg, TailOptions{Topics: []string{SchemaTopic(s.cfg.TopicPrefix)}, From: TailFromBeginning}, func(m TailMessage) error {
+		var e converter.SchemaEntry
+		if json.Unmarshal(m.Value, &e) == nil && e.ID != "" {
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Close leaves the group and closes the client.

@@ -39,7 +39,7 @@ func TestDecodeWithoutIDHeader(t *testing.T) {
 		{schema.Source{Connector: "mysql", Snapshot: "true", File: "binlog.000007", Pos: 99},
 			schema.ID{File: 7, Pos: 99, Phase: schema.PhaseSnapshot, Index: 41}},
 	} {
-		rec, err := s.decode(encode(c.src))
+		rec, err := s.decode(context.Background(), encode(c.src))
 		if err != nil {
 			t.Fatalf("%+v: %v", c.src, err)
 		}
@@ -47,7 +47,7 @@ func TestDecodeWithoutIDHeader(t *testing.T) {
 			t.Errorf("%+v: ID %+v, want %+v", c.src, rec.ID, c.want)
 		}
 	}
-	_, err := s.decode(encode(schema.Source{Connector: "mysql", Snapshot: "false", File: "binlog.000007"}))
+	_, err := s.decode(context.Background(), encode(schema.Source{Connector: "mysql", Snapshot: "false", File: "binlog.000007"}))
 	if !errors.Is(err, ErrDecode) || !strings.Contains(err.Error(), IDHeader) || !strings.Contains(err.Error(), "source.pos") {
 		t.Errorf("no position: err %v, want ErrDecode naming %s and source.pos", err, IDHeader)
 	}

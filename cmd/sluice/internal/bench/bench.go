@@ -189,7 +189,7 @@ func NewCommand(fs *flag.FlagSet) *Command {
 	fs.IntVar(&o.txn, "txn", 100, "rows per source transaction")
 	fs.StringVar(&o.transport, "transport", "embedded", "embedded, rocketmq or kafka (kafka reads the broker from SLUICE_KAFKA_BROKERS)")
 	fs.IntVar(&o.queues, "queues", 4, "queues of the transport (kafka: partitions of the topic)")
-	fs.StringVar(&o.format, "format", rocketmq.DefaultFormat, "rocketmq message format: compact (schemas by reference, the transport's default), json (schema in every message) or packed (compact records, several a message)")
+	fs.StringVar(&o.format, "format", "", "message format, default the transport's: rocketmq compact (schemas by reference, its default), json (schema in every message) or packed (compact records, several a message); kafka json (its default) or compact")
 	c.liveRate = fs.String("live-rate", "2000", "rows/s written while measuring lag, or several separated by commas, one lag phase each (0 skips the lag phase)")
 	fs.DurationVar(&o.liveFor, "live-for", 10*time.Second, "how long each lag phase writes")
 	fs.StringVar(&o.debezium, "debezium", "", "folder of scripts/debezium-fixture: also run Debezium on the same binlog (fair only on a fresh server)")
@@ -215,6 +215,12 @@ func (c *Command) Run(stdout io.Writer, log *slog.Logger, build BuildFunc) error
 	}
 	if o.rows <= 0 || o.txn <= 0 || o.updates < 0 || o.updates > 1 || o.queues <= 0 || !slices.Contains([]string{"embedded", "rocketmq", "kafka"}, o.transport) {
 		return fmt.Errorf("bench: need --rows > 0, --txn > 0, 0 <= --updates <= 1, --queues > 0 and --transport embedded|rocketmq|kafka: %w", runtime.ErrConfig)
+	}
+	switch {
+	case o.format == "" && o.transport == "rocketmq":
+		o.format = rocketmq.DefaultFormat
+	case o.format == "" && o.transport == "kafka":
+		o.format = kafka.FormatJSON
 	}
 	env, err := benchEnvFromOS()
 	if err != nil {
@@ -263,7 +269,7 @@ func runBench(ctx context.Context, env benchEnv, o benchOpts, log *slog.Logger) 
 	updates := int(float64(o.rows) * o.updates)
 	b := &benchRun{env: env, o: o, log: log,
 		rep: &benchReport{Rows: o.rows, Updates: updates, Events: o.rows + updates, TxnRows: o.txn, Transport: o.transport, Queues: o.queues}}
-	if o.transport == "rocketmq" {
+	if o.transport != "embedded" {
 		b.rep.Format = o.format
 	}
 	var err error
@@ -780,6 +786,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		transport["topic_prefix"] = prefix
 		transport["topics"] = []string{kafka.TopicName(prefix, benchDB, benchTable)}
 		transport["partitions"] = o.queues
+		transport["format"] = o.format
 	case "rocketmq":
 		transport["name_servers"] = []string{env.nameServer}
 		transport["topic_prefix"] = prefix

@@ -91,7 +91,7 @@ func rawBroker(ctx context.Context, env benchEnv, o benchOpts, bcfg binlog.Confi
 func brokerRoundTrip(ctx context.Context, env benchEnv, o benchOpts, recs []schema.Record, perSend int, atClock func(), log *slog.Logger) (rawbench.RoundTrip, error) {
 	topic := fmt.Sprintf("sluice_bench_raw_%d", rand.Uint32())
 	if o.transport == "kafka" {
-		cfg := kafka.Config{Brokers: env.kafkaBrokers, Pipeline: topic, Partitions: o.queues}
+		cfg := kafka.Config{Brokers: env.kafkaBrokers, Pipeline: topic, Partitions: o.queues, Format: o.format}
 		rt, err := kafkarawbench.RawRoundTrip(ctx, cfg, recs, atClock, log)
 		return rawbench.RoundTrip{Messages: rt.Messages, Bytes: rt.Bytes, Elapsed: rt.Elapsed}, err
 	}
