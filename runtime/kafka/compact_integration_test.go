@@ -43,6 +43,14 @@ func TestIntegrationCompactFormat(t *testing.T) {
 			t.Fatalf("record %d of %s: value %s, header %s=%q: want the payload alone, naming schemas %q", m.Offset, topic, m.Value, SchemaHeader, m.Headers[SchemaHeader], ref)
 		}
 	}
+	// sluice tail --key finds a compact record's key through its schemas
+	var keyed []int64
+	if err := Tail(ctx, cfg, TailOptions{Topics: []string{topic}, Key: "1"}, func(m TailMessage) error { keyed = append(keyed, m.Offset); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(keyed) != 2 {
+		t.Errorf("tail --key 1 found %d records (offsets %v), want 2", len(keyed), keyed)
+	}
 	var stored []converter.SchemaEntry
 	if err := Tail(ctx, cfg, TailOptions{Topics: []string{SchemaTopic(cfg.Pipeline)}}, func(m TailMessage) error {
 		var e converter.SchemaEntry

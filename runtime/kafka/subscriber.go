@@ -50,7 +50,7 @@ type Subscriber struct {
 
 	// schemas finds the schemas compact records name (FormatCompact), in
 	// SchemaTopic; whatever the config's format, the sink reads both.
-	schemas converter.SchemaBook
+	schemas *converter.SchemaBook
 
 	// ratio is the highest compression ratio of a fetched batch so far
 	// (uncompressed bytes per stored byte, at least 1; 0 before the
@@ -105,7 +105,7 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		return nil, err
 	}
 	s := &Subscriber{cfg: cfg, log: log, workers: map[tp]*worker{}, assigned: map[tp]bool{}}
-	s.schemas.Read, s.schemas.Where = s.readSchemas, fmt.Sprintf("topic %q", SchemaTopic(cfg.TopicPrefix))
+	s.schemas = schemaBook(cfg)
 	opts := append(clientOptions(cfg, log),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -463,24 +463,9 @@ func (s *Subscriber) apply(ctx context.Context, rs []*kgo.Record, h runtime.Hand
 // cannot be read the error is retriable.
 func (s *Subscriber) decode(ctx context.Context, r *kgo.Record) (schema.Record, error) {
 	where := func() string { return fmt.Sprintf("topic %q partition %d offset %d", r.Topic, r.Partition, r.Offset) }
-	var rec schema.Record
-	var err error
-	if ref := schemaRef(r); ref != "" {
-		e, gerr := s.schemas.Get(ctx, ref)
-		switch {
-		case errors.Is(gerr, converter.ErrSchemaMissing):
-			return rec, fmt.Errorf("%w: %s: %w", ErrDecode, where(), gerr)
-		case gerr != nil:
-			return rec, schema.Retriable(fmt.Errorf("kafka: %s: %w", where(), gerr))
-		}
-		if pd, ok := s.cfg.Codec.(converter.PartsDecoder); ok {
-			rec, err = pd.DecodeParts(e.KeySchema(), r.Key, e.Value, r.Value)
-		} else {
-			k, v := e.Expand(r.Key, r.Value)
-			rec, err = s.cfg.Codec.Decode(k, v)
-		}
-	} else {
-		rec, err = s.cfg.Codec.Decode(r.Key, r.Value)
+	rec, err := decodeValue(ctx, s.cfg.Codec, s.schemas, schemaRef(r), r.Key, r.Value)
+	if schema.ClassOf(err) == schema.ClassRetriable {
+		return rec, fmt.Errorf("kafka: %s: %w", where(), err)
 	}
 	if err != nil {
 		return rec, fmt.Errorf("%w: %s: %w", ErrDecode, where(), err)
@@ -521,17 +506,41 @@ func schemaRef(r *kgo.Record) string {
 	return ""
 }
 
-// readSchemas reads every schema record of SchemaTopic (outside any group).
-func (s *Subscriber) readSchemas(ctx context.Context) ([]converter.SchemaEntry, error) {
-	var out []converter.SchemaEntry
-	err := Tail(ctx, s.cfg, TailOptions{Topics: []string{SchemaTopic(s.cfg.TopicPrefix)}, From: TailFromBeginning}, func(m TailMessage) error {
-		var e converter.SchemaEntry
-		if json.Unmarshal(m.Value, &e) == nil && e.ID != "" {
-			out = append(out, e)
-		}
-		return nil
-	})
-	return out, err
+// schemaBook finds the schemas of cfg's compact records in SchemaTopic,
+// read outside any group.
+func schemaBook(cfg Config) *converter.SchemaBook {
+	topic := SchemaTopic(cfg.TopicPrefix)
+	return &converter.SchemaBook{Where: fmt.Sprintf("topic %q", topic), Read: func(ctx context.Context) ([]converter.SchemaEntry, error) {
+		var out []converter.SchemaEntry
+		err := Tail(ctx, cfg, TailOptions{Topics: []string{topic}, From: TailFromBeginning}, func(m TailMessage) error {
+			var e converter.SchemaEntry
+			if json.Unmarshal(m.Value, &e) == nil && e.ID != "" {
+				out = append(out, e)
+			}
+			return nil
+		})
+		return out, err
+	}}
+}
+
+// decodeValue decodes a record's key and value with codec, a compact
+// record's (ref set) with its schemas from book.
+func decodeValue(ctx context.Context, codec Codec, book *converter.SchemaBook, ref string, key, value []byte) (schema.Record, error) {
+	if ref == "" {
+		return codec.Decode(key, value)
+	}
+	e, err := book.Get(ctx, ref)
+	switch {
+	case errors.Is(err, converter.ErrSchemaMissing):
+		return schema.Record{}, err
+	case err != nil:
+		return schema.Record{}, schema.Retriable(err)
+	}
+	if pd, ok := codec.(converter.PartsDecoder); ok {
+		return pd.DecodeParts(e.KeySchema(), key, e.Value, value)
+	}
+	k, v := e.Expand(key, value)
+	return codec.Decode(k, v)
 }
 
 // Close leaves the group and closes the client.

@@ -128,6 +128,7 @@ func Tail(ctx context.Context, cfg Config, opts TailOptions, emit func(TailMessa
 	}
 	defer cl.Close()
 	emitted := 0
+	book := schemaBook(cfg) // for --key on compact records
 	for !done() {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -143,7 +144,7 @@ func Tail(ctx context.Context, cfg Config, opts TailOptions, emit func(TailMessa
 			}
 			next[tp{r.Topic, r.Partition}] = r.Offset + 1
 			if opts.Key != "" {
-				rec, err := cfg.Codec.Decode(r.Key, r.Value)
+				rec, err := decodeValue(ctx, cfg.Codec, book, schemaRef(r), r.Key, r.Value)
 				if err != nil || rec.KeyString() != opts.Key {
 					return
 				}
