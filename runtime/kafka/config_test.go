@@ -145,7 +145,8 @@ func TestSecurityErrorClassifies(t *testing.T) {
 		says string
 	}{
 		{fmt.Errorf("dial: %w", kerr.UnsupportedSaslMechanism), ErrConfig, "does not offer SCRAM-SHA-256"},
-		{&net.OpError{Op: "remote error", Err: tls.AlertError(116)}, ErrConfig, "check ssl_cert and ssl_key"},
+		{&net.OpError{Op: "remote error", Err: tls.AlertError(116)}, ErrConfig, "set transport.ssl_cert and transport.ssl_key"},
+		{fmt.Errorf("handshake: %w", tls.AlertError(42)), ErrConfig, "check ssl_cert and ssl_key"},
 		{fmt.Errorf("sasl: %w", kerr.SaslAuthenticationFailed), ErrAuth, "is there one for SCRAM-SHA-256?"},
 	} {
 		err := securityError(cfg, c.err)
