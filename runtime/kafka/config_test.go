@@ -52,7 +52,8 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Partitions != DefaultPartitions || c.Group != "p-sink" || c.TopicPrefix != "p" || c.Format != FormatJSON || c.MaxBatch != DefaultMaxBatch || c.SessionTimeout != DefaultSessionTimeout {
+	if c.Partitions != DefaultPartitions || c.Group != "p-sink" || c.TopicPrefix != "p" || c.Format != FormatJSON || c.MaxBatch != DefaultMaxBatch || c.SessionTimeout != DefaultSessionTimeout ||
+		c.Compression != DefaultCompression {
 		t.Errorf("defaults: %+v", c)
 	}
 	for _, bad := range []Config{
@@ -61,6 +62,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", Partitions: -1},
 		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", Format: "avro"},
 		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", SessionTimeout: -1},
+		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", Compression: "brotli"},
 		{Brokers: []string{"127.0.0.1:9092"}},
 	} {
 		if err := bad.Validate(); !errors.Is(err, ErrConfig) {
