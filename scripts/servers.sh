@@ -43,13 +43,16 @@
 # one process, jars of org.apache.kafka:kafka_2.13 resolved with maven into the
 # cache) on SLUICE_KAFKA_PORT (default 19092; the controller takes port+1);
 # servers.env gets SLUICE_KAFKA_BROKERS. SLUICE_KAFKA_VERSION picks another 4.x.
-# The same broker has three more listeners for the transport's TLS and SASL
+# The same broker has four more listeners for the transport's TLS and SASL
 # tests, with the throwaway CA's server certificate (see TLS): SSL on port+2
-# (SLUICE_KAFKA_SSL_BROKERS), SASL_SSL on port+3 (SLUICE_KAFKA_SASL_SSL_BROKERS)
-# and SASL_PLAINTEXT on port+4 (SLUICE_KAFKA_SASL_BROKERS), both SASL ones with
+# (SLUICE_KAFKA_SSL_BROKERS), SASL_SSL on port+3 (SLUICE_KAFKA_SASL_SSL_BROKERS),
+# SASL_PLAINTEXT on port+4 (SLUICE_KAFKA_SASL_BROKERS), both SASL ones with
 # PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 for one user (throwaway test
 # credentials SLUICE_KAFKA_SASL_USER/SLUICE_KAFKA_SASL_PASSWORD; the SCRAM
-# credentials are written when the storage is formatted); SLUICE_KAFKA_CA
+# credentials are written when the storage is formatted), and SSL that
+# requires a client certificate signed by the CA (ssl.client.auth=required) on
+# port+5 (SLUICE_KAFKA_MTLS_BROKERS; the CA's client certificate and its key
+# are SLUICE_KAFKA_CLIENT_CERT and SLUICE_KAFKA_CLIENT_KEY); SLUICE_KAFKA_CA
 # names the CA.
 # Its start also fetches (once, into the cache) a Kafka Connect worker's jars
 # and Debezium's JDBC sink and MySQL connector for the interop tests
@@ -1101,6 +1104,7 @@ KAFKA_PID="$KAFKA_DIR/kafka.pid"
 KAFKA_OUT="$KAFKA_DIR/kafka.out"
 KAFKA_BROKERS="$HOST:$KAFKA_PORT"
 KAFKA_SSL_PORT=$((KAFKA_PORT + 2)) KAFKA_SASL_SSL_PORT=$((KAFKA_PORT + 3)) KAFKA_SASL_PORT=$((KAFKA_PORT + 4))
+KAFKA_MTLS_PORT=$((KAFKA_PORT + 5))
 KAFKA_SASL_USER=sluice
 KAFKA_SASL_SECRET=sluice-kafka-Secret-5c08e1
 
@@ -1174,7 +1178,7 @@ kafka_java() { # kafka_java JVM_OPTS... -- MAINCLASS ARGS...
 
 kafka_write_conf() {
   mkdir -p "$KAFKA_DIR/logs"
-  local l m jaas="" listeners="SSL://$HOST:$KAFKA_SSL_PORT,SASL_SSL://$HOST:$KAFKA_SASL_SSL_PORT,SASL_PLAINTEXT://$HOST:$KAFKA_SASL_PORT"
+  local l m jaas="" listeners="SSL://$HOST:$KAFKA_SSL_PORT,SASL_SSL://$HOST:$KAFKA_SASL_SSL_PORT,SASL_PLAINTEXT://$HOST:$KAFKA_SASL_PORT,MTLS://$HOST:$KAFKA_MTLS_PORT"
   for l in sasl_ssl sasl_plaintext; do
     jaas+="listener.name.$l.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$KAFKA_SASL_USER=\"$KAFKA_SASL_SECRET\";"$'\n'
     for m in scram-sha-256 scram-sha-512; do
@@ -1192,11 +1196,15 @@ listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_POR
 advertised.listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT,$listeners
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,MTLS:SSL
 # TLS with the throwaway CA's server certificate (PEM: key and chain in one file)
 ssl.keystore.type=PEM
 ssl.keystore.location=$KAFKA_DIR/keystore.pem
 ssl.client.auth=none
+# MTLS: SSL that requires a client certificate signed by the throwaway CA
+listener.name.mtls.ssl.client.auth=required
+listener.name.mtls.ssl.truststore.type=PEM
+listener.name.mtls.ssl.truststore.location=$TLS_DIR/ca.pem
 # SASL: PLAIN's user in its JAAS entry, SCRAM's in the metadata (StorageTool format --add-scram)
 sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
 $jaas
@@ -1248,7 +1256,7 @@ start_kafka() {
     for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
       port_open "$p" && die "kafka: port $p is already taken"
     done
-    for p in "$KAFKA_SSL_PORT" "$KAFKA_SASL_SSL_PORT" "$KAFKA_SASL_PORT"; do
+    for p in "$KAFKA_SSL_PORT" "$KAFKA_SASL_SSL_PORT" "$KAFKA_SASL_PORT" "$KAFKA_MTLS_PORT"; do
       port_open "$p" && die "kafka: port $p (a TLS or SASL listener) is already taken"
     done
     ensure_tls
@@ -1281,10 +1289,19 @@ start_kafka() {
     sleep 0.5
   done
   ((ok)) || { tail_log "$KAFKA_OUT"; die "kafka: broker not ready on $KAFKA_BROKERS"; }
+  # A broker started by an older servers.sh has no mutual-TLS listener: its
+  # tests then fail (in CI) or skip on the missing SLUICE_KAFKA_MTLS_BROKERS.
+  local mtls=SLUICE_KAFKA_MTLS_BROKERS=
+  if port_open "$KAFKA_MTLS_PORT"; then
+    mtls+="$HOST:$KAFKA_MTLS_PORT"
+  else
+    log "kafka: no mutual-TLS listener on port $KAFKA_MTLS_PORT (a broker started by an older servers.sh): stop and start kafka to get it"
+  fi
   kafka_connect_fetch "$KAFKA_VERSION" || die "kafka: could not fetch Kafka Connect $KAFKA_VERSION and Debezium's plugins with maven"
   env_set SLUICE_KAFKA_BROKERS="$KAFKA_BROKERS" SLUICE_KAFKA_VERSION="$KAFKA_VERSION" \
     SLUICE_KAFKA_SSL_BROKERS="$HOST:$KAFKA_SSL_PORT" SLUICE_KAFKA_SASL_SSL_BROKERS="$HOST:$KAFKA_SASL_SSL_PORT" \
-    SLUICE_KAFKA_SASL_BROKERS="$HOST:$KAFKA_SASL_PORT" SLUICE_KAFKA_CA="$TLS_DIR/ca.pem" \
+    SLUICE_KAFKA_SASL_BROKERS="$HOST:$KAFKA_SASL_PORT" SLUICE_KAFKA_CA="$TLS_DIR/ca.pem" "$mtls" \
+    SLUICE_KAFKA_CLIENT_CERT="$TLS_DIR/client.pem" SLUICE_KAFKA_CLIENT_KEY="$TLS_DIR/client.key" \
     SLUICE_KAFKA_SASL_USER="$KAFKA_SASL_USER" SLUICE_KAFKA_SASL_PASSWORD="$KAFKA_SASL_SECRET" \
     SLUICE_KAFKA_CONNECT_LIB="$KAFKA_CONNECT_LIB" SLUICE_KAFKA_CONNECT_PLUGINS="$KAFKA_CONNECT_PLUGINS"
   log "kafka: ready ($KAFKA_BROKERS) in $(elapsed "$t0")s"

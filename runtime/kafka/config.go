@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicecdc/sluice/converter"
 	"github.com/sluicecdc/sluice/runtime"
@@ -49,6 +53,9 @@ const (
 	// SHA-256 of its key schema JSON, a newline and its value schema JSON
 	// (converter.SchemaID).
 	SchemaHeader = "sluice_schema"
+	// DefaultCompression is the producer's compression when Compression is
+	// not set: franz-go's default, as before the key existed.
+	DefaultCompression = "snappy"
 	// maxTopicLen is Kafka's limit on topic names.
 	maxTopicLen = 249
 )
@@ -78,6 +85,9 @@ type Config struct {
 	// (those named "<topic_prefix>.<db>.<table>").
 	Topics []string `yaml:"topics"`
 	Format string   `yaml:"format"` // "json" (default) or "compact"
+	// Compression of the producer's batches: one of Compressions, default
+	// DefaultCompression. Consumers read every codec whatever theirs.
+	Compression string `yaml:"compression"`
 	// MaxBatch is the most records of one partition handed to one Handler
 	// call, default 2048.
 	MaxBatch int `yaml:"max_batch"`
@@ -167,6 +177,13 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("%w: format: %q is not known (known: json, Debezium's JSON with schemas in every record; compact, payloads with schemas by reference)", ErrConfig, c.Format)
 	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
+	c.Compression = strings.ToLower(strings.TrimSpace(c.Compression))
+	if _, ok := compressions[c.Compression]; !ok {
+		return c, fmt.Errorf("%w: compression: %q is not known (known: %s)", ErrConfig, c.Compression, strings.Join(Compressions(), ", "))
+	}
 	if c.MaxBatch < 0 || c.MaxInFlight < 0 || c.MaxInFlightBytes < 0 {
 		return c, fmt.Errorf("%w: max_batch, max_in_flight and max_in_flight_bytes must not be negative", ErrConfig)
 	}
@@ -200,6 +217,24 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// compressions maps the compression key's values to franz-go's codecs.
+var compressions = map[string]kgo.CompressionCodec{
+	"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+	"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+}
+
+// codec is c's compression codec (DefaultCompression's when c was not
+// checked by withDefaults).
+func (c Config) codec() kgo.CompressionCodec {
+	if k, ok := compressions[c.Compression]; ok {
+		return k
+	}
+	return compressions[DefaultCompression]
+}
+
+// Compressions lists the values of Config.Compression, sorted.
+func Compressions() []string { return slices.Sorted(maps.Keys(compressions)) }
 
 // TopicName is the topic of a table: "<prefix>.<db>.<table>", as Debezium
 // names them, with characters Kafka refuses replaced by '_'; a name longer

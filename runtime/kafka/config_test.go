@@ -52,7 +52,8 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Partitions != DefaultPartitions || c.Group != "p-sink" || c.TopicPrefix != "p" || c.Format != FormatJSON || c.MaxBatch != DefaultMaxBatch || c.SessionTimeout != DefaultSessionTimeout {
+	if c.Partitions != DefaultPartitions || c.Group != "p-sink" || c.TopicPrefix != "p" || c.Format != FormatJSON || c.MaxBatch != DefaultMaxBatch || c.SessionTimeout != DefaultSessionTimeout ||
+		c.Compression != DefaultCompression {
 		t.Errorf("defaults: %+v", c)
 	}
 	for _, bad := range []Config{
@@ -61,6 +62,7 @@ func TestConfigDefaultsAndRefusals(t *testing.T) {
 		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", Partitions: -1},
 		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", Format: "avro"},
 		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", SessionTimeout: -1},
+		{Brokers: []string{"127.0.0.1:9092"}, Pipeline: "p", Compression: "brotli"},
 		{Brokers: []string{"127.0.0.1:9092"}},
 	} {
 		if err := bad.Validate(); !errors.Is(err, ErrConfig) {
@@ -145,7 +147,8 @@ func TestSecurityErrorClassifies(t *testing.T) {
 		says string
 	}{
 		{fmt.Errorf("dial: %w", kerr.UnsupportedSaslMechanism), ErrConfig, "does not offer SCRAM-SHA-256"},
-		{&net.OpError{Op: "remote error", Err: tls.AlertError(116)}, ErrConfig, "check ssl_cert and ssl_key"},
+		{&net.OpError{Op: "remote error", Err: tls.AlertError(116)}, ErrConfig, "set transport.ssl_cert and transport.ssl_key"},
+		{fmt.Errorf("handshake: %w", tls.AlertError(42)), ErrConfig, "check ssl_cert and ssl_key"},
 		{fmt.Errorf("sasl: %w", kerr.SaslAuthenticationFailed), ErrAuth, "is there one for SCRAM-SHA-256?"},
 	} {
 		err := securityError(cfg, c.err)

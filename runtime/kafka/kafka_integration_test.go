@@ -80,8 +80,14 @@ func publishAll(ctx context.Context, t *testing.T, cfg Config, recs []schema.Rec
 // TestIntegrationTransportKit runs the transports' common kit on the real
 // broker, over 4-partition topics: every record on the partition
 // runtime.QueueFor picks, order per key, TRUNCATE copies on every
-// partition in place, a failed batch redelivered, and a second member of
-// the group given nothing once the first committed.
+// partition in place, a failed batch redelivered, a second member of the
+// group given nothing once the first committed, and memory bounded by
+// max_in_flight_bytes (L) while the sink does not move: the subscriber
+// holds at most about 2L of fetched records
+// (TestIntegrationFetchBoundedInMemory), and its next fetch and the
+// handler's batches (4 partitions of max_batch records, decoded beside
+// their bytes) about L more; the bound, 5L, leaves room for the
+// collector's timing (3 to 6 MiB measured, with -race too).
 // It runs once per format: json, and compact (schemas by reference in
 // SchemaTopic, looked up by the subscriber).
 func TestIntegrationTransportKit(t *testing.T) {
@@ -93,11 +99,12 @@ func TestIntegrationTransportKit(t *testing.T) {
 func transportKit(t *testing.T, format string) {
 	bs := brokers(t)
 	log := slog.New(slog.DiscardHandler)
+	const limit = 2 << 20
 	transporttest.Run(t, transporttest.Transport{
 		Durable: true,
 		New: func(t *testing.T, table schema.TableID) transporttest.Pipeline {
 			ctx := context.Background()
-			cfg := Config{Brokers: bs, Pipeline: "it-" + suffix(), Partitions: 4, MaxBatch: 50, Format: format}
+			cfg := Config{Brokers: bs, Pipeline: "it-" + suffix(), Partitions: 4, MaxBatch: 50, MaxInFlightBytes: limit, Format: format}
 			pub, err := NewPublisher(ctx, cfg, log)
 			if err != nil {
 				t.Fatal(err)
@@ -115,6 +122,7 @@ func transportKit(t *testing.T, format string) {
 				Queues:   4,
 				QueueOf:  func(d *schema.Delivery) string { return d.Topic + "/" + strconv.Itoa(d.Queue) },
 				QueueFor: func(r *schema.Record) string { return r.Delivery.Topic + "/" + strconv.Itoa(runtime.QueueFor(r, 4)) },
+				MaxHeld:  5 * limit,
 			}
 		},
 	})

@@ -66,6 +66,8 @@ func clientOptions(cfg Config, log *slog.Logger) []kgo.Opt {
 		// (default 5s): EnsureTopic, which waits until a topic it created
 		// is in the metadata, would wait that long for every new topic.
 		kgo.MetadataMinAge(250 * time.Millisecond),
+		// for the clients that produce (the publisher, dead letters)
+		kgo.ProducerBatchCompression(cfg.codec()),
 	}, securityOptions(cfg)...)
 }
 

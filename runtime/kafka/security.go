@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -115,6 +116,7 @@ func connect(ctx context.Context, cfg Config, opts []kgo.Opt) (*kgo.Client, erro
 func securityError(cfg Config, err error) error {
 	brokers := strings.Join(cfg.Brokers, ",")
 	var alert tls.AlertError
+	var remote *net.OpError
 	switch {
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		hint := ""
@@ -127,6 +129,11 @@ func securityError(cfg Config, err error) error {
 		return schema.Fatal(fmt.Errorf("%w: sasl_mechanism: the listener of %s does not offer %s: use one of its sasl.enabled.mechanisms: %w", ErrConfig, brokers, cfg.SASLMechanism, err))
 	case errors.Is(err, kerr.IllegalSaslState):
 		return schema.Fatal(fmt.Errorf("%w: sasl_mechanism is set, and the listener of %s does not use SASL: use the broker's SASL_SSL or SASL_PLAINTEXT listener, or remove the sasl keys: %w", ErrConfig, brokers, err))
+	case errors.As(err, &remote) && remote.Op == "remote error" && cfg.TLSMode != secure.SSLDisabled:
+		// A TLS alert from the broker: with TLS 1.3 the one about the
+		// client's certificate comes after the handshake, at the first read.
+		return schema.Fatal(fmt.Errorf("%w: TLS (ssl_mode %s) with %s: the broker refused the connection (%v): %s: %w",
+			ErrConfig, cfg.TLSMode, brokers, remote.Err, clientCertHint(cfg), err))
 	case errors.As(err, &alert):
 		return schema.Fatal(fmt.Errorf("%w: TLS (ssl_mode %s) with %s: the broker refused the handshake (does it want a client certificate? check ssl_cert and ssl_key): %w", ErrConfig, cfg.TLSMode, brokers, err))
 	}
@@ -134,4 +141,14 @@ func securityError(cfg Config, err error) error {
 		return schema.Fatal(fmt.Errorf("%w: TLS (ssl_mode %s) with %s: %s: %w", ErrConfig, cfg.TLSMode, brokers, what, err))
 	}
 	return nil
+}
+
+// clientCertHint says what to check when a broker refuses cfg's TLS
+// connection: the client certificate a listener with ssl.client.auth asks
+// for, given or not.
+func clientCertHint(cfg Config) string {
+	if cfg.TLS != nil && (len(cfg.TLS.Certificates) > 0 || cfg.TLS.GetClientCertificate != nil) {
+		return "does the broker trust the client certificate? check that a CA in its ssl.truststore signed transport.ssl_cert, and that transport.ssl_key is its key"
+	}
+	return "if its listener requires a client certificate (ssl.client.auth=required), set transport.ssl_cert and transport.ssl_key to the PEM files of a certificate signed by a CA the broker trusts and of its key"
 }

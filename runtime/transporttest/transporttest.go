@@ -44,11 +44,18 @@ type Pipeline struct {
 	// QueueFor, when set, names the queue a record must be delivered on
 	// (runtime.QueueFor, where the transport numbers its queues as it does).
 	QueueFor func(r *schema.Record) string
+	// MaxHeld is the most the pipeline's two sides may add to the Go heap
+	// for records published and not yet applied, however many more are
+	// published while the handler holds its batches: what the transport's
+	// in-flight limits, as New configured them, allow (see memoryBounded).
+	// Zero skips that case.
+	MaxHeld int64
 }
 
 // Run runs every case of the kit against tr.
 func Run(t *testing.T, tr Transport) {
 	t.Run("order_barriers_redelivery", func(t *testing.T) { orderBarriersRedelivery(t, tr) })
+	t.Run("memory_bounded", func(t *testing.T) { memoryBounded(t, tr) })
 }
 
 var (
@@ -127,16 +134,7 @@ func orderBarriersRedelivery(t *testing.T, tr Transport) {
 		})
 	}()
 
-	for range batches {
-		select {
-		case err := <-acks:
-			if err != nil {
-				t.Fatalf("a batch was acknowledged with %v", err)
-			}
-		case <-ctx.Done():
-			t.Fatalf("not every batch was acknowledged: %v", ctx.Err())
-		}
-	}
+	awaitAcks(ctx, t, acks, batches)
 	if err := pub.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -145,22 +143,8 @@ func orderBarriersRedelivery(t *testing.T, tr Transport) {
 		t.Fatalf("a batch was acknowledged twice (%v)", err)
 	default:
 	}
-	for {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= want || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	stop()
-	if err := <-consumed; err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatalf("Consume: %v", err)
-	}
-	if err := sub.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	awaitRecords(ctx, &mu, &got, want)
+	stopConsume(ctx, t, stop, consumed, sub)
 	if !failed.Load() {
 		t.Fatal("the handler was never called")
 	}
@@ -244,4 +228,46 @@ func checkOrder(got []schema.Record, p Pipeline, cut int64) error {
 		return fmt.Errorf("TRUNCATE copies on %d queues %v, want %d", len(truncated), truncated, p.Queues)
 	}
 	return nil
+}
+
+// awaitAcks waits for n acknowledgements on acks, failing t on an error or
+// when ctx ends first.
+func awaitAcks(ctx context.Context, t *testing.T, acks <-chan error, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case err := <-acks:
+			if err != nil {
+				t.Fatalf("a batch was acknowledged with %v", err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("not every batch was acknowledged: %v", ctx.Err())
+		}
+	}
+}
+
+// awaitRecords waits until *got (under mu) holds want records or ctx ends.
+func awaitRecords(ctx context.Context, mu *sync.Mutex, got *[]schema.Record, want int) {
+	for {
+		mu.Lock()
+		n := len(*got)
+		mu.Unlock()
+		if n >= want || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopConsume ends a Consume call (stop cancels its context; consumed
+// gives its result) and closes sub.
+func stopConsume(ctx context.Context, t *testing.T, stop context.CancelFunc, consumed <-chan error, sub runtime.Subscriber) {
+	t.Helper()
+	stop()
+	if err := <-consumed; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Consume: %v", err)
+	}
+	if err := sub.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -63,6 +63,8 @@ var kafkaKeys = plugin.KeyDocs{
 	"topics":             {Doc: "Topics the sink consumes; default: every topic of the pipeline, <topic_prefix>.<database>.<table>."},
 	"format": {Doc: "Message format: json, Debezium JSON envelopes with their schemas in every record (Kafka Connect's JsonConverter with schemas.enable=true, what Connect sinks such as Debezium's JDBC sink read); compact, the payloads alone (schemas.enable=false) with the schemas by reference, stored once in the compacted topic <topic_prefix>_schemas and named by the sluice_schema header. The sink reads both.",
 		Default: kafka.FormatJSON, Values: []string{kafka.FormatJSON, kafka.FormatCompact}},
+	"compression": {Doc: "Compression of the producer's batches (a batch that does not shrink is sent as it is); the sink reads every one.",
+		Default: kafka.DefaultCompression, Values: kafka.Compressions()},
 	"max_batch":     {Doc: "Records of one partition handed to the sink at once at most.", Default: strconv.Itoa(kafka.DefaultMaxBatch)},
 	"max_in_flight": {Doc: "Records read from the source and not yet acknowledged (and the producer's buffer) at most.", Default: strconv.Itoa(kafka.DefaultMaxInFlight)},
 	"session_timeout": {Doc: "How long the sink's consumer group waits for a sink process that stopped answering (killed) before it gives that process's partitions to the others; the broker accepts 6s to 30m by default.",
