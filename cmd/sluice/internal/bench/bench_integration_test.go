@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,9 +18,10 @@ import (
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
-// sluice bench on the test servers, small: every phase runs, the target
-// ends equal to the source, lag is measured, and the digest comparison
-// does catch a changed row.
+// sluice bench on the test servers, small: every phase runs (the
+// incremental snapshot phase too), the target ends equal to the source,
+// the snapshotted table included, lag is measured, and the digest
+// comparison does catch a changed row.
 func TestBenchSmall(t *testing.T) {
 	schematest.NeedServers(t, "SLUICE_MYSQL_HOST", "SLUICE_PG_DSN") // skips (fails in CI) without servers
 	env, err := bench.EnvFromOS()
@@ -54,10 +56,15 @@ func TestBenchSmall(t *testing.T) {
 		t.Errorf("raw sides at once: %v s (source %v, target %v), CPU %v", rep.RawAtOnceSeconds, rep.RawAtOnceSourceSeconds,
 			rep.RawAtOnceTargetSeconds, rep.CPU["raw at once"])
 	}
+	if in := rep.Incremental; in == nil || in.Rows != o.IncrementalRows() || in.Seconds <= 0 || in.Without.Rows == 0 || in.During.Rows == 0 ||
+		in.Without.LagMillis["p99"] <= 0 || in.During.LagMillis["p99"] <= 0 || in.P99Ratio <= 0 ||
+		!strings.Contains(rep.Verified, fmt.Sprintf("snap: %d rows equal", o.IncrementalRows())) {
+		t.Errorf("incremental snapshot phase: %+v, verified %q", rep.Incremental, rep.Verified)
+	}
 	var out bytes.Buffer
 	bench.PrintReport(&out, rep)
 	if !strings.Contains(out.String(), "sluice end to end (catch-up)") || !strings.Contains(out.String(), "verified: ") ||
-		!strings.Contains(out.String(), "of the raw sides at once") {
+		!strings.Contains(out.String(), "of the raw sides at once") || !strings.Contains(out.String(), "p99 during / p99 without") {
 		t.Errorf("report text:\n%s", out.String())
 	}
 
