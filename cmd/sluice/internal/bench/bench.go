@@ -71,6 +71,7 @@ type benchOpts struct {
 	warmUp            int // rocketmq, kafka: messages of the brokers' warm-up before measuring
 	incrRows          int // rows of the incremental snapshot phase's table; 0 skips it
 	incrRate          int // rows/s streamed during that phase
+	incrChunk         int // the source's snapshot_chunk in that phase; 0: the default
 	build             BuildFunc
 }
 
@@ -205,6 +206,7 @@ func NewCommand(fs *flag.FlagSet) *Command {
 	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq and kafka: send and read back this many messages before measuring, so that no phase meets cold brokers (rocketmq: the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; kafka: raw round trips of the load's records; a topic of their own per round; 0 skips)")
 	fs.IntVar(&o.incrRows, "incremental-rows", 0, "after the lag phases, snapshot incrementally a second table of this many rows while --incremental-rate rows/s stream, and report the stream's lag during the snapshot against its lag for --live-for without it (0 skips)")
 	fs.IntVar(&o.incrRate, "incremental-rate", 5000, "rows/s streamed during the incremental snapshot phase and its baseline")
+	fs.IntVar(&o.incrChunk, "incremental-chunk", 0, "the source's snapshot_chunk (rows a chunk) with --incremental-rows (0: its default)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	return c
 }
@@ -839,10 +841,14 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		transport["batch_size"] = benchBatchSize
 		transport["format"] = o.format
 	}
+	source := map[string]any{"type": env.flavor, "host": env.host, "port": env.port, "user": bcfg.User, "password": bcfg.Password,
+		"server_id": bcfg.ServerID, "include": include}
+	if o.incrRows > 0 && o.incrChunk > 0 {
+		source["snapshot_chunk"] = o.incrChunk
+	}
 	doc := map[string]any{
-		"name": name,
-		"source": map[string]any{"type": env.flavor, "host": env.host, "port": env.port, "user": bcfg.User, "password": bcfg.Password,
-			"server_id": bcfg.ServerID, "include": include},
+		"name":      name,
+		"source":    source,
 		"transport": transport,
 		"sink":      map[string]any{"type": "postgres", "dsn": env.pgDSN},
 		"positions": map[string]any{"type": "file", "dir": dir},

@@ -21,16 +21,17 @@ import (
 // snapshot's last row is applied. The source runs in read-only mode (no
 // signal table: the signal goes to the running source, the chunks'
 // watermarks are the server's GTID state), with the default
-// snapshot_chunk.
+// snapshot_chunk or --incremental-chunk.
 
 // snapTable is the table the incremental snapshot phase reads.
 const snapTable = "snap"
 
 // incrementalResult is the incremental snapshot phase of the report.
 type incrementalResult struct {
-	Rows    int     `json:"rows"`    // of the table snapshotted
-	Rate    int     `json:"rate"`    // rows/s streamed
-	Seconds float64 `json:"seconds"` // from the signal to the snapshot's last row applied
+	Rows    int     `json:"rows"`            // of the table snapshotted
+	Rate    int     `json:"rate"`            // rows/s streamed
+	Chunk   int     `json:"chunk,omitempty"` // --incremental-chunk (0: the source's default)
+	Seconds float64 `json:"seconds"`         // from the signal to the snapshot's last row applied
 	// Without and During: the stream's lag without the snapshot and while
 	// it runs
 	Without liveResult `json:"without"`
@@ -74,7 +75,7 @@ func (b *benchRun) incrementalPhase(ctx context.Context, live *benchPipeline) er
 	if o.incrRows <= 0 {
 		return nil
 	}
-	res := &incrementalResult{Rows: o.incrRows, Rate: o.incrRate}
+	res := &incrementalResult{Rows: o.incrRows, Rate: o.incrRate, Chunk: o.incrChunk}
 	res.LoadAverage[0] = loadAverage()
 	b.log.Info("bench: lag without an incremental snapshot", "rate", o.incrRate, "for", o.liveFor)
 	var err error
@@ -128,8 +129,12 @@ func loadAverage() string {
 }
 
 func printIncremental(w io.Writer, r *incrementalResult) {
-	fmt.Fprintf(w, "\nincremental snapshot of %d rows while streaming %d rows/s: %.1f s from the signal to its last row applied (%.0f rows/s); load average %s before, %s after\n",
-		r.Rows, r.Rate, r.Seconds, float64(r.Rows)/r.Seconds, r.LoadAverage[0], r.LoadAverage[1])
+	chunk := "default"
+	if r.Chunk > 0 {
+		chunk = fmt.Sprint(r.Chunk)
+	}
+	fmt.Fprintf(w, "\nincremental snapshot of %d rows (snapshot_chunk %s) while streaming %d rows/s: %.1f s from the signal to its last row applied (%.0f rows/s); load average %s before, %s after\n",
+		r.Rows, chunk, r.Rate, r.Seconds, float64(r.Rows)/r.Seconds, r.LoadAverage[0], r.LoadAverage[1])
 	fmt.Fprint(w, "without the snapshot:")
 	printLive(w, r.Without)
 	fmt.Fprint(w, "during the snapshot:")
