@@ -60,6 +60,11 @@ func onTransport(tr string) func(pair) bool { return func(p pair) bool { return 
 //   - incremental_snapshot runs on the embedded transport into PostgreSQL
 //     from both sources: it tests the source's part (the transports and
 //     sinks see op r records as after any snapshot).
+//   - incremental_new_table_kill (a table renamed into the capture,
+//     snapshotted incrementally, the source process killed mid-way) runs
+//     into PostgreSQL over the embedded transport and RocketMQ's default
+//     format from both sources: the resuming is the source's; the
+//     RocketMQ pairs add a sink process that goes on across the kill.
 //   - control_tables is a start check of the sink side: the embedded
 //     pairs and a RocketMQ sink-only process (on one target; the check is
 //     the same code on both) cover it.
@@ -82,6 +87,8 @@ var contract = []property{
 	{name: "two_brokers", on: onTransport("rocketmq"), run: twoBrokersKeepTheirQueuesApart, workload: true},
 	{name: "incremental_snapshot", on: func(p pair) bool { return p.transport == "embedded" && p.target == "postgres" },
 		run: incrementalSnapshotWhileStreaming, workload: true},
+	{name: "incremental_new_table_kill", on: func(p pair) bool { return p.target == "postgres" && p.format == "" && p.transport != "kafka" },
+		run: newTableKilledMidSnapshot, workload: true},
 }
 
 // TestContract runs every property of the contract on every pair.

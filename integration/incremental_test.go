@@ -1,14 +1,22 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicecdc/sluice/binlog"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // incrementalSnapshotWhileStreaming: rows written before the pipeline ever
@@ -191,4 +199,193 @@ func TestIncrementalSnapshotSignalsOverREST(t *testing.T) {
 		!strings.Contains(out, "table="+name+".t rows=1001") {
 		t.Errorf("want a log line as each table starts and one as it ends with its rows:\n%s", out)
 	}
+}
+
+// newTableKilledMidSnapshot: a table with 30,000 rows that starts being
+// captured while the pipeline streams (RENAME TABLE from a database
+// outside include) is snapshotted incrementally by itself
+// (snapshot_new_tables, on by default), in chunks of 500 rows, while two
+// writers update, insert and delete its rows and three workloads write
+// orders and items. Once the saved position carries the snapshot's
+// progress after a chunk of the new table (the snapshot is mid-way) and a
+// third of its rows are in the target, the `sluice run` process reading
+// the source is killed with SIGKILL and started again. No row of orders
+// or of the new table ever goes back (the regression watchers) and the
+// target ends equal to the source, the new table's rows from before the
+// RENAME included: the progress saved with the position resumes the
+// snapshot (without it, the restarted source would have no snapshot to
+// resume, and the rows after the saved chunk would never arrive). With a
+// signal table from MariaDB, in read-only mode (GTID watermarks) from
+// MySQL 9.7.
+func newTableKilledMidSnapshot(t *testing.T, k *kit) {
+	const rows = 30000
+	db, my := k.db, k.src
+	stash := db + "_stash"
+	mustExec(t, my, "CREATE DATABASE "+stash)
+	t.Cleanup(func() { my.Exec("DROP DATABASE IF EXISTS " + stash) })
+	mustExec(t, my, "CREATE TABLE "+stash+".big LIKE "+db+".orders")
+	mustExec(t, my, "INSERT INTO "+stash+".big SELECT seq, CONCAT('c', seq), 100.00, 'new', '2024-01-01 00:00:00', NULL FROM "+seqRows(rows))
+	k.tables = append(k.tables, "big") // its topic is consumed
+	cfg := k.config(t)
+	extra := "  snapshot: never\n  snapshot_chunk: 500\n"
+	if k.source != mysql97 {
+		mustExec(t, my, "CREATE TABLE "+db+".sluice_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT NULL)")
+		grantee := fmt.Sprintf("'%s'@'%s'", k.e["SLUICE_MYSQL_CDC_USER"], k.e["SLUICE_MYSQL_HOST"])
+		mustExec(t, my, "GRANT INSERT, DELETE ON "+db+".sluice_signal TO "+grantee)
+		t.Cleanup(func() { my.Exec("REVOKE INSERT, DELETE ON " + db + ".sluice_signal FROM " + grantee) })
+		extra += "  signal_table: " + db + ".sluice_signal\n"
+	}
+	editConfig(t, cfg, "  snapshot: never\n", extra)
+
+	bin := buildSluice(t)
+	var started []*process
+	start := func() *process {
+		only := ""
+		if k.transport != "embedded" {
+			only = "source"
+		}
+		p := startProcess(t, bin, only, cfg)
+		started = append(started, p)
+		return p
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logProcesses(t, started)
+		}
+	})
+	src := start()
+	watched := src.running // where the target's rows come from
+	if k.transport != "embedded" {
+		sink := startProcess(t, bin, "sink", cfg)
+		started = append(started, sink)
+		watched = sink.running
+	}
+	k.waitStreaming(t, watched)
+	assertOrders := k.watchRegressions(t)
+
+	// writers until stopped: three workloads on orders and items, and,
+	// once big is renamed in, two on big that only ever increase an
+	// amount, insert rows above its greatest key and delete rows
+	ctx, stopWriters := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	defer func() { stopWriters(); wg.Wait() }()
+	for i := range 3 {
+		x := newWorkload(my, db)
+		x.rnd, x.nextID = rand.New(rand.NewSource(int64(i+7))), int64(i+1)*1_000_000
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := x.runErr(20); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	mustExec(t, my, "RENAME TABLE "+stash+".big TO "+db+".big")
+	var bigWrites atomic.Int64
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewSource(int64(i + 11)))
+			next := (i + 1) * 10_000_000
+			for ctx.Err() == nil {
+				var err error
+				switch r := rnd.Intn(10); {
+				case r < 8:
+					_, err = my.ExecContext(ctx, "UPDATE "+db+".big SET amount = amount + 1, status = 'paid' WHERE id = ?", 1+rnd.Intn(rows))
+				case r < 9:
+					next++
+					_, err = my.ExecContext(ctx, "INSERT INTO "+db+".big VALUES (?, 'w', 1.00, 'new', '2024-01-02 00:00:00', 'inserted')", next)
+				default:
+					_, err = my.ExecContext(ctx, "DELETE FROM "+db+".big WHERE id = ?", 1+rnd.Intn(rows))
+				}
+				if err != nil && ctx.Err() == nil {
+					errs <- fmt.Errorf("writer of big: %w", err)
+					return
+				}
+				bigWrites.Add(1)
+			}
+		}()
+	}
+	failIfWriterFailed := func() {
+		t.Helper()
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		default:
+		}
+	}
+
+	// the watcher goes on big once the sink created it (a row can only go
+	// back after the restart)
+	schematest.Eventually(t, 2*time.Minute, 10*time.Millisecond, "the target never got the table renamed into the capture", func() (bool, string) {
+		watched.failIfStopped(t)
+		return k.targetCount("big", "") >= 0, ""
+	})
+	assertBig := watchRegressionsOf(t, k.dst, k.schema, "big")
+
+	// kill once the saved position has the snapshot of big mid-way and a
+	// third of its rows are in the target
+	posFile := filepath.Join(k.dir, "positions", db+".position")
+	saved := func() *binlog.IncrementalProgress {
+		b, err := os.ReadFile(posFile)
+		if err != nil {
+			return nil
+		}
+		p, err := binlog.ParsePosition(b)
+		if err != nil {
+			t.Fatalf("saved position %s: %v", b, err)
+		}
+		return p.Incremental
+	}
+	midway := func(p *binlog.IncrementalProgress) bool {
+		return p != nil && len(p.Tables) > 0 && p.Tables[0] == db+".big" && len(p.Key) > 0
+	}
+	schematest.Eventually(t, 2*time.Minute, 5*time.Millisecond, "the snapshot of big never got a third of the way", func() (bool, string) {
+		src.failIfStopped(t)
+		watched.failIfStopped(t)
+		failIfWriterFailed()
+		p, n := saved(), k.targetCount("big", "")
+		return midway(p) && n >= rows/3, fmt.Sprintf("saved progress %+v, %d rows of big in the target", p, n)
+	})
+	src.kill(t)
+	p := saved()
+	if !midway(p) || p.ID != "sluice-new-tables" {
+		t.Fatalf("after the kill the saved position has the progress %+v, want the snapshot sluice-new-tables of %s.big after a chunk", p, db)
+	}
+	t.Logf("killed with the snapshot saved after key %q, %d rows of big in the target, %d writes of big", p.Key, k.targetCount("big", ""), bigWrites.Load())
+
+	src = start()
+	if k.transport == "embedded" {
+		watched = src.running
+	}
+	// the writers go on until the resumed snapshot is done
+	schematest.Eventually(t, 2*time.Minute, 20*time.Millisecond, "the resumed snapshot never finished", func() (bool, string) {
+		src.failIfStopped(t)
+		watched.failIfStopped(t)
+		failIfWriterFailed()
+		p := saved()
+		return p == nil, fmt.Sprintf("saved progress %+v", p)
+	})
+	stopWriters()
+	wg.Wait()
+	failIfWriterFailed()
+	bigQueries := [][2]string{{
+		"SELECT id, customer, CAST(amount AS CHAR), status, DATE_FORMAT(updated_at, '%Y-%m-%d %H:%i:%s.%f'), note FROM " + db + ".big ORDER BY id",
+		`SELECT id, customer, amount::text, status, to_char(updated_at, 'YYYY-MM-DD HH24:MI:SS.US'), note FROM "` + k.schema + `"."big" ORDER BY id`,
+	}}
+	waitSame(t, watched, func() (bool, string, error) {
+		return compareQueries(my, k.dst, append(workloadQueries(db), bigQueries...))
+	})
+	for _, p := range started {
+		if p.cmd.ProcessState == nil {
+			p.stopProcess(t)
+		}
+	}
+	assertOrders(t)
+	assertBig(t)
 }

@@ -49,25 +49,36 @@ func testReplayNeverRegresses(t *testing.T, k *kit) {
 // only ever increases amounts); the returned check fails the test if any
 // was recorded.
 func watchRegressions(t *testing.T, pg *sql.DB, db string) func(*testing.T) {
+	return watchRegressionsOf(t, pg, db, "orders")
+}
+
+// watchRegressionsOf is watchRegressions on table (with an amount column
+// that only grows); orders' records go to the table regressions, another
+// table's to <table>_regressions.
+func watchRegressionsOf(t *testing.T, pg *sql.DB, db, table string) func(*testing.T) {
 	t.Helper()
-	mustExec(t, pg, `CREATE TABLE "`+db+`".regressions (id BIGINT, old_amount NUMERIC, new_amount NUMERIC)`)
-	mustExec(t, pg, `CREATE FUNCTION "`+db+`".no_regress() RETURNS trigger LANGUAGE plpgsql AS $$
+	reg, fn := `"`+db+`".regressions`, `"`+db+`".no_regress`
+	if table != "orders" {
+		reg, fn = `"`+db+`".`+table+`_regressions`, `"`+db+`".no_regress_`+table
+	}
+	mustExec(t, pg, `CREATE TABLE `+reg+` (id BIGINT, old_amount NUMERIC, new_amount NUMERIC)`)
+	mustExec(t, pg, `CREATE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF NEW.amount < OLD.amount THEN
-				INSERT INTO "`+db+`".regressions VALUES (OLD.id, OLD.amount, NEW.amount);
+				INSERT INTO `+reg+` VALUES (OLD.id, OLD.amount, NEW.amount);
 			END IF;
 			RETURN NEW;
 		END $$`)
-	mustExec(t, pg, `CREATE TRIGGER no_regress BEFORE UPDATE ON "`+db+`".orders FOR EACH ROW EXECUTE FUNCTION "`+db+`".no_regress()`)
+	mustExec(t, pg, `CREATE TRIGGER no_regress BEFORE UPDATE ON "`+db+`"."`+table+`" FOR EACH ROW EXECUTE FUNCTION `+fn+`()`)
 	return func(t *testing.T) {
 		t.Helper()
 		var n int
-		if err := pg.QueryRow(`SELECT count(*) FROM "` + db + `".regressions`).Scan(&n); err != nil {
+		if err := pg.QueryRow(`SELECT count(*) FROM ` + reg).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
-			rows, _ := dump(pg, `SELECT * FROM "`+db+`".regressions LIMIT 5`)
-			t.Fatalf("%d writes moved a row back to an older version, e.g. %v", n, rows)
+			rows, _ := dump(pg, `SELECT * FROM `+reg+` LIMIT 5`)
+			t.Fatalf("%s: %d writes moved a row back to an older version, e.g. %v", table, n, rows)
 		}
 	}
 }

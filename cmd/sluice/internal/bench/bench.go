@@ -69,6 +69,9 @@ type benchOpts struct {
 	procs             string // name=pidfile,... of the servers, for CPU per process
 	timeout           time.Duration
 	warmUp            int // rocketmq, kafka: messages of the brokers' warm-up before measuring
+	incrRows          int // rows of the incremental snapshot phase's table; 0 skips it
+	incrRate          int // rows/s streamed during that phase
+	incrChunk         int // the source's snapshot_chunk in that phase; 0: the default
 	build             BuildFunc
 }
 
@@ -149,6 +152,8 @@ type benchReport struct {
 	LiveRate  int                `json:"live_rate,omitempty"`
 	LagMillis map[string]float64 `json:"lag_ms,omitempty"` // p50, p95, p99, max
 	Live      []liveResult       `json:"live,omitempty"`   // every lag phase, with its stages
+	// Incremental is the incremental snapshot phase (--incremental-rows)
+	Incremental *incrementalResult `json:"incremental,omitempty"`
 
 	// CPU is, per phase, the CPU seconds per million events of each
 	// process: "bench" is this process (sluice itself in the catch-up, the
@@ -199,6 +204,9 @@ func NewCommand(fs *flag.FlagSet) *Command {
 	fs.StringVar(&o.tracePath, "trace", "", "write an execution trace (go tool trace) of sluice catching up to this file")
 	fs.StringVar(&o.procs, "procs", "", "name=pidfile,... of the servers (scripts/bench.sh sets it): report their CPU seconds per million events")
 	fs.IntVar(&o.warmUp, "warm-up", 1200000, "rocketmq and kafka: send and read back this many messages before measuring, so that no phase meets cold brokers (rocketmq: the load's, in rounds: the raw client one message a send, sluice's publisher and subscriber at full speed, then 50,000 at 10,000 a second; kafka: raw round trips of the load's records; a topic of their own per round; 0 skips)")
+	fs.IntVar(&o.incrRows, "incremental-rows", 0, "after the lag phases, snapshot incrementally a second table of this many rows while --incremental-rate rows/s stream, and report the stream's lag during the snapshot against its lag for --live-for without it (0 skips)")
+	fs.IntVar(&o.incrRate, "incremental-rate", 5000, "rows/s streamed during the incremental snapshot phase and its baseline")
+	fs.IntVar(&o.incrChunk, "incremental-chunk", 0, "the source's snapshot_chunk (rows a chunk) with --incremental-rows (0: its default)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	return c
 }
@@ -213,8 +221,9 @@ func (c *Command) Run(stdout io.Writer, log *slog.Logger, build BuildFunc) error
 	if o.liveRates, err = parseRates(*c.liveRate); err != nil {
 		return err
 	}
-	if o.rows <= 0 || o.txn <= 0 || o.updates < 0 || o.updates > 1 || o.queues <= 0 || !slices.Contains([]string{"embedded", "rocketmq", "kafka"}, o.transport) {
-		return fmt.Errorf("bench: need --rows > 0, --txn > 0, 0 <= --updates <= 1, --queues > 0 and --transport embedded|rocketmq|kafka: %w", runtime.ErrConfig)
+	if o.rows <= 0 || o.txn <= 0 || o.updates < 0 || o.updates > 1 || o.queues <= 0 || !slices.Contains([]string{"embedded", "rocketmq", "kafka"}, o.transport) ||
+		o.incrRows < 0 || o.incrRows > 0 && (o.incrRate <= 0 || o.liveFor <= 0) {
+		return fmt.Errorf("bench: need --rows > 0, --txn > 0, 0 <= --updates <= 1, --queues > 0, --transport embedded|rocketmq|kafka, and with --incremental-rows, --incremental-rate > 0 and --live-for > 0: %w", runtime.ErrConfig)
 	}
 	switch {
 	case o.format == "" && o.transport == "rocketmq":
@@ -259,6 +268,7 @@ type benchRun struct {
 	bcfg     binlog.Config
 	start    []byte // the binlog position before the load
 	procs    benchProcs
+	written  int // rows the lag and incremental phases inserted (ids after --rows)
 }
 
 // runBench runs the phases in order: the load, the raw baselines, the
@@ -306,6 +316,13 @@ func (b *benchRun) load(ctx context.Context) error {
 	}
 	b.bcfg = binlog.Config{Host: b.env.host, Port: b.env.port, User: b.env.cdcUser, Password: b.env.cdcPassword, Flavor: b.env.flavor,
 		ServerID: 5000 + rand.Uint32N(10000), ServerName: "sluice-bench", Include: []string{benchDB + "." + benchTable}}
+	if b.o.incrRows > 0 {
+		// before the start position: only the incremental snapshot reads it
+		b.log.Info("bench: loading the table of the incremental snapshot", "rows", b.o.incrRows)
+		if err := loadSnapTable(ctx, b.src, b.o.incrRows); err != nil {
+			return err
+		}
+	}
 	var err error
 	if b.start, err = binlog.CurrentPosition(ctx, b.bcfg); err != nil {
 		return err
@@ -441,8 +458,15 @@ func (b *benchRun) sluice(ctx context.Context) error {
 	if err := b.lagPhases(ctx, live); err != nil {
 		return err
 	}
+	if err := b.incrementalPhase(ctx, live); err != nil {
+		return err
+	}
 	live.stop()
-	b.rep.Verified, err = benchVerify(ctx, b.src, b.tgt)
+	if b.rep.Verified, err = benchVerify(ctx, b.src, b.tgt); err != nil || b.o.incrRows <= 0 {
+		return err
+	}
+	snap, err := verifyTable(ctx, b.src, b.tgt, snapTable)
+	b.rep.Verified += "; " + snapTable + ": " + snap
 	return err
 }
 
@@ -464,7 +488,7 @@ func (b *benchRun) catchUp(ctx context.Context, live *benchPipeline) error {
 	case "kafka":
 		// The group's join and assignment are a start-up cost, as the
 		// raw round trip's consumer start is: before the clock.
-		if err := live.awaitAssigned(ctx, o.queues); err != nil {
+		if err := live.awaitAssigned(ctx, o.queues*live.topics); err != nil {
 			return err
 		}
 	}
@@ -515,42 +539,49 @@ func (b *benchRun) catchUp(ctx context.Context, live *benchPipeline) error {
 // lagPhases writes rows at each --live-rate for --live-for and measures
 // their lag through sluice.
 func (b *benchRun) lagPhases(ctx context.Context, live *benchPipeline) error {
-	o, rep := b.o, b.rep
-	written := 0 // rows the lag phases inserted
-	for _, rate := range o.liveRates {
-		if o.liveFor <= 0 {
+	for _, rate := range b.o.liveRates {
+		if b.o.liveFor <= 0 {
 			break
 		}
-		b.log.Info("bench: lag under a steady load", "rate", rate, "for", o.liveFor)
-		from := int64(o.rows + written + 1)
-		live.sink.startLive(from)
-		live.trace.start(from)
-		var probe *sleepProbe
-		if o.transport == "rocketmq" {
-			probe = startSleepProbe()
-		}
-		n, err := benchLive(ctx, b.src, o.rows+written, rate, o.liveFor)
-		written += n
-		if err == nil {
-			if err = live.sink.await(ctx, int64(rep.Events+written)); err != nil {
-				err = fmt.Errorf("%w (%s)", schema.Wrapf("bench", err, "sluice under live load"), live.status())
-			}
-		}
-		var slept map[string]float64
-		if probe != nil {
-			slept = probe.stop()
-		}
+		b.log.Info("bench: lag under a steady load", "rate", rate, "for", b.o.liveFor)
+		res, err := b.livePhase(ctx, live, rate, b.o.liveFor, nil)
 		if err != nil {
 			return err
 		}
-		lag, committed := live.sink.liveResult()
-		res := liveResult{Rate: rate, Rows: n, LagMillis: lag, Stages: live.trace.stages(committed), Sleep10ms: slept}
-		rep.Live = append(rep.Live, res)
-		if rep.LagMillis == nil {
-			rep.LiveRows, rep.LiveRate, rep.LagMillis = n, rate, lag
+		b.rep.Live = append(b.rep.Live, res)
+		if b.rep.LagMillis == nil {
+			b.rep.LiveRows, b.rep.LiveRate, b.rep.LagMillis = res.Rows, rate, res.LagMillis
 		}
 	}
 	return nil
+}
+
+// livePhase inserts rows at rate for d, or until stop is closed (nil:
+// never), waits until sluice applied them and returns their lag.
+func (b *benchRun) livePhase(ctx context.Context, live *benchPipeline, rate int, d time.Duration, stop <-chan struct{}) (liveResult, error) {
+	from := int64(b.o.rows + b.written + 1)
+	live.sink.startLive(from)
+	live.trace.start(from)
+	var probe *sleepProbe
+	if b.o.transport == "rocketmq" {
+		probe = startSleepProbe()
+	}
+	n, err := benchLive(ctx, b.src, b.o.rows+b.written, rate, d, stop)
+	b.written += n
+	if err == nil {
+		if err = live.sink.await(ctx, int64(b.rep.Events+b.written)); err != nil {
+			err = fmt.Errorf("%w (%s)", schema.Wrapf("bench", err, "sluice under live load"), live.status())
+		}
+	}
+	var slept map[string]float64
+	if probe != nil {
+		slept = probe.stop()
+	}
+	if err != nil {
+		return liveResult{}, err
+	}
+	lag, committed := live.sink.liveResult()
+	return liveResult{Rate: rate, Rows: n, LagMillis: lag, Stages: live.trace.stages(committed), Sleep10ms: slept}, nil
 }
 
 // rawAfter runs the raw phases that follow sluice's: the raw broker round
@@ -648,10 +679,11 @@ func benchLoad(ctx context.Context, db *sql.DB, rows, updates, txn int) error {
 	return nil
 }
 
-// benchLive inserts new rows (ids after the load) at rate rows/s for d,
-// in transactions of about rate/100 rows every 10ms, created set to the
-// server's UTC clock so the sink side can measure each row's lag.
-func benchLive(ctx context.Context, db *sql.DB, after, rate int, d time.Duration) (int, error) {
+// benchLive inserts new rows (ids after the load) at rate rows/s for d, or
+// until stop is closed (nil: never), in transactions of about rate/100
+// rows every 10ms, created set to the server's UTC clock so the sink side
+// can measure each row's lag.
+func benchLive(ctx context.Context, db *sql.DB, after, rate int, d time.Duration, stop <-chan struct{}) (int, error) {
 	per := max(1, rate/100)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -661,6 +693,8 @@ func benchLive(ctx context.Context, db *sql.DB, after, rate int, d time.Duration
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
+		case <-stop:
+			return next - after - 1, nil
 		case <-tick.C:
 		}
 		var b strings.Builder
@@ -685,6 +719,11 @@ func benchLive(ctx context.Context, db *sql.DB, after, rate int, d time.Duration
 // benchVerify compares source and target row by row through a digest of
 // every column sluice copied.
 func benchVerify(ctx context.Context, src, tgt *sql.DB) (string, error) {
+	return verifyTable(ctx, src, tgt, benchTable)
+}
+
+// verifyTable is benchVerify of table (of the bench table's columns).
+func verifyTable(ctx context.Context, src, tgt *sql.DB, table string) (string, error) {
 	var srcN, tgtN int
 	var srcSum, tgtSum string
 	conn, err := src.Conn(ctx)
@@ -695,10 +734,10 @@ func benchVerify(ctx context.Context, src, tgt *sql.DB) (string, error) {
 	if _, err := conn.ExecContext(ctx, "SET SESSION group_concat_max_len = 1073741824"); err != nil {
 		return "", err
 	}
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*), MD5(GROUP_CONCAT(CONCAT_WS(':', id, account, amount, note, DATE_FORMAT(created, '%Y-%m-%d %H:%i:%s.%f')) ORDER BY id SEPARATOR ',')) FROM "+benchDB+"."+benchTable).Scan(&srcN, &srcSum); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*), MD5(GROUP_CONCAT(CONCAT_WS(':', id, account, amount, note, DATE_FORMAT(created, '%Y-%m-%d %H:%i:%s.%f')) ORDER BY id SEPARATOR ',')) FROM "+benchDB+"."+table).Scan(&srcN, &srcSum); err != nil {
 		return "", fmt.Errorf("bench: digest of the source: %w", err)
 	}
-	if err := tgt.QueryRowContext(ctx, "SELECT COUNT(*), md5(string_agg(concat_ws(':', id, account, amount, note, to_char(created, 'YYYY-MM-DD HH24:MI:SS.US')), ',' ORDER BY id)) FROM "+benchDB+"."+benchTable).Scan(&tgtN, &tgtSum); err != nil {
+	if err := tgt.QueryRowContext(ctx, "SELECT COUNT(*), md5(string_agg(concat_ws(':', id, account, amount, note, to_char(created, 'YYYY-MM-DD HH24:MI:SS.US')), ',' ORDER BY id)) FROM "+benchDB+"."+table).Scan(&tgtN, &tgtSum); err != nil {
 		return "", fmt.Errorf("bench: digest of the target: %w", err)
 	}
 	if srcN != tgtN || srcSum != tgtSum {
@@ -724,8 +763,12 @@ type benchPipeline struct {
 	trace  *lagTrace
 	pub    atomic.Pointer[rocketmq.Publisher] // set with the RocketMQ transport
 	sub    atomic.Pointer[kafka.Subscriber]   // set with the Kafka transport
-	cancel context.CancelFunc
-	once   sync.Once
+	topics int                                // the transport's topics (one a table)
+	// signaler is the source's snapshot signals (runtime.Signaler), for
+	// the incremental snapshot phase
+	signaler atomic.Value
+	cancel   context.CancelFunc
+	once     sync.Once
 }
 
 // sends is what the pipeline's RocketMQ publisher sent (since its last
@@ -777,27 +820,42 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 	if err := store.Save(ctx, name, start); err != nil {
 		return nil, err
 	}
+	tables, include := []string{benchTable}, bcfg.Include
+	if o.incrRows > 0 {
+		tables, include = append(tables, snapTable), append(slices.Clone(include), benchDB+"."+snapTable)
+	}
 	transport := map[string]any{"type": o.transport, "queues": o.queues}
 	prefix := strings.ReplaceAll(name, "-", "_")
+	var topics []string
 	switch o.transport {
 	case "kafka":
+		for _, t := range tables {
+			topics = append(topics, kafka.TopicName(prefix, benchDB, t))
+		}
 		delete(transport, "queues") // a topic's partitions are the queues
 		transport["brokers"] = env.kafkaBrokers
 		transport["topic_prefix"] = prefix
-		transport["topics"] = []string{kafka.TopicName(prefix, benchDB, benchTable)}
+		transport["topics"] = topics
 		transport["partitions"] = o.queues
 		transport["format"] = o.format
 	case "rocketmq":
+		for _, t := range tables {
+			topics = append(topics, rocketmq.TopicName(prefix, benchDB, t, rocketmq.TopicPerTable))
+		}
 		transport["name_servers"] = []string{env.nameServer}
 		transport["topic_prefix"] = prefix
-		transport["topics"] = []string{rocketmq.TopicName(prefix, benchDB, benchTable, rocketmq.TopicPerTable)}
+		transport["topics"] = topics
 		transport["batch_size"] = benchBatchSize
 		transport["format"] = o.format
 	}
+	source := map[string]any{"type": env.flavor, "host": env.host, "port": env.port, "user": bcfg.User, "password": bcfg.Password,
+		"server_id": bcfg.ServerID, "include": include}
+	if o.incrRows > 0 && o.incrChunk > 0 {
+		source["snapshot_chunk"] = o.incrChunk
+	}
 	doc := map[string]any{
-		"name": name,
-		"source": map[string]any{"type": env.flavor, "host": env.host, "port": env.port, "user": bcfg.User, "password": bcfg.Password,
-			"server_id": bcfg.ServerID, "include": bcfg.Include},
+		"name":      name,
+		"source":    source,
 		"transport": transport,
 		"sink":      map[string]any{"type": "postgres", "dsn": env.pgDSN},
 		"positions": map[string]any{"type": "file", "dir": dir},
@@ -814,7 +872,7 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 	trace := newLagTrace()
 	counting.trace = trace
 	quiet := log.With("component", "bench-pipeline")
-	bp := &benchPipeline{name: name, sink: counting, trace: trace}
+	bp := &benchPipeline{name: name, sink: counting, trace: trace, topics: len(tables)}
 	w := engine.NewWorker(quiet)
 	var pausedOnce atomic.Bool
 	w.Add(name, nil, func(ctx context.Context) (*engine.Pipeline, error) {
@@ -829,6 +887,9 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 		}
 		if ks, ok := p.Subscriber.(*kafka.Subscriber); ok {
 			bp.sub.Store(ks)
+		}
+		if sg, ok := p.Source.(runtime.Signaler); ok {
+			bp.signaler.Store(sg)
 		}
 		if p.Source != nil {
 			p.Source = tracedSource{p.Source, trace}
@@ -861,7 +922,8 @@ func startBenchPipeline(ctx context.Context, env benchEnv, o benchOpts, bcfg bin
 // commit (column created) to the sink's commit.
 type countingSink struct {
 	runtime.Sink
-	applied  atomic.Int64
+	applied  atomic.Int64 // of the bench table
+	snap     atomic.Int64 // of the incremental snapshot's table
 	batches  atomic.Int64
 	busy     atomic.Int64 // nanoseconds inside the real sink's Write
 	liveFrom atomic.Int64 // ids from here on are the live phase's; 0: none yet
@@ -892,11 +954,15 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 	}
 	c.busy.Add(int64(time.Since(t0)))
 	now := time.Now().UnixMicro()
-	var n int64
+	var n, snap int64
 	c.mu.Lock()
 	for i := range recs {
 		r := &recs[i]
 		if !r.Op.IsData() || !c.first(r) {
+			continue
+		}
+		if r.Table.Table == snapTable {
+			snap++
 			continue
 		}
 		n++
@@ -911,6 +977,7 @@ func (c *countingSink) Write(ctx context.Context, recs []schema.Record) error {
 		}
 	}
 	c.applied.Add(n)
+	c.snap.Add(snap)
 	c.batches.Add(1)
 	close(c.changed)
 	c.changed = make(chan struct{})
@@ -947,18 +1014,29 @@ func (c *countingSink) SplitsQueues() bool {
 	return ok && qs.SplitsQueues()
 }
 
-// await waits until at least n data records were applied.
+// await waits until at least n data records of the bench table were
+// applied.
 func (c *countingSink) await(ctx context.Context, n int64) error {
+	return c.awaitOf(ctx, &c.applied, n)
+}
+
+// awaitSnapshot waits until at least n records of the incremental
+// snapshot's table were applied.
+func (c *countingSink) awaitSnapshot(ctx context.Context, n int64) error {
+	return c.awaitOf(ctx, &c.snap, n)
+}
+
+func (c *countingSink) awaitOf(ctx context.Context, count *atomic.Int64, n int64) error {
 	for {
 		c.mu.Lock()
 		ch := c.changed
 		c.mu.Unlock()
-		if c.applied.Load() >= n {
+		if count.Load() >= n {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d records applied: %w", c.applied.Load(), n, ctx.Err())
+			return fmt.Errorf("%d of %d records applied: %w", count.Load(), n, ctx.Err())
 		case <-ch:
 		}
 	}
@@ -1185,6 +1263,9 @@ func printBenchReport(w io.Writer, r *benchReport) {
 	}
 	for _, l := range r.Live {
 		printLive(w, l)
+	}
+	if r.Incremental != nil {
+		printIncremental(w, r.Incremental)
 	}
 	fmt.Fprintf(w, "\nverified: %s\n", r.Verified)
 }

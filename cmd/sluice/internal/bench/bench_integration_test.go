@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,9 +18,10 @@ import (
 	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
-// sluice bench on the test servers, small: every phase runs, the target
-// ends equal to the source, lag is measured, and the digest comparison
-// does catch a changed row.
+// sluice bench on the test servers, small: every phase runs (the
+// incremental snapshot phase too), the target ends equal to the source,
+// the snapshotted table included, lag is measured, and the digest
+// comparison does catch a changed row.
 func TestBenchSmall(t *testing.T) {
 	schematest.NeedServers(t, "SLUICE_MYSQL_HOST", "SLUICE_PG_DSN") // skips (fails in CI) without servers
 	env, err := bench.EnvFromOS()
@@ -37,8 +39,14 @@ func TestBenchSmall(t *testing.T) {
 	}
 	// The live phase asks 500 rows/s for 1 s; a loaded machine writes
 	// fewer (95 seen at load 36), so only require enough for percentiles.
-	if rep.Events != 4500 || rep.LiveRows < 20 || !strings.HasPrefix(rep.Verified, "3") {
+	// The bench table holds the load's rows and those of the live phase
+	// and of the incremental snapshot phase's two.
+	if rep.Events != 4500 || rep.LiveRows < 20 || rep.Incremental == nil {
 		t.Fatalf("report: %+v", rep)
+	}
+	in := rep.Incremental
+	if want := fmt.Sprintf("%d rows equal", o.Rows()+rep.LiveRows+in.Without.Rows+in.During.Rows); !strings.HasPrefix(rep.Verified, want) {
+		t.Fatalf("verified %q, want %q", rep.Verified, want)
 	}
 	for name, s := range map[string]float64{"load": rep.LoadSeconds, "raw source": rep.RawSourceSeconds, "raw target": rep.RawTargetSeconds,
 		"sluice": rep.SluiceSeconds, "source JSON": rep.SourceJSONSeconds,
@@ -54,10 +62,15 @@ func TestBenchSmall(t *testing.T) {
 		t.Errorf("raw sides at once: %v s (source %v, target %v), CPU %v", rep.RawAtOnceSeconds, rep.RawAtOnceSourceSeconds,
 			rep.RawAtOnceTargetSeconds, rep.CPU["raw at once"])
 	}
+	if in.Rows != o.IncrementalRows() || in.Seconds <= 0 || in.Without.Rows == 0 || in.During.Rows == 0 ||
+		in.Without.LagMillis["p99"] <= 0 || in.During.LagMillis["p99"] <= 0 || in.P99Ratio <= 0 ||
+		!strings.Contains(rep.Verified, fmt.Sprintf("snap: %d rows equal", o.IncrementalRows())) {
+		t.Errorf("incremental snapshot phase: %+v, verified %q", rep.Incremental, rep.Verified)
+	}
 	var out bytes.Buffer
 	bench.PrintReport(&out, rep)
 	if !strings.Contains(out.String(), "sluice end to end (catch-up)") || !strings.Contains(out.String(), "verified: ") ||
-		!strings.Contains(out.String(), "of the raw sides at once") {
+		!strings.Contains(out.String(), "of the raw sides at once") || !strings.Contains(out.String(), "p99 during / p99 without") {
 		t.Errorf("report text:\n%s", out.String())
 	}
 

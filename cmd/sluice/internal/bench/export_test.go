@@ -22,8 +22,12 @@ const (
 
 // SmallOptions are the options of a small run on the embedded transport.
 func SmallOptions(build BuildFunc) benchOpts {
-	return benchOpts{rows: 3000, txn: 50, updates: 0.5, queues: 2, transport: "embedded", liveRates: []int{500}, liveFor: time.Second, build: build}
+	return benchOpts{rows: 3000, txn: 50, updates: 0.5, queues: 2, transport: "embedded", liveRates: []int{500}, liveFor: time.Second,
+		incrRows: 10000, incrRate: 500, build: build}
 }
+
+// IncrementalRows is --incremental-rows.
+func (o benchOpts) IncrementalRows() int { return o.incrRows }
 
 // Rows is --rows.
 func (o benchOpts) Rows() int { return o.rows }
