@@ -27,23 +27,33 @@ import (
 //     same place of a topic on B as one batch (the batching the client
 //     allows), the next pull of the queue after B's SEND_OK; 8 queues at
 //     once, as the replicator copies them.
-//   - replicator: the Replicator with its defaults (batch_size 64, 8
-//     queues at once) and its offsets in a file store, as `sluice run`
-//     keeps them by default.
+//   - replicator: the Replicator with batch_size batch (8 queues at
+//     once) and its offsets in a file store, as `sluice run` keeps them
+//     by default; saves and save-ms are the store's saves and the time
+//     they took.
 //
 // Each is timed from its first pull to B's SEND_OK of the last message,
 // its target topic made before the clock starts; ratio is the
 // replicator's rate over the raw client's. The source is written by a
 // client producer in batches of batch messages (so the messages of one
-// send share their born time) unless SLUICE_BENCH_REPL_SINGLE=1 sends
-// them one at a time.
+// send share their born time). Knobs: SLUICE_BENCH_REPL_BATCH (default
+// 64, the replicator's default batch_size), SLUICE_BENCH_REPL_SINGLE=1
+// (the source sent one message at a time: born times apart, so the
+// replicator sends one at a time too), SLUICE_BENCH_REPL_STORE=mem (the
+// offsets kept in memory: the replicator without its store's cost).
 //
 //	go test -run '^$' -bench IntegrationReplicator -benchtime 200000x ./runtime/rocketmq
 func BenchmarkIntegrationReplicator(b *testing.B) {
 	src, dst, dstCluster := replClusters(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	const batch = DefaultReplicateBatch
+	batch := DefaultReplicateBatch
+	if v := os.Getenv("SLUICE_BENCH_REPL_BATCH"); v != "" {
+		var err error
+		if batch, err = strconv.Atoi(v); err != nil || batch < 1 || batch > 1024 {
+			b.Fatalf("SLUICE_BENCH_REPL_BATCH=%q: a batch size from 1 to 1024", v)
+		}
+	}
 	topic := "bench_repl_" + suffix()
 	rawTopic := topic + "_raw"
 	replCreate(b, src, DefaultCluster, 4, topic)
@@ -54,14 +64,14 @@ func BenchmarkIntegrationReplicator(b *testing.B) {
 		b.Fatal(err)
 	}
 	replCreate(b, dst, dstCluster, len(srcQs), rawTopic)
-	benchFill(b, ctx, src, topic, srcQs, b.N, 1024, os.Getenv("SLUICE_BENCH_REPL_SINGLE") == "1")
+	benchFill(b, ctx, src, topic, srcQs, b.N, 1024, batch, os.Getenv("SLUICE_BENCH_REPL_SINGLE") == "1")
 	b.ResetTimer()
 
 	raw, err := rawReplicate(ctx, src, dst, topic, rawTopic, srcQs, batch)
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := NewReplicator(ReplicatorConfig{NameServers: src, Topics: []string{topic}},
+	r, err := NewReplicator(ReplicatorConfig{NameServers: src, Topics: []string{topic}, BatchSize: batch},
 		Config{NameServers: dst, Cluster: dstCluster, Pipeline: "bench-repl-" + suffix()}, quietLog())
 	if err != nil {
 		b.Fatal(err)
@@ -103,7 +113,7 @@ func BenchmarkIntegrationReplicator(b *testing.B) {
 // benchFill sends n messages of size bytes to the queues qs of topic on
 // ns, round the queues, in client batches of DefaultReplicateBatch
 // messages a queue (one message a send with single).
-func benchFill(b *testing.B, ctx context.Context, ns []string, topic string, qs []*tailQueue, n, size int, single bool) {
+func benchFill(b *testing.B, ctx context.Context, ns []string, topic string, qs []*tailQueue, n, size, batch int, single bool) {
 	b.Helper()
 	prod, err := rmq.NewProducer(producerOptions(Config{NameServers: ns, Pipeline: "bench-fill-" + suffix()}, "fill", "fill")...)
 	if err != nil {
@@ -113,7 +123,7 @@ func benchFill(b *testing.B, ctx context.Context, ns []string, topic string, qs 
 		b.Fatal(err)
 	}
 	defer func() { _ = prod.Shutdown() }()
-	per := DefaultReplicateBatch
+	per := batch
 	if single {
 		per = 1
 	}
