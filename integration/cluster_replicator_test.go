@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // TestReplicatorSwitchoverInCluster: in a cluster of two `sluice worker`s,
@@ -261,14 +262,16 @@ func checkSplitOffsets(ctx context.Context, t *testing.T, c *cluster, ws []*clus
 		t.Fatalf("sluice positions show: %v\n%s", err, out)
 	}
 	whole("sluice positions show", out)
-	out, err = exec.CommandContext(ctx, c.bin, "replicator", "status", "--json", "--config", cfg).Output()
-	var sts []rocketmq.GroupStatus
-	if err == nil {
-		err = json.Unmarshal(out, &sts)
-	}
-	if err != nil || len(sts) != 1 || sts[0].Queues != groupQueues {
-		t.Fatalf("sluice replicator status of a connector split into tasks: %v, want its group with %d queues\n%s", err, groupQueues, out)
-	}
+	// Each task checkpoints its own queues once it has copied some (every
+	// checkpoint_interval): the group's queues add up from both rows.
+	schematest.Eventually(t, 30*time.Second, 100*time.Millisecond, "sluice replicator status shows the group's checkpoints of both tasks", func() (bool, string) {
+		out, err := exec.CommandContext(ctx, c.bin, "replicator", "status", "--json", "--config", cfg).Output()
+		var sts []rocketmq.GroupStatus
+		if err == nil {
+			err = json.Unmarshal(out, &sts)
+		}
+		return err == nil && len(sts) == 1 && sts[0].Queues == groupQueues, fmt.Sprintf("%v, want its group with %d queues: %s", err, groupQueues, out)
+	})
 }
 
 // first is the first of two values.
