@@ -59,7 +59,7 @@ func TestIntegrationReplicatorACL(t *testing.T) {
 			pm := &primitive.Message{}
 			pm.WithProperty("user_prop", strconv.Itoa(i))
 			h, _, err := invokeSigned(ctx, super, q.addr, reqSendMessage,
-				sendHeader("it-repl-acl", topic, queue{Broker: q.broker, ID: q.id}, born, 0, pm), []byte{0xff, 0x00, byte(i)})
+				sendHeader("it-repl-acl", topic, queue{Broker: q.broker, ID: q.id}, born, 0, pm.MarshallProperties()), []byte{0xff, 0x00, byte(i)})
 			if err != nil || h.Code != resSuccess {
 				t.Fatalf("send: %v code %d %s", err, h.Code, h.Remark)
 			}

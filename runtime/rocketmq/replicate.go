@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -820,25 +821,66 @@ func sendRun(q *replQueue, msgs []*primitive.MessageExt) int {
 	return len(msgs)
 }
 
-// copyOf is the message the target stores for m: its properties without
-// those the target would act on again, with the source coordinates.
-func (r *Replicator) copyOf(q *replQueue, m *primitive.MessageExt) *primitive.Message {
-	props := make(map[string]string, len(m.GetProperties())+5)
-	for k, v := range m.GetProperties() {
-		props[k] = v
-	}
+// replicaSkipped is replicaDropped as a set, with CLUSTER: the target
+// sets its own (a batch's is appended to each message's properties).
+var replicaSkipped = func() map[string]bool {
+	set := map[string]bool{primitive.PropertyCluster: true}
 	for _, k := range replicaDropped {
-		delete(props, k)
+		set[k] = true
 	}
-	delete(props, primitive.PropertyCluster) // the target sets its own (a batch's appended to each message's)
-	props[SrcClusterProperty] = r.src.Cluster
-	props[SrcBrokerProperty] = q.src.broker
-	props[SrcQueueProperty] = strconv.Itoa(q.src.id)
-	props[SrcOffsetProperty] = strconv.FormatInt(m.QueueOffset, 10)
-	props[SrcMsgIDProperty] = m.MsgId
-	pm := &primitive.Message{Body: m.Body, Flag: m.Flag}
-	pm.WithProperties(props)
-	return pm
+	return set
+}()
+
+// appendProps appends the properties the target stores for m, in the
+// client's encoding (name 1 value 2 ...): m's own but those the target
+// would act on again (replicaSkipped), and the source coordinates.
+func (r *Replicator) appendProps(b []byte, q *replQueue, m *primitive.MessageExt) []byte {
+	for k, v := range m.GetProperties() {
+		if !replicaSkipped[k] && !isSrcProperty(k) {
+			b = appendProp(b, k, v)
+		}
+	}
+	b = appendProp(b, SrcClusterProperty, r.src.Cluster)
+	b = appendProp(b, SrcBrokerProperty, q.src.broker)
+	b = appendProp(b, SrcQueueProperty, strconv.Itoa(q.src.id))
+	b = appendProp(b, SrcOffsetProperty, strconv.FormatInt(m.QueueOffset, 10))
+	return appendProp(b, SrcMsgIDProperty, m.MsgId)
+}
+
+// isSrcProperty reports whether k is one of the coordinates the copy gets
+// (a message copied before has them: the copy's replace them).
+func isSrcProperty(k string) bool {
+	switch k {
+	case SrcClusterProperty, SrcBrokerProperty, SrcQueueProperty, SrcOffsetProperty, SrcMsgIDProperty:
+		return true
+	}
+	return false
+}
+
+func appendProp(b []byte, k, v string) []byte {
+	b = append(b, k...)
+	b = append(b, 1)
+	b = append(b, v...)
+	return append(b, 2)
+}
+
+// appendCopy appends m's copy as one message of a batch send's body, as
+// primitive.Message.Marshal encodes it (size, magic code 0, body CRC 0,
+// flag, body, properties).
+func (r *Replicator) appendCopy(b []byte, q *replQueue, m *primitive.MessageExt) []byte {
+	start := len(b)
+	b = binary.BigEndian.AppendUint32(b, 0) // its size, below
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(m.Flag))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
+	b = append(b, m.Body...)
+	at := len(b)
+	b = append(b, 0, 0) // the properties' length, below
+	b = r.appendProps(b, q, m)
+	binary.BigEndian.PutUint16(b[at:], uint16(len(b)-at-2))
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start))
+	return b
 }
 
 // send copies msgs (a sendRun) to their target queue, one SEND_MESSAGE,
@@ -852,13 +894,17 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, msgs []*primitive.M
 	code, body := reqSendMessage, m.Body
 	var ext map[string]string
 	if len(msgs) == 1 {
-		ext = sendHeader(r.group, q.dst, t, m.BornTimestamp, m.Flag, r.copyOf(q, m))
+		ext = sendHeader(r.group, q.dst, t, m.BornTimestamp, m.Flag, string(r.appendProps(nil, q, m)))
 	} else {
-		code, body = reqSendBatchMessage, nil
+		size := 0
 		for _, m := range msgs {
-			body = append(body, r.copyOf(q, m).Marshal()...)
+			size += len(m.Body) + 512
 		}
-		ext = sendHeader(r.group, q.dst, t, m.BornTimestamp, 0, &primitive.Message{})
+		code, body = reqSendBatchMessage, make([]byte, 0, size)
+		for _, m := range msgs {
+			body = r.appendCopy(body, q, m)
+		}
+		ext = sendHeader(r.group, q.dst, t, m.BornTimestamp, 0, "")
 		ext["batch"] = "true"
 		ext = headerV2(ext)
 	}
@@ -909,11 +955,11 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, msgs []*primitive.M
 // sendHeader is the header of a SEND_MESSAGE of pm to queue t of topic.
 // The replicator sends with it, not with the client's producer: the header
 // carries the born timestamp, which the client sets to now.
-func sendHeader(group, topic string, t queue, born int64, flag int32, pm *primitive.Message) map[string]string {
+func sendHeader(group, topic string, t queue, born int64, flag int32, props string) map[string]string {
 	return map[string]string{
 		"producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 		"queueId": strconv.Itoa(t.ID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(born, 10),
-		"flag": strconv.Itoa(int(flag)), "properties": pm.MarshallProperties(), "reconsumeTimes": "0",
+		"flag": strconv.Itoa(int(flag)), "properties": props, "reconsumeTimes": "0",
 		"unitMode": "false", "batch": "false", "bname": t.Broker,
 	}
 }
