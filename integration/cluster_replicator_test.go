@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +20,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/sluicecdc/sluice/runtime/admin"
 	"github.com/sluicecdc/sluice/runtime/rocketmq"
+	"github.com/sluicecdc/sluice/schema/schematest"
 )
 
 // TestReplicatorSwitchoverInCluster: in a cluster of two `sluice worker`s,
@@ -137,6 +144,9 @@ func TestReplicatorTasksInCluster(t *testing.T) {
 		}
 	}
 	checkGroupOnTarget(t, b, topic, group, groupRead, perQueue, 5)
+	cli := fmt.Sprintf("name: %s\nsource:\n  type: rocketmq\n  name_servers: [%s]\n  topics: [%s]\n  groups: [%s]\n  tasks: 2\ntransport:\n  type: rocketmq\n  name_servers: [%s]\n  cluster: %s\n",
+		topic, a, topic, group, b, e["SLUICE_ROCKETMQ_B_CLUSTER"])
+	checkSplitOffsets(ctx, t, c, []*clusterWorker{w1, w2}, cli, topic, queues, perQueue, len(queues))
 	req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, "http://"+w1.addr+"/connectors/"+topic+"/offsets", nil)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("DELETE .../offsets of a split source: %v %v, want 400", resp, err)
@@ -203,6 +213,65 @@ func TestReplicatorTasksInCluster(t *testing.T) {
 			t.Errorf("queue %s: copies up to offset %d of %d, %d copied again (%d allowed)", k, next, 2*perQueue, again, moves*batch)
 		}
 	}
+}
+
+// checkSplitOffsets checks that the offsets of the replicator connector
+// topic, split into tasks and drained, are shown whole, each of the
+// source queues once at its end (perQueue): by GET .../offsets of each
+// worker (the merged positions of its tasks, as Kafka Connect shows a
+// connector's offsets), and by `sluice positions show` and `sluice
+// replicator status` with cli (the connector's config as YAML) and a
+// positions section that names the coordinator's positions table.
+// groupQueues: the queues its group has a checkpoint for.
+func checkSplitOffsets(ctx context.Context, t *testing.T, c *cluster, ws []*clusterWorker, cli, topic string, queues []*primitive.MessageQueue, perQueue, groupQueues int) {
+	t.Helper()
+	want := map[string]int64{}
+	for _, q := range queues {
+		want[topic+"/"+q.BrokerName+"/"+strconv.Itoa(q.QueueId)] = int64(perQueue)
+	}
+	whole := func(what string, pos []byte) {
+		t.Helper()
+		var p struct {
+			Next map[string]int64 `json:"next"`
+		}
+		if err := json.Unmarshal(pos, &p); err != nil || !maps.Equal(p.Next, want) {
+			t.Fatalf("%s: the offsets of a connector split into tasks are not whole (want %v): %v\n%s", what, want, err, pos)
+		}
+	}
+	for _, w := range ws {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+w.addr+"/connectors/"+topic+"/offsets", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var got admin.ConnectorOffsets
+		if err := json.Unmarshal(body, &got); resp.StatusCode != http.StatusOK || err != nil || len(got.Offsets) != 1 {
+			t.Fatalf("GET .../offsets through %s: %d %v %s", w.id, resp.StatusCode, err, body)
+		}
+		whole("GET .../offsets through "+w.id, got.Offsets[0].Offset)
+	}
+	// The command line, from the coordinator's positions table.
+	cfg := filepath.Join(c.dir, "cli.yaml")
+	if err := os.WriteFile(cfg, []byte(cli+fmt.Sprintf("positions:\n  type: %s\n  dsn: %q\n  table: %spositions\n", c.driver, os.Getenv("SLUICE_IT_COORD_DSN"), c.prefix)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, c.bin, "positions", "show", "--config", cfg).Output()
+	if err != nil {
+		t.Fatalf("sluice positions show: %v\n%s", err, out)
+	}
+	whole("sluice positions show", out)
+	// Each task checkpoints its own queues once it has copied some (every
+	// checkpoint_interval): the group's queues add up from both rows.
+	schematest.Eventually(t, 30*time.Second, 100*time.Millisecond, "sluice replicator status shows the group's checkpoints of both tasks", func() (bool, string) {
+		out, err := exec.CommandContext(ctx, c.bin, "replicator", "status", "--json", "--config", cfg).Output()
+		var sts []rocketmq.GroupStatus
+		if err == nil {
+			err = json.Unmarshal(out, &sts)
+		}
+		return err == nil && len(sts) == 1 && sts[0].Queues == groupQueues, fmt.Sprintf("%v, want its group with %d queues: %s", err, groupQueues, out)
+	})
 }
 
 // first is the first of two values.

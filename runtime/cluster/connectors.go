@@ -111,6 +111,17 @@ func sourceTaskName(connector string, i int) string {
 	return storage.TaskName(connector, fmt.Sprintf("source-%d", i))
 }
 
+// SourcePositionRows are the rows of the positions table where the n
+// source tasks of connector keep their positions, the first's first: the
+// connector's own row, then one per further task.
+func SourcePositionRows(connector string, n int) []string {
+	rows := make([]string, max(n, 1))
+	for i := range rows {
+		rows[i] = positionRow(sourceTaskName(connector, i))
+	}
+	return rows
+}
+
 // SourceTaskOf is which of its connector's source tasks the task of that
 // lease name is (0 for every other task).
 func SourceTaskOf(task string) int {
@@ -746,16 +757,45 @@ func stamp(v any) string {
 
 var _ admin.Offsets = (*Control)(nil)
 
-// Offset reads the connector's saved source position ("" when none).
+// Offset reads the connector's saved source position ("" when none). Of a
+// source split into tasks, it is their positions merged
+// (MergePositions), each queue once, as Kafka Connect shows a
+// connector's offsets over its tasks; a task that has saved none yet
+// adds nothing.
 func (c *Control) Offset(ctx context.Context, name string) (string, error) {
-	if _, err := c.S.connector(ctx, name); err != nil {
+	k, err := c.S.connector(ctx, name)
+	if err != nil {
 		return "", err
 	}
-	pos, err := c.position(ctx, name)
-	if err != nil || pos == nil {
+	n := 1
+	if cfg, _, err := ParseConnector(name, k.Config); err == nil {
+		n = sourceTasks(cfg)
+	}
+	if n <= 1 || c.MergePositions == nil {
+		pos, err := c.position(ctx, name)
+		if err != nil || pos == nil {
+			return "", err
+		}
+		return string(engine.SourcePosition(pos)), nil
+	}
+	all, err := c.taskPositions(ctx, name, n)
+	if err != nil {
 		return "", err
 	}
-	return string(engine.SourcePosition(pos)), nil
+	var saved [][]byte
+	for _, pos := range all {
+		if len(pos) > 0 {
+			saved = append(saved, engine.SourcePosition(pos))
+		}
+	}
+	if len(saved) == 0 {
+		return "", nil
+	}
+	merged, err := c.MergePositions(saved)
+	if err != nil {
+		return "", fmt.Errorf("connector %s: merge the positions of its %d source tasks: %w", name, n, err)
+	}
+	return string(merged), nil
 }
 
 // position is the saved position of connector name (nil: none).
@@ -790,15 +830,25 @@ func (c *Control) sourcePosition(ctx context.Context, name string, cfg *plugin.C
 	if n <= 1 || c.MergePositions == nil {
 		return c.position(ctx, name)
 	}
+	all, err := c.taskPositions(ctx, name, n)
+	if err != nil {
+		return nil, err
+	}
+	return c.MergePositions(all)
+}
+
+// taskPositions are the saved positions of connector name's n source
+// tasks, the first's first (nil for a task that has saved none).
+func (c *Control) taskPositions(ctx context.Context, name string, n int) ([][]byte, error) {
 	all := make([][]byte, n)
-	for i := range all {
-		pos, err := c.position(ctx, positionRow(sourceTaskName(name, i)))
+	for i, row := range SourcePositionRows(name, n) {
+		pos, err := c.position(ctx, row)
 		if err != nil {
 			return nil, err
 		}
 		all[i] = pos
 	}
-	return c.MergePositions(all)
+	return all, nil
 }
 
 // Groups reports, and with apply fails over, the consumer group

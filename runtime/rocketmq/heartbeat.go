@@ -76,7 +76,7 @@ func startHeartbeats(ctx context.Context, src ReplicatorConfig, group string, lo
 		for {
 			now := time.Now().UnixMilli()
 			body, _ := json.Marshal(Heartbeat{Source: src.Cluster, Target: src.TargetCluster, Timestamp: now})
-			ext := sendHeader(group, q.topic, queue{Broker: q.broker, ID: q.id}, now, 0, pm)
+			ext := sendHeader(group, q.topic, queue{Broker: q.broker, ID: q.id}, now, 0, pm.MarshallProperties())
 			hd, _, err := invokeSigned(ctx, cred, q.addr, reqSendMessage, ext, body)
 			if err == nil {
 				err = sourceKeys(authError(cred.AccessKey, q.addr, hd))

@@ -32,6 +32,7 @@ func TestIntegrationReplicatorHeartbeatsAndMetrics(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	r.readFor = 0 // a Read copies one batch of each queue
 	r.KeepPositions(&lockedPositions{}, "it-repl-m")
 	if err := r.Open(ctx, nil); err != nil {
 		t.Fatal(err)

@@ -48,15 +48,28 @@ func invoke(ctx context.Context, addr string, code int, ext map[string]string) (
 	return invokeBody(ctx, addr, code, ext, nil)
 }
 
-// invokeBody is invoke with a request body.
+// invokeBody is invoke with a request body, on a connection of its own.
 func invokeBody(ctx context.Context, addr string, code int, ext map[string]string, body []byte) (remotingHeader, []byte, error) {
-	var zero remotingHeader
-	d := net.Dialer{Timeout: remotingTimeout}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dialRemoting(ctx, addr)
 	if err != nil {
-		return zero, nil, err
+		return remotingHeader{}, nil, err
 	}
 	defer conn.Close()
+	return roundTrip(ctx, conn, addr, code, ext, body)
+}
+
+// dialRemoting connects to addr.
+func dialRemoting(ctx context.Context, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: remotingTimeout}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// roundTrip sends one request on conn (to addr) and reads frames until its
+// response, within remotingTimeout or ctx. It leaves no deadline on conn
+// when it succeeds while ctx is not done, so that conn may serve another
+// request.
+func roundTrip(ctx context.Context, conn net.Conn, addr string, code int, ext map[string]string, body []byte) (remotingHeader, []byte, error) {
+	var zero remotingHeader
 	deadline := time.Now().Add(remotingTimeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 		deadline = dl
@@ -99,6 +112,9 @@ func invokeBody(ctx context.Context, addr string, code int, ext map[string]strin
 			return zero, nil, fmt.Errorf("rocketmq: response from %s: %w", addr, err)
 		}
 		if resp.Flag&1 == 1 && resp.Opaque == req.Opaque {
+			if stop() { // else ctx is done, and conn's deadline broken
+				_ = conn.SetDeadline(time.Time{})
+			}
 			return resp, body, nil
 		}
 		// Not our response (a server-initiated request): keep reading.

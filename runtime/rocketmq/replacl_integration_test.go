@@ -51,12 +51,15 @@ func TestIntegrationReplicatorACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// All born in the same millisecond: the replicator copies a queue's
+	// messages in one signed batch send.
+	born := time.Now().UnixMilli()
 	for i := range perQueue {
 		for _, q := range qs {
 			pm := &primitive.Message{}
 			pm.WithProperty("user_prop", strconv.Itoa(i))
 			h, _, err := invokeSigned(ctx, super, q.addr, reqSendMessage,
-				sendHeader("it-repl-acl", topic, queue{Broker: q.broker, ID: q.id}, time.Now().UnixMilli(), 0, pm), []byte{0xff, 0x00, byte(i)})
+				sendHeader("it-repl-acl", topic, queue{Broker: q.broker, ID: q.id}, born, 0, pm.MarshallProperties()), []byte{0xff, 0x00, byte(i)})
 			if err != nil || h.Code != resSuccess {
 				t.Fatalf("send: %v code %d %s", err, h.Code, h.Remark)
 			}
@@ -85,6 +88,9 @@ func TestIntegrationReplicatorACL(t *testing.T) {
 		if _, err := r.Read(ctx); err != nil {
 			t.Fatalf("after %d copies: %v", r.Copied(), err)
 		}
+	}
+	if r.sends.Load() >= r.Copied() {
+		t.Errorf("%d sends for %d copies: no batch send", r.sends.Load(), r.Copied())
 	}
 	if err := r.Checkpoint(ctx); err != nil {
 		t.Fatalf("checkpoint: %v", err)

@@ -390,8 +390,8 @@ func (r *Replicator) Checkpoint(ctx context.Context) error {
 			r.pos.Checkpoints[g] = cps
 		}
 	}
-	err := r.save(ctx)
 	r.posMu.Unlock()
+	err := r.save(ctx)
 	if err != nil || !r.src.SyncGroupOffsets {
 		return err
 	}

@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -276,12 +277,16 @@ type Replicator struct {
 	log   *slog.Logger
 	group string
 	adm   admin.Admin
+	conns *connPool // the connections of the copy's pulls and sends
 	store runtime.PositionStore
 	name  string
 	task  int // which of src.Tasks this is (split.go)
 
-	posMu    sync.Mutex // pos and its saves, while queues are copied at once
+	posMu    sync.Mutex // pos, while queues are copied at once
 	pos      replicaPosition
+	saveMu   sync.Mutex    // one save at a time (save)
+	changes  atomic.Uint64 // calls of save so far
+	saved    uint64        // the calls of save that the last save covered (under saveMu)
 	queues   []*replQueue
 	topics   map[string]bool
 	re       *regexp.Regexp
@@ -291,6 +296,7 @@ type Replicator struct {
 	beats    *heartbeats
 	idle     time.Duration
 	sendWait time.Duration
+	readFor  time.Duration // replicaRead; 0: one batch of each queue a Read
 
 	// Progress: messages and body bytes copied since Open, and the born
 	// and acknowledged times (Unix ms) of the newest copy.
@@ -298,6 +304,7 @@ type Replicator struct {
 	skipped          atomic.Int64 // read and not copied: filters, loop guard
 	lastBorn, lastOK atomic.Int64
 	sendErrors       atomic.Int64 // failed tries of sends to the target
+	sends            atomic.Int64 // sends the target took
 	lastBeat         atomic.Int64 // the born time of the newest own heartbeat copied
 	lastPoint        atomic.Int64 // the time of the last checkpoint, Unix ms
 }
@@ -326,7 +333,7 @@ func NewReplicator(src ReplicatorConfig, dst Config, log *slog.Logger) (*Replica
 		log = slog.Default()
 	}
 	return &Replicator{src: src, dst: dst, log: log, group: sanitizeName(dst.Pipeline + "-replicator"),
-		topics: map[string]bool{}, idle: 200 * time.Millisecond, sendWait: time.Second}, nil
+		topics: map[string]bool{}, idle: 200 * time.Millisecond, sendWait: time.Second, readFor: replicaRead}, nil
 }
 
 // KeepPositions is runtime.PositionKeeper: r saves its offsets in store.
@@ -372,6 +379,7 @@ func (r *Replicator) Open(ctx context.Context, position []byte) error {
 		return err
 	}
 	r.adm = adm
+	r.conns = newConnPool()
 	if err := r.refresh(ctx); err != nil {
 		_ = r.Close() // the pipeline closes only a source that opened
 		return err
@@ -424,8 +432,6 @@ func (r *Replicator) refresh(ctx context.Context) error {
 	if len(r.queueList()) > had || len(r.pos.Queues) > counted {
 		// Where each new queue starts is saved before anything is copied:
 		// with from: now, a restart must not start at a later "now".
-		r.posMu.Lock()
-		defer r.posMu.Unlock()
 		err = cmp.Or(err, r.save(ctx))
 	}
 	return err
@@ -520,6 +526,7 @@ func (r *Replicator) addTopic(ctx context.Context, topic string) error {
 	for i, q := range fresh {
 		q.cred = r.src.credentials()
 		q.batch = r.src.BatchSize
+		q.pool = r.conns
 		key := keys[i]
 		next, ok := r.pos.Next[key]
 		if !ok {
@@ -577,10 +584,19 @@ func (q *replQueue) target(m *primitive.MessageExt) queue {
 // replicaWorkers bounds the queues copied at once.
 const replicaWorkers = 8
 
-// Read copies one batch from each source queue that has messages, up to
+// replicaRead is how long a Read goes on copying while queues have
+// messages: a queue whose batch is done goes to the back of the line at
+// once, without waiting for the batches of the other queues (a slow one
+// holds up only itself), and the checkpoints and topic refreshes, done
+// between Reads, wait at most this long.
+const replicaRead = 500 * time.Millisecond
+
+// Read copies batches from the source queues that have messages, up to
 // replicaWorkers queues at once, saving each queue's offset once its batch
-// is on the target: each queue has at most one batch unsaved. It returns
-// no records: the replicator sends and saves by itself.
+// is on the target and before its next pull: each queue has at most one
+// batch unsaved. Every queue that has messages gets a batch; then a queue
+// whose batch is done is copied again until replicaRead has passed. It
+// returns no records: the replicator sends and saves by itself.
 func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 	if time.Since(r.listed) >= r.src.TopicsRefresh {
 		// The copy goes on while a name server does not answer: only a
@@ -602,18 +618,32 @@ func (r *Replicator) Read(ctx context.Context) ([]schema.Record, error) {
 	var (
 		moved atomic.Bool
 		wg    sync.WaitGroup
-		next  atomic.Int64
 	)
+	// The line of queues to copy: each queue is in it at most once.
+	line := make(chan *replQueue, len(r.queues))
+	for _, q := range r.queues {
+		line <- q
+	}
+	until := time.Now().Add(r.readFor)
 	for range min(replicaWorkers, len(r.queues)) {
 		wg.Go(func() {
-			for i := int(next.Add(1)) - 1; i < len(r.queues) && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
-				copied, err := r.copyBatch(ctx, r.queues[i])
+			for ctx.Err() == nil {
+				var q *replQueue
+				select {
+				case q = <-line:
+				default:
+					return
+				}
+				copied, err := r.copyBatch(ctx, q)
 				if err != nil {
 					cancel(err)
 					return
 				}
 				if copied {
 					moved.Store(true)
+					if time.Now().Before(until) {
+						line <- q
+					}
 				}
 			}
 		})
@@ -652,27 +682,34 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 		syncs []offsetSync
 		last  *offsetSync // the batch's last copy, when not synced
 	)
+	want := make([]*primitive.MessageExt, 0, len(msgs))
 	for _, m := range msgs {
-		if !r.wanted(m) {
-			continue
+		if r.wanted(m) {
+			want = append(want, m)
 		}
-		dst, err := r.send(ctx, q, m)
+	}
+	for len(want) > 0 {
+		run := want[:sendRun(q, want)]
+		want = want[len(run):]
+		first, err := r.send(ctx, q, run)
 		if err != nil {
 			return false, err
 		}
-		if q.mapped() {
-			last = &offsetSync{Src: m.QueueOffset, Dst: dst}
-			if q.lastSync < 0 || m.QueueOffset-q.lastSync >= int64(r.src.OffsetSyncMessages) {
-				syncs = append(syncs, *last)
-				q.lastSync, q.synced, last = m.QueueOffset, time.Now(), nil
+		for i, m := range run {
+			if q.mapped() {
+				last = &offsetSync{Src: m.QueueOffset, Dst: first + int64(i)}
+				if q.lastSync < 0 || m.QueueOffset-q.lastSync >= int64(r.src.OffsetSyncMessages) {
+					syncs = append(syncs, *last)
+					q.lastSync, q.synced, last = m.QueueOffset, time.Now(), nil
+				}
 			}
+			sent++
+			if m.GetProperty(HeartbeatProperty) == r.src.Cluster {
+				r.lastBeat.Store(max(r.lastBeat.Load(), m.BornTimestamp))
+			}
+			r.bytes.Add(int64(len(m.Body)))
+			r.lastBorn.Store(m.BornTimestamp)
 		}
-		sent++
-		if m.GetProperty(HeartbeatProperty) == r.src.Cluster {
-			r.lastBeat.Store(max(r.lastBeat.Load(), m.BornTimestamp))
-		}
-		r.bytes.Add(int64(len(m.Body)))
-		r.lastBorn.Store(m.BornTimestamp)
 		r.lastOK.Store(time.Now().UnixMilli())
 	}
 	// The batch's last copy is synced too once offset_sync_interval has
@@ -689,11 +726,11 @@ func (r *Replicator) copyBatch(ctx context.Context, q *replQueue) (bool, error) 
 		q.unsynced.Store(0)
 	}
 	r.posMu.Lock()
-	defer r.posMu.Unlock()
 	r.pos.Next[q.key] = q.src.next
 	for _, s := range syncs {
 		r.pos.Syncs[q.key] = addSync(r.pos.Syncs[q.key], s, int64(r.src.OffsetSyncMessages))
 	}
+	r.posMu.Unlock()
 	if err := r.save(ctx); err != nil {
 		return false, err
 	}
@@ -721,18 +758,32 @@ func (r *Replicator) wanted(m *primitive.MessageExt) bool {
 	return true
 }
 
-// save saves r.pos (under posMu once copies run).
+// save saves r.pos with every change made to it before the call (call it
+// after changing r.pos, without posMu). Saves run one at a time, each of
+// the latest r.pos: a call that waited for another's save is done when
+// that save covered its change, so the queues copied at once share their
+// saves (a group commit) and the store sees positions in order.
 func (r *Replicator) save(ctx context.Context) error {
 	if r.store == nil {
 		return nil
 	}
+	mine := r.changes.Add(1)
+	r.saveMu.Lock()
+	defer r.saveMu.Unlock()
+	if r.saved >= mine {
+		return nil
+	}
+	r.posMu.Lock()
+	upTo := r.changes.Load()
 	b, err := json.Marshal(r.pos)
+	r.posMu.Unlock()
 	if err != nil {
 		return err
 	}
 	if err := r.store.Save(ctx, r.name, b); err != nil {
 		return fmt.Errorf("rocketmq replicator: save offsets: %w", err)
 	}
+	r.saved = upTo
 	return nil
 }
 
@@ -745,30 +796,126 @@ const replicaSendAttempts = 10
 // itself (its size, its properties).
 const resMessageIllegal = 13
 
-// send copies m to its target queue, trying again while the target broker
-// does not take it (up to replicaSendAttempts, until ctx is done or a
-// fatal error).
-func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.MessageExt) (int64, error) {
-	t := q.target(m)
-	props := make(map[string]string, len(m.GetProperties())+5)
-	for k, v := range m.GetProperties() {
-		props[k] = v
+// reqSendBatchMessage is SEND_BATCH_MESSAGE: several messages to one
+// queue, stored one after another.
+const reqSendBatchMessage = 320
+
+// sendRun is how many of msgs, from the first, go to the target in one
+// send: those with the first's born timestamp and target queue, within
+// maxBatchMsgs and maxBatchBytes. A batch has one born timestamp, which
+// the target gives each of its messages, so only messages born in the
+// same millisecond (say, sent by their producer as one batch) go
+// together, and each copy keeps its own.
+func sendRun(q *replQueue, msgs []*primitive.MessageExt) int {
+	t := q.target(msgs[0])
+	size := 0
+	for n, m := range msgs {
+		size += len(m.Body) + 256 // and the copy's properties (and coordinates): a message's header
+		for k, v := range m.GetProperties() {
+			size += len(k) + len(v) + 2
+		}
+		if n > 0 && (n >= maxBatchMsgs || size > maxBatchBytes || m.BornTimestamp != msgs[0].BornTimestamp || q.target(m) != t) {
+			return n
+		}
 	}
+	return len(msgs)
+}
+
+// replicaSkipped is replicaDropped as a set, with CLUSTER: the target
+// sets its own (a batch's is appended to each message's properties).
+var replicaSkipped = func() map[string]bool {
+	set := map[string]bool{primitive.PropertyCluster: true}
 	for _, k := range replicaDropped {
-		delete(props, k)
+		set[k] = true
 	}
-	props[SrcClusterProperty] = r.src.Cluster
-	props[SrcBrokerProperty] = q.src.broker
-	props[SrcQueueProperty] = strconv.Itoa(q.src.id)
-	props[SrcOffsetProperty] = strconv.FormatInt(m.QueueOffset, 10)
-	props[SrcMsgIDProperty] = m.MsgId
-	pm := &primitive.Message{}
-	pm.WithProperties(props)
-	ext := sendHeader(r.group, q.dst, t, m.BornTimestamp, m.Flag, pm)
+	return set
+}()
+
+// appendProps appends the properties the target stores for m, in the
+// client's encoding (name 1 value 2 ...): m's own but those the target
+// would act on again (replicaSkipped), and the source coordinates.
+func (r *Replicator) appendProps(b []byte, q *replQueue, m *primitive.MessageExt) []byte {
+	for k, v := range m.GetProperties() {
+		if !replicaSkipped[k] && !isSrcProperty(k) {
+			b = appendProp(b, k, v)
+		}
+	}
+	b = appendProp(b, SrcClusterProperty, r.src.Cluster)
+	b = appendProp(b, SrcBrokerProperty, q.src.broker)
+	b = appendProp(b, SrcQueueProperty, strconv.Itoa(q.src.id))
+	b = appendProp(b, SrcOffsetProperty, strconv.FormatInt(m.QueueOffset, 10))
+	return appendProp(b, SrcMsgIDProperty, m.MsgId)
+}
+
+// isSrcProperty reports whether k is one of the coordinates the copy gets
+// (a message copied before has them: the copy's replace them).
+func isSrcProperty(k string) bool {
+	switch k {
+	case SrcClusterProperty, SrcBrokerProperty, SrcQueueProperty, SrcOffsetProperty, SrcMsgIDProperty:
+		return true
+	}
+	return false
+}
+
+func appendProp(b []byte, k, v string) []byte {
+	b = append(b, k...)
+	b = append(b, 1)
+	b = append(b, v...)
+	return append(b, 2)
+}
+
+// appendCopy appends m's copy as one message of a batch send's body, as
+// primitive.Message.Marshal encodes it (size, magic code 0, body CRC 0,
+// flag, body, properties).
+func (r *Replicator) appendCopy(b []byte, q *replQueue, m *primitive.MessageExt) []byte {
+	start := len(b)
+	b = binary.BigEndian.AppendUint32(b, 0) // its size, below
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(m.Flag))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Body)))
+	b = append(b, m.Body...)
+	at := len(b)
+	b = append(b, 0, 0) // the properties' length, below
+	b = r.appendProps(b, q, m)
+	binary.BigEndian.PutUint16(b[at:], uint16(len(b)-at-2))
+	binary.BigEndian.PutUint32(b[start:], uint32(len(b)-start))
+	return b
+}
+
+// send copies msgs (a sendRun) to their target queue, one SEND_MESSAGE,
+// or one SEND_BATCH_MESSAGE for several, trying again while the target
+// broker does not take them (up to replicaSendAttempts, until ctx is done
+// or a fatal error). It returns the target offset of the first; the
+// others follow it.
+func (r *Replicator) send(ctx context.Context, q *replQueue, msgs []*primitive.MessageExt) (int64, error) {
+	m := msgs[0]
+	t := q.target(m)
+	code, body := reqSendMessage, m.Body
+	var ext map[string]string
+	if len(msgs) == 1 {
+		ext = sendHeader(r.group, q.dst, t, m.BornTimestamp, m.Flag, string(r.appendProps(nil, q, m)))
+	} else {
+		size := 0
+		for _, m := range msgs {
+			size += len(m.Body) + 512
+		}
+		code, body = reqSendBatchMessage, make([]byte, 0, size)
+		for _, m := range msgs {
+			body = r.appendCopy(body, q, m)
+		}
+		ext = sendHeader(r.group, q.dst, t, m.BornTimestamp, 0, "")
+		ext["batch"] = "true"
+		ext = headerV2(ext)
+	}
+	what := fmt.Sprintf("%s queue %d offset %d", q.src.topic, q.src.id, m.QueueOffset)
+	if len(msgs) > 1 {
+		what += fmt.Sprintf(" to %d", msgs[len(msgs)-1].QueueOffset)
+	}
 	addr := q.addrs[t.Broker]
 	cred := r.dst.credentials()
 	for attempt := 1; ; attempt++ {
-		h, _, err := invokeSigned(ctx, cred, addr, reqSendMessage, ext, m.Body)
+		h, _, err := r.conns.invoke(ctx, cred, addr, code, ext, body)
 		if err == nil {
 			if err = authError(cred.AccessKey, addr, h); err != nil {
 				return 0, err
@@ -776,17 +923,17 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 			if h.Code == resSuccess {
 				off, err := strconv.ParseInt(h.ExtFields["queueOffset"], 10, 64)
 				if err != nil {
-					return 0, fmt.Errorf("rocketmq replicator: %s queue %d offset %d: the target broker %s answered SEND_OK without a queue offset (%q)",
-						q.src.topic, q.src.id, m.QueueOffset, addr, h.ExtFields["queueOffset"])
+					return 0, fmt.Errorf("rocketmq replicator: %s: the target broker %s answered SEND_OK without a queue offset (%q)",
+						what, addr, h.ExtFields["queueOffset"])
 				}
+				r.sends.Add(1)
 				return off, nil
 			}
 			err = fmt.Errorf("code %d: %s", h.Code, h.Remark)
 			if h.Code == resMessageIllegal {
 				// Refused for good (larger than the target's maxMessageSize,
 				// say): no retry or restart helps.
-				return 0, schema.Fatal(fmt.Errorf("rocketmq replicator: %s queue %d offset %d: the target broker %s refuses the message: %w",
-					q.src.topic, q.src.id, m.QueueOffset, addr, err))
+				return 0, schema.Fatal(fmt.Errorf("rocketmq replicator: %s: the target broker %s refuses the message: %w", what, addr, err))
 			}
 		}
 		if ctx.Err() != nil {
@@ -794,10 +941,9 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 		}
 		r.sendErrors.Add(1)
 		if attempt >= replicaSendAttempts {
-			return 0, fmt.Errorf("rocketmq replicator: send %s queue %d offset %d to %s queue %d on %s: %w",
-				q.src.topic, q.src.id, m.QueueOffset, t.Broker, t.ID, addr, err)
+			return 0, fmt.Errorf("rocketmq replicator: send %s to %s queue %d on %s: %w", what, t.Broker, t.ID, addr, err)
 		}
-		r.log.Warn("replicator: send failed; trying again", "topic", q.src.topic, "queue", q.src.id, "offset", m.QueueOffset, "err", err)
+		r.log.Warn("replicator: send failed; trying again", "topic", q.src.topic, "queue", q.src.id, "offset", m.QueueOffset, "messages", len(msgs), "err", err)
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
@@ -809,13 +955,32 @@ func (r *Replicator) send(ctx context.Context, q *replQueue, m *primitive.Messag
 // sendHeader is the header of a SEND_MESSAGE of pm to queue t of topic.
 // The replicator sends with it, not with the client's producer: the header
 // carries the born timestamp, which the client sets to now.
-func sendHeader(group, topic string, t queue, born int64, flag int32, pm *primitive.Message) map[string]string {
+func sendHeader(group, topic string, t queue, born int64, flag int32, props string) map[string]string {
 	return map[string]string{
 		"producerGroup": group, "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
 		"queueId": strconv.Itoa(t.ID), "sysFlag": "0", "bornTimestamp": strconv.FormatInt(born, 10),
-		"flag": strconv.Itoa(int(flag)), "properties": pm.MarshallProperties(), "reconsumeTimes": "0",
+		"flag": strconv.Itoa(int(flag)), "properties": props, "reconsumeTimes": "0",
 		"unitMode": "false", "batch": "false", "bname": t.Broker,
 	}
+}
+
+// headerV2 is a send header in the short field names that brokers read
+// the header of a SEND_BATCH_MESSAGE in (SendMessageRequestHeaderV2).
+func headerV2(ext map[string]string) map[string]string {
+	v2 := make(map[string]string, len(ext))
+	for k, v := range ext {
+		if short, ok := sendHeaderV2[k]; ok {
+			k = short
+		}
+		v2[k] = v
+	}
+	return v2
+}
+
+var sendHeaderV2 = map[string]string{
+	"producerGroup": "a", "topic": "b", "defaultTopic": "c", "defaultTopicQueueNums": "d", "queueId": "e",
+	"sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i", "reconsumeTimes": "j",
+	"unitMode": "k", "maxReconsumeTimes": "l", "batch": "m", "bname": "n",
 }
 
 // Copied is the number of messages copied since Open.
@@ -868,8 +1033,10 @@ func (r *Replicator) queueList() []*replQueue {
 	return slices.Clone(r.queues)
 }
 
-// Close stops the heartbeats and releases the admin client.
+// Close stops the heartbeats and releases the admin client and the
+// connections.
 func (r *Replicator) Close() error {
+	r.conns.close()
 	if r.beats != nil {
 		r.beats.stop()
 		r.beats = nil

@@ -21,7 +21,7 @@ import (
 
 // replClusters returns the name servers of the replicator's source (the
 // main cluster) and target (servers.sh start rocketmq-b) and its cluster.
-func replClusters(t *testing.T) (src, dst []string, dstCluster string) {
+func replClusters(t testing.TB) (src, dst []string, dstCluster string) {
 	t.Helper()
 	v := schematest.NeedServers(t, "SLUICE_ROCKETMQ_NAMESRV", "SLUICE_ROCKETMQ_B_NAMESRV", "SLUICE_ROCKETMQ_B_CLUSTER")
 	return strings.Split(v[0], ","), strings.Split(v[1], ","), v[2]
@@ -67,7 +67,7 @@ func cleanupTopics(t testing.TB, ns []string, cluster string, topics ...string) 
 }
 
 // replCreate creates topic with queues queues on each master of cluster.
-func replCreate(t *testing.T, ns []string, cluster string, queues int, topic string) {
+func replCreate(t testing.TB, ns []string, cluster string, queues int, topic string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -327,6 +327,69 @@ func TestIntegrationReplicatorCopiesByteExact(t *testing.T) {
 	}
 }
 
+// TestIntegrationReplicatorCopiesBatches: messages that their producer
+// sent as one batch (one born timestamp) are copied together, byte for
+// byte: bodies, flags, properties and born timestamps, in order, each
+// source queue to the target queue of its place.
+func TestIntegrationReplicatorCopiesBatches(t *testing.T) {
+	src, dst, dstCluster := replClusters(t)
+	topic := "it_repl_batch_" + suffix()
+	replTopic(t, src, dst, dstCluster, topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	qs, err := tailQueues(ctx, src, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := rmq.NewProducer(producerOptions(Config{NameServers: src, Pipeline: "it-repl-" + suffix()}, "src", "src")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = prod.Shutdown() }()
+	const batches, per = 3, 5
+	for b := range batches {
+		for _, q := range qs {
+			var msgs []*primitive.Message
+			for i := range per {
+				m := primitive.NewMessage(topic, []byte{0xff, 0x00, byte(b), byte(i), byte(q.id), 0xc3})
+				m.WithKeys([]string{fmt.Sprintf("k-%d", i%3)})
+				m.WithTag("tag-" + strconv.Itoa(i%2))
+				m.WithProperty("user_prop", "héllo "+strconv.Itoa(b*per+i))
+				m.Flag = int32(i)
+				m.Queue = &primitive.MessageQueue{Topic: topic, BrokerName: q.broker, QueueId: q.id}
+				msgs = append(msgs, m)
+			}
+			if r, err := prod.SendSync(ctx, msgs...); err != nil || r.Status != primitive.SendOK {
+				t.Fatalf("send: %v %v", r, err)
+			}
+		}
+	}
+	total := batches * per * len(qs)
+	if n := benchCount(t, src, topic, total); n != total {
+		t.Fatalf("%d of %d messages on the source", n, total)
+	}
+	srcMsgs := replRead(t, src, topic)
+	r := replRun(t, src, dst, dstCluster, topic, &memPositions{}, int64(total), 64)
+	if n := r.sends.Load(); n > batches*int64(len(qs)) {
+		t.Errorf("%d sends for %d batches of %d messages", n, batches*len(qs), per)
+	}
+	replCount(t, dst, topic, DefaultCluster, total)
+	dstMsgs := replRead(t, dst, topic)
+	if dups := checkCopies(t, srcMsgs, dstMsgs); dups != 0 {
+		t.Fatalf("%d duplicates without a restart", dups)
+	}
+	for i, msgs := range dstMsgs {
+		for j, m := range msgs {
+			if m.Flag != int32(j%per) || (j%per > 0 && m.BornTimestamp != msgs[j-1].BornTimestamp) {
+				t.Fatalf("queue %d offset %d: flag %d, born %d: not as sent in its batch", i, j, m.Flag, m.BornTimestamp)
+			}
+		}
+	}
+}
+
 // TestIntegrationReplicatorResumes: a replicator stopped after some
 // batches and started again from its saved offsets copies the rest, with
 // no loss, and copies again nothing it saved.
@@ -428,7 +491,7 @@ func TestIntegrationReplicatorRefusedMessageIsFatal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	big := &primitive.MessageExt{Message: primitive.Message{Topic: topic, Body: make([]byte, 4<<20+1)}}
-	_, err := r.send(ctx, r.queues[0], big)
+	_, err := r.send(ctx, r.queues[0], []*primitive.MessageExt{big})
 	if err == nil || !runtime.IsFatal(err) || !strings.Contains(err.Error(), "code 13") {
 		t.Fatalf("send of a message over the target's limit: %v, want a fatal MESSAGE_ILLEGAL", err)
 	}

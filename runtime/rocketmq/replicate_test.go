@@ -2,6 +2,8 @@ package rocketmq
 
 import (
 	"errors"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -109,5 +111,55 @@ func TestReplicaWanted(t *testing.T) {
 	}
 	if tags, err := replicaTags(" * "); tags != nil || err != nil {
 		t.Fatalf("*: %v %v", tags, err)
+	}
+}
+
+// TestSendRun: one send takes the messages born in the same millisecond
+// that go to the same target queue, within the batch limits.
+func TestSendRun(t *testing.T) {
+	msg := func(born int64, keys string, size int) *primitive.MessageExt {
+		m := &primitive.MessageExt{BornTimestamp: born, Message: primitive.Message{Body: make([]byte, size)}}
+		if keys != "" {
+			m.WithKeys([]string{keys})
+		}
+		return m
+	}
+	own := &replQueue{key: "t/b/0", targets: []queue{{"b", 0}, {"b", 1}}, own: 0}
+	hashed := &replQueue{key: "t/b/0", targets: []queue{{"b", 0}, {"b", 1}}, own: -1}
+	var many []*primitive.MessageExt
+	for range maxBatchMsgs + 1 {
+		many = append(many, msg(7, "", 10))
+	}
+	var ka, kb string // keys that hash to different target queues
+	for i := 0; kb == ""; i++ {
+		k := strconv.Itoa(i)
+		switch {
+		case ka == "":
+			ka = k
+		case hashed.target(msg(0, k, 0)) != hashed.target(msg(0, ka, 0)):
+			kb = k
+		}
+	}
+	for _, c := range []struct {
+		name string
+		q    *replQueue
+		msgs []*primitive.MessageExt
+		want []int
+	}{
+		{"born apart", own, []*primitive.MessageExt{msg(1, "", 1), msg(2, "", 1), msg(3, "", 1)}, []int{1, 1, 1}},
+		{"born together", own, []*primitive.MessageExt{msg(1, "", 1), msg(1, "a", 1), msg(1, "b", 1), msg(2, "", 1), msg(2, "", 1)}, []int{3, 2}},
+		{"bytes", own, []*primitive.MessageExt{msg(1, "", 600<<10), msg(1, "", 600<<10), msg(1, "", 10)}, []int{1, 2}},
+		{"count", own, many, []int{maxBatchMsgs, 1}},
+		{"by key", hashed, []*primitive.MessageExt{msg(1, ka, 1), msg(1, ka, 1), msg(1, kb, 1), msg(1, ka, 1)}, []int{2, 1, 1}},
+	} {
+		var got []int
+		for msgs := c.msgs; len(msgs) > 0; {
+			n := sendRun(c.q, msgs)
+			got = append(got, n)
+			msgs = msgs[n:]
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: runs %v, want %v", c.name, got, c.want)
+		}
 	}
 }

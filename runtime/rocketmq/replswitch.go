@@ -207,8 +207,8 @@ func (r *Replicator) Switchover(ctx context.Context, groups []string, timeout ti
 				r.pos.Checkpoints[g] = qs
 			}
 		}
-		serr := r.save(ctx)
 		r.posMu.Unlock()
+		serr := r.save(ctx)
 		err = errors.Join(err, serr)
 	}
 	return rep, err

@@ -84,6 +84,7 @@ type tailQueue struct {
 	max                 int64                 // the queue's end in the last pull's answer
 	cred                primitive.Credentials // signs the requests (brokers with authentication)
 	batch               int                   // most messages a pull asks for; 0: tailPullBatch
+	pool                *connPool             // the connections of its requests; nil: one each
 }
 
 // Tail calls emit for each selected message of the topics, in offset order
@@ -280,7 +281,7 @@ func tailQueues(ctx context.Context, ns []string, topic string) ([]*tailQueue, e
 }
 
 func queueOffset(ctx context.Context, q *tailQueue, code int) (int64, error) {
-	h, _, err := invokeSigned(ctx, q.cred, q.addr, code, map[string]string{"topic": q.topic, "queueId": strconv.Itoa(q.id)}, nil)
+	h, _, err := q.pool.invoke(ctx, q.cred, q.addr, code, map[string]string{"topic": q.topic, "queueId": strconv.Itoa(q.id)}, nil)
 	if err != nil {
 		return 0, schema.Wrapf("rocketmq", err, "offsets of %s queue %d on %s", q.topic, q.id, q.addr)
 	}
@@ -301,7 +302,7 @@ func queueOffset(ctx context.Context, q *tailQueue, code int) (int64, error) {
 // asks for no offset commit, so no group offset moves.
 func pullQueue(ctx context.Context, group string, q *tailQueue) ([]*primitive.MessageExt, error) {
 	for attempt := 0; ; attempt++ {
-		h, body, err := invokeSigned(ctx, q.cred, q.addr, reqPullMessage, map[string]string{
+		h, body, err := q.pool.invoke(ctx, q.cred, q.addr, reqPullMessage, map[string]string{
 			"consumerGroup": group, "topic": q.topic, "queueId": strconv.Itoa(q.id),
 			"queueOffset": strconv.FormatInt(q.next, 10), "maxMsgNums": strconv.Itoa(cmp.Or(q.batch, tailPullBatch)),
 			"sysFlag": strconv.Itoa(flagSubscription), "commitOffset": "0", "suspendTimeoutMillis": "0",

@@ -368,7 +368,7 @@ func cmdPositions(args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "position of %s reset: the next start begins at the source's configured start\n", cfg.Name)
 		return nil
 	}
-	pos, err := store.Load(ctx, cfg.Name)
+	pos, err := loadSourcePosition(ctx, store, cfg, false)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,10 @@ import (
 	"sync"
 
 	"github.com/sluicecdc/sluice/runtime"
+	"github.com/sluicecdc/sluice/runtime/cluster"
+	"github.com/sluicecdc/sluice/runtime/engine"
 	"github.com/sluicecdc/sluice/runtime/plugin"
+	"github.com/sluicecdc/sluice/runtime/rocketmq"
 	"github.com/sluicecdc/sluice/runtime/storage"
 	"github.com/sluicecdc/sluice/schema/secure"
 	"github.com/sluicecdc/sluice/sink"
@@ -68,6 +71,42 @@ func openPositions(ctx context.Context, c positionsConfig) (resettableStore, err
 		return prev.(*storage.SQLStore), nil
 	}
 	return s, nil
+}
+
+// loadSourcePosition is the saved position of cfg's source in store. Of a
+// replicator split into tasks (tasks: N, whose positions section names
+// the positions table of the worker cluster's coordinator), it is the
+// positions of its tasks merged (rocketmq.MergePositions), each queue
+// once. strict: nil while a task has saved none, as a switchover must
+// wait for every task; otherwise the tasks that saved one.
+func loadSourcePosition(ctx context.Context, store runtime.PositionStore, cfg *plugin.Config, strict bool) ([]byte, error) {
+	n := 1
+	if cfg.Source != nil {
+		var err error
+		if n, err = cfg.Source.Tasks(); err != nil {
+			return nil, err
+		}
+	}
+	if n <= 1 {
+		return store.Load(ctx, cfg.Name)
+	}
+	var saved [][]byte
+	for _, row := range cluster.SourcePositionRows(cfg.Name, n) {
+		pos, err := store.Load(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		if len(pos) == 0 && strict {
+			return nil, nil
+		}
+		if len(pos) > 0 {
+			saved = append(saved, engine.SourcePosition(pos))
+		}
+	}
+	if len(saved) == 0 {
+		return nil, nil
+	}
+	return rocketmq.MergePositions(saved)
 }
 
 // positionsOf is the positions section of the task being built.

@@ -46,7 +46,7 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pos, err := store.Load(ctx, cfg.Name)
+	pos, err := loadSourcePosition(ctx, store, cfg, true)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func cmdReplicator(args []string, stdout io.Writer) error {
 		if *groups != "" {
 			names = strings.Split(*groups, ",")
 		}
-		load := func(ctx context.Context) ([]byte, error) { return store.Load(ctx, cfg.Name) }
+		load := func(ctx context.Context) ([]byte, error) { return loadSourcePosition(ctx, store, cfg, true) }
 		rep, err := rocketmq.Switchover(ctx, *d.configs[plugin.KindSource].(*rocketmq.ReplicatorConfig), *d.rocketmq, load, names, *timeout)
 		if err != nil {
 			return err
