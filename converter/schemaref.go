@@ -353,3 +353,24 @@ func (e SchemaEntry) KeySchema() []byte { return keyOrNil(e.Key) }
 type PartsDecoder interface {
 	DecodeParts(keySchema, key, valueSchema, value []byte) (schema.Record, error)
 }
+
+// Preload reads the store once and keeps what it holds, so that the
+// first records naming known schemas need not wait for a read. An error
+// (a store that does not exist yet) leaves the book as it was.
+func (l *SchemaBook) Preload(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	entries, err := l.Read(ctx)
+	if err != nil {
+		return err
+	}
+	if l.known == nil {
+		l.known = map[string]SchemaEntry{}
+	}
+	for _, e := range entries {
+		if len(l.known) < maxCachedSplits && SchemaID(keyOrNil(e.Key), e.Value) == e.ID {
+			l.known[e.ID] = e
+		}
+	}
+	return nil
+}

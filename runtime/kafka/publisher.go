@@ -96,6 +96,12 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 		// Stored once per publisher: the schema topic is compacted, so
 		// the broker keeps the latest record of every schema ID.
 		p.refs = converter.NewSchemaRefs(p.storeSchema, 0)
+		// Made now, not in front of the first record (creating a topic
+		// took half a second on the bench's broker).
+		if err := p.ensureSchemaTopic(ctx); err != nil {
+			cl.Close()
+			return nil, err
+		}
 	}
 	go p.dispatchAcks()
 	return p, nil
@@ -106,16 +112,26 @@ func NewPublisher(ctx context.Context, cfg Config, log *slog.Logger) (*Publisher
 // it.
 func (p *Publisher) storeSchema(ctx context.Context, id string, body []byte) error {
 	topic := SchemaTopic(p.cfg.TopicPrefix)
-	if !p.schemaTopicOK.Load() {
-		if _, err := ensureTopicWith(ctx, p.adm, topic, 1, int16(p.cfg.ReplicationFactor), map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
-			return err
-		}
-		p.schemaTopicOK.Store(true)
+	if err := p.ensureSchemaTopic(ctx); err != nil {
+		return err
 	}
 	r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(id), Value: body, Headers: []kgo.RecordHeader{{Key: SchemaHeader, Value: []byte(id)}}}
 	if err := p.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return fmt.Errorf("kafka: produce to topic %q: %w", topic, err)
 	}
+	return nil
+}
+
+// ensureSchemaTopic creates SchemaTopic, compacted with one partition,
+// unless it exists or was made already.
+func (p *Publisher) ensureSchemaTopic(ctx context.Context) error {
+	if p.schemaTopicOK.Load() {
+		return nil
+	}
+	if _, err := ensureTopicWith(ctx, p.adm, SchemaTopic(p.cfg.TopicPrefix), 1, int16(p.cfg.ReplicationFactor), map[string]*string{"cleanup.policy": ptr("compact")}); err != nil {
+		return err
+	}
+	p.schemaTopicOK.Store(true)
 	return nil
 }
 

@@ -50,7 +50,8 @@ type Subscriber struct {
 
 	// schemas finds the schemas compact records name (FormatCompact), in
 	// SchemaTopic; whatever the config's format, the sink reads both.
-	schemas *converter.SchemaBook
+	schemas     *converter.SchemaBook
+	stopPreload context.CancelFunc // ends the schemas' preload
 
 	// ratio is the highest compression ratio of a fetched batch so far
 	// (uncompressed bytes per stored byte, at least 1; 0 before the
@@ -152,6 +153,15 @@ func NewSubscriber(ctx context.Context, cfg Config, log *slog.Logger) (*Subscrib
 		n := fetchBytes(cfg.MaxInFlightBytes, r)
 		cl.UpdateFetchMaxBytes(n, n)
 	}
+	// The schemas of compact records read while the group forms, not when
+	// the first record names one (half a second on the bench). A topic
+	// that does not exist (json records only) is found so at once.
+	pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s.stopPreload = cancel
+	go func() {
+		defer cancel()
+		_ = s.schemas.Preload(pctx)
+	}()
 	return s, nil
 }
 
@@ -545,6 +555,11 @@ func decodeValue(ctx context.Context, codec Codec, book *converter.SchemaBook, r
 
 // Close leaves the group and closes the client.
 func (s *Subscriber) Close(context.Context) error {
-	s.closeOnce.Do(s.cl.Close)
+	s.closeOnce.Do(func() {
+		if s.stopPreload != nil {
+			s.stopPreload()
+		}
+		s.cl.Close()
+	})
 	return nil
 }
