@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -375,6 +377,58 @@ func TestCompactPayloadsAsCutFromEnvelopes(t *testing.T) {
 			}
 			if n == 0 {
 				t.Fatal("no message compared")
+			}
+		})
+	}
+}
+
+type twoBrokers struct{}
+
+func (twoBrokers) queues(context.Context, string) ([]queue, error) {
+	return []queue{{"a", 0}, {"a", 1}, {"b", 2}, {"b", 3}}, nil
+}
+
+// A schema is stored on every broker; one that refuses (a broker just
+// back from an outage whose route the client has not caught up with, CI
+// of December 7) does not fail the publish while another broker has the
+// copy, and when every broker refuses the publish fails.
+func TestSchemaStoredWhereABrokerTakesIt(t *testing.T) {
+	for _, refuse := range [][]string{{"a"}, {"a", "b"}} {
+		t.Run(strings.Join(refuse, "+"), func(t *testing.T) {
+			f := newFakeSender()
+			f.fail = func(msgs []*primitive.Message) error {
+				if msgs[0].Topic == SchemaTopic("t") && slices.Contains(refuse, msgs[0].Queue.BrokerName) {
+					return errors.New("the topic route info not found")
+				}
+				return nil
+			}
+			cfg := Config{NameServers: []string{"127.0.0.1:1"}, Pipeline: "t", Codec: converter.NewJSON(converter.DefaultOptions()), SendRetries: 1}
+			cfg, err := cfg.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := newPublisher(cfg, quietLog(), f, twoBrokers{}, nil)
+			defer p.Close(context.Background())
+			acked := make(chan error, 1)
+			err = p.Publish(context.Background(), compactRecords()[:1], func(err error) { acked <- err })
+			if err == nil {
+				err = <-acked
+			}
+			if all := len(refuse) == 2; (err != nil) != all {
+				t.Fatalf("brokers %v refusing the schema: publish error %v, want an error only when every broker refuses", refuse, err)
+			}
+			if len(refuse) == 1 {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				stored := 0
+				for _, m := range append(f.sent[2], f.sent[3]...) {
+					if m.Topic == SchemaTopic("t") {
+						stored++
+					}
+				}
+				if stored != 1 {
+					t.Errorf("%d copies of the schema on broker b, want 1", stored)
+				}
 			}
 		})
 	}

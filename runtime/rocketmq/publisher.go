@@ -474,7 +474,14 @@ func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) err
 			qs = up
 		}
 	}
+	// A copy on every live broker; the sink finds a schema on any of them
+	// (it reads the whole topic), so one stored copy is enough. A broker
+	// just back from an outage can refuse for a moment ("route info not
+	// found" until the client's routes catch up): that must not stop the
+	// pipeline while another broker has the copy (the hourly store
+	// reaches it later).
 	seen := map[string]bool{}
+	var failed []error
 	for _, q := range qs {
 		if seen[q.Broker] {
 			continue
@@ -484,8 +491,14 @@ func (p *Publisher) storeSchema(ctx context.Context, msg *primitive.Message) err
 		m.WithProperties(msg.GetProperties())
 		m.Queue = &primitive.MessageQueue{Topic: msg.Topic, BrokerName: q.Broker, QueueId: q.ID}
 		if err := p.sendRetry(msg.Topic, q, []*primitive.Message{m}); err != nil {
-			return err
+			failed = append(failed, err)
 		}
+	}
+	if len(failed) == len(seen) {
+		return errors.Join(failed...)
+	}
+	for _, err := range failed {
+		p.log.Warn("rocketmq: a schema was stored on some brokers only; the sink reads it there", "topic", msg.Topic, "err", err)
 	}
 	return nil
 }
