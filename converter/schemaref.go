@@ -299,14 +299,7 @@ func (l *SchemaBook) Get(ctx context.Context, id string) (SchemaEntry, error) {
 		if err != nil {
 			return SchemaEntry{}, fmt.Errorf("read the schemas in %s: %w", l.Where, err)
 		}
-		if len(l.known)+len(entries) > maxCachedSplits {
-			clear(l.known)
-		}
-		for _, e := range entries {
-			if SchemaID(keyOrNil(e.Key), e.Value) == e.ID {
-				l.known[e.ID] = e
-			}
-		}
+		l.keepLocked(entries)
 		if e, ok := l.known[id]; ok {
 			return e, nil
 		}
@@ -364,13 +357,22 @@ func (l *SchemaBook) Preload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.keepLocked(entries)
+	return nil
+}
+
+// keepLocked adds the entries whose ID matches their schemas, starting the
+// cache over when it would grow past its bound; l.mu held.
+func (l *SchemaBook) keepLocked(entries []SchemaEntry) {
 	if l.known == nil {
 		l.known = map[string]SchemaEntry{}
 	}
+	if len(l.known)+len(entries) > maxCachedSplits {
+		clear(l.known)
+	}
 	for _, e := range entries {
-		if len(l.known) < maxCachedSplits && SchemaID(keyOrNil(e.Key), e.Value) == e.ID {
+		if SchemaID(keyOrNil(e.Key), e.Value) == e.ID {
 			l.known[e.ID] = e
 		}
 	}
-	return nil
 }
